@@ -1,0 +1,81 @@
+use std::path::Path;
+
+use clap::Subcommand;
+
+use crate::ops::chunk::{Mark, locate_spec, mark, show};
+
+#[derive(Debug, Subcommand)]
+pub enum ChunkCommand {
+    /// Report the chunk done (runner verifies and commits it when the session ends).
+    Done {
+        id: String,
+        #[arg(long)]
+        notes: Option<String>,
+        /// The spec (default: RUNNER_SPEC_DIR, else the worktree's branch).
+        #[arg(long)]
+        spec: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report that the chunk could not be done, and why.
+    Fail {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        spec: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a chunk (default: RUNNER_CHUNK_ID, else the one in progress, else the next).
+    Show {
+        id: Option<String>,
+        #[arg(long)]
+        spec: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
+    let (message, json) = match cmd {
+        ChunkCommand::Done {
+            id,
+            notes,
+            spec,
+            json,
+        } => {
+            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            (mark(&paths, &id, Mark::Done, notes.as_deref())?, json)
+        }
+        ChunkCommand::Fail {
+            id,
+            reason,
+            spec,
+            json,
+        } => {
+            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            (mark(&paths, &id, Mark::Fail, Some(&reason))?, json)
+        }
+        ChunkCommand::Show { id, spec, json } => {
+            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            let value = show(&paths, id.as_deref())?;
+            if json {
+                super::print_json(&value)?;
+            } else {
+                println!("{}", serde_json::to_string_pretty(&value["current"])?);
+                println!(
+                    "progress: {}/{} chunks completed",
+                    value["progress"]["completed"], value["progress"]["total"]
+                );
+            }
+            return Ok(0);
+        }
+    };
+    if json {
+        super::print_json(&serde_json::json!({"ok": true, "message": message}))?;
+    } else {
+        println!("{message}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,58 @@
+use std::path::Path;
+
+use clap::Args;
+
+use crate::ops::run::{RunOptions, run as run_op};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The spec: a folder name under .auto-claude/specs, its number (001), or a unique part of it.
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// Never ask; continue the existing build.
+    #[arg(long)]
+    pub auto_continue: bool,
+    /// The branch to start from (pinned for the spec after its first run).
+    #[arg(long)]
+    pub base_branch: Option<String>,
+    /// The agent command for this run, e.g. "claude -p" (overrides [agent] command).
+    #[arg(long)]
+    pub agent_command: Option<String>,
+    /// Build in .worktrees/auto-claude-NAME instead of .worktrees/auto-claude.
+    #[arg(long, value_name = "NAME")]
+    pub slot: Option<String>,
+    /// Print the final summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(slot) = &args.slot {
+        crate::spec::check_name(slot)
+            .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
+    }
+    let summary = run_op(
+        cwd,
+        RunOptions {
+            spec: args.spec,
+            auto_continue: args.auto_continue,
+            base_branch: args.base_branch,
+            agent_command: args.agent_command,
+            slot: args.slot,
+        },
+    )?;
+    if args.json {
+        super::print_json(&summary)?;
+    } else {
+        println!(
+            "{}: {} — {}/{} chunks on {} ({} sessions)",
+            summary.spec,
+            summary.outcome,
+            summary.completed,
+            summary.total,
+            summary.branch,
+            summary.sessions
+        );
+    }
+    Ok(0)
+}

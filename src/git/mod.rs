@@ -1,0 +1,9 @@
+//! Everything that touches git2: the main repository, the worktree slots, commits.
+
+pub mod repo;
+pub mod slot;
+
+pub use repo::{
+    MainRepo, commit_all, dirty_paths, head_branch, head_commit, log_between, signature,
+};
+pub use slot::{Slot, SlotState, branch_for, slot_holding, spec_of_branch};

@@ -1,0 +1,172 @@
+//! Finding the main repository from anywhere (its worktrees included), keeping runner's folders
+//! out of git, branches and commits.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, StatusOptions};
+
+use crate::error::RunnerError;
+use crate::store::write_atomic;
+
+/// Paths runner keeps out of git through `.git/info/exclude` (never the user's `.gitignore`).
+pub const EXCLUDED: [&str; 2] = ["/.auto-claude/", "/.worktrees/"];
+
+/// The main repository: the one whose working directory holds `.auto-claude/`.
+pub struct MainRepo {
+    pub repo: Repository,
+    pub root: PathBuf,
+}
+
+impl MainRepo {
+    /// Find the main repository from `start`, which may be inside one of its worktrees.
+    pub fn discover(start: &Path) -> anyhow::Result<MainRepo> {
+        let found = Repository::discover(start).map_err(|_| {
+            RunnerError::bad_input(format!(
+                "{} is not inside a git repository: run runner from your project (or `git init` first)",
+                start.display()
+            ))
+        })?;
+        // A linked worktree's common dir is the main repository's `.git`.
+        let common = found.commondir().to_path_buf();
+        let repo = if found.is_worktree() {
+            Repository::open(&common)
+                .with_context(|| format!("opening main repository at {}", common.display()))?
+        } else {
+            found
+        };
+        let root = repo
+            .workdir()
+            .ok_or_else(|| {
+                RunnerError::bad_input(
+                    "runner needs a repository with a working tree, not a bare one",
+                )
+            })?
+            .to_path_buf();
+        let root = root.canonicalize().unwrap_or(root);
+        Ok(MainRepo { repo, root })
+    }
+
+    /// Add runner's folders to `.git/info/exclude` if they are not there yet.
+    pub fn ensure_excluded(&self) -> anyhow::Result<()> {
+        let info = self.repo.commondir().join("info");
+        let path = info.join("exclude");
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        let missing: Vec<&str> = EXCLUDED
+            .iter()
+            .copied()
+            .filter(|p| !current.lines().any(|l| l.trim() == *p))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut text = current;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# runner: state and build worktrees\n");
+        for p in missing {
+            text.push_str(p);
+            text.push('\n');
+        }
+        std::fs::create_dir_all(&info)?;
+        write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The branch checked out in the main worktree, if any (not detached, not unborn).
+    pub fn current_branch(&self) -> Option<String> {
+        head_branch(&self.repo)
+    }
+
+    pub fn branch_tip(&self, name: &str) -> Option<Oid> {
+        self.repo
+            .find_branch(name, BranchType::Local)
+            .ok()?
+            .get()
+            .target()
+    }
+
+    pub fn create_branch(&self, name: &str, at: Oid) -> anyhow::Result<()> {
+        let commit = self.repo.find_commit(at)?;
+        self.repo
+            .branch(name, &commit, false)
+            .with_context(|| format!("creating branch {name}"))?;
+        Ok(())
+    }
+}
+
+/// The author and committer runner uses: the repository's configured identity, else a fixed
+/// one, so that commits work on machines with no `user.name` (CI).
+pub fn signature(repo: &Repository) -> anyhow::Result<Signature<'static>> {
+    match repo.signature() {
+        Ok(sig) => Ok(sig.to_owned()),
+        Err(_) => Ok(Signature::now("runner", "runner@localhost")?),
+    }
+}
+
+/// The branch `repo`'s HEAD is on, if any (not detached, not unborn).
+pub fn head_branch(repo: &Repository) -> Option<String> {
+    let head = repo.head().ok()?;
+    if !head.is_branch() {
+        return None;
+    }
+    head.shorthand().map(str::to_string)
+}
+
+pub fn head_commit(repo: &Repository) -> anyhow::Result<Oid> {
+    let head = repo.head().context("reading HEAD")?;
+    head.target()
+        .ok_or_else(|| anyhow!("HEAD does not point at a commit"))
+}
+
+/// Paths with uncommitted changes, untracked files included, ignored files not.
+pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(false)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context("reading git status")?;
+    Ok(statuses
+        .iter()
+        .filter(|s| !s.status().is_ignored())
+        .filter_map(|s| s.path().map(str::to_string))
+        .collect())
+}
+
+/// Commit everything uncommitted in `repo`'s working tree; `None` if there was nothing.
+pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
+    let mut index = repo.index().context("opening the index")?;
+    index
+        .add_all(["*"], IndexAddOption::DEFAULT, None)
+        .context("staging changes")?;
+    index.update_all(["*"], None).context("staging deletions")?;
+    index.write().context("writing the index")?;
+    let tree_id = index.write_tree().context("writing the tree")?;
+    let parent = repo.head()?.peel_to_commit()?;
+    if parent.tree_id() == tree_id {
+        return Ok(None);
+    }
+    let tree = repo.find_tree(tree_id)?;
+    let sig = signature(repo)?;
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])
+        .context("committing")?;
+    Ok(Some(oid))
+}
+
+/// One line per commit from `tip` back to (excluding) `base`, newest first.
+pub fn log_between(repo: &Repository, base: Oid, tip: Oid) -> anyhow::Result<Vec<(Oid, String)>> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    let mut out = Vec::new();
+    for oid in walk {
+        let oid = oid?;
+        let commit = repo.find_commit(oid)?;
+        out.push((oid, commit.summary().unwrap_or("").to_string()));
+    }
+    Ok(out)
+}

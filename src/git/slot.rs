@@ -1,0 +1,171 @@
+//! The worktree slot: `.worktrees/auto-claude` (or `.worktrees/auto-claude-<name>`), holding
+//! one spec's branch `auto-claude/<spec>` at a time.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use git2::build::CheckoutBuilder;
+use git2::{Repository, WorktreeAddOptions, WorktreePruneOptions};
+
+use super::repo::{MainRepo, dirty_paths, head_branch};
+
+pub const SLOT_DIR: &str = ".worktrees";
+pub const DEFAULT_SLOT: &str = "auto-claude";
+pub const BRANCH_PREFIX: &str = "auto-claude/";
+
+pub fn branch_for(spec: &str) -> String {
+    format!("{BRANCH_PREFIX}{spec}")
+}
+
+/// The spec a branch belongs to, if it is a runner branch.
+pub fn spec_of_branch(branch: &str) -> Option<&str> {
+    branch.strip_prefix(BRANCH_PREFIX).filter(|s| !s.is_empty())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    /// The git worktree name, also the folder name: `auto-claude` or `auto-claude-<name>`.
+    pub name: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotState {
+    /// No worktree registered and no folder.
+    Missing,
+    /// A valid worktree; `branch` is `None` when its HEAD is detached.
+    Ready { branch: Option<String> },
+    /// Registered, but the folder is gone or is no longer a worktree.
+    Broken { reason: String },
+    /// A folder is there but git does not know it as a worktree.
+    Unregistered,
+}
+
+impl SlotState {
+    pub fn label(&self) -> &'static str {
+        match self {
+            SlotState::Missing => "missing",
+            SlotState::Ready { .. } => "ready",
+            SlotState::Broken { .. } => "broken",
+            SlotState::Unregistered => "unregistered",
+        }
+    }
+}
+
+impl Slot {
+    /// `None` → the default slot; `Some("x")` → `auto-claude-x`.
+    pub fn new(root: &Path, suffix: Option<&str>) -> Slot {
+        let name = match suffix {
+            None => DEFAULT_SLOT.to_string(),
+            Some(s) => format!("{DEFAULT_SLOT}-{s}"),
+        };
+        Slot {
+            path: root.join(SLOT_DIR).join(&name),
+            name,
+        }
+    }
+
+    /// Every slot that is registered or has a folder.
+    pub fn all(main: &MainRepo) -> Vec<Slot> {
+        let mut names: Vec<String> = Vec::new();
+        if let Ok(list) = main.repo.worktrees() {
+            names.extend(list.iter().flatten().map(str::to_string));
+        }
+        if let Ok(entries) = std::fs::read_dir(main.root.join(SLOT_DIR)) {
+            names.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .filter_map(|e| e.file_name().to_str().map(str::to_string)),
+            );
+        }
+        names.retain(|n| n == DEFAULT_SLOT || n.starts_with(&format!("{DEFAULT_SLOT}-")));
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|name| Slot {
+                path: main.root.join(SLOT_DIR).join(&name),
+                name,
+            })
+            .collect()
+    }
+
+    pub fn inspect(&self, main: &MainRepo) -> SlotState {
+        match main.repo.find_worktree(&self.name) {
+            Ok(wt) => match wt.validate() {
+                Ok(()) => match Repository::open_from_worktree(&wt) {
+                    Ok(repo) => SlotState::Ready {
+                        branch: head_branch(&repo),
+                    },
+                    Err(e) => SlotState::Broken {
+                        reason: format!("cannot open it: {}", e.message()),
+                    },
+                },
+                Err(_) if !wt.path().exists() => SlotState::Broken {
+                    reason: format!("its folder {} is gone", wt.path().display()),
+                },
+                Err(e) => SlotState::Broken {
+                    reason: e.message().to_string(),
+                },
+            },
+            Err(_) if self.path.exists() => SlotState::Unregistered,
+            Err(_) => SlotState::Missing,
+        }
+    }
+
+    pub fn open(&self, main: &MainRepo) -> anyhow::Result<Repository> {
+        let wt = main.repo.find_worktree(&self.name)?;
+        Ok(Repository::open_from_worktree(&wt)?)
+    }
+
+    /// Create the worktree on an existing branch.
+    pub fn create(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
+        std::fs::create_dir_all(main.root.join(SLOT_DIR))?;
+        let reference = main
+            .repo
+            .find_reference(&format!("refs/heads/{branch}"))
+            .with_context(|| format!("finding branch {branch}"))?;
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&reference));
+        main.repo
+            .worktree(&self.name, &self.path, Some(&opts))
+            .with_context(|| format!("creating worktree {}", self.path.display()))?;
+        Ok(())
+    }
+
+    /// Forget a registered worktree whose folder is gone. The branch and its commits stay.
+    pub fn prune_missing(&self, main: &MainRepo) -> anyhow::Result<()> {
+        let wt = main.repo.find_worktree(&self.name)?;
+        let mut opts = WorktreePruneOptions::new();
+        opts.valid(true).locked(false).working_tree(false);
+        wt.prune(Some(&mut opts))
+            .with_context(|| format!("pruning worktree {}", self.name))?;
+        Ok(())
+    }
+
+    /// Point a clean slot at another branch: check out the new tree first, then move HEAD,
+    /// as `git switch` does, so files of the old branch are removed and none are lost.
+    pub fn switch_to(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
+        let repo = self.open(main)?;
+        let refname = format!("refs/heads/{branch}");
+        let target = repo
+            .find_reference(&refname)?
+            .peel(git2::ObjectType::Commit)?;
+        repo.checkout_tree(&target, Some(CheckoutBuilder::new().safe()))
+            .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
+        repo.set_head(&refname)?;
+        Ok(())
+    }
+
+    pub fn dirty_paths(&self, main: &MainRepo) -> anyhow::Result<Vec<String>> {
+        dirty_paths(&self.open(main)?)
+    }
+}
+
+/// The slot (if any) that has `branch` checked out.
+pub fn slot_holding(main: &MainRepo, branch: &str) -> Option<Slot> {
+    Slot::all(main).into_iter().find(
+        |slot| matches!(slot.inspect(main), SlotState::Ready { branch: Some(b) } if b == branch),
+    )
+}

@@ -1,0 +1,36 @@
+use clap::Parser;
+
+use runner::cli::{Cli, dispatch};
+use runner::error::{exit, exit_code_of};
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            let code = exit_code_of(&err);
+            if code == exit::INTERRUPTED {
+                eprintln!("runner: interrupted; run it again to resume where it stopped");
+            } else {
+                eprintln!("runner: {err:#}");
+            }
+            code
+        }
+    };
+    std::process::exit(code);
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,55 @@
+//! What a run shows while it works: an indicatif bar on a terminal, plain lines otherwise.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Reporter {
+    bar: Option<ProgressBar>,
+}
+
+impl Reporter {
+    /// A bar only when stderr is a terminal; `quiet` silences plain lines too.
+    pub fn new() -> Reporter {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} chunks  {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Reporter { bar }
+    }
+
+    pub fn line(&self, msg: impl AsRef<str>) {
+        match &self.bar {
+            Some(bar) => bar.println(msg.as_ref()),
+            None => eprintln!("{}", msg.as_ref()),
+        }
+    }
+
+    pub fn progress(&self, done: usize, total: usize, current: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(current.to_string());
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Default for Reporter {
+    fn default() -> Self {
+        Reporter::new()
+    }
+}

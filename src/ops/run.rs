@@ -1,0 +1,1085 @@
+//! `runner run`: take a spec from "nothing planned" to "every chunk completed and committed",
+//! resuming wherever the last run stopped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::report::Reporter;
+use super::workspace::{SpecPaths, Workspace};
+use crate::config::{Config, parse_agent_command};
+use crate::error::RunnerError;
+use crate::git::{Slot, SlotState, branch_for, commit_all, dirty_paths, head_commit, slot_holding};
+use crate::plan::{
+    Attempt, Chunk, NextStep, Plan, PlanError, Status, check_planner_output, next_step,
+    verification,
+};
+use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
+use crate::session::{ChildSpec, Ended, Interrupt, Prompts, run_child};
+use crate::store::{FileLock, Holder, Journal, LockState, lock};
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub spec: Option<String>,
+    pub auto_continue: bool,
+    pub base_branch: Option<String>,
+    pub agent_command: Option<String>,
+    pub slot: Option<String>,
+}
+
+/// What a finished run reports (`--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub spec: String,
+    pub outcome: String,
+    pub branch: String,
+    pub worktree: PathBuf,
+    pub base_branch: String,
+    pub completed: usize,
+    pub total: usize,
+    pub sessions: u32,
+    pub run_id: String,
+}
+
+const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// Everything one run works with, set up once.
+struct Run {
+    paths: SpecPaths,
+    config: Config,
+    agent: Vec<String>,
+    run_id: String,
+    journal: Journal,
+    worktree: PathBuf,
+    repo_root: PathBuf,
+    base: String,
+    prompts: Prompts,
+    reporter: Reporter,
+    interrupt: Interrupt,
+    sessions: u32,
+}
+
+pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run_async(cwd, opts))
+}
+
+async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
+    let interrupt = Interrupt::install()?;
+    let ws = Workspace::open(cwd)?;
+    ws.main.ensure_excluded()?;
+    let config = ws.config()?;
+    let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
+    let paths = ws.spec(&spec_name);
+    let agent = match &opts.agent_command {
+        Some(text) => parse_agent_command(text)?,
+        None => config.agent.command.clone(),
+    };
+    if agent.is_empty() {
+        return Err(RunnerError::bad_input(
+            "no agent command: pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
+        )
+        .into());
+    }
+
+    let run_id = format!("run-{}-{}", crate::clock::stamp(), std::process::id());
+    let holder = new_holder(&run_id, Some(&spec_name));
+    let spec_lock = take_lock(&paths.run_lock, &holder, || {
+        format!("spec {spec_name} is being run by another runner")
+    })?;
+    let slot = Slot::new(&ws.root, opts.slot.as_deref());
+    let slot_lock = take_lock(&ws.slot_lock(&slot.name), &holder, || {
+        format!(
+            "the worktree slot {} is in use by another runner",
+            slot.path.display()
+        )
+    })?;
+
+    // A plan that does not parse stops the run before anything else is touched.
+    let existing = paths.plan.load()?;
+    if existing.is_none() && !paths.spec_md.exists() {
+        return Err(RunnerError::bad_input(format!(
+            "spec {spec_name} has neither a plan nor a spec.md: write {} describing the feature",
+            paths.spec_md.display()
+        ))
+        .into());
+    }
+    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
+    let checked_out = ws.main.current_branch();
+    let base = policy::choose_base(
+        pinned,
+        opts.base_branch.as_deref(),
+        config.git.base_branch.as_deref(),
+        checked_out.as_deref(),
+    )
+    .map_err(RunnerError::BadInput)?;
+    let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
+        RunnerError::bad_input(format!(
+            "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
+        ))
+    })?;
+
+    let journal = Journal::new(&paths.dir, &run_id);
+    let reporter = Reporter::new();
+    prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter)?;
+
+    let locks = Arc::new((spec_lock, slot_lock));
+    let heartbeat = tokio::spawn(heartbeat(locks.clone(), holder));
+
+    let mut run = Run {
+        prompts: Prompts::new(&ws.templates_dir()),
+        repo_root: ws.root.clone(),
+        worktree: slot.path.clone(),
+        paths,
+        config,
+        agent,
+        run_id,
+        journal,
+        base,
+        reporter,
+        interrupt,
+        sessions: 0,
+    };
+    run.journal.record(
+        "run_start",
+        None,
+        json!({"spec": spec_name, "pid": std::process::id(), "slot": slot.name, "base_branch": run.base, "auto_continue": opts.auto_continue}),
+    )?;
+    let result = run.drive().await;
+    heartbeat.abort();
+    run.reporter.finish();
+    let outcome = match &result {
+        Ok(()) => "complete".to_string(),
+        Err(e) => match e.downcast_ref::<RunnerError>() {
+            Some(RunnerError::Interrupted) => "interrupted".into(),
+            Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
+            Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
+            _ => "error".into(),
+        },
+    };
+    let _ = run.journal.record(
+        "run_end",
+        None,
+        json!({"outcome": outcome, "sessions": run.sessions}),
+    );
+    drop(locks);
+    result?;
+    let plan = run.paths.plan.load()?.unwrap_or_else(empty_plan);
+    Ok(RunSummary {
+        spec: run.paths.name.clone(),
+        outcome,
+        branch: branch_for(&run.paths.name),
+        worktree: run.worktree.clone(),
+        base_branch: run.base.clone(),
+        completed: plan.count(Status::Completed),
+        total: plan.total(),
+        sessions: run.sessions,
+        run_id: run.run_id.clone(),
+    })
+}
+
+fn empty_plan() -> Plan {
+    Plan {
+        raw: Default::default(),
+        phases: Vec::new(),
+    }
+}
+
+/// `--spec` resolved, or the only spec there is.
+fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
+    if let Some(q) = query {
+        return Ok(crate::spec::resolve(&ws.specs_dir, q)?);
+    }
+    let names = crate::spec::list(&ws.specs_dir);
+    match names.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(RunnerError::bad_input(
+            "no specs yet: create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
+        )
+        .into()),
+        _ => Err(RunnerError::bad_input(format!(
+            "several specs; pick one with --spec: {}",
+            names.join(", ")
+        ))
+        .into()),
+    }
+}
+
+pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
+    let now = crate::clock::now();
+    Holder {
+        run_id: run_id.to_string(),
+        pid: std::process::id(),
+        host: hostname(),
+        since: now.clone(),
+        heartbeat: now,
+        spec: spec.map(str::to_string),
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Take an exclusive lock for the whole run, or say who holds it (exit 4).
+fn take_lock(
+    path: &Path,
+    holder: &Holder,
+    what: impl FnOnce() -> String,
+) -> anyhow::Result<FileLock> {
+    match FileLock::try_acquire(path).with_context(|| format!("opening {}", path.display()))? {
+        Some(lock) => {
+            lock.write_holder(holder)?;
+            Ok(lock)
+        }
+        None => Err(RunnerError::Busy(format!("{}: {}", what(), describe_holder(path))).into()),
+    }
+}
+
+pub fn describe_holder(path: &Path) -> String {
+    match lock::read_holder(path) {
+        Some(h) => format!(
+            "pid {} on {}, run {}, since {} (last heartbeat {}){}. Wait for it to finish, or stop it first",
+            h.pid,
+            h.host,
+            h.run_id,
+            h.since,
+            h.heartbeat,
+            h.spec.map(|s| format!(", spec {s}")).unwrap_or_default()
+        ),
+        None => "its holder did not say who it is. Wait for it to finish, or stop it first".into(),
+    }
+}
+
+async fn heartbeat(locks: Arc<(FileLock, FileLock)>, mut holder: Holder) {
+    loop {
+        tokio::time::sleep(HEARTBEAT).await;
+        holder.heartbeat = crate::clock::now();
+        let _ = locks.0.write_holder(&holder);
+        let _ = locks.1.write_holder(&holder);
+    }
+}
+
+/// Make `slot` hold the spec's branch, creating the branch and the worktree as needed.
+fn prepare_slot(
+    ws: &Workspace,
+    slot: &Slot,
+    spec: &str,
+    base_tip: git2::Oid,
+    journal: &Journal,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    let main = &ws.main;
+    let branch = branch_for(spec);
+    if main.branch_tip(&branch).is_none() {
+        main.create_branch(&branch, base_tip)?;
+        journal.record(
+            "branch_created",
+            None,
+            json!({"branch": branch, "at": base_tip.to_string()}),
+        )?;
+    }
+    if main.current_branch().as_deref() == Some(branch.as_str()) {
+        return Err(RunnerError::bad_input(format!(
+            "branch {branch} is checked out in your main worktree; runner builds it in {}. Switch your main worktree to another branch first",
+            slot.path.display()
+        ))
+        .into());
+    }
+    if let Some(other) = slot_holding(main, &branch)
+        && other != *slot
+    {
+        let suffix = other
+            .name
+            .strip_prefix("auto-claude-")
+            .unwrap_or(&other.name);
+        return Err(RunnerError::bad_input(format!(
+            "spec {spec} is already in the slot {}: run it there with --slot {suffix}",
+            other.path.display()
+        ))
+        .into());
+    }
+    match slot.inspect(main) {
+        SlotState::Missing => create_slot(main, slot, &branch, journal, reporter),
+        SlotState::Broken { reason } if !slot.path.exists() => {
+            // The folder is gone; the work is safe on the branch. Forget the registration.
+            reporter.line(format!(
+                "The worktree {} was registered but {reason}; recreating it from branch {branch}.",
+                slot.path.display()
+            ));
+            slot.prune_missing(main)?;
+            journal.record("slot_pruned", None, json!({"slot": slot.name, "reason": reason}))?;
+            create_slot(main, slot, &branch, journal, reporter)
+        }
+        SlotState::Broken { reason } => Err(RunnerError::bad_input(format!(
+            "the worktree slot {} is broken ({reason}). Move the folder away, run `git worktree prune`, and run again",
+            slot.path.display()
+        ))
+        .into()),
+        SlotState::Unregistered => Err(RunnerError::bad_input(format!(
+            "{} exists but is not a git worktree of this repository. Move it away (nothing in it is tracked by runner) and run again",
+            slot.path.display()
+        ))
+        .into()),
+        SlotState::Ready { branch: Some(b) } if b == branch => Ok(()),
+        SlotState::Ready { branch: held } => {
+            let held_desc = held.clone().unwrap_or_else(|| "a detached HEAD".into());
+            if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
+                let other = ws.spec(other_spec);
+                if let LockState::Held(_) = lock::probe(&other.run_lock)? {
+                    return Err(RunnerError::Busy(format!(
+                        "the slot {} holds spec {other_spec}, which is being run: {}",
+                        slot.path.display(),
+                        describe_holder(&other.run_lock)
+                    ))
+                    .into());
+                }
+            }
+            let dirty = slot.dirty_paths(main)?;
+            if !dirty.is_empty() {
+                let wt = slot.path.display();
+                return Err(RunnerError::bad_input(format!(
+                    "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
+                    dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+                ))
+                .into());
+            }
+            slot.switch_to(main, &branch)?;
+            reporter.line(format!(
+                "Switched the slot {} from {held_desc} to {branch} (the previous work is safe on its branch).",
+                slot.path.display()
+            ));
+            journal.record("slot_switched", None, json!({"slot": slot.name, "from": held, "to": branch}))?;
+            Ok(())
+        }
+    }
+}
+
+fn create_slot(
+    main: &crate::git::MainRepo,
+    slot: &Slot,
+    branch: &str,
+    journal: &Journal,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    slot.create(main, branch)?;
+    reporter.line(format!(
+        "Created worktree {} on branch {branch}.",
+        slot.path.display()
+    ));
+    journal.record(
+        "slot_created",
+        None,
+        json!({"slot": slot.name, "branch": branch}),
+    )?;
+    Ok(())
+}
+
+/// The chunk runner is about to work on, as the prompt and the loop need it.
+struct Taken {
+    chunk: Chunk,
+    phase_name: Option<String>,
+    attempt: u32,
+    session_id: String,
+}
+
+impl Run {
+    async fn drive(&mut self) -> anyhow::Result<()> {
+        if self.paths.plan.load()?.is_none() {
+            self.plan_feature().await?;
+        } else {
+            self.pin_base()?;
+        }
+        self.reset_orphans()?;
+        loop {
+            if self.interrupt.is_set() {
+                return Err(RunnerError::Interrupted.into());
+            }
+            let plan = self.load_plan()?;
+            match next_step(&plan) {
+                NextStep::Complete => {
+                    self.reporter.progress(plan.total(), plan.total(), "done");
+                    self.reporter.line(format!(
+                        "All {} chunks of {} are completed on branch {}.",
+                        plan.total(),
+                        self.paths.name,
+                        branch_for(&self.paths.name)
+                    ));
+                    return Ok(());
+                }
+                NextStep::Stuck(reasons) => {
+                    return Err(RunnerError::NeedsHuman(format!(
+                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}; after fixing, set the chunk back to pending in {} and run again",
+                        self.paths.name,
+                        reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+                        self.journal.path().display(),
+                        self.paths.sessions_dir.display(),
+                        self.paths.plan.path().display()
+                    ))
+                    .into());
+                }
+                NextStep::Chunk(_) => {}
+            }
+            self.check_budget()?;
+            let Some(taken) = self.take_next_chunk()? else {
+                continue;
+            };
+            self.work_on(taken).await?;
+        }
+    }
+
+    fn load_plan(&self) -> anyhow::Result<Plan> {
+        match self.paths.plan.load() {
+            Ok(Some(plan)) => Ok(plan),
+            Ok(None) => Err(RunnerError::NeedsHuman(format!(
+                "the plan {} disappeared during the run",
+                self.paths.plan.path().display()
+            ))
+            .into()),
+            Err(e) => match e.downcast::<PlanError>() {
+                Ok(plan_err) => Err(RunnerError::NeedsHuman(format!(
+                    "{plan_err}\n(the plan was valid when the run started: an agent or a person broke it)"
+                ))
+                .into()),
+                Err(other) => Err(other),
+            },
+        }
+    }
+
+    fn check_budget(&self) -> anyhow::Result<()> {
+        if self.sessions >= self.config.run.max_sessions {
+            return Err(RunnerError::BudgetSpent(format!(
+                "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
+                self.sessions, self.paths.name
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Pin the base branch in the plan the first time the spec has one.
+    fn pin_base(&self) -> anyhow::Result<()> {
+        let plan = self.load_plan()?;
+        if plan.str_field("base_branch").is_none() {
+            let base = self.base.clone();
+            self.paths.plan.update(|plan| {
+                plan.set_field("base_branch", Value::String(base));
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// We hold the spec's lock, so any chunk still `in_progress` belongs to a run that died.
+    fn reset_orphans(&self) -> anyhow::Result<()> {
+        let plan = self.load_plan()?;
+        if plan.count(Status::InProgress) == 0 {
+            return Ok(());
+        }
+        let reset = self.paths.plan.update(|plan| {
+            let mut reset = Vec::new();
+            for pos in plan.positions().collect::<Vec<_>>() {
+                let chunk = plan.chunk_mut(pos);
+                if chunk.status != Status::InProgress {
+                    continue;
+                }
+                chunk.update_last_attempt(|a| {
+                    if a.outcome.is_none() {
+                        a.outcome = Some("interrupted".into());
+                        a.reason = Some("its run ended before the session did".into());
+                        a.ended_at = Some(crate::clock::now());
+                    }
+                });
+                chunk.set_status(Status::Pending);
+                reset.push(chunk.id.clone());
+            }
+            Ok(reset)
+        })?;
+        for id in reset {
+            self.reporter.line(format!(
+                "Recovered chunk {id}: it was in progress when its run stopped; it goes back to pending and its partial work stays in the worktree."
+            ));
+            self.journal.record(
+                "chunk_status",
+                Some(&id),
+                json!({"from": "in_progress", "to": "pending", "why": "orphaned by a run that ended"}),
+            )?;
+        }
+        Ok(())
+    }
+
+    async fn plan_feature(&mut self) -> anyhow::Result<()> {
+        let spec_text = std::fs::read_to_string(&self.paths.spec_md)
+            .with_context(|| format!("reading {}", self.paths.spec_md.display()))?;
+        let mut errors: Vec<String> = Vec::new();
+        let max = self.config.run.max_attempts;
+        for attempt in 1..=max {
+            self.check_budget()?;
+            self.reporter.line(format!(
+                "Planning {} (attempt {attempt} of {max})…",
+                self.paths.name
+            ));
+            let prompt = self.prompts.render(
+                crate::session::prompt::PLANNER,
+                json!({
+                    "spec_name": self.paths.name,
+                    "spec_text": spec_text,
+                    "plan_file": self.paths.plan.path(),
+                    "attempt": attempt,
+                    "errors": errors,
+                }),
+            )?;
+            let session_id = session_id("planner", None, attempt);
+            let end = self
+                .session("planner", None, attempt, &session_id, &prompt)
+                .await?;
+            if end.ended == Ended::Interrupted {
+                return Err(RunnerError::Interrupted.into());
+            }
+            errors = match self.paths.plan.load() {
+                Ok(Some(plan)) => check_planner_output(&plan),
+                Ok(None) => vec![format!(
+                    "the planner did not write {}",
+                    self.paths.plan.path().display()
+                )],
+                Err(e) => match e.downcast::<PlanError>() {
+                    Ok(pe) => plan_error_lines(&pe),
+                    Err(other) => return Err(other),
+                },
+            };
+            if errors.is_empty() {
+                let base = self.base.clone();
+                let plan = self.paths.plan.update(|plan| {
+                    if plan.str_field("base_branch").is_none() {
+                        plan.set_field("base_branch", Value::String(base));
+                    }
+                    Ok(plan.clone())
+                })?;
+                self.journal.record(
+                    "plan_accepted",
+                    None,
+                    json!({"session_id": session_id, "phases": plan.phases.len(), "chunks": plan.total()}),
+                )?;
+                self.reporter.line(format!(
+                    "Plan ready: {} phases, {} chunks.",
+                    plan.phases.len(),
+                    plan.total()
+                ));
+                return Ok(());
+            }
+            self.journal.record(
+                "plan_rejected",
+                None,
+                json!({"session_id": session_id, "attempt": attempt, "errors": errors}),
+            )?;
+            self.reporter.line(format!(
+                "The planner's output was not a valid plan:\n{}",
+                errors
+                    .iter()
+                    .map(|e| format!("  - {e}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+        }
+        Err(RunnerError::NeedsHuman(format!(
+            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nThe planner's last output is at {} (left as it is); logs are in {}. Fix the plan by hand, or delete it to plan again",
+            errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
+            self.paths.plan.path().display(),
+            self.paths.sessions_dir.display()
+        ))
+        .into())
+    }
+
+    /// Mark the next chunk `in_progress` with a new attempt, under the plan lock.
+    fn take_next_chunk(&self) -> anyhow::Result<Option<Taken>> {
+        let start_commit = head_commit(&self.open_worktree()?)?.to_string();
+        let run_id = self.run_id.clone();
+        let taken = self.paths.plan.update(|plan| {
+            let NextStep::Chunk(pos) = next_step(plan) else {
+                return Ok(None);
+            };
+            let phase_name = plan.phases[pos.phase].name().map(str::to_string);
+            let chunk = plan.chunk_mut(pos);
+            let mut attempts = chunk.attempts();
+            let attempt = attempts.len() as u32 + 1;
+            let session_id = session_id("coder", Some(&chunk.id), attempt);
+            let now = crate::clock::now();
+            attempts.push(Attempt {
+                n: attempt,
+                session_id: Some(session_id.clone()),
+                run_id: Some(run_id),
+                started_at: Some(now.clone()),
+                start_commit: Some(start_commit.clone()),
+                ..Attempt::default()
+            });
+            chunk.set_attempts(&attempts);
+            chunk.set_status(Status::InProgress);
+            chunk.set_str("started_at", &now);
+            chunk.set_str("session_id", &session_id);
+            Ok(Some(Taken {
+                chunk: chunk.clone(),
+                phase_name,
+                attempt,
+                session_id,
+            }))
+        })?;
+        if let Some(t) = &taken {
+            self.journal.record(
+                "chunk_status",
+                Some(&t.chunk.id),
+                json!({"from": "pending", "to": "in_progress", "attempt": t.attempt, "session_id": t.session_id, "start_commit": start_commit}),
+            )?;
+        }
+        Ok(taken)
+    }
+
+    fn open_worktree(&self) -> anyhow::Result<git2::Repository> {
+        git2::Repository::open(&self.worktree)
+            .with_context(|| format!("opening worktree {}", self.worktree.display()))
+    }
+
+    async fn work_on(&mut self, taken: Taken) -> anyhow::Result<()> {
+        let plan = self.load_plan()?;
+        let done = plan.count(Status::Completed);
+        let id = taken.chunk.id.clone();
+        self.reporter.progress(done, plan.total(), &id);
+        self.reporter.line(format!(
+            "[{}/{}] {id}: {} (attempt {})",
+            done + 1,
+            plan.total(),
+            taken.chunk.description(),
+            taken.attempt
+        ));
+        let prompt = self.coder_prompt(&plan, &taken)?;
+        let end = self
+            .session(
+                "coder",
+                Some(&id),
+                taken.attempt,
+                &taken.session_id,
+                &prompt,
+            )
+            .await?;
+        if end.ended == Ended::Interrupted {
+            self.paths.plan.update(|plan| {
+                if let Some(pos) = plan.find_chunk(&id) {
+                    let chunk = plan.chunk_mut(pos);
+                    chunk.update_last_attempt(|a| {
+                        a.outcome = Some("interrupted".into());
+                        a.reason = Some("runner was interrupted (SIGINT/SIGTERM)".into());
+                        a.ended_at = Some(crate::clock::now());
+                    });
+                    chunk.set_status(Status::Pending);
+                }
+                Ok(())
+            })?;
+            self.journal.record(
+                "chunk_status",
+                Some(&id),
+                json!({"from": "in_progress", "to": "pending", "why": "interrupted"}),
+            )?;
+            self.reporter.line(format!(
+                "Interrupted: {id} goes back to pending; its partial work stays in {}.",
+                self.worktree.display()
+            ));
+            return Err(RunnerError::Interrupted.into());
+        }
+
+        let after = self.load_plan()?;
+        let pos = after.find_chunk(&id).ok_or_else(|| {
+            RunnerError::NeedsHuman(format!(
+                "chunk {id} vanished from the plan during its session"
+            ))
+        })?;
+        let chunk = after.chunk(pos);
+        let report = read_report(chunk);
+        let check = if policy::needs_check(&report) {
+            self.verify(chunk, &taken.session_id).await?
+        } else {
+            None
+        };
+        match policy::judge(&report, &end.ended, check.as_ref()) {
+            Verdict::Completed => self.complete(&taken, check.as_ref()),
+            Verdict::Failed(reason) => self.fail_attempt(&taken, &reason),
+        }
+    }
+
+    fn coder_prompt(&self, plan: &Plan, taken: &Taken) -> anyhow::Result<String> {
+        let chunk = &taken.chunk;
+        let spec_text = std::fs::read_to_string(&self.paths.spec_md).unwrap_or_default();
+        let failures = self.previous_failures(chunk);
+        let leftovers = if taken.attempt > 1 {
+            dirty_paths(&self.open_worktree()?)?
+        } else {
+            Vec::new()
+        };
+        let progress = json!({
+            "completed": plan.count(Status::Completed),
+            "total": plan.total(),
+            "phases": plan.phases.iter().enumerate().map(|(i, p)| json!({
+                "label": p.label(i),
+                "name": p.name(),
+                "chunks": p.chunks.iter().map(|c| json!({"id": c.id, "status": c.status.as_str()})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        let context = json!({
+            "spec_name": self.paths.name,
+            "spec_text": spec_text,
+            "attempt": taken.attempt,
+            "chunk": {
+                "id": chunk.id,
+                "description": chunk.description(),
+                "phase_name": taken.phase_name,
+                "service": chunk.str_field("service"),
+                "files_to_modify": chunk.list_field("files_to_modify"),
+                "files_to_create": chunk.list_field("files_to_create"),
+                "patterns_from": chunk.list_field("patterns_from"),
+                "verification": verification::describe(chunk),
+                "check_command": verification::command_check(chunk).map(|c| c.command),
+            },
+            "progress": progress,
+            "failures": failures,
+            "leftovers": leftovers,
+        });
+        let template = if failures.is_empty() {
+            crate::session::prompt::CODER
+        } else {
+            crate::session::prompt::CODER_RETRY
+        };
+        self.prompts.render(template, context)
+    }
+
+    /// What went wrong before, from the journal; from the plan's attempt records if the journal
+    /// (advisory) is gone.
+    fn previous_failures(&self, chunk: &Chunk) -> Vec<Value> {
+        let from_journal: Vec<Value> = crate::store::read_events(&self.paths.dir)
+            .into_iter()
+            .filter(|e| e["event"] == "attempt_failed" && e["chunk"] == chunk.id.as_str())
+            .map(|e| {
+                json!({
+                    "attempt": e["attempt"],
+                    "reason": e["reason"],
+                    "log": e["log"],
+                })
+            })
+            .collect();
+        if !from_journal.is_empty() {
+            return from_journal;
+        }
+        chunk
+            .attempts()
+            .into_iter()
+            .filter(|a| a.outcome.as_deref() == Some("failed"))
+            .map(|a| json!({"attempt": a.n, "reason": a.reason, "log": Value::Null}))
+            .collect()
+    }
+
+    async fn verify(&self, chunk: &Chunk, session_id: &str) -> anyhow::Result<Option<CheckResult>> {
+        let Some(check) = verification::command_check(chunk) else {
+            return Ok(None);
+        };
+        let log_path = self
+            .paths
+            .sessions_dir
+            .join(session_id)
+            .join("verification.log");
+        let spec = ChildSpec {
+            argv: vec!["sh".into(), "-c".into(), check.command.clone()],
+            cwd: self.worktree.clone(),
+            env: self.agent_env("coder", Some(&chunk.id), 0, session_id),
+            stdin: None,
+            log_path: log_path.clone(),
+            timeout: self.config.run.verification_timeout(),
+        };
+        let end = run_child(&spec, &self.interrupt).await?;
+        if end.ended == Ended::Interrupted {
+            return Err(RunnerError::Interrupted.into());
+        }
+        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let status_ok = end.ended == Ended::Exited(check.expect_status);
+        let output_ok = check
+            .expect_output
+            .as_deref()
+            .is_none_or(|want| output.contains(want));
+        let mut detail = end.ended.describe();
+        if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
+            detail.push_str(&format!("; its output lacks {want:?}"));
+        }
+        detail.push_str(&format!(" (log: {})", log_path.display()));
+        let result = CheckResult {
+            command: check.command,
+            passed: status_ok && output_ok,
+            detail,
+        };
+        self.journal.record(
+            "verification",
+            Some(&chunk.id),
+            json!({"command": result.command, "passed": result.passed, "detail": result.detail}),
+        )?;
+        Ok(Some(result))
+    }
+
+    fn complete(&self, taken: &Taken, check: Option<&CheckResult>) -> anyhow::Result<()> {
+        let id = &taken.chunk.id;
+        let message = format!("auto-claude: {id} - {}", taken.chunk.description());
+        let commit = commit_all(&self.open_worktree()?, &message)?;
+        if let Some(oid) = commit {
+            self.journal.record(
+                "commit",
+                Some(id),
+                json!({"commit": oid.to_string(), "message": message}),
+            )?;
+        }
+        let head = head_commit(&self.open_worktree()?)?.to_string();
+        self.paths.plan.update(|plan| {
+            if let Some(pos) = plan.find_chunk(id) {
+                let chunk = plan.chunk_mut(pos);
+                let now = crate::clock::now();
+                chunk.update_last_attempt(|a| {
+                    a.outcome = Some("completed".into());
+                    a.ended_at = Some(now.clone());
+                    a.commit = Some(head.clone());
+                });
+                chunk.set_status(Status::Completed);
+                chunk.set_str("completed_at", &now);
+            }
+            Ok(())
+        })?;
+        self.journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": head, "verified": check.map(|c| c.passed)}),
+        )?;
+        let plan = self.load_plan()?;
+        self.reporter
+            .progress(plan.count(Status::Completed), plan.total(), id);
+        self.reporter.line(match commit {
+            Some(oid) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
+            None => format!("  ✓ {id} completed (the agent committed its own work)"),
+        });
+        Ok(())
+    }
+
+    fn fail_attempt(&self, taken: &Taken, reason: &str) -> anyhow::Result<()> {
+        let id = &taken.chunk.id;
+        let max = self.config.run.max_attempts;
+        let log = self
+            .paths
+            .sessions_dir
+            .join(&taken.session_id)
+            .join("output.log");
+        let (failed_count, decision) = self.paths.plan.update(|plan| {
+            let pos = plan.find_chunk(id).ok_or_else(|| {
+                RunnerError::NeedsHuman(format!("chunk {id} vanished from the plan"))
+            })?;
+            let chunk = plan.chunk_mut(pos);
+            let now = crate::clock::now();
+            chunk.update_last_attempt(|a| {
+                a.outcome = Some("failed".into());
+                a.reason = Some(reason.to_string());
+                a.ended_at = Some(now.clone());
+            });
+            let failed = chunk
+                .attempts()
+                .iter()
+                .filter(|a| a.outcome.as_deref() == Some("failed"))
+                .count() as u32;
+            let decision = policy::after_failure(failed, max);
+            match decision {
+                AfterFailure::Retry => chunk.set_status(Status::Pending),
+                AfterFailure::GiveUp => {
+                    chunk.set_status(Status::Failed);
+                    chunk.set_str("failure_reason", reason);
+                }
+            }
+            Ok((failed, decision))
+        })?;
+        self.journal.record(
+            "attempt_failed",
+            Some(id),
+            json!({"attempt": taken.attempt, "reason": reason, "log": log, "failed_attempts": failed_count}),
+        )?;
+        let to = match decision {
+            AfterFailure::Retry => "pending",
+            AfterFailure::GiveUp => "failed",
+        };
+        self.journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": to, "attempt": taken.attempt}),
+        )?;
+        self.reporter.line(format!(
+            "  ✗ {id} attempt {} failed: {reason}",
+            taken.attempt
+        ));
+        match decision {
+            AfterFailure::Retry => Ok(()),
+            AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nFix the cause, set the chunk's status back to \"pending\" in {}, and run again",
+                self.paths.sessions_dir.display(),
+                self.journal.path().display(),
+                self.paths.plan.path().display()
+            ))
+            .into()),
+        }
+    }
+
+    fn agent_env(
+        &self,
+        role: &str,
+        chunk: Option<&str>,
+        attempt: u32,
+        session_id: &str,
+    ) -> Vec<(String, String)> {
+        let exe = std::env::current_exe().ok();
+        let mut env = vec![
+            ("RUNNER_ROLE".to_string(), role.to_string()),
+            ("RUNNER_SPEC".into(), self.paths.name.clone()),
+            (
+                "RUNNER_SPEC_DIR".into(),
+                self.paths.dir.display().to_string(),
+            ),
+            (
+                "RUNNER_PLAN_FILE".into(),
+                self.paths.plan.path().display().to_string(),
+            ),
+            ("RUNNER_ATTEMPT".into(), attempt.to_string()),
+            ("RUNNER_SESSION_ID".into(), session_id.to_string()),
+            (
+                "RUNNER_WORKTREE".into(),
+                self.worktree.display().to_string(),
+            ),
+            ("RUNNER_REPO".into(), self.repo_root.display().to_string()),
+            ("RUNNER_RUN_ID".into(), self.run_id.clone()),
+        ];
+        if let Some(chunk) = chunk {
+            env.push(("RUNNER_CHUNK_ID".into(), chunk.to_string()));
+        }
+        if let Some(exe) = exe {
+            env.push(("RUNNER_BIN".into(), exe.display().to_string()));
+            // Let the agent call `runner chunk done` by name.
+            if let Some(dir) = exe.parent() {
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                let mut dirs = vec![dir.to_path_buf()];
+                dirs.extend(std::env::split_paths(&path));
+                if let Ok(joined) = std::env::join_paths(dirs) {
+                    env.push(("PATH".into(), joined.to_string_lossy().into_owned()));
+                }
+            }
+        }
+        env
+    }
+
+    async fn session(
+        &mut self,
+        role: &str,
+        chunk: Option<&str>,
+        attempt: u32,
+        session_id: &str,
+        prompt: &str,
+    ) -> anyhow::Result<crate::session::ChildEnd> {
+        let dir = self.paths.sessions_dir.join(session_id);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("prompt.md"), prompt)?;
+        let start_commit = head_commit(&self.open_worktree()?)?.to_string();
+        self.sessions += 1;
+        let spec = ChildSpec {
+            argv: self.agent.clone(),
+            cwd: self.worktree.clone(),
+            env: self.agent_env(role, chunk, attempt, session_id),
+            stdin: Some(prompt.to_string()),
+            log_path: dir.join("output.log"),
+            timeout: self.config.run.session_timeout(),
+        };
+        self.journal.record(
+            "session_start",
+            chunk,
+            json!({"role": role, "attempt": attempt, "session_id": session_id, "start_commit": start_commit, "command": self.agent}),
+        )?;
+        let end = run_child(&spec, &self.interrupt).await?;
+        let (exit_code, signal) = match end.ended {
+            Ended::Exited(c) => (Some(c), None),
+            Ended::Signaled(s) => (None, Some(s)),
+            _ => (None, None),
+        };
+        self.journal.record(
+            "session_end",
+            chunk,
+            json!({
+                "role": role, "attempt": attempt, "session_id": session_id,
+                "start_commit": start_commit, "exit_status": exit_code, "signal": signal,
+                "ended": end.ended.describe(), "duration_ms": end.duration.as_millis() as u64,
+                "pgid": end.pgid,
+            }),
+        )?;
+        Ok(end)
+    }
+}
+
+/// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
+/// an agent that edited the plan itself and set `completed` counts as done.
+fn read_report(chunk: &Chunk) -> Report {
+    let last = chunk.last_attempt();
+    match last.as_ref().and_then(|a| a.reported.as_deref()) {
+        Some("done") => Report::Done,
+        Some("fail") => Report::Fail(
+            last.and_then(|a| a.report_notes)
+                .unwrap_or_else(|| "no reason given".into()),
+        ),
+        _ if chunk.status == Status::Completed => Report::Done,
+        _ => Report::Silent,
+    }
+}
+
+fn plan_error_lines(e: &PlanError) -> Vec<String> {
+    let at = match (e.line, e.column) {
+        (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+        _ => String::new(),
+    };
+    e.problems.iter().map(|p| format!("{p}{at}")).collect()
+}
+
+/// `20261122T192400Z-coder-subtask-1-1-a2`: sortable, readable, safe as a folder name.
+pub fn session_id(role: &str, chunk: Option<&str>, attempt: u32) -> String {
+    let chunk: String = chunk
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut id = format!(
+        "{}-{:04x}-{role}",
+        crate::clock::stamp(),
+        (nanos >> 10) & 0xffff
+    );
+    if !chunk.is_empty() {
+        id.push('-');
+        id.push_str(&chunk);
+    }
+    id.push_str(&format!("-a{attempt}"));
+    id
+}

@@ -1,0 +1,207 @@
+//! `runner status`: every spec, its progress, its branch and worktree, who is running it.
+
+use serde::Serialize;
+
+use super::workspace::Workspace;
+use crate::git::{Slot, SlotState, branch_for, slot_holding};
+use crate::plan::{Plan, Status, next_chunk_id};
+use crate::store::{LockState, lock};
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub specs: Vec<SpecStatus>,
+    pub slots: Vec<SlotStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SpecStatus {
+    pub name: String,
+    /// not_planned, invalid_plan, planned, in_progress, interrupted, failed, blocked, complete
+    pub status: String,
+    pub branch: Option<String>,
+    pub worktree: Option<String>,
+    pub chunks: Counts,
+    pub next_chunk: Option<String>,
+    pub running: Option<Running>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Counts {
+    pub total: usize,
+    pub completed: usize,
+    pub pending: usize,
+    pub in_progress: usize,
+    pub failed: usize,
+    pub blocked: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Running {
+    pub pid: Option<u32>,
+    pub run_id: Option<String>,
+    pub since: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SlotStatus {
+    pub name: String,
+    pub path: String,
+    /// missing, ready, broken, unregistered
+    pub state: String,
+    pub branch: Option<String>,
+    pub spec: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
+    let mut specs = Vec::new();
+    for name in crate::spec::list(&ws.specs_dir) {
+        let paths = ws.spec(&name);
+        let running = match lock::probe(&paths.run_lock)? {
+            LockState::Free => None,
+            LockState::Held(holder) => Some(Running {
+                pid: holder.as_ref().map(|h| h.pid),
+                run_id: holder.as_ref().map(|h| h.run_id.clone()),
+                since: holder.map(|h| h.since),
+            }),
+        };
+        let branch = branch_for(&name);
+        let has_branch = ws.main.branch_tip(&branch).is_some();
+        let worktree = slot_holding(&ws.main, &branch).map(|s| s.path.display().to_string());
+        let (plan, error) = match paths.plan.load() {
+            Ok(plan) => (plan, None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
+        specs.push(SpecStatus {
+            status: spec_state(plan.as_ref(), error.is_some(), running.is_some()).into(),
+            chunks: plan.as_ref().map(counts).unwrap_or_default(),
+            next_chunk: plan
+                .as_ref()
+                .and_then(|p| next_chunk_id(p).map(str::to_string)),
+            branch: has_branch.then_some(branch),
+            worktree,
+            running,
+            error,
+            name,
+        });
+    }
+    let slots = Slot::all(&ws.main)
+        .into_iter()
+        .map(|slot| {
+            let state = slot.inspect(&ws.main);
+            let (branch, problem) = match &state {
+                SlotState::Ready { branch } => (branch.clone(), None),
+                SlotState::Broken { reason } => (None, Some(reason.clone())),
+                SlotState::Unregistered => (
+                    None,
+                    Some("the folder exists but git does not know it as a worktree".into()),
+                ),
+                SlotState::Missing => (None, None),
+            };
+            SlotStatus {
+                spec: branch
+                    .as_deref()
+                    .and_then(crate::git::spec_of_branch)
+                    .map(str::to_string),
+                state: state.label().into(),
+                name: slot.name,
+                path: slot.path.display().to_string(),
+                branch,
+                problem,
+            }
+        })
+        .collect();
+    Ok(StatusReport { specs, slots })
+}
+
+fn counts(plan: &Plan) -> Counts {
+    Counts {
+        total: plan.total(),
+        completed: plan.count(Status::Completed),
+        pending: plan.count(Status::Pending),
+        in_progress: plan.count(Status::InProgress),
+        failed: plan.count(Status::Failed),
+        blocked: plan.count(Status::Blocked),
+    }
+}
+
+/// One word for a spec's state: a plain function over what was read.
+pub fn spec_state(plan: Option<&Plan>, invalid: bool, running: bool) -> &'static str {
+    if invalid {
+        return "invalid_plan";
+    }
+    let Some(plan) = plan else {
+        return if running { "planning" } else { "not_planned" };
+    };
+    let c = counts(plan);
+    if c.total > 0 && c.completed == c.total {
+        "complete"
+    } else if running {
+        "running"
+    } else if c.in_progress > 0 {
+        // Nobody holds the lock, yet a chunk is in progress: its run died.
+        "interrupted"
+    } else if c.failed > 0 {
+        "failed"
+    } else if c.blocked > 0 {
+        "blocked"
+    } else if c.completed > 0 {
+        "in_progress"
+    } else {
+        "planned"
+    }
+}
+
+/// The human form of the report.
+pub fn render(report: &StatusReport) -> String {
+    let mut out = String::new();
+    if report.specs.is_empty() {
+        out.push_str("No specs yet. Create .auto-claude/specs/001-my-feature/spec.md, then `runner run --spec 001`.\n");
+    }
+    for s in &report.specs {
+        out.push_str(&format!(
+            "{:<32} {:<13} {}/{} chunks",
+            s.name, s.status, s.chunks.completed, s.chunks.total
+        ));
+        if s.chunks.failed > 0 {
+            out.push_str(&format!(", {} failed", s.chunks.failed));
+        }
+        if s.chunks.blocked > 0 {
+            out.push_str(&format!(", {} blocked", s.chunks.blocked));
+        }
+        if let Some(next) = &s.next_chunk {
+            out.push_str(&format!(", next: {next}"));
+        }
+        out.push('\n');
+        if let Some(r) = &s.running {
+            out.push_str(&format!(
+                "    running: pid {}, {}, since {}\n",
+                r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                r.run_id.as_deref().unwrap_or("?"),
+                r.since.as_deref().unwrap_or("?")
+            ));
+        }
+        if let Some(wt) = &s.worktree {
+            out.push_str(&format!("    worktree: {wt}\n"));
+        } else if let Some(b) = &s.branch {
+            out.push_str(&format!("    branch: {b} (not in a worktree)\n"));
+        }
+        if let Some(e) = &s.error {
+            let first = e.lines().next().unwrap_or("");
+            out.push_str(&format!("    error: {first}\n"));
+        }
+    }
+    for slot in &report.slots {
+        let what = match (&slot.state[..], &slot.branch, &slot.problem) {
+            ("ready", Some(b), _) => format!("holds {b}"),
+            ("ready", None, _) => "detached HEAD".to_string(),
+            (_, _, Some(p)) => p.clone(),
+            _ => String::new(),
+        };
+        out.push_str(&format!("slot {} [{}] {}\n", slot.path, slot.state, what));
+    }
+    out
+}

@@ -1,0 +1,67 @@
+//! Where everything lives for one repository: `.auto-claude/`, its specs, its config.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{CONFIG_FILE, Config};
+use crate::git::MainRepo;
+use crate::plan::PlanFile;
+
+pub const STATE_DIR: &str = ".auto-claude";
+
+pub struct Workspace {
+    pub main: MainRepo,
+    pub root: PathBuf,
+    pub state_dir: PathBuf,
+    pub specs_dir: PathBuf,
+}
+
+/// The files of one spec.
+#[derive(Debug, Clone)]
+pub struct SpecPaths {
+    pub name: String,
+    pub dir: PathBuf,
+    pub plan: PlanFile,
+    pub spec_md: PathBuf,
+    pub run_lock: PathBuf,
+    pub sessions_dir: PathBuf,
+}
+
+impl Workspace {
+    pub fn open(cwd: &Path) -> anyhow::Result<Workspace> {
+        let main = MainRepo::discover(cwd)?;
+        let root = main.root.clone();
+        let state_dir = root.join(STATE_DIR);
+        Ok(Workspace {
+            specs_dir: state_dir.join("specs"),
+            state_dir,
+            root,
+            main,
+        })
+    }
+
+    pub fn config(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(&self.state_dir.join(CONFIG_FILE))?)
+    }
+
+    pub fn spec(&self, name: &str) -> SpecPaths {
+        let dir = self.specs_dir.join(name);
+        SpecPaths {
+            name: name.to_string(),
+            plan: PlanFile::in_spec_dir(&dir),
+            spec_md: dir.join("spec.md"),
+            run_lock: dir.join("run.lock"),
+            sessions_dir: dir.join("sessions"),
+            dir,
+        }
+    }
+
+    pub fn slot_lock(&self, slot_name: &str) -> PathBuf {
+        self.state_dir
+            .join("slots")
+            .join(format!("{slot_name}.lock"))
+    }
+
+    pub fn templates_dir(&self) -> PathBuf {
+        self.state_dir.join("templates")
+    }
+}

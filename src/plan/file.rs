@@ -1,0 +1,74 @@
+//! The plan on disk: read, and read-modify-write under the short plan lock with a durable
+//! atomic replace. A file that does not parse is never written over.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::{Plan, PlanError, parse_plan, plan_to_bytes};
+use crate::store::{FileLock, write_atomic};
+
+pub const PLAN_FILE: &str = "implementation_plan.json";
+const PLAN_LOCK_FILE: &str = "plan.lock";
+
+#[derive(Debug, Clone)]
+pub struct PlanFile {
+    path: PathBuf,
+    lock_path: PathBuf,
+}
+
+impl PlanFile {
+    pub fn in_spec_dir(spec_dir: &Path) -> PlanFile {
+        PlanFile {
+            path: spec_dir.join(PLAN_FILE),
+            lock_path: spec_dir.join(PLAN_LOCK_FILE),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn exists(&self) -> bool {
+        self.path.exists()
+    }
+
+    /// `Ok(None)` if there is no plan yet; a `PlanError` inside the error if it is invalid.
+    pub fn load(&self) -> anyhow::Result<Option<Plan>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading {}", self.path.display()));
+            }
+        };
+        Ok(Some(self.parse(&bytes)?))
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
+        parse_plan(&self.path, bytes)
+    }
+
+    /// Load, change, save, all under the plan lock. `f` sees the freshest plan (an agent may
+    /// have changed it through `runner chunk …`). Nothing is written if `f` fails or the plan is
+    /// missing or invalid.
+    pub fn update<T>(&self, f: impl FnOnce(&mut Plan) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let _lock = FileLock::acquire(&self.lock_path)
+            .with_context(|| format!("locking {}", self.lock_path.display()))?;
+        let mut plan = self.load()?.ok_or_else(|| {
+            crate::error::RunnerError::bad_input(format!(
+                "no plan at {}: run `runner run` to have the planner write one",
+                self.path.display()
+            ))
+        })?;
+        let out = f(&mut plan)?;
+        self.write(&plan)?;
+        Ok(out)
+    }
+
+    /// Replace the file durably. Callers hold the plan lock (or are the only writer).
+    pub fn write(&self, plan: &Plan) -> anyhow::Result<()> {
+        write_atomic(&self.path, &plan_to_bytes(plan))
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+}

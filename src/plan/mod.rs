@@ -1,0 +1,19 @@
+//! The plan model: parse every Auto-Claude variant, validate, pick the next chunk, write back.
+
+mod file;
+mod model;
+mod next;
+mod parse;
+mod status;
+mod validate;
+pub mod verification;
+
+pub use file::{PLAN_FILE, PlanFile};
+pub use model::{Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan};
+pub use next::{NextStep, next_chunk_id, next_step};
+pub use parse::{PlanError, parse_plan, plan_to_bytes};
+pub use status::Status;
+pub use validate::check_planner_output;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,50 @@
+//! Prompts: minijinja templates embedded from `templates/`, overridable per repository by files
+//! of the same name in `.auto-claude/templates/`.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::Environment;
+use serde::Serialize;
+
+pub const PLANNER: &str = "planner.md";
+pub const CODER: &str = "coder.md";
+pub const CODER_RETRY: &str = "coder_retry.md";
+
+const EMBEDDED: [(&str, &str); 3] = [
+    (PLANNER, include_str!("../../templates/planner.md")),
+    (CODER, include_str!("../../templates/coder.md")),
+    (CODER_RETRY, include_str!("../../templates/coder_retry.md")),
+];
+
+pub struct Prompts {
+    env: Environment<'static>,
+}
+
+impl Prompts {
+    /// Templates from `override_dir` win over the embedded ones.
+    pub fn new(override_dir: &Path) -> Prompts {
+        let dir: PathBuf = override_dir.to_path_buf();
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_loader(move |name| {
+            if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+                return Ok(Some(text));
+            }
+            Ok(EMBEDDED
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| text.to_string()))
+        });
+        Prompts { env }
+    }
+
+    pub fn render(&self, name: &str, context: impl Serialize) -> anyhow::Result<String> {
+        let template = self.env.get_template(name).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!("prompt template {name}: {e:#}"))
+        })?;
+        template.render(context).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!("rendering prompt template {name}: {e:#}"))
+                .into()
+        })
+    }
+}

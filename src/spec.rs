@@ -1,0 +1,151 @@
+//! Spec names: what may be a spec name, and how `--spec X` finds a folder.
+
+use std::path::Path;
+
+use crate::error::RunnerError;
+
+/// Reject anything that could leave `.auto-claude/specs/` or confuse git or a terminal.
+pub fn check_name(name: &str) -> Result<(), RunnerError> {
+    let problem = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." || name.contains("..") {
+        Some("it contains `..`")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("it contains a path separator")
+    } else if name.starts_with('-') || name.starts_with('.') {
+        Some("it starts with `-` or `.`")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains control characters")
+    } else if name.chars().any(|c| " ~^:?*[@{".contains(c)) {
+        Some("it contains a character git does not allow in branch names (space ~ ^ : ? * [ @ {)")
+    } else {
+        None
+    };
+    match problem {
+        Some(why) => Err(RunnerError::bad_input(format!(
+            "invalid spec name {name:?}: {why}. Spec names are folder names under .auto-claude/specs/, like 001-add-login"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The spec folders, sorted.
+pub fn list(specs_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(specs_dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| check_name(n).is_ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// How a query matched: pure function over the folder names, unit-tested.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Resolution {
+    One(String),
+    None,
+    Many(Vec<String>),
+}
+
+/// Exact name, else the unique folder starting with `X-`, else a unique substring.
+pub fn resolve_among(names: &[String], query: &str) -> Resolution {
+    if names.iter().any(|n| n == query) {
+        return Resolution::One(query.to_string());
+    }
+    let prefix = format!("{query}-");
+    for matches in [
+        names
+            .iter()
+            .filter(|n| n.starts_with(&prefix))
+            .cloned()
+            .collect::<Vec<_>>(),
+        names
+            .iter()
+            .filter(|n| n.contains(query))
+            .cloned()
+            .collect(),
+    ] {
+        match matches.len() {
+            0 => continue,
+            1 => return Resolution::One(matches.into_iter().next().unwrap_or_default()),
+            _ => return Resolution::Many(matches),
+        }
+    }
+    Resolution::None
+}
+
+/// Resolve `query` against the folders in `specs_dir`, with errors that say what to do.
+pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
+    check_name(query)?;
+    let names = list(specs_dir);
+    match resolve_among(&names, query) {
+        Resolution::One(name) => Ok(name),
+        Resolution::None if names.is_empty() => Err(RunnerError::bad_input(format!(
+            "no spec matches {query:?}: {} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
+            specs_dir.display()
+        ))),
+        Resolution::None => Err(RunnerError::bad_input(format!(
+            "no spec matches {query:?}. Specs: {}",
+            names.join(", ")
+        ))),
+        Resolution::Many(matches) => Err(RunnerError::bad_input(format!(
+            "{query:?} matches several specs; name one exactly:\n{}",
+            matches
+                .iter()
+                .map(|m| format!("  runner run --spec {m}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exact_then_prefix_then_substring() {
+        let n = names(&["001-add-login", "002-add-logout", "010-login-page"]);
+        assert_eq!(
+            resolve_among(&n, "001-add-login"),
+            Resolution::One("001-add-login".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "001"),
+            Resolution::One("001-add-login".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "logout"),
+            Resolution::One("002-add-logout".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "login"),
+            Resolution::Many(names(&["001-add-login", "010-login-page"]))
+        );
+        assert_eq!(resolve_among(&n, "zzz"), Resolution::None);
+        // "00" is no exact name and no folder starts with "00-": substring matches all three.
+        assert!(matches!(resolve_among(&n, "00"), Resolution::Many(m) if m.len() == 2));
+    }
+
+    #[test]
+    fn escaping_names_are_rejected() {
+        for bad in [
+            "..", "../x", "a/b", "/etc", "a\\b", "x\ny", "", ".hidden", "-rf", "a b",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?} should be rejected");
+        }
+        for good in ["001", "001-add-login", "feature_x.v2"] {
+            assert!(check_name(good).is_ok(), "{good:?} should be accepted");
+        }
+    }
+}

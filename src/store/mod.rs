@@ -1,0 +1,9 @@
+//! Files at the edge: durable writes, locks, the journal.
+
+pub mod atomic;
+pub mod journal;
+pub mod lock;
+
+pub use atomic::write_atomic;
+pub use journal::{Journal, read_events};
+pub use lock::{FileLock, Holder, LockState};
