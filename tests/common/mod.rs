@@ -1,0 +1,223 @@
+//! Test harness: a real git repository in a temp folder, the real runner binary, and the
+//! scriptable fake agent from fixtures/.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+pub fn reference_plans_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/auto-claude-plans");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the tests need ../shared beside the checkout (as CI has it)",
+        dir.display()
+    );
+    dir
+}
+
+pub struct TestRepo {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl TestRepo {
+    /// A repository on `main` with one commit.
+    pub fn new() -> TestRepo {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("project");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        let repo = TestRepo { tmp, root };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Test User"]);
+        repo.git(&["config", "user.email", "test@example.com"]);
+        repo.write("README.md", "# project\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "initial"]);
+        repo
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        git_in(&self.root, args)
+    }
+
+    /// A spec folder with a spec.md.
+    pub fn add_spec(&self, name: &str) -> PathBuf {
+        self.write(
+            &format!(".auto-claude/specs/{name}/spec.md"),
+            &format!("# {name}\n\nBuild the thing.\n"),
+        );
+        self.spec_dir(name)
+    }
+
+    pub fn spec_dir(&self, name: &str) -> PathBuf {
+        self.path(&format!(".auto-claude/specs/{name}"))
+    }
+
+    pub fn plan_path(&self, spec: &str) -> PathBuf {
+        self.spec_dir(spec).join("implementation_plan.json")
+    }
+
+    pub fn write_plan(&self, spec: &str, text: &str) {
+        std::fs::write(self.plan_path(spec), text).unwrap();
+    }
+
+    pub fn plan(&self, spec: &str) -> Value {
+        serde_json::from_slice(&std::fs::read(self.plan_path(spec)).unwrap()).unwrap()
+    }
+
+    /// Every chunk of the plan as (id, status), in file order.
+    pub fn statuses(&self, spec: &str) -> Vec<(String, String)> {
+        let plan = self.plan(spec);
+        let mut out = Vec::new();
+        for phase in plan["phases"].as_array().unwrap() {
+            let chunks = phase.get("subtasks").or_else(|| phase.get("chunks"));
+            for c in chunks.and_then(Value::as_array).into_iter().flatten() {
+                out.push((
+                    c["id"].as_str().unwrap().to_string(),
+                    c["status"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+        out
+    }
+
+    pub fn chunk(&self, spec: &str, id: &str) -> Value {
+        let plan = self.plan(spec);
+        for phase in plan["phases"].as_array().unwrap() {
+            let chunks = phase.get("subtasks").or_else(|| phase.get("chunks"));
+            for c in chunks.and_then(Value::as_array).into_iter().flatten() {
+                if c["id"] == id {
+                    return c.clone();
+                }
+            }
+        }
+        panic!("no chunk {id}");
+    }
+
+    pub fn events(&self, spec: &str) -> Vec<Value> {
+        let text =
+            std::fs::read_to_string(self.spec_dir(spec).join("events.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn write_config(&self, toml: &str) {
+        self.write(".auto-claude/config.toml", toml);
+    }
+
+    /// The fake agent's script (see fixtures/fake-agent).
+    pub fn script(&self, rules: &str) {
+        std::fs::write(self.tmp.path().join("agent-script"), rules).unwrap();
+    }
+
+    pub fn agent_log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.tmp.path().join("agent-log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `runner ARGS` in the repository root, with the fake agent wired in.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(RUNNER);
+        cmd.args(args)
+            .current_dir(&self.root)
+            .env("FAKE_AGENT_SCRIPT", self.tmp.path().join("agent-script"))
+            .env("FAKE_AGENT_LOG", self.tmp.path().join("agent-log"))
+            .env("FAKE_AGENT_PROMPTS", self.tmp.path().join("prompts"))
+            .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
+            .env_remove("RUNNER_SPEC_DIR")
+            .env_remove("RUNNER_CHUNK_ID")
+            .env_remove("RUNNER_SESSION_ID")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    pub fn runner(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// `runner run --spec SPEC --agent-command fake-agent` plus `extra`.
+    pub fn run_spec(&self, spec: &str, extra: &[&str]) -> Output {
+        let agent = fixture("fake-agent").display().to_string();
+        let mut args = vec!["run", "--spec", spec, "--agent-command", agent.as_str()];
+        args.extend_from_slice(extra);
+        self.runner(&args)
+    }
+
+    pub fn worktree(&self) -> PathBuf {
+        self.path(".worktrees/auto-claude")
+    }
+
+    /// Commit subjects on a branch, oldest first, after main.
+    pub fn branch_log(&self, branch: &str) -> Vec<String> {
+        let out = self.git(&[
+            "log",
+            "--reverse",
+            "--format=%s",
+            &format!("main..{branch}"),
+        ]);
+        out.lines().map(str::to_string).collect()
+    }
+}
+
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
