@@ -34,7 +34,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         s.sessions,
         s.worktree.display()
     );
-    println!("Look around:");
+    let ws = crate::ops::Workspace::open(&result.dir)?;
+    println!("\nrunner status:");
+    print!(
+        "{}",
+        crate::ops::status::render(&crate::ops::status::status(&ws)?)
+    );
+    println!("\nLook around:");
     println!("  cd {}", result.dir.display());
     println!("  runner status            # what runner knows");
     println!("  git log --oneline {}", s.branch);
