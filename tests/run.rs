@@ -818,3 +818,35 @@ fn the_session_budget_stops_a_run_with_exit_5() {
     assert_eq!(s.iter().filter(|(_, st)| st == "in_progress").count(), 0);
     assert_exit(&repo.run_spec("110", &[]), 0);
 }
+
+#[test]
+fn an_interrupted_planner_leaves_no_half_plan_in_the_way() {
+    let repo = TestRepo::new();
+    repo.add_spec("120-plan-int");
+    // The planner writes half a plan, then hangs; Ctrl-C arrives.
+    repo.script("planner 1 hang\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let child = repo
+        .cmd(&["run", "--spec", "120", "--agent-command", &agent])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while repo.agent_log().is_empty() {
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(repo.plan_path("120-plan-int"), "{\"phases\": [").unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    assert!(!repo.plan_path("120-plan-int").exists());
+    let aside: Vec<_> = std::fs::read_dir(repo.spec_dir("120-plan-int"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("implementation_plan.json.interrupted-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "the partial plan is kept aside");
+    repo.script("");
+    assert_exit(&repo.run_spec("120", &[]), 0);
+}

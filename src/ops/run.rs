@@ -548,6 +548,7 @@ impl Run {
                 .session("planner", None, attempt, &session_id, &prompt)
                 .await?;
             if end.ended == Ended::Interrupted {
+                self.set_aside_partial_plan()?;
                 return Err(RunnerError::Interrupted.into());
             }
             errors = match self.paths.plan.load() {
@@ -602,6 +603,32 @@ impl Run {
             self.paths.sessions_dir.display()
         ))
         .into())
+    }
+
+    /// A planner cut off mid-write may leave half a plan. Keep it (renamed, never overwritten)
+    /// so that the next run plans again instead of stopping on an invalid file.
+    fn set_aside_partial_plan(&self) -> anyhow::Result<()> {
+        let path = self.paths.plan.path();
+        if !path.exists() || self.paths.plan.load().is_ok() {
+            return Ok(());
+        }
+        let aside = path.with_file_name(format!(
+            "{}.interrupted-{}",
+            crate::plan::PLAN_FILE,
+            crate::clock::stamp()
+        ));
+        std::fs::rename(path, &aside)
+            .with_context(|| format!("moving {} aside", path.display()))?;
+        self.reporter.line(format!(
+            "The interrupted planner left an incomplete plan; it is kept as {}.",
+            aside.display()
+        ));
+        self.journal.record(
+            "plan_set_aside",
+            None,
+            json!({"path": aside, "why": "planner interrupted"}),
+        )?;
+        Ok(())
     }
 
     /// Mark the next chunk `in_progress` with a new attempt, under the plan lock.
