@@ -850,3 +850,42 @@ fn an_interrupted_planner_leaves_no_half_plan_in_the_way() {
     repo.script("");
     assert_exit(&repo.run_spec("120", &[]), 0);
 }
+
+#[test]
+fn a_terminal_gets_a_progress_bar_and_a_pipe_gets_plain_lines() {
+    let repo = TestRepo::new();
+    repo.add_spec("130-tty");
+    let agent = fixture("fake-agent").display().to_string();
+    // util-linux `script` runs runner on a pseudo-terminal.
+    let command = format!("{} run --spec 130 --agent-command {}", RUNNER, agent);
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&repo.root)
+        .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let screen = stdout(&out);
+    assert!(
+        screen.contains("3/3 chunks"),
+        "no bar on a terminal:\n{screen}"
+    );
+    assert!(screen.contains('█'), "no bar drawn:\n{screen}");
+
+    // Piped: plain lines, no terminal control codes.
+    let repo2 = TestRepo::new();
+    repo2.add_spec("131-pipe");
+    let out = repo2.run_spec("131", &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[1/3] core-a: Build part A (attempt 1)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "escape codes in piped output: {err:?}"
+    );
+}

@@ -1,5 +1,6 @@
 //! What a run shows while it works: an indicatif bar on a terminal, plain lines otherwise.
 
+use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -7,29 +8,33 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Reporter {
     bar: Option<ProgressBar>,
+    /// The bar is drawn once the plan's size is known; before that lines go straight to stderr.
+    shown: Cell<bool>,
 }
 
 impl Reporter {
-    /// A bar only when stderr is a terminal; `quiet` silences plain lines too.
+    /// A bar only when stderr is a terminal.
     pub fn new() -> Reporter {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
             bar.set_style(
                 ProgressStyle::with_template(
                     "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} chunks  {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        Reporter { bar }
+        Reporter {
+            bar,
+            shown: Cell::new(false),
+        }
     }
 
     pub fn line(&self, msg: impl AsRef<str>) {
         match &self.bar {
-            Some(bar) => bar.println(msg.as_ref()),
-            None => eprintln!("{}", msg.as_ref()),
+            Some(bar) if self.shown.get() => bar.println(msg.as_ref()),
+            _ => eprintln!("{}", msg.as_ref()),
         }
     }
 
@@ -38,6 +43,10 @@ impl Reporter {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
             bar.set_message(current.to_string());
+            if !self.shown.replace(true) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                bar.enable_steady_tick(Duration::from_millis(200));
+            }
         }
     }
 
