@@ -889,3 +889,26 @@ fn a_terminal_gets_a_progress_bar_and_a_pipe_gets_plain_lines() {
         "escape codes in piped output: {err:?}"
     );
 }
+
+#[test]
+fn an_agent_that_cannot_start_leaves_the_chunk_pending() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("140-nostart");
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    let out = repo.runner(&[
+        "run",
+        "--spec",
+        "140",
+        "--agent-command",
+        "/no/such/agent --flag",
+    ]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("cannot start"), "{}", stderr(&out));
+    let a = repo.chunk("140-nostart", "core-a");
+    assert_eq!(a["status"], "pending");
+    assert_eq!(a["attempts"][0]["outcome"], "not_started");
+}

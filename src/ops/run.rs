@@ -487,38 +487,34 @@ impl Run {
     /// We hold the spec's lock, so any chunk still `in_progress` belongs to a run that died.
     fn reset_orphans(&self) -> anyhow::Result<()> {
         let plan = self.load_plan()?;
-        if plan.count(Status::InProgress) == 0 {
-            return Ok(());
-        }
-        let reset = self.paths.plan.update(|plan| {
-            let mut reset = Vec::new();
-            for pos in plan.positions().collect::<Vec<_>>() {
-                let chunk = plan.chunk_mut(pos);
-                if chunk.status != Status::InProgress {
-                    continue;
-                }
-                chunk.update_last_attempt(|a| {
-                    if a.outcome.is_none() {
-                        a.outcome = Some("interrupted".into());
-                        a.reason = Some("its run ended before the session did".into());
-                        a.ended_at = Some(crate::clock::now());
-                    }
-                });
-                chunk.set_status(Status::Pending);
-                reset.push(chunk.id.clone());
-            }
-            Ok(reset)
-        })?;
-        for id in reset {
+        let orphans: Vec<String> = plan
+            .chunks()
+            .filter(|c| c.status == Status::InProgress)
+            .map(|c| c.id.clone())
+            .collect();
+        for id in orphans {
+            self.release_chunk(&id, "interrupted", "its run ended before the session did")?;
             self.reporter.line(format!(
                 "Recovered chunk {id}: it was in progress when its run stopped; it goes back to pending and its partial work stays in the worktree."
             ));
-            self.journal.record(
-                "chunk_status",
-                Some(&id),
-                json!({"from": "in_progress", "to": "pending", "why": "orphaned by a run that ended"}),
-            )?;
         }
+        Ok(())
+    }
+
+    /// Put a chunk that did not finish back to `pending`, recording why.
+    fn release_chunk(&self, id: &str, outcome: &str, reason: &str) -> anyhow::Result<()> {
+        self.paths.plan.update(|plan| {
+            if let Some(pos) = plan.find_chunk(id) {
+                plan.chunk_mut(pos)
+                    .return_to_pending(outcome, reason, &crate::clock::now());
+            }
+            Ok(())
+        })?;
+        self.journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": "pending", "why": outcome, "reason": reason}),
+        )?;
         Ok(())
     }
 
@@ -692,7 +688,7 @@ impl Run {
             taken.attempt
         ));
         let prompt = self.coder_prompt(&plan, &taken)?;
-        let end = self
+        let end = match self
             .session(
                 "coder",
                 Some(&id),
@@ -700,24 +696,20 @@ impl Run {
                 &taken.session_id,
                 &prompt,
             )
-            .await?;
+            .await
+        {
+            Ok(end) => end,
+            Err(e) => {
+                // The agent never ran (say, its command does not exist): not a failed attempt.
+                self.release_chunk(&id, "not_started", &format!("{e:#}"))?;
+                return Err(e);
+            }
+        };
         if end.ended == Ended::Interrupted {
-            self.paths.plan.update(|plan| {
-                if let Some(pos) = plan.find_chunk(&id) {
-                    let chunk = plan.chunk_mut(pos);
-                    chunk.update_last_attempt(|a| {
-                        a.outcome = Some("interrupted".into());
-                        a.reason = Some("runner was interrupted (SIGINT/SIGTERM)".into());
-                        a.ended_at = Some(crate::clock::now());
-                    });
-                    chunk.set_status(Status::Pending);
-                }
-                Ok(())
-            })?;
-            self.journal.record(
-                "chunk_status",
-                Some(&id),
-                json!({"from": "in_progress", "to": "pending", "why": "interrupted"}),
+            self.release_chunk(
+                &id,
+                "interrupted",
+                "runner was interrupted (SIGINT/SIGTERM)",
             )?;
             self.reporter.line(format!(
                 "Interrupted: {id} goes back to pending; its partial work stays in {}.",

@@ -243,6 +243,19 @@ impl Chunk {
         }
     }
 
+    /// Put an unfinished chunk back to `pending`, closing its open attempt (if any) with
+    /// `outcome` and `reason`. An attempt that already has an outcome keeps it.
+    pub fn return_to_pending(&mut self, outcome: &str, reason: &str, now: &str) {
+        self.update_last_attempt(|a| {
+            if a.outcome.is_none() {
+                a.outcome = Some(outcome.to_string());
+                a.reason = Some(reason.to_string());
+                a.ended_at = Some(now.to_string());
+            }
+        });
+        self.set_status(Status::Pending);
+    }
+
     /// A list-of-strings field such as `files_to_modify`. Auto-Claude sometimes wrote a single
     /// string instead of a list; both are read.
     pub fn list_field(&self, key: &str) -> Vec<String> {
