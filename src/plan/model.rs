@@ -193,8 +193,9 @@ impl Phase {
 impl Chunk {
     /// `description`, else `title`, else the id.
     pub fn description(&self) -> &str {
-        self.str_field("description")
-            .or_else(|| self.str_field("title"))
+        let text = |key| self.str_field(key).filter(|s| !s.trim().is_empty());
+        text("description")
+            .or_else(|| text("title"))
             .unwrap_or(&self.id)
     }
 

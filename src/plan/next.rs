@@ -52,7 +52,7 @@ pub fn next_step(plan: &Plan) -> NextStep {
             .collect();
         if !phase.is_complete() && !waiting.is_empty() {
             reasons.push(format!(
-                "phase {} waits for {}",
+                "{} waits for {}",
                 phase.label(p),
                 waiting.join(", ")
             ));

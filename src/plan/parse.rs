@@ -40,6 +40,8 @@ impl std::error::Error for PlanError {}
 
 /// Parse and validate plan bytes read from `path` (the path is only used in messages).
 pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
+    // Editors on Windows may save with a byte-order mark; JSON parsers reject it.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let value: Value = serde_json::from_slice(bytes).map_err(|e| PlanError {
         path: path.to_path_buf(),
         line: Some(e.line()),
@@ -48,9 +50,11 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
     })?;
     let mut problems = Vec::new();
     let plan = read_plan(value, &mut problems);
-    if let Some(plan) = &plan {
+    // Validation speaks of phases by position, so it runs only when every phase was read.
+    if let Some((plan, true)) = &plan {
         validate::check(plan, &mut problems);
     }
+    let plan = plan.map(|(plan, _)| plan);
     match plan {
         Some(plan) if problems.is_empty() => Ok(plan),
         _ => Err(PlanError {
@@ -69,7 +73,8 @@ pub fn plan_to_bytes(plan: &Plan) -> Vec<u8> {
     out
 }
 
-fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<Plan> {
+/// The plan, and whether every phase in the file could be read.
+fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
     let Value::Object(mut raw) = value else {
         problems.push(format!(
             "the plan must be a JSON object with a \"phases\" list, found {}",
@@ -88,12 +93,14 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<Plan> {
             return None;
         }
     };
-    let phases = phases
+    let in_file = phases.len();
+    let phases: Vec<Phase> = phases
         .into_iter()
         .enumerate()
         .filter_map(|(i, v)| read_phase(i, v, problems))
         .collect();
-    Some(Plan { raw, phases })
+    let whole = phases.len() == in_file;
+    Some((Plan { raw, phases }, whole))
 }
 
 fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<Phase> {
@@ -163,8 +170,14 @@ fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<
         (false, true) => Some("subtasks"),
         (false, false) => None,
     };
+    let mut chunks_key = chunks_key;
     let chunks = match chunks_key.and_then(|k| raw.get_mut(k)).map(Value::take) {
-        None | Some(Value::Null) => Vec::new(),
+        None => Vec::new(),
+        Some(Value::Null) => {
+            // `"chunks": null` stays null on save: nothing to write back into it.
+            chunks_key = None;
+            Vec::new()
+        }
         Some(Value::Array(items)) => {
             let key = chunks_key.unwrap_or("chunks");
             items

@@ -1,1 +1,1489 @@
+//! Unit tests for the plan module: every Auto-Claude variant, the lossless round trip, the
+//! errors a user can meet, choosing the next chunk, verification and attempt records.
+//!
+//! All plans here are written for these tests; the real Auto-Claude plans are exercised by
+//! `tests/plan_reference.rs`.
 
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::verification::{self, CommandCheck};
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+const PATH: &str = "specs/001-demo/implementation_plan.json";
+
+fn parse(text: &str) -> Plan {
+    match parse_plan(Path::new(PATH), text.as_bytes()) {
+        Ok(plan) => plan,
+        Err(e) => panic!("plan should parse, got:\n{e}\n--- input ---\n{text}"),
+    }
+}
+
+fn parse_err(text: &str) -> PlanError {
+    match parse_plan(Path::new(PATH), text.as_bytes()) {
+        Ok(plan) => panic!("plan should be rejected, parsed as {plan:#?}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts that some problem contains every one of `parts`.
+fn assert_problem(err: &PlanError, parts: &[&str]) {
+    assert!(
+        err.problems
+            .iter()
+            .any(|p| parts.iter().all(|part| p.contains(part))),
+        "no problem contains all of {parts:?}; problems: {:#?}",
+        err.problems
+    );
+}
+
+fn to_value(plan: &Plan) -> Value {
+    serde_json::from_slice(&plan_to_bytes(plan)).expect("plan_to_bytes writes valid JSON")
+}
+
+fn value_of(text: &str) -> Value {
+    serde_json::from_str(text).expect("test input is valid JSON")
+}
+
+/// `serde_json::Value` equality ignores object key order (even with `preserve_order`), so the
+/// order is compared here, at every level.
+fn assert_same_key_order(a: &Value, b: &Value, at: &str) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let kx: Vec<&String> = x.keys().collect();
+            let ky: Vec<&String> = y.keys().collect();
+            assert_eq!(kx, ky, "key order differs at {at}");
+            for (k, v) in x {
+                assert_same_key_order(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "list length differs at {at}");
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                assert_same_key_order(u, v, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(a, b, "value differs at {at}"),
+    }
+}
+
+/// The original document as runner is expected to write it back: every chunk `status` in its
+/// canonical spelling, nothing else changed.
+fn normalise_statuses(mut v: Value) -> Value {
+    if let Some(phases) = v.get_mut("phases").and_then(Value::as_array_mut) {
+        for phase in phases {
+            for key in ["chunks", "subtasks"] {
+                if let Some(chunks) = phase.get_mut(key).and_then(Value::as_array_mut) {
+                    for chunk in chunks {
+                        if let Some(Value::String(s)) = chunk.get_mut("status") {
+                            *s = Status::parse(s)
+                                .expect("test status parses")
+                                .as_str()
+                                .into();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The round trip every plan must survive: same value (statuses normalised), same key order,
+/// and a second save byte-identical to the first.
+fn assert_round_trip(text: &str) {
+    let plan = parse(text);
+    let first = plan_to_bytes(&plan);
+    let written: Value = serde_json::from_slice(&first).unwrap();
+    let want = normalise_statuses(value_of(text));
+    assert_eq!(written, want);
+    assert_same_key_order(&want, &written, "$");
+    let second = plan_to_bytes(&parse(std::str::from_utf8(&first).unwrap()));
+    assert_eq!(
+        String::from_utf8(first).unwrap(),
+        String::from_utf8(second).unwrap(),
+        "a second save must be byte-identical"
+    );
+}
+
+fn next_id(plan: &Plan) -> Option<&str> {
+    next_chunk_id(plan)
+}
+
+/// A one-phase plan around the given chunk objects.
+fn one_phase(chunks: Value) -> String {
+    json!({ "phases": [{ "phase": 1, "chunks": chunks }] }).to_string()
+}
+
+fn chunk_with(verification: Value) -> Chunk {
+    let plan = parse(&one_phase(json!([
+        { "id": "c1", "description": "x", "verification": verification }
+    ])));
+    plan.phases[0].chunks[0].clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: one of each era, and one with every phase-key and depends_on form.
+// ---------------------------------------------------------------------------------------------
+
+/// Subtasks era: string phase ids and string depends_on, planner.md-style chunk fields,
+/// verification with `command` + `expected`, browser and manual verifications, unknown fields
+/// at every level, and non-canonical statuses.
+const SUBTASKS_ERA: &str = r#"{
+  "feature": "Attachment upload",
+  "workflow_type": "feature",
+  "x_plan_extra": { "keep": [1, 2.5, "three"], "nested": { "z": 1, "a": 2 } },
+  "phases": [
+    {
+      "id": "phase-1-model",
+      "name": "Types",
+      "type": "implementation",
+      "x_phase_extra": true,
+      "depends_on": [],
+      "subtasks": [
+        {
+          "id": "subtask-1-1",
+          "description": "Extend the message type",
+          "service": "frontend",
+          "files_to_modify": ["src/shared/types.ts"],
+          "files_to_create": [],
+          "patterns_from": ["src/shared/other.ts"],
+          "verification": {
+            "type": "command",
+            "command": "cargo check --all-targets",
+            "expected": "No errors",
+            "x_verification_extra": [1, 2]
+          },
+          "status": "done",
+          "started_at": "2025-01-01T10:00:00Z",
+          "completed_at": "2025-01-01T10:30:00Z",
+          "session_id": "sess-1",
+          "notes": "typed",
+          "x_chunk_extra": null
+        }
+      ],
+      "parallel_safe": true
+    },
+    {
+      "id": "phase-2-ui",
+      "name": "UI",
+      "depends_on": ["phase-1-model"],
+      "subtasks": [
+        {
+          "id": "subtask-2-1",
+          "title": "Render previews",
+          "status": "not_started",
+          "verification": {
+            "type": "browser",
+            "url": "http://localhost:3000",
+            "checks": ["preview visible"]
+          }
+        },
+        {
+          "id": "subtask-2-2",
+          "description": "Check by hand",
+          "status": "in-progress",
+          "verification": { "type": "manual", "instructions": "Look at it" }
+        },
+        {
+          "description": "No status at all",
+          "id": "subtask-2-3"
+        }
+      ]
+    }
+  ],
+  "qa_signoff": null,
+  "status": "backlog",
+  "recoveryNote": "kept as is"
+}"#;
+
+/// Chunks era: numeric `phase`, numeric depends_on, `run`-style verification, `expect_status`.
+const CHUNKS_ERA: &str = r#"{
+  "feature": "Refactor",
+  "workflow_type": "refactor",
+  "services_involved": [],
+  "phases": [
+    {
+      "phase": 1,
+      "name": "Add new",
+      "type": "implementation",
+      "chunks": [
+        {
+          "id": "add-new",
+          "description": "Add the new system",
+          "status": "completed",
+          "notes": "done already",
+          "verification": { "type": "command", "run": "pytest -q" }
+        }
+      ]
+    },
+    {
+      "phase": 2,
+      "name": "Migrate",
+      "chunks": [
+        {
+          "id": "migrate",
+          "description": "Move the callers",
+          "status": "pending",
+          "verification": { "type": "command", "run": "./check.sh", "expect_status": 3 }
+        },
+        {
+          "id": "migrate-2",
+          "description": "Move the rest",
+          "status": "pending"
+        }
+      ],
+      "depends_on": [1]
+    },
+    {
+      "phase": 3,
+      "name": "Finish",
+      "chunks": [
+        {
+          "id": "verify",
+          "description": "Verify",
+          "status": "pending",
+          "verification": { "type": "browser", "scenario": "nothing regressed" }
+        }
+      ],
+      "depends_on": [2]
+    }
+  ],
+  "final_acceptance": ["works"],
+  "created_at": "2024-03-01T09:00:00.000001",
+  "status": "backlog",
+  "planStatus": "pending"
+}"#;
+
+/// Every way a phase can be named and referred to.
+const MIXED_KEYS: &str = r#"{
+  "phases": [
+    { "phase": 1, "chunks": [ { "id": "p1", "description": "numbered", "status": "completed" } ] },
+    { "id": "2", "subtasks": [ { "id": "p2", "title": "string id two", "status": "completed" } ] },
+    { "id": "both", "phase": 3, "depends_on": ["1", 2],
+      "chunks": [ { "id": "p3", "description": "both keys", "status": "completed" } ] },
+    { "id": "named", "depends_on": ["both", 1, "2", 3],
+      "subtasks": [ { "id": "p4", "description": "mixed refs", "status": "pending" } ] }
+  ]
+}"#;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing the variants
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn subtasks_era_parses_into_the_model() {
+    let plan = parse(SUBTASKS_ERA);
+    assert_eq!(plan.phases.len(), 2);
+    assert_eq!(plan.total(), 4);
+    assert_eq!(plan.str_field("feature"), Some("Attachment upload"));
+    assert_eq!(plan.str_field("recoveryNote"), Some("kept as is"));
+    assert_eq!(plan.str_field("qa_signoff"), None);
+
+    let p0 = &plan.phases[0];
+    assert_eq!(p0.chunks_key, Some("subtasks"));
+    assert_eq!(
+        p0.key,
+        PhaseKey {
+            id: Some("phase-1-model".into()),
+            number: None
+        }
+    );
+    assert!(p0.depends_on.is_empty());
+    assert_eq!(p0.name(), Some("Types"));
+    assert_eq!(p0.label(0), "phase-1-model");
+
+    let c = &p0.chunks[0];
+    assert_eq!(c.id, "subtask-1-1");
+    assert_eq!(c.status, Status::Completed);
+    assert_eq!(c.description(), "Extend the message type");
+    assert_eq!(c.str_field("service"), Some("frontend"));
+    assert_eq!(c.str_field("session_id"), Some("sess-1"));
+    assert_eq!(c.str_field("started_at"), Some("2025-01-01T10:00:00Z"));
+    assert_eq!(c.str_field("completed_at"), Some("2025-01-01T10:30:00Z"));
+    assert_eq!(c.str_field("notes"), Some("typed"));
+    assert_eq!(c.list_field("files_to_modify"), vec!["src/shared/types.ts"]);
+    assert!(c.list_field("files_to_create").is_empty());
+    assert_eq!(c.list_field("patterns_from"), vec!["src/shared/other.ts"]);
+    assert_eq!(c.raw.get("x_chunk_extra"), Some(&Value::Null));
+
+    let p1 = &plan.phases[1];
+    assert_eq!(p1.depends_on, vec![PhaseRef::Name("phase-1-model".into())]);
+    let statuses: Vec<Status> = p1.chunks.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        vec![Status::Pending, Status::InProgress, Status::Pending]
+    );
+    assert_eq!(
+        p1.chunks[0].description(),
+        "Render previews",
+        "title is the fallback"
+    );
+    assert!(
+        !p1.chunks[2].raw.contains_key("status"),
+        "a missing status is not invented on read"
+    );
+}
+
+#[test]
+fn chunks_era_parses_into_the_model() {
+    let plan = parse(CHUNKS_ERA);
+    assert_eq!(plan.phases.len(), 3);
+    for (i, phase) in plan.phases.iter().enumerate() {
+        assert_eq!(phase.chunks_key, Some("chunks"));
+        assert_eq!(phase.key.id, None);
+        assert_eq!(phase.key.number, Some(i as i64 + 1));
+        assert_eq!(phase.label(i), format!("phase {}", i + 1));
+    }
+    assert!(plan.phases[0].depends_on.is_empty());
+    assert_eq!(plan.phases[1].depends_on, vec![PhaseRef::Number(1)]);
+    assert_eq!(plan.phases[2].depends_on, vec![PhaseRef::Number(2)]);
+    assert_eq!(plan.count(Status::Completed), 1);
+    assert_eq!(plan.count(Status::Pending), 3);
+    assert_eq!(plan.total(), 4);
+    assert!(plan.phases[0].is_complete());
+    assert!(!plan.phases[1].is_complete());
+}
+
+#[test]
+fn phase_keys_and_mixed_dependencies_resolve() {
+    let plan = parse(MIXED_KEYS);
+    let keys: Vec<&PhaseKey> = plan.phases.iter().map(|p| &p.key).collect();
+    assert_eq!(
+        keys,
+        vec![
+            &PhaseKey {
+                id: None,
+                number: Some(1)
+            },
+            &PhaseKey {
+                id: Some("2".into()),
+                number: None
+            },
+            &PhaseKey {
+                id: Some("both".into()),
+                number: Some(3)
+            },
+            &PhaseKey {
+                id: Some("named".into()),
+                number: None
+            },
+        ]
+    );
+    assert_eq!(
+        plan.phases[2].depends_on,
+        vec![PhaseRef::Name("1".into()), PhaseRef::Number(2)]
+    );
+    assert_eq!(
+        plan.phases[3].depends_on,
+        vec![
+            PhaseRef::Name("both".into()),
+            PhaseRef::Number(1),
+            PhaseRef::Name("2".into()),
+            PhaseRef::Number(3),
+        ]
+    );
+    assert_eq!(plan.phases[0].chunks_key, Some("chunks"));
+    assert_eq!(plan.phases[1].chunks_key, Some("subtasks"));
+    assert_eq!(
+        plan.phases[2].label(2),
+        "both",
+        "the id wins over the number"
+    );
+    // Everything before the last phase is complete, so the last phase is ready.
+    assert_eq!(next_id(&plan), Some("p4"));
+}
+
+#[test]
+fn mixed_dependencies_gate_on_the_right_phase() {
+    // Same shape, but the phase referred to by the string "1" is not done yet.
+    let text = MIXED_KEYS.replacen(
+        r#""id": "p1", "description": "numbered", "status": "completed""#,
+        r#""id": "p1", "description": "numbered", "status": "pending""#,
+        1,
+    );
+    let plan = parse(&text);
+    assert_eq!(next_id(&plan), Some("p1"));
+    // And if the phase with id "2" (referred to by the number 2) is the one left undone.
+    let text = MIXED_KEYS.replacen(
+        r#""id": "p2", "title": "string id two", "status": "completed""#,
+        r#""id": "p2", "title": "string id two", "status": "pending""#,
+        1,
+    );
+    let plan = parse(&text);
+    assert_eq!(next_id(&plan), Some("p2"));
+    let mut plan = plan;
+    let pos = plan.find_chunk("p2").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Failed);
+    // "both" is already complete, so only "named" (which also depends on 2) is reported.
+    assert_eq!(
+        next_step(&plan),
+        NextStep::Stuck(vec![
+            "chunk p2 is failed".into(),
+            "named waits for 2".into(),
+        ])
+    );
+}
+
+#[test]
+fn phase_ref_matching() {
+    let numbered = PhaseKey {
+        id: None,
+        number: Some(1),
+    };
+    let string_two = PhaseKey {
+        id: Some("2".into()),
+        number: None,
+    };
+    let named = PhaseKey {
+        id: Some("phase-1-model".into()),
+        number: Some(7),
+    };
+    assert!(PhaseRef::Number(1).matches(&numbered));
+    assert!(PhaseRef::Name("1".into()).matches(&numbered));
+    assert!(!PhaseRef::Name("phase-1".into()).matches(&numbered));
+    assert!(!PhaseRef::Number(2).matches(&numbered));
+
+    assert!(PhaseRef::Number(2).matches(&string_two));
+    assert!(PhaseRef::Name("2".into()).matches(&string_two));
+    assert!(!PhaseRef::Number(1).matches(&string_two));
+
+    assert!(PhaseRef::Name("phase-1-model".into()).matches(&named));
+    assert!(PhaseRef::Number(7).matches(&named));
+    assert!(PhaseRef::Name("7".into()).matches(&named));
+    assert!(!PhaseRef::Number(1).matches(&named));
+    assert!(!PhaseRef::Name("1".into()).matches(&PhaseKey::default()));
+
+    assert_eq!(PhaseRef::Number(3).to_string(), "3");
+    assert_eq!(PhaseRef::Name("a".into()).to_string(), "\"a\"");
+}
+
+#[test]
+fn phase_number_and_id_in_other_json_types() {
+    let plan = parse(
+        r#"{"phases": [
+            {"phase": " 4 ", "chunks": [{"id": "a", "description": "x"}]},
+            {"id": 5, "chunks": [{"id": 6, "description": "numeric chunk id"}]},
+            {"id": null, "phase": null, "depends_on": null, "chunks": []},
+            {"id": "single", "depends_on": "4"},
+            {"id": "single-number", "depends_on": 5}
+        ]}"#,
+    );
+    assert_eq!(plan.phases[0].key.number, Some(4));
+    assert_eq!(plan.phases[1].key.id.as_deref(), Some("5"));
+    assert_eq!(plan.phases[1].chunks[0].id, "6");
+    assert_eq!(plan.phases[2].key, PhaseKey::default());
+    assert_eq!(plan.phases[2].label(2), "phase #3");
+    assert!(plan.phases[2].depends_on.is_empty());
+    assert_eq!(plan.phases[3].depends_on, vec![PhaseRef::Name("4".into())]);
+    assert_eq!(plan.phases[3].chunks_key, None);
+    assert_eq!(plan.phases[4].depends_on, vec![PhaseRef::Number(5)]);
+    assert_eq!(plan.find_chunk("6"), Some(ChunkPos { phase: 1, chunk: 0 }));
+    assert_round_trip(
+        r#"{"phases": [
+            {"phase": " 4 ", "chunks": [{"id": "a", "description": "x"}]},
+            {"id": 5, "chunks": [{"id": 6, "description": "numeric chunk id"}]},
+            {"id": "single", "depends_on": "4"}
+        ]}"#,
+    );
+}
+
+#[test]
+fn a_phase_may_have_no_chunks_at_all() {
+    let text = r#"{"phases": [
+        {"id": "docs", "name": "nothing to do"},
+        {"id": "empty", "subtasks": []},
+        {"id": "work", "depends_on": ["docs", "empty"],
+         "subtasks": [{"id": "w", "description": "work"}]}
+    ]}"#;
+    let plan = parse(text);
+    assert_eq!(plan.phases[0].chunks_key, None);
+    assert_eq!(plan.phases[1].chunks_key, Some("subtasks"));
+    assert!(plan.phases[0].is_complete());
+    assert!(plan.phases[1].is_complete());
+    assert_eq!(next_id(&plan), Some("w"));
+    assert_round_trip(text);
+    // No chunks key is invented on save.
+    let saved = to_value(&plan);
+    let phase0 = saved["phases"][0].as_object().unwrap();
+    assert!(!phase0.contains_key("chunks") && !phase0.contains_key("subtasks"));
+}
+
+#[test]
+fn list_fields_accept_a_single_string() {
+    let plan = parse(&one_phase(json!([{
+        "id": "c",
+        "description": "x",
+        "files_to_modify": "src/one.rs",
+        "files_to_create": "",
+        "patterns_from": ["a.rs", 3, null],
+        "service": ["not", "a", "string"]
+    }])));
+    let c = &plan.phases[0].chunks[0];
+    assert_eq!(c.list_field("files_to_modify"), vec!["src/one.rs"]);
+    assert!(c.list_field("files_to_create").is_empty());
+    assert_eq!(c.list_field("patterns_from"), vec!["a.rs", "3", "null"]);
+    assert!(c.list_field("missing").is_empty());
+    assert_eq!(c.str_field("service"), None);
+}
+
+#[test]
+fn description_falls_back_to_title() {
+    let plan = parse(&one_phase(json!([
+        { "id": "d", "description": "the description", "title": "the title" },
+        { "id": "t", "title": "the title" }
+    ])));
+    let c = &plan.phases[0].chunks;
+    assert_eq!(c[0].description(), "the description");
+    assert_eq!(c[1].description(), "the title");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round trip
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn round_trip_subtasks_era() {
+    assert_round_trip(SUBTASKS_ERA);
+}
+
+#[test]
+fn round_trip_chunks_era() {
+    assert_round_trip(CHUNKS_ERA);
+}
+
+#[test]
+fn round_trip_mixed_keys() {
+    assert_round_trip(MIXED_KEYS);
+}
+
+#[test]
+fn unknown_fields_stay_in_place_in_the_written_bytes() {
+    let plan = parse(SUBTASKS_ERA);
+    let text = String::from_utf8(plan_to_bytes(&plan)).unwrap();
+    let pos = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing from:\n{text}"))
+    };
+    // Plan level: x_plan_extra sits between workflow_type and phases; the tail keeps its order.
+    assert!(pos("\"feature\"") < pos("\"workflow_type\""));
+    assert!(pos("\"workflow_type\"") < pos("\"x_plan_extra\""));
+    assert!(pos("\"x_plan_extra\"") < pos("\"phases\""));
+    assert!(pos("\"phases\"") < pos("\"qa_signoff\""));
+    assert!(pos("\"qa_signoff\"") < pos("\"recoveryNote\""));
+    // Nested object keys are not sorted.
+    assert!(pos("\"z\": 1") < pos("\"a\": 2"));
+    // Phase level: subtasks written where they were, before parallel_safe.
+    assert!(pos("\"x_phase_extra\"") < pos("\"subtasks\""));
+    assert!(pos("\"subtask-1-1\"") < pos("\"parallel_safe\""));
+    // Chunk and verification level.
+    assert!(pos("\"x_verification_extra\"") < pos("\"status\": \"completed\""));
+    assert!(pos("\"status\": \"completed\"") < pos("\"x_chunk_extra\": null"));
+    // The missing status stays missing; the description before the id stays first.
+    let last = &text[pos("\"No status at all\"")..];
+    assert!(last.find("\"id\"").is_some());
+    assert!(!last[..last.find('}').unwrap()].contains("\"status\""));
+
+    // Serialized key order of the top-level object, compared as a whole.
+    let written = to_value(&plan);
+    let keys: Vec<&str> = written
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "feature",
+            "workflow_type",
+            "x_plan_extra",
+            "phases",
+            "qa_signoff",
+            "status",
+            "recoveryNote"
+        ]
+    );
+}
+
+#[test]
+fn canonical_bytes_are_pretty_with_a_final_newline() {
+    let compact = value_of(CHUNKS_ERA).to_string();
+    let plan = parse(&compact);
+    let bytes = plan_to_bytes(&plan);
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
+    assert!(text.starts_with("{\n  \"feature\": \"Refactor\",\n"));
+    let mut want = serde_json::to_vec_pretty(&value_of(CHUNKS_ERA)).unwrap();
+    want.push(b'\n');
+    assert_eq!(bytes, want, "two-space pretty JSON of the original value");
+}
+
+#[test]
+fn changes_are_written_through_in_place() {
+    let mut plan = parse(SUBTASKS_ERA);
+    let pos = plan.find_chunk("subtask-2-1").unwrap();
+    assert_eq!(pos, ChunkPos { phase: 1, chunk: 0 });
+    {
+        let c = plan.chunk_mut(pos);
+        c.set_status(Status::InProgress);
+        c.set_str("session_id", "sess-9");
+        c.remove("verification");
+    }
+    let pos3 = plan.find_chunk("subtask-2-3").unwrap();
+    plan.chunk_mut(pos3).set_status(Status::Completed);
+    plan.set_field("status", json!("in_progress"));
+    plan.set_field("new_top_level", json!(1));
+
+    let v = to_value(&plan);
+    let c = v["phases"][1]["subtasks"][0].as_object().unwrap();
+    let keys: Vec<&str> = c.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["id", "title", "status", "session_id"]);
+    assert_eq!(c["status"], "in_progress");
+    assert_eq!(c["session_id"], "sess-9");
+    // A status that was missing is appended.
+    let c3 = v["phases"][1]["subtasks"][2].as_object().unwrap();
+    let keys: Vec<&str> = c3.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["description", "id", "status"]);
+    // Plan fields: an existing key keeps its place, a new one goes last.
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "feature",
+            "workflow_type",
+            "x_plan_extra",
+            "phases",
+            "qa_signoff",
+            "status",
+            "recoveryNote",
+            "new_top_level"
+        ]
+    );
+    assert_eq!(v["status"], "in_progress");
+
+    // And it reads back the same.
+    let again = parse(std::str::from_utf8(&plan_to_bytes(&plan)).unwrap());
+    assert_eq!(again, plan);
+    assert_eq!(again.chunk(pos).status, Status::InProgress);
+    assert_eq!(again.chunk(pos).description(), "Render previews");
+    assert!(!again.chunk(pos).raw.contains_key("verification"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statuses
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn status_synonyms_are_normalised_on_save() {
+    let cases = [
+        ("done", "completed"),
+        ("Complete", "completed"),
+        ("finished", "completed"),
+        ("not_started", "pending"),
+        ("todo", "pending"),
+        ("TODO", "pending"),
+        ("in-progress", "in_progress"),
+        ("In Progress", "in_progress"),
+        ("wip", "in_progress"),
+        ("error", "failed"),
+        ("needs_human", "blocked"),
+        ("pending", "pending"),
+        ("completed", "completed"),
+    ];
+    let chunks: Vec<Value> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (raw, _))| json!({ "id": format!("c{i}"), "description": "x", "status": raw }))
+        .collect();
+    let plan = parse(&one_phase(Value::Array(chunks)));
+    let v = to_value(&plan);
+    for (i, (raw, want)) in cases.iter().enumerate() {
+        assert_eq!(v["phases"][0]["chunks"][i]["status"], *want, "{raw}");
+        assert_eq!(plan.phases[0].chunks[i].status.as_str(), *want, "{raw}");
+    }
+}
+
+#[test]
+fn missing_or_null_status_reads_as_pending() {
+    let plan = parse(&one_phase(json!([
+        { "id": "a", "description": "no status" },
+        { "id": "b", "description": "null status", "status": null }
+    ])));
+    assert_eq!(plan.phases[0].chunks[0].status, Status::Pending);
+    assert_eq!(plan.phases[0].chunks[1].status, Status::Pending);
+    assert_eq!(plan.count(Status::Pending), 2);
+    assert_eq!(next_id(&plan), Some("a"));
+}
+
+#[test]
+fn unknown_status_names_the_value_and_the_chunk() {
+    let err = parse_err(&one_phase(json!([
+        { "id": "fine", "description": "x", "status": "pending" },
+        { "id": "chunk-maybe", "description": "x", "status": "maybe" }
+    ])));
+    assert_eq!(err.line, None);
+    assert_eq!(err.column, None);
+    assert_problem(
+        &err,
+        &["phases[0].chunks[1] (chunk-maybe).status", "\"maybe\""],
+    );
+    let shown = err.to_string();
+    assert!(
+        shown.contains("maybe") && shown.contains("chunk-maybe"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn non_string_status_is_an_error() {
+    let err = parse_err(&one_phase(json!([
+        { "id": "c", "description": "x", "status": 1 }
+    ])));
+    assert_problem(&err, &["(c).status", "expected a string"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn invalid_json_reports_line_and_column() {
+    // The stray comma is on line 3, column 6 (the 6th character of `    {,`).
+    let err = parse_err("{\n  \"phases\": [\n    {,\n  ]\n}\n");
+    assert_eq!(err.path, Path::new(PATH));
+    assert_eq!(err.line, Some(3));
+    assert_eq!(err.column, Some(6));
+    assert_eq!(err.problems.len(), 1);
+    assert!(err.problems[0].starts_with("not valid JSON"), "{err:?}");
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with(&format!("invalid plan {PATH}:3:6")),
+        "{shown}"
+    );
+    assert!(shown.contains("left untouched"), "{shown}");
+
+    // A truncated file (an interrupted write) is reported too.
+    let err = parse_err("{\n  \"phases\": [\n");
+    assert_eq!(err.line, Some(3));
+    assert!(err.problems[0].contains("EOF"), "{err:?}");
+}
+
+#[test]
+fn shape_errors_carry_the_path_but_no_position() {
+    let err = parse_err(r#"{"feature": "x"}"#);
+    assert_eq!((err.line, err.column), (None, None));
+    assert_problem(&err, &["phases: missing"]);
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with(&format!("invalid plan {PATH}\n")),
+        "{shown}"
+    );
+    assert!(shown.contains("\n  - phases: missing"), "{shown}");
+
+    assert_problem(
+        &parse_err(r#"{"phases": {}}"#),
+        &["phases: expected a list, found an object"],
+    );
+    assert_problem(
+        &parse_err(r#"[]"#),
+        &["must be a JSON object", "found a list"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [3]}"#),
+        &["phases[0]: expected an object, found a number"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1, "chunks": {}}]}"#),
+        &["phases[0].chunks: expected a list, found an object"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1, "chunks": ["x"]}]}"#),
+        &["phases[0].chunks[0]: expected an object, found a string"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"id": true}]}"#),
+        &["phases[0].id: expected a string, found a boolean"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1.5}]}"#),
+        &["phases[0].phase: expected a whole number"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1}, {"phase": 2, "depends_on": [1, {"x": 1}]}]}"#),
+        &["phases[1].depends_on[1]: expected a phase id or number, found an object"],
+    );
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1, "depends_on": {"a": 1}}]}"#),
+        &["phases[0].depends_on: expected a list of phase ids, found an object"],
+    );
+}
+
+#[test]
+fn chunk_without_id_is_an_error() {
+    let err = parse_err(
+        r#"{"phases": [{"id": "p", "subtasks": [
+        {"id": "ok", "description": "x"},
+        {"description": "who am I"}
+    ]}]}"#,
+    );
+    assert_problem(&err, &["phases[0].subtasks[1].id: missing"]);
+    for bad in [json!(""), json!("  "), json!(null), json!(["a"])] {
+        let err = parse_err(&one_phase(json!([{ "id": bad, "description": "x" }])));
+        assert_problem(
+            &err,
+            &["phases[0].chunks[0].id: expected a non-empty string"],
+        );
+    }
+}
+
+#[test]
+fn chunk_without_description_or_title_is_an_error() {
+    let err = parse_err(&one_phase(json!([{ "id": "bare", "status": "pending" }])));
+    assert_problem(&err, &["phases[0].chunks[0] (bare)", "description"]);
+    let err = parse_err(&one_phase(
+        json!([{ "id": "blank", "description": " ", "title": "" }]),
+    ));
+    assert_problem(&err, &["(blank)", "description"]);
+}
+
+#[test]
+fn duplicate_chunk_ids_are_an_error() {
+    let err = parse_err(
+        r#"{"phases": [
+        {"id": "a", "chunks": [{"id": "same", "description": "x"}]},
+        {"id": "b", "subtasks": [{"id": "same", "description": "y"}]}
+    ]}"#,
+    );
+    assert_problem(&err, &["chunk id \"same\" is used more than once"]);
+    // Within one phase, and a number and a string that read the same.
+    let err = parse_err(&one_phase(json!([
+        { "id": 7, "description": "x" },
+        { "id": "7", "description": "y" }
+    ])));
+    assert_problem(&err, &["chunk id \"7\" is used more than once"]);
+}
+
+#[test]
+fn duplicate_phase_keys_are_an_error() {
+    let err = parse_err(r#"{"phases": [{"id": "a"}, {"id": "a"}]}"#);
+    assert_problem(&err, &["phases[1]: phase id \"a\" is used more than once"]);
+    let err = parse_err(r#"{"phases": [{"phase": 2}, {"phase": 2}]}"#);
+    assert_problem(&err, &["phases[1]: phase number 2 is used more than once"]);
+}
+
+#[test]
+fn depends_on_naming_no_phase_is_an_error() {
+    let err = parse_err(
+        r#"{"phases": [
+        {"id": "a", "chunks": [{"id": "c1", "description": "x"}]},
+        {"id": "b", "depends_on": ["a", "nope"], "chunks": [{"id": "c2", "description": "x"}]}
+    ]}"#,
+    );
+    assert_problem(
+        &err,
+        &["phases[1] (b).depends_on: \"nope\" names no phase in this plan"],
+    );
+    let err = parse_err(r#"{"phases": [{"phase": 1}, {"phase": 2, "depends_on": [9]}]}"#);
+    assert_problem(&err, &["phases[1] (phase 2).depends_on: 9 names no phase"]);
+    // "1" cannot name a phase whose id is "phase-1".
+    let err = parse_err(r#"{"phases": [{"id": "phase-1"}, {"id": "x", "depends_on": [1]}]}"#);
+    assert_problem(&err, &["(x).depends_on: 1 names no phase"]);
+}
+
+#[test]
+fn dependency_cycles_are_an_error() {
+    let err = parse_err(
+        r#"{"phases": [
+        {"id": "a", "depends_on": ["b"], "chunks": [{"id": "c1", "description": "x"}]},
+        {"id": "b", "depends_on": ["a"], "chunks": [{"id": "c2", "description": "x"}]}
+    ]}"#,
+    );
+    assert_problem(&err, &["phase dependencies form a cycle: a -> b -> a"]);
+
+    let err = parse_err(r#"{"phases": [{"phase": 1, "depends_on": [1]}]}"#);
+    assert_problem(&err, &["cycle: phase 1 -> phase 1"]);
+
+    // A longer cycle not starting at the first phase.
+    let err = parse_err(
+        r#"{"phases": [
+        {"id": "root"},
+        {"id": "x", "depends_on": ["root", "z"]},
+        {"id": "y", "depends_on": ["x"]},
+        {"id": "z", "depends_on": ["y"]}
+    ]}"#,
+    );
+    assert_problem(&err, &["cycle: x -> z -> y -> x"]);
+
+    // A diamond is not a cycle.
+    parse(
+        r#"{"phases": [
+        {"id": "a"},
+        {"id": "b", "depends_on": ["a"]},
+        {"id": "c", "depends_on": ["a"]},
+        {"id": "d", "depends_on": ["b", "c"]}
+    ]}"#,
+    );
+}
+
+#[test]
+fn chunks_and_subtasks_in_one_phase_is_an_error() {
+    let err = parse_err(
+        r#"{"phases": [{"id": "p",
+        "chunks": [{"id": "a", "description": "x"}],
+        "subtasks": [{"id": "b", "description": "y"}]}]}"#,
+    );
+    assert_problem(&err, &["phases[0]: has both \"chunks\" and \"subtasks\""]);
+}
+
+#[test]
+fn bad_attempt_records_are_an_error() {
+    let err = parse_err(&one_phase(json!([
+        { "id": "c", "description": "x", "attempts": [{ "outcome": "failed" }] }
+    ])));
+    assert_problem(&err, &["(c).attempts"]);
+    let err = parse_err(&one_phase(json!([
+        { "id": "c", "description": "x", "attempts": "twice" }
+    ])));
+    assert_problem(&err, &["(c).attempts"]);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let err = parse_err(
+        r#"{"phases": [
+        {"id": "a", "chunks": [
+            {"id": "dup", "description": "x", "status": "maybe"},
+            {"description": "no id"},
+            {"id": "dup", "description": "x"},
+            {"id": "dup", "description": "x"}
+        ]},
+        {"id": "b", "depends_on": ["ghost"]}
+    ]}"#,
+    );
+    assert_problem(&err, &["\"maybe\""]);
+    assert_problem(&err, &["chunks[1].id: missing"]);
+    assert_problem(&err, &["\"dup\" is used more than once"]);
+    assert_problem(&err, &["\"ghost\" names no phase"]);
+    let shown = err.to_string();
+    assert_eq!(
+        shown.matches("\n  - ").count(),
+        err.problems.len(),
+        "one line per problem:\n{shown}"
+    );
+}
+
+#[test]
+fn planner_output_needs_at_least_one_chunk() {
+    let empty = parse(r#"{"phases": []}"#);
+    assert_eq!(check_planner_output(&empty).len(), 1);
+    let no_chunks = parse(r#"{"phases": [{"id": "a"}, {"id": "b", "chunks": []}]}"#);
+    assert_eq!(check_planner_output(&no_chunks).len(), 1);
+    assert!(check_planner_output(&parse(CHUNKS_ERA)).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// next_step
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn next_is_the_first_pending_chunk_in_file_order() {
+    let plan = parse(&one_phase(json!([
+        { "id": "a", "description": "x", "status": "completed" },
+        { "id": "b", "description": "x", "status": "pending" },
+        { "id": "c", "description": "x", "status": "pending" }
+    ])));
+    assert_eq!(
+        next_step(&plan),
+        NextStep::Chunk(ChunkPos { phase: 0, chunk: 1 })
+    );
+    assert_eq!(next_id(&plan), Some("b"));
+
+    assert_eq!(next_id(&parse(CHUNKS_ERA)), Some("migrate"));
+    assert_eq!(next_id(&parse(SUBTASKS_ERA)), Some("subtask-2-1"));
+}
+
+#[test]
+fn next_waits_for_dependencies_not_file_order() {
+    // The first phase in the file depends on the second.
+    let plan = parse(
+        r#"{"phases": [
+        {"id": "later", "depends_on": ["first"], "chunks": [{"id": "l", "description": "x"}]},
+        {"id": "first", "chunks": [
+            {"id": "f1", "description": "x", "status": "completed"},
+            {"id": "f2", "description": "x"}
+        ]}
+    ]}"#,
+    );
+    assert_eq!(next_id(&plan), Some("f2"));
+
+    let mut plan = plan;
+    let pos = plan.find_chunk("f2").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Completed);
+    assert_eq!(next_id(&plan), Some("l"));
+}
+
+#[test]
+fn next_is_never_a_chunk_whose_phase_waits() {
+    // Phase 2 has a pending chunk but phase 1 is not complete: phase 1's chunk comes first.
+    let plan = parse(CHUNKS_ERA);
+    assert_eq!(plan.phases[2].chunks[0].status, Status::Pending);
+    let mut plan = plan;
+    for id in ["migrate", "migrate-2"] {
+        let pos = plan.find_chunk(id).unwrap();
+        assert_eq!(next_id(&plan), Some(id));
+        plan.chunk_mut(pos).set_status(Status::Completed);
+    }
+    assert_eq!(next_id(&plan), Some("verify"));
+}
+
+#[test]
+fn a_later_independent_phase_runs_when_an_earlier_one_is_blocked() {
+    let plan = parse(
+        r#"{"phases": [
+        {"phase": 1, "chunks": [{"id": "broken", "description": "x", "status": "failed"}]},
+        {"phase": 2, "depends_on": [1], "chunks": [{"id": "dependent", "description": "x"}]},
+        {"phase": 3, "chunks": [{"id": "independent", "description": "x"}]}
+    ]}"#,
+    );
+    assert_eq!(next_id(&plan), Some("independent"));
+    assert_eq!(
+        next_step(&plan),
+        NextStep::Chunk(ChunkPos { phase: 2, chunk: 0 })
+    );
+}
+
+#[test]
+fn in_progress_chunks_are_not_picked() {
+    let plan = parse(&one_phase(json!([
+        { "id": "running", "description": "x", "status": "in_progress" },
+        { "id": "waiting", "description": "x", "status": "pending" }
+    ])));
+    assert_eq!(next_id(&plan), Some("waiting"));
+
+    let plan = parse(&one_phase(json!([
+        { "id": "done", "description": "x", "status": "completed" },
+        { "id": "running", "description": "x", "status": "in-progress" }
+    ])));
+    assert_eq!(
+        next_step(&plan),
+        NextStep::Stuck(vec!["chunk running is in_progress".into()])
+    );
+    assert_eq!(next_id(&plan), None);
+}
+
+#[test]
+fn complete_when_every_chunk_is_done() {
+    let plan = parse(
+        r#"{"phases": [
+        {"phase": 1, "chunks": [{"id": "a", "description": "x", "status": "done"}]},
+        {"phase": 2, "depends_on": [1], "chunks": [{"id": "b", "description": "x", "status": "completed"}]},
+        {"phase": 3, "depends_on": [2]}
+    ]}"#,
+    );
+    assert_eq!(next_step(&plan), NextStep::Complete);
+    assert_eq!(next_id(&plan), None);
+    assert_eq!(next_step(&parse(r#"{"phases": []}"#)), NextStep::Complete);
+}
+
+#[test]
+fn stuck_explains_failed_chunks_and_waiting_phases() {
+    let plan = parse(
+        r#"{"phases": [
+        {"id": "base", "subtasks": [
+            {"id": "ok", "description": "x", "status": "completed"},
+            {"id": "bad", "description": "x", "status": "failed"}
+        ]},
+        {"id": "top", "depends_on": ["base"], "subtasks": [{"id": "t", "description": "x"}]},
+        {"id": "side", "subtasks": [{"id": "s", "description": "x", "status": "blocked"}]},
+        {"id": "finished", "depends_on": ["base"],
+         "subtasks": [{"id": "f", "description": "x", "status": "completed"}]}
+    ]}"#,
+    );
+    assert_eq!(
+        next_step(&plan),
+        NextStep::Stuck(vec![
+            "chunk bad is failed".into(),
+            "chunk s is blocked".into(),
+            "top waits for base".into(),
+        ])
+    );
+}
+
+#[test]
+fn stuck_reasons_for_numbered_phases() {
+    let plan = parse(
+        r#"{"phases": [
+        {"phase": 1, "chunks": [{"id": "c1", "description": "x", "status": "failed"}]},
+        {"phase": 2, "depends_on": [1], "chunks": [{"id": "c2", "description": "x"}]}
+    ]}"#,
+    );
+    let NextStep::Stuck(reasons) = next_step(&plan) else {
+        panic!("expected Stuck");
+    };
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons[0], "chunk c1 is failed");
+    assert!(
+        reasons[1].contains("phase 2") && reasons[1].contains("waits for phase 1"),
+        "{reasons:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn command_check_subtasks_style() {
+    let c = chunk_with(json!({
+        "type": "command",
+        "command": "cargo check --all-targets",
+        "expected": "No errors"
+    }));
+    assert_eq!(
+        verification::command_check(&c),
+        Some(CommandCheck {
+            command: "cargo check --all-targets".into(),
+            expect_status: 0,
+            expect_output: None,
+        })
+    );
+}
+
+#[test]
+fn command_check_chunks_style() {
+    let c = chunk_with(json!({ "type": "command", "run": "pytest tests/ -v" }));
+    assert_eq!(
+        verification::command_check(&c),
+        Some(CommandCheck {
+            command: "pytest tests/ -v".into(),
+            expect_status: 0,
+            expect_output: None,
+        })
+    );
+}
+
+#[test]
+fn command_check_expect_status_and_output() {
+    let check = |v: Value| verification::command_check(&chunk_with(v)).expect("a command check");
+    assert_eq!(
+        check(json!({"type": "command", "run": "false", "expect_status": 1})).expect_status,
+        1
+    );
+    assert_eq!(
+        check(json!({"type": "command", "command": "x", "expected_status": 2})).expect_status,
+        2
+    );
+    assert_eq!(
+        check(json!({"type": "command", "command": "x", "expected_exit_code": 3})).expect_status,
+        3
+    );
+    assert_eq!(
+        check(json!({"type": "command", "command": "x", "expect_status": "1"})).expect_status,
+        0,
+        "a non-number status is ignored"
+    );
+    assert_eq!(
+        check(json!({"command": "x", "expect_output": "ok"}))
+            .expect_output
+            .as_deref(),
+        Some("ok"),
+        "a missing type means command"
+    );
+    assert_eq!(
+        check(json!({"type": "Command", "run": "x", "expect_stdout": "passed"}))
+            .expect_output
+            .as_deref(),
+        Some("passed")
+    );
+    // `command` wins over `run` when both are given.
+    assert_eq!(
+        check(json!({"type": "command", "command": "a", "run": "b"})).command,
+        "a"
+    );
+}
+
+#[test]
+fn non_command_verifications_are_not_checks() {
+    for v in [
+        json!({"type": "browser", "url": "http://localhost", "checks": ["x"]}),
+        json!({"type": "browser", "scenario": "works"}),
+        json!({"type": "manual", "instructions": "look", "command": "not run"}),
+        json!({"type": "e2e", "steps": ["a"]}),
+        json!({"type": "command"}),
+        json!({"type": "command", "command": "   "}),
+        json!({"type": "command", "command": ["not", "a", "string"]}),
+        json!("run the tests"),
+        Value::Null,
+    ] {
+        assert_eq!(
+            verification::command_check(&chunk_with(v.clone())),
+            None,
+            "{v}"
+        );
+    }
+    let plan = parse(&one_phase(json!([{ "id": "c", "description": "x" }])));
+    assert_eq!(verification::command_check(&plan.phases[0].chunks[0]), None);
+    assert_eq!(verification::describe(&plan.phases[0].chunks[0]), None);
+}
+
+#[test]
+fn describe_shows_the_verification() {
+    let c = chunk_with(json!("run the tests"));
+    assert_eq!(verification::describe(&c).as_deref(), Some("run the tests"));
+    let v = json!({"type": "manual", "instructions": "look"});
+    let c = chunk_with(v.clone());
+    let shown = verification::describe(&c).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&shown).unwrap(), v);
+    assert!(shown.contains('\n'), "pretty: {shown}");
+}
+
+#[test]
+fn verification_is_read_from_the_fixtures() {
+    let plan = parse(SUBTASKS_ERA);
+    let c = |id: &str| plan.chunk(plan.find_chunk(id).unwrap());
+    assert_eq!(
+        verification::command_check(c("subtask-1-1")).map(|c| c.command),
+        Some("cargo check --all-targets".into())
+    );
+    assert_eq!(verification::command_check(c("subtask-2-1")), None);
+    assert_eq!(verification::command_check(c("subtask-2-2")), None);
+
+    let plan = parse(CHUNKS_ERA);
+    let c = |id: &str| plan.chunk(plan.find_chunk(id).unwrap());
+    assert_eq!(
+        verification::command_check(c("migrate")),
+        Some(CommandCheck {
+            command: "./check.sh".into(),
+            expect_status: 3,
+            expect_output: None
+        })
+    );
+    assert_eq!(verification::command_check(c("verify")), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attempts
+// ---------------------------------------------------------------------------------------------
+
+fn attempt(n: u32) -> Attempt {
+    Attempt {
+        n,
+        session_id: Some(format!("s{n}")),
+        run_id: Some("run-1".into()),
+        started_at: Some("2025-01-01T00:00:00Z".into()),
+        start_commit: Some("abc123".into()),
+        ..Attempt::default()
+    }
+}
+
+#[test]
+fn set_attempts_round_trips() {
+    let mut plan = parse(CHUNKS_ERA);
+    let pos = plan.find_chunk("migrate").unwrap();
+    assert!(plan.chunk(pos).attempts().is_empty());
+    assert_eq!(plan.chunk(pos).last_attempt(), None);
+
+    let mut second = attempt(2);
+    second.extra.insert("x_future".into(), json!({"k": [1, 2]}));
+    let attempts = vec![attempt(1), second];
+    plan.chunk_mut(pos).set_attempts(&attempts);
+    assert_eq!(plan.chunk(pos).attempts(), attempts);
+    assert_eq!(plan.chunk(pos).last_attempt(), Some(attempts[1].clone()));
+
+    // Through the bytes and back.
+    let bytes = plan_to_bytes(&plan);
+    let again = parse(std::str::from_utf8(&bytes).unwrap());
+    assert_eq!(again.chunk(pos).attempts(), attempts);
+    assert_eq!(again, plan);
+    assert_eq!(plan_to_bytes(&again), bytes);
+
+    // Unset optional fields are not written.
+    let v = to_value(&plan);
+    let first = v["phases"][1]["chunks"][0]["attempts"][0]
+        .as_object()
+        .unwrap();
+    assert!(!first.contains_key("outcome") && !first.contains_key("ended_at"));
+    assert_eq!(first["n"], 1);
+}
+
+#[test]
+fn update_last_attempt_changes_only_the_last() {
+    let mut plan = parse(CHUNKS_ERA);
+    let pos = plan.find_chunk("migrate").unwrap();
+    plan.chunk_mut(pos).set_attempts(&[attempt(1), attempt(2)]);
+    plan.chunk_mut(pos).update_last_attempt(|a| {
+        a.ended_at = Some("2025-01-01T01:00:00Z".into());
+        a.reported = Some("done".into());
+        a.outcome = Some("completed".into());
+        a.commit = Some("def456".into());
+    });
+    let got = plan.chunk(pos).attempts();
+    assert_eq!(got[0], attempt(1));
+    assert_eq!(got[1].n, 2);
+    assert_eq!(got[1].outcome.as_deref(), Some("completed"));
+    assert_eq!(got[1].commit.as_deref(), Some("def456"));
+    assert_eq!(got[1].session_id.as_deref(), Some("s2"));
+}
+
+#[test]
+fn update_last_attempt_without_attempts_does_nothing() {
+    let mut plan = parse(CHUNKS_ERA);
+    let before = plan.clone();
+    let pos = plan.find_chunk("migrate").unwrap();
+    plan.chunk_mut(pos)
+        .update_last_attempt(|a| a.outcome = Some("failed".into()));
+    assert_eq!(plan, before);
+    assert!(!plan.chunk(pos).raw.contains_key("attempts"));
+}
+
+#[test]
+fn unknown_attempt_fields_are_kept() {
+    let text = one_phase(json!([{
+        "id": "c",
+        "description": "x",
+        "status": "in_progress",
+        "attempts": [
+            { "n": 1, "outcome": "interrupted", "x_by_a_person": "looked at it" },
+            { "n": 2, "session_id": "s2", "x_future": { "tokens": 1234 }, "run_id": "r" }
+        ],
+        "after_attempts": true
+    }]));
+    // Parsing and saving without touching the attempts changes nothing.
+    assert_round_trip(&text);
+
+    let mut plan = parse(&text);
+    let pos = ChunkPos { phase: 0, chunk: 0 };
+    let attempts = plan.chunk(pos).attempts();
+    assert_eq!(
+        attempts[0].extra.get("x_by_a_person"),
+        Some(&json!("looked at it"))
+    );
+    assert_eq!(
+        attempts[1].extra.get("x_future"),
+        Some(&json!({"tokens": 1234}))
+    );
+    assert_eq!(attempts[1].run_id.as_deref(), Some("r"));
+
+    plan.chunk_mut(pos)
+        .update_last_attempt(|a| a.outcome = Some("completed".into()));
+    let v = to_value(&plan);
+    let chunk = v["phases"][0]["chunks"][0].as_object().unwrap();
+    // The attempts list stays where it was in the chunk.
+    let keys: Vec<&str> = chunk.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["id", "description", "status", "attempts", "after_attempts"]
+    );
+    let a = &chunk["attempts"];
+    assert_eq!(
+        a[0],
+        json!({ "n": 1, "outcome": "interrupted", "x_by_a_person": "looked at it" })
+    );
+    assert_eq!(
+        a[1],
+        json!({ "n": 2, "session_id": "s2", "run_id": "r", "outcome": "completed",
+                "x_future": { "tokens": 1234 } })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model's small helpers
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn positions_and_lookup_follow_file_order() {
+    let plan = parse(SUBTASKS_ERA);
+    let ids: Vec<&str> = plan
+        .positions()
+        .map(|p| plan.chunk(p).id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["subtask-1-1", "subtask-2-1", "subtask-2-2", "subtask-2-3"]
+    );
+    let ids2: Vec<&str> = plan.chunks().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ids2);
+    assert_eq!(
+        plan.find_chunk("subtask-2-2"),
+        Some(ChunkPos { phase: 1, chunk: 1 })
+    );
+    assert_eq!(plan.find_chunk("nope"), None);
+    let counts: Vec<usize> = Status::ALL.iter().map(|&s| plan.count(s)).collect();
+    assert_eq!(counts, [2, 1, 1, 0, 0]);
+    assert_eq!(counts.iter().sum::<usize>(), plan.total());
+}
+
+#[test]
+fn plan_raw_keeps_everything_but_the_phases() {
+    let plan = parse(SUBTASKS_ERA);
+    let want: Map<String, Value> = value_of(SUBTASKS_ERA).as_object().unwrap().clone();
+    for (k, v) in &want {
+        if k != "phases" {
+            assert_eq!(plan.raw.get(k), Some(v), "{k}");
+        }
+    }
+    let phase_raw = &plan.phases[0].raw;
+    assert_eq!(phase_raw.get("x_phase_extra"), Some(&json!(true)));
+    assert_eq!(phase_raw.get("parallel_safe"), Some(&json!(true)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions found in review
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_phase_that_cannot_be_read_does_not_shift_the_positions_of_the_others() {
+    let err = parse_err(
+        r#"{"phases":[{"id":"bad","chunks":[],"subtasks":[]},{"id":"b","depends_on":["nope"]},{"id":"b"}]}"#,
+    );
+    assert_problem(&err, &["phases[0]", "both \"chunks\" and \"subtasks\""]);
+    // Validation, which names phases by position, waits until every phase reads.
+    assert!(
+        err.problems.iter().all(|p| !p.contains("phases[1]")),
+        "{:#?}",
+        err.problems
+    );
+}
+
+#[test]
+fn a_blank_description_falls_back_to_the_title() {
+    let plan = parse(&one_phase(json!([
+        { "id": "e", "description": "", "title": "The title", "status": "pending" }
+    ])));
+    assert_eq!(plan.chunks().next().unwrap().description(), "The title");
+}
+
+#[test]
+fn null_chunks_stay_null_on_save() {
+    let text = r#"{"phases": [{"id": "a", "chunks": null}, {"id": "b", "chunks": [{"id": "c", "description": "d"}]}]}"#;
+    let plan = parse(text);
+    let saved: Value = serde_json::from_slice(&plan_to_bytes(&plan)).unwrap();
+    assert_eq!(saved["phases"][0]["chunks"], Value::Null);
+    assert!(plan.phases[0].is_complete());
+}
+
+#[test]
+fn a_dependency_that_could_mean_two_phases_is_an_error() {
+    let err = parse_err(
+        r#"{"phases": [
+            {"id": "2", "chunks": [{"id": "a", "description": "x"}]},
+            {"phase": 2, "chunks": [{"id": "b", "description": "x"}]},
+            {"id": "c", "depends_on": [2], "chunks": [{"id": "c1", "description": "x"}]}
+        ]}"#,
+    );
+    assert_problem(&err, &["depends_on: 2 could mean any of"]);
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_not_written_back() {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(one_phase(json!([{ "id": "a", "description": "x" }])).as_bytes());
+    let plan = parse_plan(Path::new(PATH), &bytes).expect("a BOM is not an error");
+    assert!(!plan_to_bytes(&plan).starts_with(b"\xEF\xBB\xBF"));
+}

@@ -64,15 +64,31 @@ pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<V
                 .depends_on
                 .iter()
                 .filter_map(|dep| {
-                    let target = plan.phases.iter().position(|p| dep.matches(&p.key));
-                    if target.is_none() {
-                        ok = false;
-                        problems.push(format!(
-                            "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
-                            phase.label(i)
-                        ));
+                    let targets: Vec<usize> = (0..plan.phases.len())
+                        .filter(|&j| dep.matches(&plan.phases[j].key))
+                        .collect();
+                    match targets.as_slice() {
+                        [one] => Some(*one),
+                        [] => {
+                            ok = false;
+                            problems.push(format!(
+                                "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
+                                phase.label(i)
+                            ));
+                            None
+                        }
+                        several => {
+                            ok = false;
+                            let names: Vec<String> =
+                                several.iter().map(|&j| plan.phases[j].label(j)).collect();
+                            problems.push(format!(
+                                "phases[{i}] ({}).depends_on: {dep} could mean any of {}; give those phases distinct ids and numbers",
+                                phase.label(i),
+                                names.join(", ")
+                            ));
+                            None
+                        }
                     }
-                    target
                 })
                 .collect()
         })
