@@ -8,6 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+// The same allocator as the runner binary (src/main.rs), so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use divan::Bencher;
 use runner::plan::{
     NextStep, PLAN_FILE, Plan, PlanFile, Status, next_step, parse_plan, plan_to_bytes,
@@ -206,4 +210,13 @@ fn write_only(bencher: Bencher) {
     let file = PlanFile::in_spec_dir(&dir);
     let plan = parsed();
     bencher.bench(|| file.write(&plan).expect("write"));
+}
+
+/// The JSON syntax layer alone (bytes → `serde_json::Value`), to see what the typed view adds.
+#[divan::bench]
+fn json_only(bencher: Bencher) {
+    let bytes = plan_bytes();
+    bencher.bench(|| {
+        serde_json::from_slice::<serde_json::Value>(divan::black_box(&bytes)).expect("valid")
+    });
 }

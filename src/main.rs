@@ -3,6 +3,11 @@ use clap::Parser;
 use runner::cli::{Cli, dispatch};
 use runner::error::{exit, exit_code_of};
 
+// mimalloc: the plan is parsed into many small JSON nodes and freed again on every
+// read-modify-write; the system allocator made that a third slower (BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     init_logging(cli.verbose);

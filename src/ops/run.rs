@@ -395,6 +395,16 @@ struct Taken {
     phase_name: Option<String>,
     attempt: u32,
     session_id: String,
+    /// The plan as it was written when the chunk was taken.
+    plan: Plan,
+}
+
+/// What the loop does next.
+enum Take {
+    Chunk(Box<Taken>),
+    Complete(usize),
+    Stuck(Vec<String>),
+    BudgetSpent,
 }
 
 impl Run {
@@ -409,19 +419,18 @@ impl Run {
             if self.interrupt.is_set() {
                 return Err(RunnerError::Interrupted.into());
             }
-            let plan = self.load_plan()?;
-            match next_step(&plan) {
-                NextStep::Complete => {
-                    self.reporter.progress(plan.total(), plan.total(), "done");
+            let taken = match self.take_next_chunk()? {
+                Take::Chunk(taken) => taken,
+                Take::Complete(total) => {
+                    self.reporter.progress(total, total, "done");
                     self.reporter.line(format!(
-                        "All {} chunks of {} are completed on branch {}.",
-                        plan.total(),
+                        "All {total} chunks of {} are completed on branch {}.",
                         self.paths.name,
                         branch_for(&self.paths.name)
                     ));
                     return Ok(());
                 }
-                NextStep::Stuck(reasons) => {
+                Take::Stuck(reasons) => {
                     return Err(RunnerError::NeedsHuman(format!(
                         "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}; after fixing, set the chunk back to pending in {} and run again",
                         self.paths.name,
@@ -432,11 +441,7 @@ impl Run {
                     ))
                     .into());
                 }
-                NextStep::Chunk(_) => {}
-            }
-            self.check_budget()?;
-            let Some(taken) = self.take_next_chunk()? else {
-                continue;
+                Take::BudgetSpent => return Err(self.budget_spent().into()),
             };
             self.work_on(taken).await?;
         }
@@ -460,15 +465,15 @@ impl Run {
         }
     }
 
-    fn check_budget(&self) -> anyhow::Result<()> {
-        if self.sessions >= self.config.run.max_sessions {
-            return Err(RunnerError::BudgetSpent(format!(
-                "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
-                self.sessions, self.paths.name
-            ))
-            .into());
-        }
-        Ok(())
+    fn budget_left(&self) -> bool {
+        self.sessions < self.config.run.max_sessions
+    }
+
+    fn budget_spent(&self) -> RunnerError {
+        RunnerError::BudgetSpent(format!(
+            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
+            self.sessions, self.paths.name
+        ))
     }
 
     /// Pin the base branch in the plan the first time the spec has one.
@@ -524,7 +529,9 @@ impl Run {
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
         for attempt in 1..=max {
-            self.check_budget()?;
+            if !self.budget_left() {
+                return Err(self.budget_spent().into());
+            }
             self.reporter.line(format!(
                 "Planning {} (attempt {attempt} of {max})…",
                 self.paths.name
@@ -627,13 +634,18 @@ impl Run {
         Ok(())
     }
 
-    /// Mark the next chunk `in_progress` with a new attempt, under the plan lock.
-    fn take_next_chunk(&self) -> anyhow::Result<Option<Taken>> {
+    /// Under one plan lock: decide what comes next and, if it is a chunk (and the session
+    /// budget allows), mark it `in_progress` with a new attempt.
+    fn take_next_chunk(&self) -> anyhow::Result<Take> {
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         let run_id = self.run_id.clone();
-        let taken = self.paths.plan.update(|plan| {
-            let NextStep::Chunk(pos) = next_step(plan) else {
-                return Ok(None);
+        let budget_left = self.budget_left();
+        let take = self.paths.plan.update_if(|plan| {
+            let pos = match next_step(plan) {
+                NextStep::Chunk(pos) if budget_left => pos,
+                NextStep::Chunk(_) => return Ok((Take::BudgetSpent, false)),
+                NextStep::Complete => return Ok((Take::Complete(plan.total()), false)),
+                NextStep::Stuck(reasons) => return Ok((Take::Stuck(reasons), false)),
             };
             let phase_name = plan.phases[pos.phase].name().map(str::to_string);
             let chunk = plan.chunk_mut(pos);
@@ -653,21 +665,24 @@ impl Run {
             chunk.set_status(Status::InProgress);
             chunk.set_str("started_at", &now);
             chunk.set_str("session_id", &session_id);
-            Ok(Some(Taken {
-                chunk: chunk.clone(),
+            let chunk = chunk.clone();
+            let taken = Taken {
+                chunk,
                 phase_name,
                 attempt,
                 session_id,
-            }))
+                plan: plan.clone(),
+            };
+            Ok((Take::Chunk(Box::new(taken)), true))
         })?;
-        if let Some(t) = &taken {
+        if let Take::Chunk(t) = &take {
             self.journal.record(
                 "chunk_status",
                 Some(&t.chunk.id),
                 json!({"from": "pending", "to": "in_progress", "attempt": t.attempt, "session_id": t.session_id, "start_commit": start_commit}),
             )?;
         }
-        Ok(taken)
+        Ok(take)
     }
 
     fn open_worktree(&self) -> anyhow::Result<git2::Repository> {
@@ -675,8 +690,8 @@ impl Run {
             .with_context(|| format!("opening worktree {}", self.worktree.display()))
     }
 
-    async fn work_on(&mut self, taken: Taken) -> anyhow::Result<()> {
-        let plan = self.load_plan()?;
+    async fn work_on(&mut self, taken: Box<Taken>) -> anyhow::Result<()> {
+        let plan = &taken.plan;
         let done = plan.count(Status::Completed);
         let id = taken.chunk.id.clone();
         self.reporter.progress(done, plan.total(), &id);
@@ -687,7 +702,7 @@ impl Run {
             taken.chunk.description(),
             taken.attempt
         ));
-        let prompt = self.coder_prompt(&plan, &taken)?;
+        let prompt = self.coder_prompt(plan, &taken)?;
         let end = match self
             .session(
                 "coder",
@@ -864,7 +879,7 @@ impl Run {
             )?;
         }
         let head = head_commit(&self.open_worktree()?)?.to_string();
-        self.paths.plan.update(|plan| {
+        let (done, total) = self.paths.plan.update(|plan| {
             if let Some(pos) = plan.find_chunk(id) {
                 let chunk = plan.chunk_mut(pos);
                 let now = crate::clock::now();
@@ -876,16 +891,14 @@ impl Run {
                 chunk.set_status(Status::Completed);
                 chunk.set_str("completed_at", &now);
             }
-            Ok(())
+            Ok((plan.count(Status::Completed), plan.total()))
         })?;
         self.journal.record(
             "chunk_status",
             Some(id),
             json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": head, "verified": check.map(|c| c.passed)}),
         )?;
-        let plan = self.load_plan()?;
-        self.reporter
-            .progress(plan.count(Status::Completed), plan.total(), id);
+        self.reporter.progress(done, total, id);
         self.reporter.line(match commit {
             Some(oid) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
             None => format!("  ✓ {id} completed (the agent committed its own work)"),

@@ -53,6 +53,15 @@ impl PlanFile {
     /// have changed it through `runner chunk …`). Nothing is written if `f` fails or the plan is
     /// missing or invalid.
     pub fn update<T>(&self, f: impl FnOnce(&mut Plan) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        self.update_if(|plan| Ok((f(plan)?, true)))
+    }
+
+    /// Like `update`, but `f` says whether it changed anything; an unchanged plan is not
+    /// rewritten (a write costs fsyncs).
+    pub fn update_if<T>(
+        &self,
+        f: impl FnOnce(&mut Plan) -> anyhow::Result<(T, bool)>,
+    ) -> anyhow::Result<T> {
         let _lock = FileLock::acquire(&self.lock_path)
             .with_context(|| format!("locking {}", self.lock_path.display()))?;
         let mut plan = self.load()?.ok_or_else(|| {
@@ -61,8 +70,10 @@ impl PlanFile {
                 self.path.display()
             ))
         })?;
-        let out = f(&mut plan)?;
-        self.write(&plan)?;
+        let (out, changed) = f(&mut plan)?;
+        if changed {
+            self.write(&plan)?;
+        }
         Ok(out)
     }
 

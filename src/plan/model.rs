@@ -73,6 +73,44 @@ pub struct Chunk {
     pub status: Status,
 }
 
+// Serialisation streams each level's `raw` map and puts the typed children in place of the
+// stale `phases` / `chunks` entries, without copying the plan first.
+impl Serialize for Plan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.raw.len()))?;
+        for (key, value) in &self.raw {
+            if key == "phases" {
+                map.serialize_entry(key, &self.phases)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.raw.len()))?;
+        for (key, value) in &self.raw {
+            if Some(key.as_str()) == self.chunks_key {
+                map.serialize_entry(key, &self.chunks)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Chunk {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
 /// One try at a chunk, recorded by runner in the chunk's `attempts` list.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Attempt {
@@ -155,10 +193,7 @@ impl Plan {
 
     /// Back to JSON, in the original field order, with runner's changes written in.
     pub fn to_value(&self) -> Value {
-        let mut raw = self.raw.clone();
-        let phases = self.phases.iter().map(Phase::to_value).collect();
-        raw.insert("phases".into(), Value::Array(phases));
-        Value::Object(raw)
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
@@ -178,15 +213,6 @@ impl Phase {
 
     pub fn is_complete(&self) -> bool {
         self.chunks.iter().all(|c| c.status == Status::Completed)
-    }
-
-    fn to_value(&self) -> Value {
-        let mut raw = self.raw.clone();
-        if let Some(key) = self.chunks_key {
-            let chunks = self.chunks.iter().map(|c| Value::Object(c.raw.clone()));
-            raw.insert(key.into(), Value::Array(chunks.collect()));
-        }
-        Value::Object(raw)
     }
 }
 
@@ -222,7 +248,7 @@ impl Chunk {
     pub fn attempts(&self) -> Vec<Attempt> {
         self.raw
             .get("attempts")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .and_then(|v| Vec::<Attempt>::deserialize(v).ok())
             .unwrap_or_default()
     }
 

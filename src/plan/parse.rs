@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan};
@@ -68,7 +69,7 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
 
 /// The canonical bytes runner writes: two-space pretty JSON, original field order, final newline.
 pub fn plan_to_bytes(plan: &Plan) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(&plan.to_value()).unwrap_or_default();
+    let mut out = serde_json::to_vec_pretty(plan).unwrap_or_default();
     out.push(b'\n');
     out
 }
@@ -251,7 +252,7 @@ fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chun
         }
     };
     if let Some(attempts) = raw.get("attempts")
-        && serde_json::from_value::<Vec<Attempt>>(attempts.clone()).is_err()
+        && Vec::<Attempt>::deserialize(attempts).is_err()
     {
         problems.push(format!(
             "{at}.attempts: runner keeps its attempt records here; expected a list of objects with a number \"n\""

@@ -4,6 +4,6 @@ pub mod atomic;
 pub mod journal;
 pub mod lock;
 
-pub use atomic::write_atomic;
+pub use atomic::{is_temp_file, write_atomic};
 pub use journal::{Journal, read_events};
 pub use lock::{FileLock, Holder, LockState};
