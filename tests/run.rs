@@ -912,3 +912,32 @@ fn an_agent_that_cannot_start_leaves_the_chunk_pending() {
     assert_eq!(a["status"], "pending");
     assert_eq!(a["attempts"][0]["outcome"], "not_started");
 }
+
+#[test]
+fn prompt_templates_can_be_overridden_per_repository() {
+    let repo = TestRepo::new();
+    repo.add_spec("150-tpl");
+    repo.write(
+        ".auto-claude/templates/coder.md",
+        "CUSTOM CODER PROMPT for {{ chunk.id }} ({{ progress.completed }}/{{ progress.total }})\n",
+    );
+    assert_exit(&repo.run_spec("150", &[]), 0);
+    let prompts: Vec<String> = std::fs::read_dir(repo.tmp.path().join("prompts"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains("CUSTOM CODER PROMPT for core-b (1/3)"))
+    );
+    // The planner template was not overridden and is the embedded one.
+    assert!(prompts.iter().any(|p| p.contains("You are the planner")));
+
+    // A broken override is a clear usage error.
+    repo.add_spec("151-bad-tpl");
+    repo.write(".auto-claude/templates/planner.md", "{% if %}\n");
+    let out = repo.run_spec("151", &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("planner.md"), "{}", stderr(&out));
+}

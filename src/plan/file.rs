@@ -79,6 +79,7 @@ impl PlanFile {
 
     /// Replace the file durably. Callers hold the plan lock (or are the only writer).
     pub fn write(&self, plan: &Plan) -> anyhow::Result<()> {
+        tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         write_atomic(&self.path, &plan_to_bytes(plan))
             .with_context(|| format!("writing {}", self.path.display()))
     }

@@ -88,6 +88,7 @@ pub async fn run_child(spec: &ChildSpec, interrupt: &Interrupt) -> anyhow::Resul
         ))
     })?;
     let pgid = child.id().map(|pid| pid as i32);
+    tracing::debug!(?pgid, argv = ?spec.argv, cwd = %spec.cwd.display(), "started child");
     if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // An agent that never reads its stdin must not block us: write in the background and
         // ignore a closed pipe.
@@ -111,6 +112,7 @@ pub async fn run_child(spec: &ChildSpec, interrupt: &Interrupt) -> anyhow::Resul
     if let Some(pgid) = pgid {
         kill_group(pgid, libc::SIGKILL);
     }
+    tracing::debug!(?pgid, ?ended, elapsed = ?started.elapsed(), "child ended");
     Ok(ChildEnd {
         ended,
         duration: started.elapsed(),
