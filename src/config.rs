@@ -19,6 +19,26 @@ pub struct Config {
     pub run: RunConfig,
     #[serde(default)]
     pub git: GitConfig,
+    #[serde(default)]
+    pub recovery: RecoveryConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryConfig {
+    /// `rules` (default): recovery decides by its documented rules. `agent`: for a chunk with
+    /// partial work, the agent is asked (recovery prompt, JSON answer); anything but a valid
+    /// answer falls back to the rules.
+    #[serde(default)]
+    pub evaluator: Evaluator,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Evaluator {
+    #[default]
+    Rules,
+    Agent,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -40,6 +60,8 @@ pub struct RunConfig {
     pub max_sessions: u32,
     /// Seconds a verification command may take.
     pub verification_timeout: u64,
+    /// After Ctrl-C or SIGTERM: seconds the agent may take to finish before it is killed.
+    pub drain_timeout: u64,
 }
 
 impl Default for RunConfig {
@@ -49,6 +71,7 @@ impl Default for RunConfig {
             max_attempts: 3,
             max_sessions: 200,
             verification_timeout: 600,
+            drain_timeout: 30,
         }
     }
 }
@@ -67,6 +90,9 @@ impl RunConfig {
     }
     pub fn verification_timeout(&self) -> Duration {
         Duration::from_secs(self.verification_timeout)
+    }
+    pub fn drain_timeout(&self) -> Duration {
+        Duration::from_secs(self.drain_timeout)
     }
 }
 
@@ -163,6 +189,28 @@ mod tests {
         let c = Config::load(&example).unwrap();
         assert_eq!(c.run, RunConfig::default());
         assert_eq!(c.git.base_branch, None);
+        assert_eq!(c.recovery.evaluator, Evaluator::Rules);
+    }
+
+    #[test]
+    fn the_evaluator_is_rules_or_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "[recovery]\nevaluator = \"agent\"\n[run]\ndrain_timeout = 5\n",
+        )
+        .unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.recovery.evaluator, Evaluator::Agent);
+        assert_eq!(c.run.drain_timeout, 5);
+        std::fs::write(&path, "[recovery]\nevaluator = \"oracle\"\n").unwrap();
+        assert!(
+            Config::load(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("oracle")
+        );
     }
 
     #[test]

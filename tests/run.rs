@@ -540,41 +540,43 @@ fn a_hanging_agent_is_killed_with_its_whole_process_group() {
 }
 
 #[test]
-fn slot_switches_between_specs_and_refuses_to_drop_uncommitted_changes() {
+fn slot_switches_between_specs_and_saves_uncommitted_changes_first() {
     let repo = TestRepo::new();
     repo.add_spec("020-a");
     repo.add_spec("021-b");
     assert_exit(&repo.run_spec("020-a", &[]), 0);
     let a_tip = repo.git(&["rev-parse", "auto-claude/020-a"]);
 
-    // Leftovers in the slot: B must not run over them.
+    // Leftovers of A in the slot: saved to A's recovery ref before the slot switches to B.
     std::fs::write(repo.worktree().join("scratch.txt"), "keep me").unwrap();
-    let out = repo.run_spec("021-b", &[]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
-    assert!(
-        err.contains("uncommitted changes") && err.contains("scratch.txt"),
-        "{err}"
-    );
-    assert!(err.contains("--slot"), "says how to avoid it: {err}");
-    assert_eq!(
-        std::fs::read_to_string(repo.worktree().join("scratch.txt")).unwrap(),
-        "keep me"
-    );
-
-    std::fs::remove_file(repo.worktree().join("scratch.txt")).unwrap();
+    std::fs::write(repo.worktree().join("README.md"), "changed\n").unwrap();
     let out = repo.run_spec("021-b", &[]);
     assert_exit(&out, 0);
+    let err = stderr(&out);
     assert!(
-        stderr(&out).contains("Switched the slot"),
-        "{}",
-        stderr(&out)
+        err.contains(
+            "uncommitted changes of spec 020-a: saved at refs/auto-claude/recovery/020-a/worktree/1"
+        ),
+        "{err}"
     );
+    assert!(err.contains("Switched the slot"), "{err}");
     assert_eq!(
         git_in(&repo.worktree(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
         "auto-claude/021-b"
     );
-    // A's work is intact on its branch.
+    assert!(!repo.worktree().join("scratch.txt").exists());
+    // Nothing lost: the ref holds both changes on top of A's tip.
+    let saved = "refs/auto-claude/recovery/020-a/worktree/1";
+    assert_eq!(
+        repo.git(&["show", &format!("{saved}:scratch.txt")]),
+        "keep me"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{saved}:README.md")]),
+        "changed\n"
+    );
+    assert_eq!(repo.git(&["rev-parse", &format!("{saved}^")]), a_tip);
+    // A's branch is intact.
     assert_eq!(repo.git(&["rev-parse", "auto-claude/020-a"]), a_tip);
     assert_eq!(repo.branch_log("auto-claude/020-a").len(), 3);
 
@@ -590,6 +592,29 @@ fn slot_switches_between_specs_and_refuses_to_drop_uncommitted_changes() {
             .ends_with(".worktrees/auto-claude")
     );
     assert_eq!(st["slots"][0]["spec"], "021-b");
+}
+
+#[test]
+fn a_slot_on_a_foreign_branch_with_changes_is_refused() {
+    let repo = TestRepo::new();
+    repo.add_spec("022-a");
+    assert_exit(&repo.run_spec("022-a", &[]), 0);
+    // Someone checked out their own branch in the slot and left work there.
+    git_in(&repo.worktree(), &["checkout", "-q", "-b", "my-experiment"]);
+    std::fs::write(repo.worktree().join("scratch.txt"), "mine").unwrap();
+    repo.add_spec("023-b");
+    let out = repo.run_spec("023-b", &[]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("uncommitted changes") && err.contains("scratch.txt"),
+        "{err}"
+    );
+    assert!(err.contains("--slot"), "says how to avoid it: {err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("scratch.txt")).unwrap(),
+        "mine"
+    );
 }
 
 #[test]
@@ -745,7 +770,7 @@ fn an_orphaned_in_progress_chunk_is_reset_and_run_again() {
     let out = repo.run_spec("080", &[]);
     assert_exit(&out, 0);
     assert!(
-        stderr(&out).contains("Recovered chunk b"),
+        stderr(&out).contains("Recovered 080-orphan: chunk b: restart"),
         "{}",
         stderr(&out)
     );

@@ -2,6 +2,7 @@
 
 mod chunk;
 mod demo;
+mod recover;
 mod run;
 mod status;
 
@@ -26,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Plan the spec if needed, then build it chunk by chunk until done, failed or interrupted.
     Run(run::RunArgs),
+    /// Put interrupted state right without running an agent, and report what was done.
+    Recover(recover::RecoverArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
     /// Report on a chunk (for agents): done, fail, show.
@@ -43,6 +46,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     match cli.command {
         Command::Run(args) => run::run(&cwd, args),
+        Command::Recover(args) => recover::run(&cwd, args),
         Command::Status(args) => status::run(&cwd, args),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),

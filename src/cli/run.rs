@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::ops::run::{RunOptions, run as run_op};
+use crate::ops::run::{RunOptions, run as run_op, run_interrupted};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -21,6 +21,9 @@ pub struct RunArgs {
     /// Build in .worktrees/auto-claude-NAME instead of .worktrees/auto-claude.
     #[arg(long, value_name = "NAME")]
     pub slot: Option<String>,
+    /// Seconds the agent may take to finish after Ctrl-C/SIGTERM (overrides [run] drain_timeout).
+    #[arg(long, value_name = "SECONDS")]
+    pub drain_timeout: Option<u64>,
     /// Print the final summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -31,28 +34,43 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         crate::spec::check_name(slot)
             .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
     }
-    let summary = run_op(
-        cwd,
-        RunOptions {
-            spec: args.spec,
-            auto_continue: args.auto_continue,
-            base_branch: args.base_branch,
-            agent_command: args.agent_command,
-            slot: args.slot,
-        },
-    )?;
-    if args.json {
-        super::print_json(&summary)?;
+    let opts = RunOptions {
+        spec: args.spec,
+        auto_continue: args.auto_continue,
+        base_branch: args.base_branch,
+        agent_command: args.agent_command,
+        slot: args.slot,
+        drain_timeout: args.drain_timeout,
+    };
+    // With --auto-continue and no --spec, every interrupted spec is resumed (JSON: a list).
+    let many = opts.spec.is_none() && opts.auto_continue;
+    let summaries = if many {
+        let all = run_interrupted(cwd, opts)?;
+        if all.is_empty() && !args.json {
+            println!("No interrupted spec to resume.");
+        }
+        all
     } else {
-        println!(
-            "{}: {} — {}/{} chunks on {} ({} sessions)",
-            summary.spec,
-            summary.outcome,
-            summary.completed,
-            summary.total,
-            summary.branch,
-            summary.sessions
-        );
+        vec![run_op(cwd, opts)?]
+    };
+    if args.json {
+        if many {
+            super::print_json(&summaries)?;
+        } else {
+            super::print_json(&summaries[0])?;
+        }
+    } else {
+        for summary in &summaries {
+            println!(
+                "{}: {} — {}/{} chunks on {} ({} sessions)",
+                summary.spec,
+                summary.outcome,
+                summary.completed,
+                summary.total,
+                summary.branch,
+                summary.sessions
+            );
+        }
     }
     Ok(0)
 }

@@ -1,5 +1,6 @@
 //! Everything that touches git2: the main repository, the worktree slots, commits.
 
+pub mod refs;
 pub mod repo;
 pub mod slot;
 

@@ -2,6 +2,7 @@
 
 pub mod chunk;
 pub mod demo;
+pub mod recover;
 pub mod report;
 pub mod run;
 pub mod status;

@@ -29,6 +29,8 @@ pub struct RunOptions {
     pub base_branch: Option<String>,
     pub agent_command: Option<String>,
     pub slot: Option<String>,
+    /// Overrides `[run] drain_timeout` (seconds).
+    pub drain_timeout: Option<u64>,
 }
 
 /// What a finished run reports (`--json`).
@@ -61,6 +63,10 @@ struct Run {
     reporter: Reporter,
     interrupt: Interrupt,
     sessions: u32,
+    drain: Duration,
+    state_dir: PathBuf,
+    /// Sessions cut off by the last shutdown, to be run again first.
+    resume: Vec<crate::recovery::interrupted::InterruptedSession>,
 }
 
 pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
@@ -101,8 +107,38 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             slot.path.display()
         )
     })?;
+    let journal = Journal::new(&paths.dir, &run_id);
+    let reporter = Reporter::new();
 
-    // A plan that does not parse stops the run before anything else is touched.
+    // Put right whatever an earlier run left interrupted, before anything else.
+    let recovery = crate::recovery::recover_spec(
+        &ws,
+        &paths,
+        &journal,
+        &recover_options(&ws, &config, &agent, false, false),
+    )
+    .await?;
+    for action in &recovery.actions {
+        reporter.line(format!("Recovered {}: {}", paths.name, action.line()));
+    }
+    if recovery.needs_human() {
+        return Err(RunnerError::NeedsHuman(format!(
+            "recovery of {} found state that needs a person:\n{}\nLook at the worktree and the journal {}; when it is sorted out, set the chunk back to \"pending\" in {} (or run `runner recover --spec {}` again)",
+            paths.name,
+            recovery
+                .actions
+                .iter()
+                .filter(|a| a.decision == Some(crate::recovery::Decision::HumanReview))
+                .map(|a| format!("  - {}", a.line()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            journal.path().display(),
+            paths.plan.path().display(),
+            paths.name
+        ))
+        .into());
+    }
+
     let existing = paths.plan.load()?;
     if existing.is_none() && !paths.spec_md.exists() {
         return Err(RunnerError::bad_input(format!(
@@ -126,17 +162,24 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         ))
     })?;
 
-    let journal = Journal::new(&paths.dir, &run_id);
-    let reporter = Reporter::new();
     prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter)?;
+    crate::failpoint::hit("after_prepare_slot");
 
     let locks = Arc::new((spec_lock, slot_lock));
     let heartbeat = tokio::spawn(heartbeat(locks.clone(), holder));
 
+    // Sessions the last shutdown cut off run again first. The entries are removed now, before
+    // they run, so that a crash during the re-run never loops.
+    let resume = crate::recovery::interrupted::take(&ws.state_dir, &spec_name)?;
+    let drain = opts
+        .drain_timeout
+        .map(Duration::from_secs)
+        .unwrap_or_else(|| config.run.drain_timeout());
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
         worktree: slot.path.clone(),
+        state_dir: ws.state_dir.clone(),
         paths,
         config,
         agent,
@@ -146,13 +189,20 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         reporter,
         interrupt,
         sessions: 0,
+        drain,
+        resume,
     };
+    let snapshot = existing.as_ref().map(|p| p.to_value());
     run.journal.record(
         "run_start",
         None,
         json!({"spec": spec_name, "pid": std::process::id(), "slot": slot.name, "base_branch": run.base, "auto_continue": opts.auto_continue}),
     )?;
-    let result = run.drive().await;
+    if let Some(plan) = snapshot {
+        run.journal
+            .record("plan_snapshot", None, json!({"plan": plan}))?;
+    }
+    let result = run.drive(&ws).await;
     heartbeat.abort();
     run.reporter.finish();
     let outcome = match &result {
@@ -183,6 +233,90 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         sessions: run.sessions,
         run_id: run.run_id.clone(),
     })
+}
+
+/// Recovery's options as a run or `runner recover` uses them.
+pub fn recover_options(
+    ws: &Workspace,
+    config: &Config,
+    agent: &[String],
+    dry_run: bool,
+    retry_failed: bool,
+) -> crate::recovery::RecoverOptions {
+    let evaluator = (config.recovery.evaluator == crate::config::Evaluator::Agent
+        && !agent.is_empty())
+    .then(|| crate::recovery::evaluator::AgentEvaluator {
+        argv: agent.to_vec(),
+        templates_dir: ws.templates_dir(),
+        timeout: config.run.session_timeout(),
+    });
+    crate::recovery::RecoverOptions {
+        dry_run,
+        retry_failed,
+        verification_timeout: config.run.verification_timeout(),
+        evaluator,
+    }
+}
+
+/// `runner run --auto-continue` with no `--spec`: every spec that was interrupted, most recent
+/// first, each recovered and resumed by a run of its own.
+pub fn run_interrupted(cwd: &Path, opts: RunOptions) -> anyhow::Result<Vec<RunSummary>> {
+    let ws = Workspace::open(cwd)?;
+    let specs = interrupted_specs(&ws);
+    let mut summaries = Vec::new();
+    let mut first_error = None;
+    for spec in specs {
+        eprintln!("Resuming interrupted spec {spec}");
+        match run(
+            cwd,
+            RunOptions {
+                spec: Some(spec),
+                ..opts.clone()
+            },
+        ) {
+            Ok(summary) => summaries.push(summary),
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::INTERRUPTED => {
+                return Err(e);
+            }
+            Err(e) => {
+                eprintln!("runner: {e:#}");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(summaries),
+    }
+}
+
+/// Specs nobody is running whose last run did not end cleanly: a chunk left in progress, a
+/// session cut off by a shutdown, or a `run_start` with no `run_end`. Most recent first.
+pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
+    let listed = crate::recovery::interrupted::specs(&ws.state_dir);
+    let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
+    for name in crate::spec::list(&ws.specs_dir) {
+        let paths = ws.spec(&name);
+        if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
+            continue;
+        }
+        let in_progress =
+            matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
+        let events = crate::store::read_events(&paths.dir);
+        let unfinished_run = events
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "run_start" || e["event"] == "run_end")
+            .is_some_and(|e| e["event"] == "run_start");
+        if in_progress || unfinished_run || listed.contains(&name) {
+            let when = std::fs::metadata(paths.dir.join(crate::store::journal::JOURNAL_FILE))
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            found.push((when, name));
+        }
+    }
+    found.sort_by_key(|(when, _)| std::cmp::Reverse(*when));
+    found.into_iter().map(|(_, n)| n).collect()
 }
 
 fn empty_plan() -> Plan {
@@ -330,11 +464,13 @@ fn prepare_slot(
             slot.path.display()
         ))
         .into()),
-        SlotState::Unregistered => Err(RunnerError::bad_input(format!(
-            "{} exists but is not a git worktree of this repository. Move it away (nothing in it is tracked by runner) and run again",
-            slot.path.display()
-        ))
-        .into()),
+        SlotState::Unregistered => {
+            if let Some(repair) = crate::recovery::repair::repair_slot(main, slot, false)? {
+                reporter.line(format!("Repaired: {}.", repair.describe()));
+                journal.record("slot_repaired", None, json!({"slot": slot.name, "repair": repair.describe()}))?;
+            }
+            create_slot(main, slot, &branch, journal, reporter)
+        }
         SlotState::Ready { branch: Some(b) } if b == branch => Ok(()),
         SlotState::Ready { branch: held } => {
             let held_desc = held.clone().unwrap_or_else(|| "a detached HEAD".into());
@@ -351,12 +487,21 @@ fn prepare_slot(
             }
             let dirty = slot.dirty_paths(main)?;
             if !dirty.is_empty() {
-                let wt = slot.path.display();
-                return Err(RunnerError::bad_input(format!(
-                    "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
-                    dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
-                ))
-                .into());
+                let other_spec = held.as_deref().and_then(crate::git::spec_of_branch);
+                let Some(other_spec) = other_spec else {
+                    // Not a runner branch: runner has no spec to keep the changes for.
+                    let wt = slot.path.display();
+                    return Err(RunnerError::bad_input(format!(
+                        "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
+                        dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+                    ))
+                    .into());
+                };
+                let saved = save_and_clean_slot(ws, slot, other_spec)?;
+                reporter.line(format!(
+                    "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
+                ));
+                journal.record("slot_saved", None, json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}))?;
             }
             slot.switch_to(main, &branch)?;
             reporter.line(format!(
@@ -367,6 +512,34 @@ fn prepare_slot(
             Ok(())
         }
     }
+}
+
+/// Save a slot's uncommitted changes to `spec`'s recovery ref (named after its chunk in
+/// progress, if any), then clean the slot: nothing is lost, and the slot can switch.
+fn save_and_clean_slot(ws: &Workspace, slot: &Slot, spec: &str) -> anyhow::Result<String> {
+    let wt = slot.open(&ws.main)?;
+    let chunk = ws
+        .spec(spec)
+        .plan
+        .load()
+        .ok()
+        .flatten()
+        .and_then(|p| {
+            p.chunks()
+                .find(|c| c.status == Status::InProgress)
+                .map(|c| c.id.clone())
+        })
+        .unwrap_or_else(|| "worktree".to_string());
+    let refname = crate::git::refs::next_recovery_ref(&wt, spec, &chunk)?;
+    let message =
+        format!("auto-claude: uncommitted changes of {spec} saved before switching the slot");
+    crate::git::refs::snapshot_worktree(&wt, &refname, &message)?;
+    crate::failpoint::hit("after_slot_snapshot");
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.force().remove_untracked(true);
+    wt.checkout_head(Some(&mut checkout))
+        .context("cleaning the slot after saving its changes")?;
+    Ok(refname)
 }
 
 fn create_slot(
@@ -408,18 +581,50 @@ enum Take {
 }
 
 impl Run {
-    async fn drive(&mut self) -> anyhow::Result<()> {
+    async fn drive(&mut self, ws: &Workspace) -> anyhow::Result<()> {
+        let resume = std::mem::take(&mut self.resume);
         if self.paths.plan.load()?.is_none() {
-            self.plan_feature().await?;
+            let planner = resume.iter().find(|r| r.role == "planner");
+            let prompt = planner.and_then(|r| self.resume_prompt(r));
+            self.plan_feature(prompt).await?;
         } else {
             self.pin_base()?;
         }
-        self.reset_orphans()?;
+        // Coder sessions the last shutdown cut off go first, with the prompt they were given.
+        for entry in resume.iter().filter(|r| r.role == "coder") {
+            let Some(chunk_id) = entry.chunk_id.as_deref() else {
+                continue;
+            };
+            let plan = self.load_plan()?;
+            let pending = plan
+                .find_chunk(chunk_id)
+                .is_some_and(|pos| plan.chunk(pos).status == Status::Pending);
+            let Some(prompt) = self.resume_prompt(entry).filter(|_| pending) else {
+                tracing::debug!(
+                    chunk = chunk_id,
+                    "interrupted session skipped: its chunk is gone or no longer pending"
+                );
+                continue;
+            };
+            self.reporter.line(format!(
+                "Resuming interrupted work for {} on {}/{}: \"{}…\"",
+                entry.role,
+                entry.spec,
+                chunk_id,
+                crate::recovery::interrupted::preview(&entry.prompt_preview, 80)
+            ));
+            if !self.budget_left() {
+                return Err(self.budget_spent().into());
+            }
+            if let Take::Chunk(taken) = self.take_chunk(Some(chunk_id))? {
+                self.work_on(ws, taken, Some(prompt)).await?;
+            }
+        }
         loop {
             if self.interrupt.is_set() {
                 return Err(RunnerError::Interrupted.into());
             }
-            let taken = match self.take_next_chunk()? {
+            let taken = match self.take_chunk(None)? {
                 Take::Chunk(taken) => taken,
                 Take::Complete(total) => {
                     self.reporter.progress(total, total, "done");
@@ -443,8 +648,37 @@ impl Run {
                 }
                 Take::BudgetSpent => return Err(self.budget_spent().into()),
             };
-            self.work_on(taken).await?;
+            self.work_on(ws, taken, None).await?;
         }
+    }
+
+    /// The original prompt of an interrupted session, with a note on what happened since.
+    fn resume_prompt(
+        &self,
+        entry: &crate::recovery::interrupted::InterruptedSession,
+    ) -> Option<String> {
+        let original = std::fs::read_to_string(&entry.prompt_path).ok()?;
+        let mut note = format!(
+            "\n\n## Note: this session was interrupted\n\nThis is the prompt of session {}, which was cut off at {} when runner was stopped. Work it did may already be in the worktree",
+            entry.session_id, entry.time
+        );
+        if let Some(chunk) = entry.chunk_id.as_deref()
+            && let Ok(plan) = self.load_plan()
+            && let Some(pos) = plan.find_chunk(chunk)
+            && let Some(partial) = crate::recovery::partial_work_note(plan.chunk(pos))
+        {
+            note.push_str(&format!(
+                ": {} commit(s) since {}{}",
+                partial["new_commits"],
+                partial["start_commit"].as_str().unwrap_or("the start"),
+                partial["saved_ref"]
+                    .as_str()
+                    .map(|r| format!(", and its uncommitted changes (saved at {r})"))
+                    .unwrap_or_default()
+            ));
+        }
+        note.push_str(". Check what is there before you continue.\n");
+        Some(original + &note)
     }
 
     fn load_plan(&self) -> anyhow::Result<Plan> {
@@ -489,21 +723,63 @@ impl Run {
         Ok(())
     }
 
-    /// We hold the spec's lock, so any chunk still `in_progress` belongs to a run that died.
-    fn reset_orphans(&self) -> anyhow::Result<()> {
-        let plan = self.load_plan()?;
-        let orphans: Vec<String> = plan
-            .chunks()
-            .filter(|c| c.status == Status::InProgress)
-            .map(|c| c.id.clone())
-            .collect();
-        for id in orphans {
-            self.release_chunk(&id, "interrupted", "its run ended before the session did")?;
-            self.reporter.line(format!(
-                "Recovered chunk {id}: it was in progress when its run stopped; it goes back to pending and its partial work stays in the worktree."
-            ));
+    /// After a shutdown signal: the session's chunk goes through recovery's rules; a session
+    /// still busy when the drain ran out is listed in `interrupted-sessions.json` so the next
+    /// start runs it again (and a stale entry is removed if it finished). Always ends the run.
+    async fn interrupted(
+        &mut self,
+        ws: Option<&Workspace>,
+        role: &str,
+        taken: Option<&Taken>,
+        session_id: &str,
+        prompt: &str,
+        drained: bool,
+    ) -> anyhow::Result<()> {
+        if let (Some(ws), Some(taken)) = (ws, taken) {
+            let plan = self.load_plan()?;
+            let chunk = plan
+                .find_chunk(&taken.chunk.id)
+                .map(|pos| plan.chunk(pos).clone())
+                .filter(|c| c.status == Status::InProgress);
+            if let Some(chunk) = chunk {
+                let wt = self.open_worktree()?;
+                let opts = crate::recovery::RecoverOptions {
+                    // The user asked to stop: the check gets no longer than the drain.
+                    verification_timeout: self.drain.min(self.config.run.verification_timeout()),
+                    ..Default::default()
+                };
+                let action = crate::recovery::recover_chunk(
+                    ws,
+                    &self.paths,
+                    &self.journal,
+                    &chunk,
+                    Some(&wt),
+                    &opts,
+                    "interrupted",
+                )
+                .await?;
+                self.reporter
+                    .line(format!("Interrupted: {}", action.line()));
+            }
         }
-        Ok(())
+        let entries = if drained {
+            Vec::new()
+        } else {
+            self.reporter.line(format!(
+                "The {role} session {session_id} was still working when the drain timeout ran out; the next start runs it again."
+            ));
+            vec![crate::recovery::interrupted::InterruptedSession {
+                session_id: session_id.to_string(),
+                spec: self.paths.name.clone(),
+                role: role.to_string(),
+                chunk_id: taken.map(|t| t.chunk.id.clone()),
+                prompt_path: self.paths.sessions_dir.join(session_id).join("prompt.md"),
+                prompt_preview: crate::recovery::interrupted::preview(prompt, 200),
+                time: crate::clock::now(),
+            }]
+        };
+        crate::recovery::interrupted::record(&self.state_dir, &self.paths.name, entries)?;
+        Err(RunnerError::Interrupted.into())
     }
 
     /// Put a chunk that did not finish back to `pending`, recording why.
@@ -523,7 +799,7 @@ impl Run {
         Ok(())
     }
 
-    async fn plan_feature(&mut self) -> anyhow::Result<()> {
+    async fn plan_feature(&mut self, mut resumed_prompt: Option<String>) -> anyhow::Result<()> {
         let spec_text = std::fs::read_to_string(&self.paths.spec_md)
             .with_context(|| format!("reading {}", self.paths.spec_md.display()))?;
         let mut errors: Vec<String> = Vec::new();
@@ -536,23 +812,35 @@ impl Run {
                 "Planning {} (attempt {attempt} of {max})…",
                 self.paths.name
             ));
-            let prompt = self.prompts.render(
-                crate::session::prompt::PLANNER,
-                json!({
-                    "spec_name": self.paths.name,
-                    "spec_text": spec_text,
-                    "plan_file": self.paths.plan.path(),
-                    "attempt": attempt,
-                    "errors": errors,
-                }),
-            )?;
+            let prompt = match resumed_prompt.take() {
+                Some(p) => {
+                    self.reporter.line(format!(
+                        "Resuming interrupted work for planner on {}: \"{}…\"",
+                        self.paths.name,
+                        crate::recovery::interrupted::preview(&p, 80)
+                    ));
+                    p
+                }
+                None => self.prompts.render(
+                    crate::session::prompt::PLANNER,
+                    json!({
+                        "spec_name": self.paths.name,
+                        "spec_text": spec_text,
+                        "plan_file": self.paths.plan.path(),
+                        "attempt": attempt,
+                        "errors": errors,
+                    }),
+                )?,
+            };
             let session_id = session_id("planner", None, attempt);
             let end = self
                 .session("planner", None, attempt, &session_id, &prompt)
                 .await?;
-            if end.ended == Ended::Interrupted {
+            if let Ended::Interrupted { drained } = end.ended {
                 self.set_aside_partial_plan()?;
-                return Err(RunnerError::Interrupted.into());
+                return self
+                    .interrupted(None, "planner", None, &session_id, &prompt, drained)
+                    .await;
             }
             errors = match self.paths.plan.load() {
                 Ok(Some(plan)) => check_planner_output(&plan),
@@ -634,14 +922,22 @@ impl Run {
         Ok(())
     }
 
-    /// Under one plan lock: decide what comes next and, if it is a chunk (and the session
-    /// budget allows), mark it `in_progress` with a new attempt.
-    fn take_next_chunk(&self) -> anyhow::Result<Take> {
+    /// Under one plan lock: decide what comes next (`prefer`, if it is pending, else the plan's
+    /// next chunk) and, if it is a chunk and the session budget allows, mark it `in_progress`
+    /// with a new attempt.
+    fn take_chunk(&self, prefer: Option<&str>) -> anyhow::Result<Take> {
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         let run_id = self.run_id.clone();
         let budget_left = self.budget_left();
         let take = self.paths.plan.update_if(|plan| {
-            let pos = match next_step(plan) {
+            let preferred = prefer
+                .and_then(|id| plan.find_chunk(id))
+                .filter(|&pos| plan.chunk(pos).status == Status::Pending);
+            let step = match preferred {
+                Some(pos) => NextStep::Chunk(pos),
+                None => next_step(plan),
+            };
+            let pos = match step {
                 NextStep::Chunk(pos) if budget_left => pos,
                 NextStep::Chunk(_) => return Ok((Take::BudgetSpent, false)),
                 NextStep::Complete => return Ok((Take::Complete(plan.total()), false)),
@@ -690,7 +986,12 @@ impl Run {
             .with_context(|| format!("opening worktree {}", self.worktree.display()))
     }
 
-    async fn work_on(&mut self, taken: Box<Taken>) -> anyhow::Result<()> {
+    async fn work_on(
+        &mut self,
+        ws: &Workspace,
+        taken: Box<Taken>,
+        prompt_override: Option<String>,
+    ) -> anyhow::Result<()> {
         let plan = &taken.plan;
         let done = plan.count(Status::Completed);
         let id = taken.chunk.id.clone();
@@ -702,7 +1003,10 @@ impl Run {
             taken.chunk.description(),
             taken.attempt
         ));
-        let prompt = self.coder_prompt(plan, &taken)?;
+        let prompt = match prompt_override {
+            Some(p) => p,
+            None => self.coder_prompt(plan, &taken)?,
+        };
         let end = match self
             .session(
                 "coder",
@@ -720,17 +1024,18 @@ impl Run {
                 return Err(e);
             }
         };
-        if end.ended == Ended::Interrupted {
-            self.release_chunk(
-                &id,
-                "interrupted",
-                "runner was interrupted (SIGINT/SIGTERM)",
-            )?;
-            self.reporter.line(format!(
-                "Interrupted: {id} goes back to pending; its partial work stays in {}.",
-                self.worktree.display()
-            ));
-            return Err(RunnerError::Interrupted.into());
+        crate::failpoint::hit("after_coder_session");
+        if let Ended::Interrupted { drained } = end.ended {
+            return self
+                .interrupted(
+                    Some(ws),
+                    "coder",
+                    Some(&taken),
+                    &taken.session_id,
+                    &prompt,
+                    drained,
+                )
+                .await;
         }
 
         let after = self.load_plan()?;
@@ -756,6 +1061,7 @@ impl Run {
         let chunk = &taken.chunk;
         let spec_text = std::fs::read_to_string(&self.paths.spec_md).unwrap_or_default();
         let failures = self.previous_failures(chunk);
+        let partial = crate::recovery::partial_work_note(chunk);
         let leftovers = if taken.attempt > 1 {
             dirty_paths(&self.open_worktree()?)?
         } else {
@@ -788,8 +1094,9 @@ impl Run {
             "progress": progress,
             "failures": failures,
             "leftovers": leftovers,
+            "partial": partial,
         });
-        let template = if failures.is_empty() {
+        let template = if failures.is_empty() && partial.is_none() {
             crate::session::prompt::CODER
         } else {
             crate::session::prompt::CODER_RETRY
@@ -838,9 +1145,13 @@ impl Run {
             stdin: None,
             log_path: log_path.clone(),
             timeout: self.config.run.verification_timeout(),
+            drain: self.drain,
         };
-        let end = run_child(&spec, &self.interrupt).await?;
-        if end.ended == Ended::Interrupted {
+        let end = self
+            .run_journaled(&spec, session_id, "verification")
+            .await?;
+        if let Ended::Interrupted { .. } = end.ended {
+            // The agent's report stands; recovery re-runs the verification next time.
             return Err(RunnerError::Interrupted.into());
         }
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -1016,6 +1327,34 @@ impl Run {
         env
     }
 
+    /// Run a child and journal its process group as soon as it exists, so that recovery can
+    /// find it if runner dies, and its end.
+    async fn run_journaled(
+        &self,
+        spec: &ChildSpec,
+        session_id: &str,
+        role: &str,
+    ) -> anyhow::Result<crate::session::ChildEnd> {
+        let journal = &self.journal;
+        let mut on_spawn = |pgid: i32| {
+            let _ = journal.record(
+                "process_started",
+                None,
+                json!({"pgid": pgid, "session_id": session_id, "role": role}),
+            );
+            crate::failpoint::hit("after_spawn");
+        };
+        let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
+        if let Some(pgid) = end.pgid {
+            self.journal.record(
+                "process_ended",
+                None,
+                json!({"pgid": pgid, "session_id": session_id, "role": role}),
+            )?;
+        }
+        Ok(end)
+    }
+
     async fn session(
         &mut self,
         role: &str,
@@ -1036,13 +1375,14 @@ impl Run {
             stdin: Some(prompt.to_string()),
             log_path: dir.join("output.log"),
             timeout: self.config.run.session_timeout(),
+            drain: self.drain,
         };
         self.journal.record(
             "session_start",
             chunk,
             json!({"role": role, "attempt": attempt, "session_id": session_id, "start_commit": start_commit, "command": self.agent}),
         )?;
-        let end = run_child(&spec, &self.interrupt).await?;
+        let end = self.run_journaled(&spec, session_id, role).await?;
         let (exit_code, signal) = match end.ended {
             Ended::Exited(c) => (Some(c), None),
             Ended::Signaled(s) => (None, Some(s)),

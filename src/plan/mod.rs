@@ -8,7 +8,7 @@ mod status;
 mod validate;
 pub mod verification;
 
-pub use file::{PLAN_FILE, PlanFile};
+pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile};
 pub use model::{Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan};
 pub use next::{NextStep, next_chunk_id, next_step};
 pub use parse::{PlanError, parse_plan, plan_to_bytes};

@@ -11,7 +11,7 @@ use tokio::process::Command;
 
 use super::interrupt::Interrupt;
 
-/// How long a process group gets between SIGTERM and SIGKILL.
+/// How long a timed-out process group gets between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(5);
 
 pub struct ChildSpec {
@@ -21,6 +21,8 @@ pub struct ChildSpec {
     pub stdin: Option<String>,
     pub log_path: PathBuf,
     pub timeout: Duration,
+    /// After an interrupt: how long the group may finish on its own after SIGTERM.
+    pub drain: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +30,11 @@ pub enum Ended {
     Exited(i32),
     Signaled(i32),
     TimedOut,
-    Interrupted,
+    /// runner was interrupted; `drained` says whether the child ended within the drain
+    /// timeout (true) or was killed when it ran out (false).
+    Interrupted {
+        drained: bool,
+    },
 }
 
 impl Ended {
@@ -37,7 +43,12 @@ impl Ended {
             Ended::Exited(code) => format!("exited with status {code}"),
             Ended::Signaled(sig) => format!("killed by signal {sig}"),
             Ended::TimedOut => "timed out and was killed".to_string(),
-            Ended::Interrupted => "interrupted".to_string(),
+            Ended::Interrupted { drained: true } => {
+                "stopped after runner was interrupted".to_string()
+            }
+            Ended::Interrupted { drained: false } => {
+                "was killed: runner was interrupted and the drain timeout ran out".to_string()
+            }
         }
     }
 }
@@ -50,8 +61,13 @@ pub struct ChildEnd {
 }
 
 /// Run the child to its end, a timeout, or an interrupt. The child's whole process group is
-/// gone when this returns.
-pub async fn run_child(spec: &ChildSpec, interrupt: &Interrupt) -> anyhow::Result<ChildEnd> {
+/// gone when this returns. `on_spawn` gets the process group id as soon as the child runs, so
+/// it can be recorded before anything else can happen.
+pub async fn run_child(
+    spec: &ChildSpec,
+    interrupt: &Interrupt,
+    on_spawn: &mut dyn FnMut(i32),
+) -> anyhow::Result<ChildEnd> {
     let Some((program, args)) = spec.argv.split_first() else {
         anyhow::bail!("empty command");
     };
@@ -88,6 +104,9 @@ pub async fn run_child(spec: &ChildSpec, interrupt: &Interrupt) -> anyhow::Resul
         ))
     })?;
     let pgid = child.id().map(|pid| pid as i32);
+    if let Some(pgid) = pgid {
+        on_spawn(pgid);
+    }
     tracing::debug!(?pgid, argv = ?spec.argv, cwd = %spec.cwd.display(), "started child");
     if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // An agent that never reads its stdin must not block us: write in the background and
@@ -100,12 +119,12 @@ pub async fn run_child(spec: &ChildSpec, interrupt: &Interrupt) -> anyhow::Resul
     let ended = tokio::select! {
         status = child.wait() => exit_of(status?),
         _ = tokio::time::sleep(spec.timeout) => {
-            stop_group(&mut child, pgid, interrupt).await;
+            stop_group(&mut child, pgid, interrupt, TERM_GRACE).await;
             Ended::TimedOut
         }
         _ = interrupt.wait() => {
-            stop_group(&mut child, pgid, interrupt).await;
-            Ended::Interrupted
+            let drained = stop_group(&mut child, pgid, interrupt, spec.drain).await;
+            Ended::Interrupted { drained }
         }
     };
     // The session is over: whatever it left running in its group goes too.
@@ -129,18 +148,25 @@ fn exit_of(status: std::process::ExitStatus) -> Ended {
     }
 }
 
-/// SIGTERM the group, give it `TERM_GRACE` (cut short by a second interrupt), then SIGKILL.
-async fn stop_group(child: &mut tokio::process::Child, pgid: Option<i32>, interrupt: &Interrupt) {
-    let Some(pgid) = pgid else { return };
+/// SIGTERM the group and give it `grace` (cut short by a further interrupt) to end, then
+/// SIGKILL. Returns whether the child ended within the grace period.
+async fn stop_group(
+    child: &mut tokio::process::Child,
+    pgid: Option<i32>,
+    interrupt: &Interrupt,
+    grace: Duration,
+) -> bool {
+    let Some(pgid) = pgid else { return true };
     kill_group(pgid, libc::SIGTERM);
     let already = interrupt.count();
-    tokio::select! {
-        _ = child.wait() => {}
-        _ = tokio::time::sleep(TERM_GRACE) => {}
-        _ = interrupt.wait_beyond(already) => {}
-    }
+    let drained = tokio::select! {
+        _ = child.wait() => true,
+        _ = tokio::time::sleep(grace) => false,
+        _ = interrupt.wait_beyond(already) => false,
+    };
     kill_group(pgid, libc::SIGKILL);
     let _ = child.wait().await;
+    drained
 }
 
 pub fn kill_group(pgid: i32, signal: i32) {

@@ -9,11 +9,13 @@ use serde::Serialize;
 pub const PLANNER: &str = "planner.md";
 pub const CODER: &str = "coder.md";
 pub const CODER_RETRY: &str = "coder_retry.md";
+pub const RECOVERY: &str = "recovery.md";
 
-const EMBEDDED: [(&str, &str); 3] = [
+const EMBEDDED: [(&str, &str); 4] = [
     (PLANNER, include_str!("../../templates/planner.md")),
     (CODER, include_str!("../../templates/coder.md")),
     (CODER_RETRY, include_str!("../../templates/coder_retry.md")),
+    (RECOVERY, include_str!("../../templates/recovery.md")),
 ];
 
 pub struct Prompts {

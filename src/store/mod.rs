@@ -5,5 +5,5 @@ pub mod journal;
 pub mod lock;
 
 pub use atomic::{is_temp_file, write_atomic};
-pub use journal::{Journal, read_events};
+pub use journal::{Journal, read_events, read_events_containing};
 pub use lock::{FileLock, Holder, LockState};

@@ -1,0 +1,45 @@
+use std::path::Path;
+
+use clap::Args;
+
+use crate::ops::recover::{RecoverRequest, recover, render};
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Recover one spec (default: every spec).
+    #[arg(long, conflicts_with = "all")]
+    pub spec: Option<String>,
+    /// Recover every spec (the default without --spec).
+    #[arg(long)]
+    pub all: bool,
+    /// Say what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also set failed chunks back to pending (their attempts are kept).
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
+    let report = recover(
+        cwd,
+        RecoverRequest {
+            spec: args.spec,
+            dry_run: args.dry_run,
+            retry_failed: args.retry_failed,
+        },
+    )?;
+    if args.json {
+        super::print_json(&report)?;
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(if report.needs_human() {
+        crate::error::exit::NEEDS_HUMAN
+    } else {
+        crate::error::exit::OK
+    })
+}

@@ -1,0 +1,39 @@
+//! Failpoints for crash tests: in debug builds, `RUNNER_FAILPOINTS=name` (or `name@N` for the
+//! N-th time it is reached; several separated by commas) makes the process SIGKILL itself at
+//! that point, exactly as a crash or `kill -9` would. Release builds compile this to nothing.
+
+#[cfg(debug_assertions)]
+pub fn hit(name: &str) {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static COUNTS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+
+    let Ok(spec) = std::env::var("RUNNER_FAILPOINTS") else {
+        return;
+    };
+    let Ok(mut counts) = COUNTS.lock() else {
+        return;
+    };
+    let count = {
+        let map = counts.get_or_insert_with(HashMap::new);
+        let c = map.entry(name.to_string()).or_insert(0);
+        *c += 1;
+        *c
+    };
+    for point in spec.split(',').map(str::trim) {
+        let (point_name, nth) = match point.split_once('@') {
+            Some((n, k)) => (n, k.parse().unwrap_or(1)),
+            None => (point, 1),
+        };
+        if point_name == name && nth == count {
+            // SAFETY: raising SIGKILL on ourselves; nothing runs after it.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn hit(_name: &str) {}

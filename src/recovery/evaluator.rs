@@ -1,0 +1,115 @@
+//! `[recovery] evaluator = "agent"`: for a chunk with partial work, ask the agent what to do.
+//! It gets the recovery prompt (template `recovery.md`) on stdin and must answer with a JSON
+//! object `{"decision": "continue|restart|next|human_review", "reason": "…"}` in its output.
+//! Anything else falls back to the rules; the choice and its source are recorded.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::decide::{ChunkFacts, Decision};
+use crate::plan::Chunk;
+use crate::session::{ChildSpec, Interrupt, Prompts, run_child};
+
+#[derive(Debug, Clone)]
+pub struct AgentEvaluator {
+    pub argv: Vec<String>,
+    pub templates_dir: PathBuf,
+    pub timeout: Duration,
+}
+
+/// The last JSON object in `output` with a known `decision`.
+pub fn parse_answer(output: &str) -> Option<(Decision, String)> {
+    let starts: Vec<usize> = output.match_indices('{').map(|(i, _)| i).collect();
+    for &i in starts.iter().rev() {
+        let mut stream = serde_json::Deserializer::from_str(&output[i..]).into_iter::<Value>();
+        if let Some(Ok(v)) = stream.next()
+            && let Some(decision) = v["decision"].as_str().and_then(Decision::parse)
+        {
+            let reason = v["reason"]
+                .as_str()
+                .unwrap_or("no reason given")
+                .to_string();
+            return Some((decision, reason));
+        }
+    }
+    None
+}
+
+/// Ask the agent. `Err` carries why its answer was not usable (for the record).
+#[allow(clippy::too_many_arguments)]
+pub async fn ask(
+    evaluator: &AgentEvaluator,
+    spec: &str,
+    chunk: &Chunk,
+    facts: &ChunkFacts,
+    rule: (Decision, &str),
+    worktree: &std::path::Path,
+    session_dir: &std::path::Path,
+    session_id: &str,
+) -> Result<(Decision, String), String> {
+    let prompts = Prompts::new(&evaluator.templates_dir);
+    let prompt = prompts
+        .render(
+            crate::session::prompt::RECOVERY,
+            json!({
+                "spec_name": spec,
+                "chunk": {"id": chunk.id, "description": chunk.description()},
+                "facts": {
+                    "new_commits": facts.new_commits,
+                    "dirty": facts.dirty,
+                    "reported_done": facts.reported_done,
+                    "has_check": facts.has_check,
+                },
+                "rule_decision": rule.0.as_str(),
+                "rule_reason": rule.1,
+            }),
+        )
+        .map_err(|e| format!("{e:#}"))?;
+    std::fs::create_dir_all(session_dir).map_err(|e| e.to_string())?;
+    let _ = std::fs::write(session_dir.join("prompt.md"), &prompt);
+    let log_path = session_dir.join("output.log");
+    let spec_child = ChildSpec {
+        argv: evaluator.argv.clone(),
+        cwd: worktree.to_path_buf(),
+        env: vec![
+            ("RUNNER_ROLE".into(), "recovery".into()),
+            ("RUNNER_SPEC".into(), spec.into()),
+            ("RUNNER_CHUNK_ID".into(), chunk.id.clone()),
+            ("RUNNER_SESSION_ID".into(), session_id.into()),
+            ("RUNNER_WORKTREE".into(), worktree.display().to_string()),
+        ],
+        stdin: Some(prompt),
+        log_path: log_path.clone(),
+        timeout: evaluator.timeout,
+        drain: Duration::from_secs(1),
+    };
+    run_child(&spec_child, &Interrupt::default(), &mut |_| {})
+        .await
+        .map_err(|e| format!("the agent could not run: {e:#}"))?;
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    parse_answer(&output).ok_or_else(|| {
+        "the agent's answer had no JSON object with a known \"decision\"".to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_valid_json_answer_counts() {
+        let out = "thinking... {\"decision\": \"restart\"}\nmore\n{\"decision\": \"continue\", \"reason\": \"half done\"}\n";
+        assert_eq!(
+            parse_answer(out),
+            Some((Decision::Continue, "half done".into()))
+        );
+        assert_eq!(parse_answer("{\"decision\": \"dance\"}"), None);
+        assert_eq!(parse_answer("no json here"), None);
+        assert_eq!(
+            parse_answer("{\"decision\": \"next\"} trailing {broken"),
+            Some((Decision::Next, "no reason given".into()))
+        );
+    }
+}

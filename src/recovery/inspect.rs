@@ -1,0 +1,124 @@
+//! Gathering the facts recovery decides on, from git: where the branch is, what changed since
+//! the attempt started, whether the worktree is mid-operation or has conflicts.
+
+use std::io::Read;
+
+use git2::{Oid, Repository, RepositoryState};
+
+use super::decide::ChunkFacts;
+use crate::git::{MainRepo, branch_for, dirty_paths};
+use crate::plan::{Chunk, verification};
+
+/// The worktree's operation in progress, if any, in words.
+pub fn operation_in_progress(wt: &Repository) -> Option<String> {
+    let what = match wt.state() {
+        RepositoryState::Clean => return None,
+        RepositoryState::Merge => "merge",
+        RepositoryState::Revert | RepositoryState::RevertSequence => "revert",
+        RepositoryState::CherryPick | RepositoryState::CherryPickSequence => "cherry-pick",
+        RepositoryState::Bisect => "bisect",
+        RepositoryState::Rebase
+        | RepositoryState::RebaseInteractive
+        | RepositoryState::RebaseMerge => "rebase",
+        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => "git am",
+    };
+    Some(what.to_string())
+}
+
+/// Files in conflict in the index, and changed files that carry conflict markers.
+pub fn conflicts(wt: &Repository, dirty: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(index) = wt.index()
+        && index.has_conflicts()
+        && let Ok(conflicts) = index.conflicts()
+    {
+        for c in conflicts.flatten() {
+            let entry = c.our.or(c.their).or(c.ancestor);
+            if let Some(e) = entry {
+                out.push(String::from_utf8_lossy(&e.path).into_owned());
+            }
+        }
+    }
+    let Some(root) = wt.workdir() else { return out };
+    for path in dirty {
+        if out.contains(path) {
+            continue;
+        }
+        if has_conflict_markers(&root.join(path)) {
+            out.push(path.clone());
+        }
+    }
+    out
+}
+
+/// A `<<<<<<< ` line followed later by `=======` and `>>>>>>> ` lines. Files over 2 MB are
+/// not read.
+fn has_conflict_markers(path: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut text = String::new();
+    if file.take(2 << 20).read_to_string(&mut text).is_err() {
+        return false;
+    }
+    let mut stage = 0;
+    for line in text.lines() {
+        stage = match (stage, line) {
+            (0, l) if l.starts_with("<<<<<<< ") || l == "<<<<<<<" => 1,
+            (1, "=======") => 2,
+            (2, l) if l.starts_with(">>>>>>> ") || l == ">>>>>>>" => return true,
+            (s, _) => s,
+        };
+    }
+    false
+}
+
+/// The facts about one `in_progress` chunk. `wt` is the worktree holding the spec's branch, if
+/// any (without one there are no uncommitted changes to look at).
+pub fn chunk_facts(
+    main: &MainRepo,
+    spec: &str,
+    chunk: &Chunk,
+    wt: Option<&Repository>,
+) -> ChunkFacts {
+    let attempt = chunk.last_attempt();
+    let tip = main.branch_tip(&branch_for(spec));
+    let head = wt.and_then(|r| r.head().ok()?.target()).or(tip);
+    let start = attempt
+        .as_ref()
+        .and_then(|a| a.start_commit.as_deref())
+        .and_then(|s| Oid::from_str(s).ok())
+        .filter(|oid| main.repo.find_commit(*oid).is_ok());
+    let (descends, new_commits) = match (start, head) {
+        (Some(start), Some(head)) if start == head => (true, 0),
+        (Some(start), Some(head)) => match main.repo.graph_descendant_of(head, start) {
+            Ok(true) => (true, count_between(&main.repo, start, head)),
+            _ => (false, 0),
+        },
+        // Without a start commit runner cannot tell new commits from old ones.
+        _ => (true, 0),
+    };
+    let dirty = wt.and_then(|r| dirty_paths(r).ok()).unwrap_or_default();
+    ChunkFacts {
+        // A chunk marked in progress by another tool (an imported Auto-Claude plan) never had
+        // a branch here; only a branch an attempt started on can be "gone".
+        branch_exists: tip.is_some() || attempt.as_ref().is_none_or(|a| a.start_commit.is_none()),
+        head_descends_from_start: descends,
+        new_commits,
+        dirty: !dirty.is_empty(),
+        operation_in_progress: wt.and_then(operation_in_progress),
+        conflicts: wt.map(|r| conflicts(r, &dirty)).unwrap_or_default(),
+        reported_done: attempt.as_ref().and_then(|a| a.reported.as_deref()) == Some("done"),
+        has_check: verification::command_check(chunk).is_some(),
+    }
+}
+
+fn count_between(repo: &Repository, base: Oid, tip: Oid) -> usize {
+    let Ok(mut walk) = repo.revwalk() else {
+        return 0;
+    };
+    if walk.push(tip).is_err() || walk.hide(base).is_err() {
+        return 0;
+    }
+    walk.count()
+}

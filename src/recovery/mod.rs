@@ -1,0 +1,472 @@
+//! Recovery: put interrupted state right without running a coder. Used by `runner recover` and,
+//! for its own spec, by `runner run` before it starts. The caller holds the spec's run lock.
+
+pub mod decide;
+pub mod evaluator;
+pub mod inspect;
+pub mod interrupted;
+pub mod procs;
+pub mod repair;
+pub mod restore;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use decide::{ChunkFacts, Decision};
+
+use crate::error::RunnerError;
+use crate::git::{branch_for, commit_all, dirty_paths, slot_holding};
+use crate::ops::{SpecPaths, Workspace};
+use crate::plan::{Chunk, PlanError, Status, verification};
+use crate::store::{Journal, read_events, read_events_containing};
+
+/// How long a leftover agent group gets between SIGTERM and SIGKILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone, Default)]
+pub struct RecoverOptions {
+    pub dry_run: bool,
+    pub retry_failed: bool,
+    pub verification_timeout: Duration,
+    /// Set when `[recovery] evaluator = "agent"`.
+    pub evaluator: Option<evaluator::AgentEvaluator>,
+}
+
+/// One thing recovery found and did (or, in a dry run, would do).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Action {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    pub detail: String,
+}
+
+impl Action {
+    fn new(kind: &str, chunk: Option<&str>, detail: impl Into<String>) -> Action {
+        Action {
+            kind: kind.into(),
+            chunk: chunk.map(str::to_string),
+            decision: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// One line for a person.
+    pub fn line(&self) -> String {
+        match (&self.chunk, self.decision) {
+            (Some(c), Some(d)) => format!("chunk {c}: {} — {}", d.as_str(), self.detail),
+            (Some(c), None) => format!("chunk {c}: {}", self.detail),
+            _ => self.detail.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SpecRecovery {
+    pub spec: String,
+    /// `clean`, `recovered`, `needs_human`, `busy`
+    pub outcome: String,
+    pub actions: Vec<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_source: Option<String>,
+}
+
+impl SpecRecovery {
+    pub fn needs_human(&self) -> bool {
+        self.outcome == "needs_human"
+    }
+}
+
+/// Everything recovery does for one spec. The run lock must be held by the caller.
+pub async fn recover_spec(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    opts: &RecoverOptions,
+) -> anyhow::Result<SpecRecovery> {
+    let mut actions = Vec::new();
+
+    // 1. Nothing may go on editing the worktree while recovery looks at it.
+    for leftover in procs::leftovers(&read_events_containing(&paths.dir, "\"process_")) {
+        let alive = !procs::members_of_session(leftover.pgid, &leftover.session_id).is_empty();
+        if !alive {
+            continue;
+        }
+        if !opts.dry_run {
+            procs::stop_leftover(&leftover, LEFTOVER_GRACE);
+            journal.record(
+                "process_ended",
+                None,
+                json!({"pgid": leftover.pgid, "session_id": leftover.session_id, "why": "stopped by recovery"}),
+            )?;
+        }
+        actions.push(Action::new(
+            "stopped_agent",
+            None,
+            format!(
+                "stopped the agent of session {} (process group {}), still running after its runner died",
+                leftover.session_id, leftover.pgid
+            ),
+        ));
+    }
+
+    // 2. Temp files of writes that never finished.
+    for path in repair::stale_temp_files(&paths.dir, opts.dry_run) {
+        actions.push(Action::new(
+            "removed_temp_file",
+            None,
+            format!("removed {} left by an interrupted write", path.display()),
+        ));
+    }
+
+    // 3. A plan that does not parse: restore it, keeping the broken file.
+    let mut plan_source = None;
+    let plan = match paths.plan.load() {
+        Ok(plan) => plan,
+        Err(e) => {
+            let plan_err = e.downcast::<PlanError>()?;
+            let events = read_events(&paths.dir);
+            let Some((plan, source)) =
+                restore::rebuild(&paths.dir, &paths.name, &events, Some(&ws.main))
+            else {
+                return Err(RunnerError::InvalidPlan(plan_err).into());
+            };
+            let aside = paths.plan.path().with_file_name(format!(
+                "{}.corrupt-{}",
+                crate::plan::PLAN_FILE,
+                crate::clock::stamp()
+            ));
+            if !opts.dry_run {
+                std::fs::rename(paths.plan.path(), &aside)
+                    .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
+                paths.plan.write(&plan)?;
+                journal.record(
+                    "plan_restored",
+                    None,
+                    json!({"source": source.as_str(), "broken_copy": aside, "problems": plan_err.problems}),
+                )?;
+            }
+            actions.push(Action::new(
+                "plan_restored",
+                None,
+                format!(
+                    "the plan did not parse ({}); restored it from {} and kept the broken file as {}",
+                    plan_err.problems.first().map(String::as_str).unwrap_or("invalid"),
+                    match source {
+                        restore::Source::LastGood => "the last good copy",
+                        restore::Source::Journal => "the journal",
+                        restore::Source::Commits => "the journal's snapshot and the branch's commits",
+                    },
+                    aside.display()
+                ),
+            ));
+            plan_source = Some(source.as_str().to_string());
+            Some(plan)
+        }
+    };
+
+    // 4. The worktree holding the spec: a stale index.lock.
+    let slot = slot_holding(&ws.main, &branch_for(&paths.name));
+    let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
+    if let Some(wt) = &wt
+        && let Some(lock) = repair::stale_index_lock(wt.path(), opts.dry_run)
+    {
+        actions.push(Action::new(
+            "removed_index_lock",
+            None,
+            format!(
+                "removed a stale {} left by a killed git process",
+                lock.display()
+            ),
+        ));
+    }
+
+    // 5. Chunks left in progress.
+    let mut needs_human = false;
+    if let Some(plan) = &plan {
+        let stuck: Vec<Chunk> = plan
+            .chunks()
+            .filter(|c| c.status == Status::InProgress)
+            .cloned()
+            .collect();
+        for chunk in stuck {
+            let action =
+                recover_chunk(ws, paths, journal, &chunk, wt.as_ref(), opts, "interrupted").await?;
+            needs_human |= action.decision == Some(Decision::HumanReview);
+            actions.push(action);
+        }
+        if opts.retry_failed && plan.count(Status::Failed) > 0 {
+            let retried = if opts.dry_run {
+                plan.chunks()
+                    .filter(|c| c.status == Status::Failed)
+                    .map(|c| c.id.clone())
+                    .collect()
+            } else {
+                paths.plan.update(|plan| {
+                    let mut ids = Vec::new();
+                    for pos in plan.positions().collect::<Vec<_>>() {
+                        let chunk = plan.chunk_mut(pos);
+                        if chunk.status == Status::Failed {
+                            chunk.set_status(Status::Pending);
+                            ids.push(chunk.id.clone());
+                        }
+                    }
+                    Ok(ids)
+                })?
+            };
+            for id in retried {
+                if !opts.dry_run {
+                    journal.record(
+                        "chunk_status",
+                        Some(&id),
+                        json!({"from": "failed", "to": "pending", "why": "recover --retry-failed"}),
+                    )?;
+                }
+                actions.push(Action::new(
+                    "retry_failed",
+                    Some(&id),
+                    "failed chunk set back to pending (its attempts are kept)",
+                ));
+            }
+        }
+    }
+
+    let outcome = if needs_human {
+        "needs_human"
+    } else if actions.is_empty() {
+        "clean"
+    } else {
+        "recovered"
+    };
+    if !opts.dry_run && !actions.is_empty() {
+        journal.record(
+            "recovered",
+            None,
+            json!({"outcome": outcome, "actions": actions}),
+        )?;
+    }
+    Ok(SpecRecovery {
+        spec: paths.name.clone(),
+        outcome: outcome.into(),
+        actions,
+        plan_source,
+    })
+}
+
+/// Decide and apply the rules for one chunk left `in_progress`; `why` says how it was left
+/// (`interrupted` by a dead run, or by a shutdown of this one).
+pub async fn recover_chunk(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    chunk: &Chunk,
+    wt: Option<&git2::Repository>,
+    opts: &RecoverOptions,
+    why: &str,
+) -> anyhow::Result<Action> {
+    let facts = inspect::chunk_facts(&ws.main, &paths.name, chunk, wt);
+    let verified = match (decide::wants_check(&facts), wt) {
+        (true, Some(wt)) => run_check(chunk, wt, opts.verification_timeout).await,
+        _ => None,
+    };
+    let (rule_decision, rule_reason) = decide::decide(&facts, verified);
+    let id = chunk.id.as_str();
+    // The agent is asked only where the rules weigh partial work.
+    let ambiguous = rule_decision == Decision::Continue
+        || (rule_decision == Decision::Next && !facts.reported_done);
+    let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous && !opts.dry_run) {
+        (Some(ev), Some(wt_repo), true) => {
+            let session_id = crate::ops::run::session_id("recovery", Some(id), 0);
+            let dir = paths.sessions_dir.join(&session_id);
+            let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
+            match evaluator::ask(
+                ev,
+                &paths.name,
+                chunk,
+                &facts,
+                (rule_decision, &rule_reason),
+                workdir,
+                &dir,
+                &session_id,
+            )
+            .await
+            {
+                Ok((d, r)) => (d, r, "agent".to_string()),
+                Err(why) => (
+                    rule_decision,
+                    rule_reason.clone(),
+                    format!("rules (the agent's answer was not used: {why})"),
+                ),
+            }
+        }
+        _ => (rule_decision, rule_reason.clone(), "rules".to_string()),
+    };
+    let mut detail = reason.clone();
+    if source != "rules" {
+        detail.push_str(&format!(" [decided by {source}]"));
+    }
+    let mut saved_ref = None;
+    let mut commit = None;
+    if !opts.dry_run {
+        match decision {
+            Decision::Next => {
+                if let Some(wt) = wt {
+                    let message = format!("auto-claude: {id} - {}", chunk.description());
+                    commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
+                }
+            }
+            Decision::Continue | Decision::Restart if facts.has_work() => {
+                if let Some(wt) = wt {
+                    saved_ref = save_partial_work(wt, &paths.name, chunk, &facts, decision)?;
+                }
+            }
+            _ => {}
+        }
+        if let Some(r) = &saved_ref {
+            detail.push_str(&format!(
+                "; uncommitted changes saved at {r} and left in the worktree"
+            ));
+        }
+        let now = crate::clock::now();
+        let record = json!({
+            "decision": decision.as_str(), "reason": reason, "source": source,
+            "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
+        });
+        paths.plan.update(|plan| {
+            let Some(pos) = plan.find_chunk(id) else {
+                return Ok(());
+            };
+            let c = plan.chunk_mut(pos);
+            c.update_last_attempt(|a| {
+                a.outcome = Some(match decision {
+                    Decision::Next => "completed".into(),
+                    _ => why.to_string(),
+                });
+                a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
+                a.ended_at = Some(now.clone());
+                if let Some(c) = &commit {
+                    a.commit = Some(c.clone());
+                }
+                a.extra.insert("recovery".into(), record.clone());
+            });
+            match decision {
+                Decision::Next => {
+                    c.set_status(Status::Completed);
+                    c.set_str("completed_at", &now);
+                }
+                Decision::Continue | Decision::Restart => c.set_status(Status::Pending),
+                Decision::HumanReview => {
+                    c.set_status(Status::Blocked);
+                    c.set_str("blocked_reason", &reason);
+                }
+            }
+            Ok(())
+        })?;
+        let to = match decision {
+            Decision::Next => "completed",
+            Decision::Continue | Decision::Restart => "pending",
+            Decision::HumanReview => "blocked",
+        };
+        journal.record(
+            "recovery_decision",
+            Some(id),
+            json!({"decision": decision.as_str(), "reason": reason, "source": source, "saved_ref": saved_ref, "commit": commit, "why": why}),
+        )?;
+        journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": to, "why": format!("recovery: {}", decision.as_str())}),
+        )?;
+    }
+    Ok(Action {
+        kind: "chunk".into(),
+        chunk: Some(id.to_string()),
+        decision: Some(decision),
+        detail,
+    })
+}
+
+/// Keep a chunk's partial work where the user and the next attempt can see it:
+/// uncommitted changes go to a recovery ref (and stay in the worktree). On a restart the
+/// worktree is then reset to the attempt's start commit, so the ref also keeps the commits made
+/// since; nothing is lost.
+fn save_partial_work(
+    wt: &git2::Repository,
+    spec: &str,
+    chunk: &Chunk,
+    facts: &ChunkFacts,
+    decision: Decision,
+) -> anyhow::Result<Option<String>> {
+    let refname = crate::git::refs::next_recovery_ref(wt, spec, &chunk.id)?;
+    let message = format!("auto-claude: partial work of {} (recovered)", chunk.id);
+    let mut saved = crate::git::refs::snapshot_worktree(wt, &refname, &message)?;
+    if saved.is_none() && facts.new_commits > 0 {
+        // Nothing uncommitted: the ref keeps the commits.
+        let head = crate::git::head_commit(wt)?;
+        wt.reference(&refname, head, false, &message)?;
+        saved = Some(head);
+    }
+    if decision == Decision::Restart
+        && let Some(start) = chunk
+            .last_attempt()
+            .and_then(|a| a.start_commit)
+            .and_then(|s| git2::Oid::from_str(&s).ok())
+    {
+        let target = wt.find_object(start, None)?;
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.force().remove_untracked(true);
+        wt.reset(&target, git2::ResetType::Hard, Some(&mut checkout))?;
+    }
+    Ok(saved.map(|_| refname))
+}
+
+/// Run the chunk's verification command in the worktree: `Some(passed)`, or `None` if it could
+/// not be run.
+async fn run_check(chunk: &Chunk, wt: &git2::Repository, timeout: Duration) -> Option<bool> {
+    let check = verification::command_check(chunk)?;
+    let dir = wt.workdir()?;
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.args(["-c", &check.command])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .process_group(0);
+    let output = tokio::time::timeout(timeout, cmd.output())
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    Some(
+        output.status.code() == Some(check.expect_status)
+            && check
+                .expect_output
+                .as_deref()
+                .is_none_or(|w| text.contains(w)),
+    )
+}
+
+/// Partial work a chunk's last attempt left, for the next attempt's prompt.
+pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
+    let last = chunk.last_attempt()?;
+    let rec = last.extra.get("recovery")?;
+    if rec["decision"] != "continue" {
+        return None;
+    }
+    Some(json!({
+        "attempt": last.n,
+        "new_commits": rec["new_commits"],
+        "start_commit": last.start_commit,
+        "saved_ref": rec["saved_ref"],
+        "dirty": rec["dirty"],
+    }))
+}
+
+/// Uncommitted paths in a worktree, for messages.
+pub fn dirty_list(wt: &git2::Repository) -> Vec<String> {
+    dirty_paths(wt).unwrap_or_default()
+}
