@@ -41,7 +41,7 @@ pub fn parse_answer(output: &str) -> Option<(Decision, String)> {
 #[allow(clippy::too_many_arguments)]
 pub async fn ask(
     evaluator: &AgentEvaluator,
-    spec: &str,
+    paths: &crate::ops::SpecPaths,
     chunk: &Chunk,
     facts: &ChunkFacts,
     rule: (Decision, &str),
@@ -54,7 +54,7 @@ pub async fn ask(
         .render(
             crate::session::prompt::RECOVERY,
             json!({
-                "spec_name": spec,
+                "spec_name": paths.name,
                 "chunk": {"id": chunk.id, "description": chunk.description()},
                 "facts": {
                     "new_commits": facts.new_commits,
@@ -75,7 +75,9 @@ pub async fn ask(
         cwd: worktree.to_path_buf(),
         env: vec![
             ("RUNNER_ROLE".into(), "recovery".into()),
-            ("RUNNER_SPEC".into(), spec.into()),
+            ("RUNNER_SPEC".into(), paths.name.clone()),
+            ("RUNNER_SPEC_DIR".into(), paths.dir.display().to_string()),
+            ("RUNNER_PLAN_FILE".into(), paths.plan.path().display().to_string()),
             ("RUNNER_CHUNK_ID".into(), chunk.id.clone()),
             ("RUNNER_SESSION_ID".into(), session_id.into()),
             ("RUNNER_WORKTREE".into(), worktree.display().to_string()),
