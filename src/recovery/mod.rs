@@ -286,7 +286,7 @@ pub async fn recover_chunk(
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
             match evaluator::ask(
                 ev,
-                &paths.name,
+                paths,
                 chunk,
                 &facts,
                 (rule_decision, &rule_reason),
