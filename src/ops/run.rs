@@ -100,7 +100,12 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let spec_lock = take_lock(&paths.run_lock, &holder, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
-    let slot = Slot::new(&ws.root, opts.slot.as_deref());
+    // Without --slot, a spec already checked out in a slot builds there.
+    let slot = match opts.slot.as_deref() {
+        Some(name) => Slot::new(&ws.root, Some(name)),
+        None => slot_holding(&ws.main, &branch_for(&spec_name))
+            .unwrap_or_else(|| Slot::new(&ws.root, None)),
+    };
     let slot_lock = take_lock(&ws.slot_lock(&slot.name), &holder, || {
         format!(
             "the worktree slot {} is in use by another runner",
@@ -861,6 +866,7 @@ impl Run {
                     }
                     Ok(plan.clone())
                 })?;
+                crate::failpoint::hit("after_plan_accepted");
                 self.journal.record(
                     "plan_accepted",
                     None,
@@ -971,6 +977,9 @@ impl Run {
             };
             Ok((Take::Chunk(Box::new(taken)), true))
         })?;
+        if matches!(take, Take::Chunk(_)) {
+            crate::failpoint::hit("after_take");
+        }
         if let Take::Chunk(t) = &take {
             self.journal.record(
                 "chunk_status",
@@ -1182,6 +1191,7 @@ impl Run {
         let id = &taken.chunk.id;
         let message = format!("auto-claude: {id} - {}", taken.chunk.description());
         let commit = commit_all(&self.open_worktree()?, &message)?;
+        crate::failpoint::hit("after_commit");
         if let Some(oid) = commit {
             self.journal.record(
                 "commit",
@@ -1204,6 +1214,7 @@ impl Run {
             }
             Ok((plan.count(Status::Completed), plan.total()))
         })?;
+        crate::failpoint::hit("after_complete");
         self.journal.record(
             "chunk_status",
             Some(id),
@@ -1251,6 +1262,7 @@ impl Run {
             }
             Ok((failed, decision))
         })?;
+        crate::failpoint::hit("after_fail");
         self.journal.record(
             "attempt_failed",
             Some(id),

@@ -77,7 +77,10 @@ pub async fn ask(
             ("RUNNER_ROLE".into(), "recovery".into()),
             ("RUNNER_SPEC".into(), paths.name.clone()),
             ("RUNNER_SPEC_DIR".into(), paths.dir.display().to_string()),
-            ("RUNNER_PLAN_FILE".into(), paths.plan.path().display().to_string()),
+            (
+                "RUNNER_PLAN_FILE".into(),
+                paths.plan.path().display().to_string(),
+            ),
             ("RUNNER_CHUNK_ID".into(), chunk.id.clone()),
             ("RUNNER_SESSION_ID".into(), session_id.into()),
             ("RUNNER_WORKTREE".into(), worktree.display().to_string()),
