@@ -91,8 +91,24 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             spec: Some(name.clone()),
             ..holder.clone()
         })?;
+        // The worktree holding the spec may be changed (commit, snapshot): hold its slot too.
+        let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
+            Some(slot) => match FileLock::try_acquire(&ws.slot_lock(&slot.name))? {
+                Some(l) => Some(l),
+                None => {
+                    specs.push(SpecRecovery {
+                        spec: name,
+                        outcome: "busy".into(),
+                        ..SpecRecovery::default()
+                    });
+                    continue;
+                }
+            },
+            None => None,
+        };
         let journal = Journal::new(&paths.dir, &run_id);
         specs.push(recover_spec(&ws, &paths, &journal, &opts).await?);
+        drop(slot_lock);
     }
     Ok(RecoverReport {
         dry_run: req.dry_run,
