@@ -21,6 +21,21 @@ pub struct Config {
     pub git: GitConfig,
     #[serde(default)]
     pub recovery: RecoveryConfig,
+    #[serde(default)]
+    pub backup: BackupConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackupConfig {
+    /// `runner gc` removes backups older than this many days. Nothing is removed automatically.
+    pub keep_days: u64,
+}
+
+impl Default for BackupConfig {
+    fn default() -> Self {
+        BackupConfig { keep_days: 30 }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]

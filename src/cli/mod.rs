@@ -2,6 +2,7 @@
 
 mod chunk;
 mod demo;
+mod lifecycle;
 mod recover;
 mod run;
 mod status;
@@ -29,6 +30,16 @@ pub enum Command {
     Run(run::RunArgs),
     /// Put interrupted state right without running an agent, and report what was done.
     Recover(recover::RecoverArgs),
+    /// Look at a spec's work: commits, files, progress, whether it merges cleanly (read-only).
+    Review(lifecycle::ReviewArgs),
+    /// Land a spec's work on its base branch (backed up first; undoable).
+    Merge(lifecycle::MergeArgs),
+    /// Throw a spec's build away and reset its plan (backed up first; undoable).
+    Discard(lifecycle::DiscardArgs),
+    /// Reverse the last merge or discard of a spec; --list shows the backups.
+    Undo(lifecycle::UndoArgs),
+    /// Remove backups older than a number of days (never done automatically).
+    Gc(lifecycle::GcArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
     /// Report on a chunk (for agents): done, fail, show.
@@ -48,6 +59,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&cwd, args),
         Command::Recover(args) => recover::run(&cwd, args),
         Command::Status(args) => status::run(&cwd, args),
+        Command::Review(args) => lifecycle::review(&cwd, args),
+        Command::Merge(args) => lifecycle::merge_cmd(&cwd, args),
+        Command::Discard(args) => lifecycle::discard_cmd(&cwd, args),
+        Command::Undo(args) => lifecycle::undo_cmd(&cwd, args),
+        Command::Gc(args) => lifecycle::gc_cmd(&cwd, args),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => crate::ops::demo::demo_agent(),

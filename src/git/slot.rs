@@ -169,3 +169,19 @@ pub fn slot_holding(main: &MainRepo, branch: &str) -> Option<Slot> {
         |slot| matches!(slot.inspect(main), SlotState::Ready { branch: Some(b) } if b == branch),
     )
 }
+
+/// Remove a slot's worktree entirely, untracked and ignored files included, and forget its
+/// registration. Callers back up anything worth keeping first.
+pub fn remove_worktree(main: &MainRepo, slot: &Slot) -> anyhow::Result<()> {
+    if slot.path.exists() {
+        std::fs::remove_dir_all(&slot.path)
+            .with_context(|| format!("removing {}", slot.path.display()))?;
+    }
+    if let Ok(wt) = main.repo.find_worktree(&slot.name) {
+        let mut opts = WorktreePruneOptions::new();
+        opts.valid(true).locked(true).working_tree(false);
+        wt.prune(Some(&mut opts))
+            .with_context(|| format!("pruning worktree {}", slot.name))?;
+    }
+    Ok(())
+}

@@ -2,10 +2,15 @@
 
 pub mod chunk;
 pub mod demo;
+pub mod discard;
+pub mod interact;
+pub mod merge;
 pub mod recover;
 pub mod report;
+pub mod review;
 pub mod run;
 pub mod status;
+pub mod undo;
 pub mod workspace;
 
 pub use workspace::{SpecPaths, Workspace};

@@ -332,7 +332,7 @@ fn empty_plan() -> Plan {
 }
 
 /// `--spec` resolved, or the only spec there is.
-fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
+pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
     if let Some(q) = query {
         return Ok(crate::spec::resolve(&ws.specs_dir, q)?);
     }

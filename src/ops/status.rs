@@ -16,7 +16,8 @@ pub struct StatusReport {
 #[derive(Debug, Serialize)]
 pub struct SpecStatus {
     pub name: String,
-    /// not_planned, invalid_plan, planned, in_progress, interrupted, failed, blocked, complete
+    /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
+    /// blocked, complete, merged
     pub status: String,
     pub branch: Option<String>,
     pub worktree: Option<String>,
@@ -137,7 +138,9 @@ pub fn spec_state(plan: Option<&Plan>, invalid: bool, running: bool) -> &'static
         return if running { "planning" } else { "not_planned" };
     };
     let c = counts(plan);
-    if c.total > 0 && c.completed == c.total {
+    if plan.raw.contains_key("merged") {
+        "merged"
+    } else if c.total > 0 && c.completed == c.total {
         "complete"
     } else if running {
         "running"

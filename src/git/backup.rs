@@ -1,0 +1,174 @@
+//! Backups before anything destructive: `refs/auto-claude/backup/<spec>/<stamp>/…`.
+//!
+//! A backup is a set of refs: `branch` (the spec branch's tip), `target` (a merge target's tip
+//! before the merge), `uncommitted` (a commit of the worktree's uncommitted changes), and `meta`:
+//! a parentless commit whose tree holds `backup.json` (what happened) and the plan as it was
+//! before, so that undo needs nothing outside git. After an undo the refs move to
+//! `refs/auto-claude/undone/…`: nothing is ever deleted except by `runner gc`.
+
+use anyhow::Context;
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::refs::ref_component;
+use super::repo::signature;
+
+pub const BACKUP_PREFIX: &str = "refs/auto-claude/backup";
+pub const UNDONE_PREFIX: &str = "refs/auto-claude/undone";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupMeta {
+    /// `merge` or `discard`.
+    pub kind: String,
+    pub spec: String,
+    pub time: String,
+    pub stamp: String,
+    pub branch: String,
+    pub branch_tip: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub target_tip_before: Option<String>,
+    #[serde(default)]
+    pub target_tip_after: Option<String>,
+    /// `merge`, `squash` or `no-commit` for a merge.
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub uncommitted: Option<String>,
+}
+
+/// A backup found in the repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Backup {
+    pub meta: BackupMeta,
+    pub refs_prefix: String,
+    /// The plan as it was before the operation, if there was one.
+    #[serde(skip)]
+    pub plan: Option<Vec<u8>>,
+}
+
+fn prefix(spec: &str, stamp: &str) -> String {
+    format!("{BACKUP_PREFIX}/{}/{stamp}", ref_component(spec))
+}
+
+/// A stamp no backup of `spec` uses yet (sortable: time, then a counter).
+pub fn new_stamp(repo: &Repository, spec: &str) -> String {
+    let base = crate::clock::stamp();
+    for n in 0.. {
+        let stamp = if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n:02}")
+        };
+        if repo
+            .find_reference(&format!("{}/meta", prefix(spec, &stamp)))
+            .is_err()
+        {
+            return stamp;
+        }
+    }
+    base
+}
+
+/// Write a backup: its refs and its meta commit. Returns the refs prefix.
+pub fn write(
+    repo: &Repository,
+    meta: &BackupMeta,
+    refs: &[(&str, Oid)],
+    plan: Option<&[u8]>,
+) -> anyhow::Result<String> {
+    let pre = prefix(&meta.spec, &meta.stamp);
+    for (name, oid) in refs {
+        repo.reference(&format!("{pre}/{name}"), *oid, false, "runner backup")
+            .with_context(|| format!("creating backup ref {pre}/{name}"))?;
+    }
+    let mut tree = repo.treebuilder(None)?;
+    let meta_blob = repo.blob(&serde_json::to_vec_pretty(meta)?)?;
+    tree.insert("backup.json", meta_blob, 0o100644)?;
+    if let Some(plan) = plan {
+        tree.insert("implementation_plan.json", repo.blob(plan)?, 0o100644)?;
+    }
+    let tree = repo.find_tree(tree.write()?)?;
+    let sig = signature(repo)?;
+    let message = format!(
+        "runner backup: {} of {} at {}",
+        meta.kind, meta.spec, meta.time
+    );
+    let commit = repo.commit(None, &sig, &sig, &message, &tree, &[])?;
+    repo.reference(&format!("{pre}/meta"), commit, false, "runner backup")?;
+    Ok(pre)
+}
+
+/// The backups of `spec` (or of every spec), oldest first.
+pub fn list(repo: &Repository, spec: Option<&str>) -> Vec<Backup> {
+    let glob = match spec {
+        Some(s) => format!("{BACKUP_PREFIX}/{}/*/meta", ref_component(s)),
+        None => format!("{BACKUP_PREFIX}/*/*/meta"),
+    };
+    let Ok(refs) = repo.references_glob(&glob) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Backup> = refs
+        .flatten()
+        .filter_map(|r| {
+            let name = r.name()?.to_string();
+            let commit = r.peel_to_commit().ok()?;
+            let tree = commit.tree().ok()?;
+            let meta_blob = tree
+                .get_name("backup.json")?
+                .to_object(repo)
+                .ok()?
+                .peel_to_blob()
+                .ok()?;
+            let meta: BackupMeta = serde_json::from_slice(meta_blob.content()).ok()?;
+            let plan = tree
+                .get_name("implementation_plan.json")
+                .and_then(|e| e.to_object(repo).ok()?.peel_to_blob().ok())
+                .map(|b| b.content().to_vec());
+            Some(Backup {
+                meta,
+                refs_prefix: name.trim_end_matches("/meta").to_string(),
+                plan,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.meta.stamp.cmp(&b.meta.stamp));
+    out
+}
+
+/// The commit a backup ref (`branch`, `target`, `uncommitted`) points at.
+pub fn ref_target(repo: &Repository, backup: &Backup, name: &str) -> Option<Oid> {
+    repo.find_reference(&format!("{}/{name}", backup.refs_prefix))
+        .ok()?
+        .target()
+}
+
+/// Move a backup's refs from `backup/` to `undone/` (kept, no longer the latest backup).
+pub fn mark_undone(repo: &Repository, backup: &Backup) -> anyhow::Result<()> {
+    let glob = format!("{}/*", backup.refs_prefix);
+    let names: Vec<String> = repo
+        .references_glob(&glob)?
+        .flatten()
+        .filter_map(|r| r.name().map(str::to_string))
+        .collect();
+    for name in names {
+        let new_name = name.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
+        let mut r = repo.find_reference(&name)?;
+        r.rename(&new_name, false, "runner undo")?;
+    }
+    Ok(())
+}
+
+/// Delete a backup's refs (`runner gc`).
+pub fn delete(repo: &Repository, refs_prefix: &str) -> anyhow::Result<usize> {
+    let names: Vec<String> = repo
+        .references_glob(&format!("{refs_prefix}/*"))?
+        .flatten()
+        .filter_map(|r| r.name().map(str::to_string))
+        .collect();
+    for name in &names {
+        repo.find_reference(name)?.delete()?;
+    }
+    Ok(names.len())
+}

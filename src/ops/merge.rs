@@ -1,0 +1,294 @@
+//! `runner merge`: land a spec's branch on its pinned base branch, computed in memory first,
+//! with both tips backed up before anything moves, and nothing deleted until the result is
+//! verified to contain the branch's work.
+
+use anyhow::Context;
+use git2::{Oid, Repository};
+use serde::Serialize;
+use serde_json::json;
+
+use super::review::base_branch;
+use super::workspace::{SpecPaths, Workspace};
+use crate::error::RunnerError;
+use crate::git::backup::{self, BackupMeta};
+use crate::git::merge::{CheckedOut, preview, where_checked_out};
+use crate::git::{branch_for, dirty_paths, log_between, signature, slot_holding};
+use crate::plan::{Plan, Status};
+use crate::store::Journal;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMode {
+    Merge,
+    Squash,
+    NoCommit,
+}
+
+impl MergeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMode::Merge => "merge",
+            MergeMode::Squash => "squash",
+            MergeMode::NoCommit => "no-commit",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct MergeOutcome {
+    pub spec: String,
+    pub target: String,
+    pub mode: MergeMode,
+    /// The new commit on the target (none for --no-commit or when already merged).
+    pub commit: Option<String>,
+    pub landed: Vec<String>,
+    pub files: usize,
+    pub backup: Option<String>,
+    /// The worktree slot was freed and the branch deleted.
+    pub cleaned_up: bool,
+    pub already_merged: bool,
+}
+
+/// Merge the spec. The caller holds the spec's run lock.
+pub fn merge(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    mode: MergeMode,
+    keep_worktree: bool,
+    journal: &Journal,
+) -> anyhow::Result<MergeOutcome> {
+    let repo = &ws.main.repo;
+    let plan = paths.plan.load()?;
+    let target = base_branch(ws, plan.as_ref())?;
+    let branch = branch_for(&paths.name);
+    let branch_tip = ws.main.branch_tip(&branch).ok_or_else(|| {
+        RunnerError::bad_input(format!(
+            "spec {} has no branch {branch}: nothing to merge",
+            paths.name
+        ))
+    })?;
+    let target_tip = ws.main.branch_tip(&target).ok_or_else(|| {
+        RunnerError::bad_input(format!("the base branch {target:?} does not exist"))
+    })?;
+
+    // Refusals first: nothing is touched, no backup is written.
+    let slot = slot_holding(&ws.main, &branch);
+    if let Some(slot) = &slot {
+        let dirty = dirty_paths(&slot.open(&ws.main)?)?;
+        if !dirty.is_empty() {
+            return Err(RunnerError::NeedsHuman(format!(
+                "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
+                slot.path.display(),
+                dirty.join(", "),
+                paths.name
+            ))
+            .into());
+        }
+    }
+    let checked_out = where_checked_out(&ws.main, &target);
+    match &checked_out {
+        CheckedOut::Linked(path) => {
+            return Err(RunnerError::NeedsHuman(format!(
+                "{target} is checked out in the worktree {}; runner will not change files there. Check out another branch in it, or merge from there by hand",
+                path.display()
+            ))
+            .into());
+        }
+        CheckedOut::Main => {
+            let dirty = dirty_paths(repo)?;
+            if !dirty.is_empty() {
+                return Err(RunnerError::NeedsHuman(format!(
+                    "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
+                    ws.root.display(),
+                    dirty.join(", ")
+                ))
+                .into());
+            }
+        }
+        CheckedOut::Nowhere if mode == MergeMode::NoCommit => {
+            return Err(RunnerError::bad_input(format!(
+                "--no-commit stages the merge in your working tree, so {target} must be checked out there (git switch {target})"
+            ))
+            .into());
+        }
+        CheckedOut::Nowhere => {}
+    }
+    if target_tip == branch_tip || repo.graph_descendant_of(target_tip, branch_tip)? {
+        return Ok(MergeOutcome {
+            spec: paths.name.clone(),
+            target,
+            mode,
+            commit: None,
+            landed: Vec::new(),
+            files: 0,
+            backup: None,
+            cleaned_up: false,
+            already_merged: true,
+        });
+    }
+    let result = preview(repo, target_tip, branch_tip)?;
+    let Some(tree_id) = result.tree else {
+        return Err(RunnerError::NeedsHuman(format!(
+            "{branch} does not merge cleanly into {target}: conflicts in\n{}\nNothing was changed. Bring {target} into the spec's branch and resolve the conflicts there (for example `git -C {} merge {target}`), then merge again",
+            result.conflicts.iter().map(|c| format!("  {c}")).collect::<Vec<_>>().join("\n"),
+            slot.as_ref().map(|s| s.path.display().to_string()).unwrap_or_else(|| ".".into()),
+        ))
+        .into());
+    };
+    let fork = result.merge_base.unwrap_or(target_tip);
+    let landed: Vec<String> = log_between(repo, fork, branch_tip)?
+        .into_iter()
+        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
+        .collect();
+    let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
+
+    // Back up both tips (and the plan) before anything moves.
+    let stamp = backup::new_stamp(repo, &paths.name);
+    let mut meta = BackupMeta {
+        kind: "merge".into(),
+        spec: paths.name.clone(),
+        time: crate::clock::now(),
+        stamp,
+        branch: branch.clone(),
+        branch_tip: Some(branch_tip.to_string()),
+        target: Some(target.clone()),
+        target_tip_before: Some(target_tip.to_string()),
+        target_tip_after: None,
+        mode: Some(mode.as_str().into()),
+        uncommitted: None,
+    };
+    let plan_bytes = std::fs::read(paths.plan.path()).ok();
+    let tree = repo.find_tree(tree_id)?;
+    let sig = signature(repo)?;
+    let ours = repo.find_commit(target_tip)?;
+    let theirs = repo.find_commit(branch_tip)?;
+    let new_commit = match mode {
+        MergeMode::Merge => Some(repo.commit(
+            None,
+            &sig,
+            &sig,
+            &merge_message(&paths.name, plan.as_ref(), false),
+            &tree,
+            &[&ours, &theirs],
+        )?),
+        MergeMode::Squash => Some(repo.commit(
+            None,
+            &sig,
+            &sig,
+            &merge_message(&paths.name, plan.as_ref(), true),
+            &tree,
+            &[&ours],
+        )?),
+        MergeMode::NoCommit => None,
+    };
+    meta.target_tip_after = new_commit.map(|c| c.to_string());
+    let refs_prefix = backup::write(
+        repo,
+        &meta,
+        &[("branch", branch_tip), ("target", target_tip)],
+        plan_bytes.as_deref(),
+    )?;
+    crate::failpoint::hit("merge_after_backup");
+
+    // Land it: files first (when the target is checked out), then the ref.
+    let target_ref = format!("refs/heads/{target}");
+    if checked_out == CheckedOut::Main {
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.safe();
+        repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+            .with_context(|| format!("updating the files of {target} in {}", ws.root.display()))?;
+    }
+    if let Some(commit) = new_commit {
+        repo.reference_matching(
+            &target_ref,
+            commit,
+            true,
+            target_tip,
+            &format!("runner: merge {}", paths.name),
+        )
+        .with_context(|| format!("moving {target} (did it move meanwhile?)"))?;
+    }
+    crate::failpoint::hit("merge_after_ref");
+
+    // Verify before deleting anything.
+    verify(repo, mode, &target, new_commit, branch_tip, tree_id)?;
+    let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
+    if cleaned_up {
+        if let Some(slot) = &slot {
+            crate::git::slot::remove_worktree(&ws.main, slot)?;
+        }
+        repo.find_branch(&branch, git2::BranchType::Local)?
+            .delete()?;
+        paths.plan.update(|plan| {
+            plan.set_field(
+                "merged",
+                json!({"into": target, "commit": new_commit.map(|c| c.to_string()), "mode": mode.as_str(), "at": crate::clock::now(), "backup": refs_prefix}),
+            );
+            Ok(())
+        })?;
+    }
+    journal.record(
+        "merged",
+        None,
+        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": refs_prefix, "cleaned_up": cleaned_up}),
+    )?;
+    Ok(MergeOutcome {
+        spec: paths.name.clone(),
+        target,
+        mode,
+        commit: new_commit.map(|c| c.to_string()),
+        landed,
+        files,
+        backup: Some(refs_prefix),
+        cleaned_up,
+        already_merged: false,
+    })
+}
+
+fn verify(
+    repo: &Repository,
+    mode: MergeMode,
+    target: &str,
+    commit: Option<Oid>,
+    branch_tip: Oid,
+    tree: Oid,
+) -> anyhow::Result<()> {
+    let ok = match (mode, commit) {
+        (MergeMode::Merge, Some(c)) => {
+            let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
+            tip == c && repo.graph_descendant_of(c, branch_tip)?
+        }
+        (MergeMode::Squash, Some(c)) => {
+            let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
+            tip == c && repo.find_commit(c)?.tree_id() == tree
+        }
+        _ => repo.index()?.write_tree()? == tree,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(
+            "the merge result on {target} does not contain the branch's work as expected; nothing was deleted"
+        ))
+    }
+}
+
+fn merge_message(spec: &str, plan: Option<&Plan>, squash: bool) -> String {
+    let mut msg = if squash {
+        format!("auto-claude: {spec} (squashed)\n\n")
+    } else {
+        format!("auto-claude: merge {spec}\n\n")
+    };
+    if let Some(plan) = plan {
+        msg.push_str("Chunks:\n");
+        for c in plan.chunks() {
+            let mark = if c.status == Status::Completed {
+                ""
+            } else {
+                " (not completed)"
+            };
+            msg.push_str(&format!("- {}: {}{mark}\n", c.id, c.description()));
+        }
+    }
+    msg
+}

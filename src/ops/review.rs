@@ -1,0 +1,251 @@
+//! `runner review`: everything about a spec's work, read-only: nothing on disk changes.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::workspace::{SpecPaths, Workspace};
+use crate::error::RunnerError;
+use crate::git::merge::{FileChange, file_changes, preview};
+use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
+use crate::plan::{Plan, Status};
+
+#[derive(Debug, Serialize)]
+pub struct Review {
+    pub spec: String,
+    pub branch: String,
+    pub base_branch: String,
+    /// Commits on the base branch since the spec's branch forked from it.
+    pub base_moved: usize,
+    pub commits: Vec<CommitLine>,
+    pub files: Vec<FileChange>,
+    pub progress: Vec<PhaseProgress>,
+    pub verifications: Vec<Value>,
+    pub merge: MergeCheck,
+    pub uncommitted: Vec<String>,
+    pub worktree: Option<String>,
+    pub last_activity: Option<String>,
+    #[serde(skip)]
+    pub merge_base: Option<git2::Oid>,
+    #[serde(skip)]
+    pub tip: git2::Oid,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CommitLine {
+    pub commit: String,
+    pub summary: String,
+    pub chunk: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PhaseProgress {
+    pub phase: String,
+    pub name: Option<String>,
+    pub completed: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MergeCheck {
+    pub clean: bool,
+    pub conflicts: Vec<String>,
+}
+
+/// The chunk id in an `auto-claude: <chunk-id> - <description>` commit subject.
+pub fn chunk_of_subject(subject: &str) -> Option<String> {
+    let rest = subject.strip_prefix("auto-claude: ")?;
+    let (id, _) = rest.split_once(" - ")?;
+    Some(id.to_string())
+}
+
+/// The base branch a spec merges into: pinned in its plan, else the config, else the branch
+/// checked out now.
+pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String> {
+    if let Some(b) = plan.and_then(|p| p.str_field("base_branch")) {
+        return Ok(b.to_string());
+    }
+    let config = ws.config()?;
+    config
+        .git
+        .base_branch
+        .or_else(|| ws.main.current_branch())
+        .ok_or_else(|| {
+            RunnerError::bad_input("no base branch is pinned for this spec and HEAD is detached")
+                .into()
+        })
+}
+
+pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
+    let plan = paths.plan.load()?;
+    let branch = branch_for(&paths.name);
+    let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
+        RunnerError::bad_input(format!(
+            "spec {} has no branch {branch}: nothing has been built yet (run `runner run --spec {}`)",
+            paths.name, paths.name
+        ))
+    })?;
+    let base = base_branch(ws, plan.as_ref())?;
+    let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
+        RunnerError::bad_input(format!("the base branch {base:?} does not exist"))
+    })?;
+    let repo = &ws.main.repo;
+    let merge_base = repo.merge_base(base_tip, tip).ok();
+    let fork = merge_base.unwrap_or(base_tip);
+    let commits = log_between(repo, fork, tip)?
+        .into_iter()
+        .map(|(oid, summary)| CommitLine {
+            commit: oid.to_string(),
+            chunk: chunk_of_subject(&summary),
+            summary,
+        })
+        .collect();
+    let base_moved = merge_base
+        .map(|mb| {
+            log_between(repo, mb, base_tip)
+                .map(|l| l.len())
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    let files = file_changes(repo, fork, tip)?;
+    let check = preview(repo, base_tip, tip)?;
+    let slot = slot_holding(&ws.main, &branch);
+    let uncommitted = match &slot {
+        Some(s) => dirty_paths(&s.open(&ws.main)?)?,
+        None => Vec::new(),
+    };
+    let progress = plan
+        .as_ref()
+        .map(|p| {
+            p.phases
+                .iter()
+                .enumerate()
+                .map(|(i, ph)| PhaseProgress {
+                    phase: ph.label(i),
+                    name: ph.name().map(str::to_string),
+                    completed: ph
+                        .chunks
+                        .iter()
+                        .filter(|c| c.status == Status::Completed)
+                        .count(),
+                    total: ph.chunks.len(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let events = crate::store::read_events_containing(&paths.dir, "\"verification\"");
+    let mut verifications: Vec<Value> = Vec::new();
+    for e in events.into_iter().filter(|e| e["event"] == "verification") {
+        verifications.retain(|v| v["chunk"] != e["chunk"]);
+        verifications.push(serde_json::json!({
+            "chunk": e["chunk"], "command": e["command"], "passed": e["passed"], "time": e["time"],
+        }));
+    }
+    let last_activity = last_activity(paths);
+    Ok(Review {
+        spec: paths.name.clone(),
+        branch,
+        base_branch: base,
+        base_moved,
+        commits,
+        files,
+        progress,
+        verifications,
+        merge: MergeCheck {
+            clean: check.conflicts.is_empty(),
+            conflicts: check.conflicts,
+        },
+        uncommitted,
+        worktree: slot.map(|s| s.path.display().to_string()),
+        last_activity,
+        merge_base,
+        tip,
+    })
+}
+
+/// The time of the journal's last event.
+pub fn last_activity(paths: &SpecPaths) -> Option<String> {
+    let text = std::fs::read_to_string(paths.dir.join(crate::store::journal::JOURNAL_FILE)).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .and_then(|v| v["time"].as_str().map(str::to_string))
+}
+
+/// The human form.
+pub fn render(r: &Review) -> String {
+    let mut out = format!("Spec {} on {} (base {}", r.spec, r.branch, r.base_branch);
+    if r.base_moved > 0 {
+        out.push_str(&format!(
+            ", which moved {} commit(s) since the spec started",
+            r.base_moved
+        ));
+    }
+    out.push_str(")\n");
+    out.push_str(&format!(
+        "\n{} commit(s) ahead of {}:\n",
+        r.commits.len(),
+        r.base_branch
+    ));
+    for c in &r.commits {
+        out.push_str(&format!("  {} {}\n", &c.commit[..10], c.summary));
+    }
+    let (adds, dels) = r
+        .files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
+    out.push_str(&format!(
+        "\n{} file(s) changed, +{adds} -{dels}:\n",
+        r.files.len()
+    ));
+    for f in &r.files {
+        out.push_str(&format!(
+            "  {:<9} {} (+{} -{})\n",
+            f.change, f.path, f.additions, f.deletions
+        ));
+    }
+    if !r.progress.is_empty() {
+        out.push_str("\nPlan progress:\n");
+        for p in &r.progress {
+            out.push_str(&format!(
+                "  {}{}: {}/{}\n",
+                p.phase,
+                p.name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
+                p.completed,
+                p.total
+            ));
+        }
+    }
+    if !r.verifications.is_empty() {
+        out.push_str("\nLast verifications:\n");
+        for v in &r.verifications {
+            out.push_str(&format!(
+                "  {} {}: {}\n",
+                if v["passed"] == true { "pass" } else { "FAIL" },
+                v["chunk"].as_str().unwrap_or("?"),
+                v["command"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    if !r.uncommitted.is_empty() {
+        out.push_str(&format!(
+            "\nUncommitted in {}:\n",
+            r.worktree.as_deref().unwrap_or("the worktree")
+        ));
+        for p in &r.uncommitted {
+            out.push_str(&format!("  {p}\n"));
+        }
+    }
+    if r.merge.clean {
+        out.push_str(&format!("\nIt merges cleanly into {}.\n", r.base_branch));
+    } else {
+        out.push_str(&format!(
+            "\nIt would NOT merge cleanly into {}: conflicts in {}\n",
+            r.base_branch,
+            r.merge.conflicts.join(", ")
+        ));
+    }
+    out
+}
