@@ -22,8 +22,10 @@ pub enum RunnerError {
     #[error("{0}")]
     BadInput(String),
     /// A plan file that does not parse or validate. The file is never touched.
-    #[error("{}", .0)]
-    InvalidPlan(#[from] crate::plan::PlanError),
+    /// (Not `#[from]`: that would also make the plan error this error's source, and it would
+    /// be printed twice.)
+    #[error("{0}")]
+    InvalidPlan(crate::plan::PlanError),
     /// The run cannot go on without a person: a chunk failed for good, the planner gave up.
     #[error("{0}")]
     NeedsHuman(String),
@@ -42,6 +44,12 @@ pub enum RunnerError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl From<crate::plan::PlanError> for RunnerError {
+    fn from(e: crate::plan::PlanError) -> Self {
+        RunnerError::InvalidPlan(e)
+    }
 }
 
 impl RunnerError {

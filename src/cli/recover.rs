@@ -32,6 +32,11 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
             retry_failed: args.retry_failed,
         },
     )?;
+    for spec in report.specs.iter().filter(|s| s.outcome == "invalid_plan") {
+        for a in &spec.actions {
+            eprintln!("runner: {}", a.detail);
+        }
+    }
     if args.json {
         super::print_json(&report)?;
     } else {
@@ -39,6 +44,8 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
     }
     Ok(if report.needs_human() {
         crate::error::exit::NEEDS_HUMAN
+    } else if report.has_invalid_plan() {
+        crate::error::exit::BAD_INPUT
     } else {
         crate::error::exit::OK
     })

@@ -12,6 +12,9 @@ pub struct RunArgs {
     /// Never ask; continue the existing build.
     #[arg(long)]
     pub auto_continue: bool,
+    /// Never ask. With existing work this needs --auto-continue (or use review/merge/discard).
+    #[arg(long)]
+    pub yes: bool,
     /// The branch to start from (pinned for the spec after its first run).
     #[arg(long)]
     pub base_branch: Option<String>,
@@ -41,6 +44,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         agent_command: args.agent_command,
         slot: args.slot,
         drain_timeout: args.drain_timeout,
+        yes: args.yes,
     };
     // With --auto-continue and no --spec, every interrupted spec is resumed (JSON: a list).
     let many = opts.spec.is_none() && opts.auto_continue;

@@ -122,6 +122,9 @@ impl Slot {
     /// Create the worktree on an existing branch.
     pub fn create(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
         std::fs::create_dir_all(main.root.join(SLOT_DIR))?;
+        // libgit2 fails with "directory exists" when two runs create the first worktrees at
+        // the same moment (its mkdir of .git/worktrees is not idempotent): make it first.
+        std::fs::create_dir_all(main.repo.commondir().join("worktrees"))?;
         let reference = main
             .repo
             .find_reference(&format!("refs/heads/{branch}"))

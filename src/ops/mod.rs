@@ -1,5 +1,6 @@
 //! Operations: what each command does, over the workspace. Commands in `cli` only call these.
 
+pub mod choice;
 pub mod chunk;
 pub mod demo;
 pub mod discard;

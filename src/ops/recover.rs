@@ -31,6 +31,10 @@ impl RecoverReport {
     pub fn needs_human(&self) -> bool {
         self.specs.iter().any(SpecRecovery::needs_human)
     }
+
+    pub fn has_invalid_plan(&self) -> bool {
+        self.specs.iter().any(|s| s.outcome == "invalid_plan")
+    }
 }
 
 pub fn recover(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
@@ -107,7 +111,27 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             None => None,
         };
         let journal = Journal::new(&paths.dir, &run_id);
-        specs.push(recover_spec(&ws, &paths, &journal, &opts).await?);
+        match recover_spec(&ws, &paths, &journal, &opts).await {
+            Ok(r) => specs.push(r),
+            // With several specs, one plan that cannot be restored does not stop the others.
+            Err(e)
+                if req.spec.is_none()
+                    && crate::error::exit_code_of(&e) == crate::error::exit::BAD_INPUT =>
+            {
+                specs.push(SpecRecovery {
+                    spec: name,
+                    outcome: "invalid_plan".into(),
+                    actions: vec![crate::recovery::Action {
+                        kind: "invalid_plan".into(),
+                        chunk: None,
+                        decision: None,
+                        detail: format!("{e:#}"),
+                    }],
+                    plan_source: None,
+                });
+            }
+            Err(e) => return Err(e),
+        }
         drop(slot_lock);
     }
     Ok(RecoverReport {
@@ -128,13 +152,17 @@ pub fn render(report: &RecoverReport) -> String {
         match spec.outcome.as_str() {
             "clean" => continue,
             "busy" => out.push_str(&format!("{}: skipped, a runner holds it\n", spec.spec)),
+            "invalid_plan" => out.push_str(&format!(
+                "{}: its plan is invalid and runner has no copy to restore it from (the error is on stderr)\n",
+                spec.spec
+            )),
             _ => {
-                out.push_str(&format!(
-                    "{}: {}{}\n",
-                    spec.spec,
-                    would,
-                    spec.outcome.replace('_', " ")
-                ));
+                let what = match (spec.outcome.as_str(), report.dry_run) {
+                    ("needs_human", true) => "would need a person".to_string(),
+                    ("needs_human", false) => "needs a person".to_string(),
+                    (o, _) => format!("{would}{}", o.replace('_', " ")),
+                };
+                out.push_str(&format!("{}: {what}\n", spec.spec));
                 for a in &spec.actions {
                     out.push_str(&format!("  - {}\n", a.line()));
                 }

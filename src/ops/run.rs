@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub slot: Option<String>,
     /// Overrides `[run] drain_timeout` (seconds).
     pub drain_timeout: Option<u64>,
+    /// Never ask (with existing work and no `auto_continue`, that is a usage error).
+    pub yes: bool,
 }
 
 /// What a finished run reports (`--json`).
@@ -167,6 +169,32 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         ))
     })?;
 
+    // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
+    if let Some(work) = crate::ops::choice::existing_work(&ws, &paths, &base)? {
+        let choice = crate::ops::choice::ask(
+            &ws,
+            &paths,
+            &base,
+            &work,
+            opts.auto_continue,
+            opts.yes,
+            &journal,
+        )?;
+        if choice == crate::ops::choice::Choice::Merged {
+            let plan = paths.plan.load()?.unwrap_or_else(empty_plan);
+            return Ok(RunSummary {
+                spec: spec_name.clone(),
+                outcome: "merged".into(),
+                branch: branch_for(&spec_name),
+                worktree: slot.path.clone(),
+                base_branch: base,
+                completed: plan.count(Status::Completed),
+                total: plan.total(),
+                sessions: 0,
+                run_id,
+            });
+        }
+    }
     prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter)?;
     crate::failpoint::hit("after_prepare_slot");
 
@@ -595,6 +623,30 @@ impl Run {
         } else {
             self.pin_base()?;
         }
+        // A blocked chunk needs a person; the worktree may hold its unresolved state, which
+        // another chunk must not build on (or commit).
+        let plan = self.load_plan()?;
+        let blocked: Vec<String> = plan
+            .chunks()
+            .filter(|c| c.status == Status::Blocked)
+            .map(|c| {
+                format!(
+                    "  - {}: {}",
+                    c.id,
+                    c.str_field("blocked_reason").unwrap_or("blocked")
+                )
+            })
+            .collect();
+        if !blocked.is_empty() {
+            return Err(RunnerError::NeedsHuman(format!(
+                "spec {} has blocked chunks that need a person first:\n{}\nLook at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
+                self.paths.name,
+                blocked.join("\n"),
+                self.worktree.display(),
+                self.paths.plan.path().display()
+            ))
+            .into());
+        }
         // Coder sessions the last shutdown cut off go first, with the prompt they were given.
         for entry in resume.iter().filter(|r| r.role == "coder") {
             let Some(chunk_id) = entry.chunk_id.as_deref() else {
@@ -872,6 +924,8 @@ impl Run {
                     None,
                     json!({"session_id": session_id, "phases": plan.phases.len(), "chunks": plan.total()}),
                 )?;
+                self.journal
+                    .record("plan_snapshot", None, json!({"plan": plan.to_value()}))?;
                 self.reporter.line(format!(
                     "Plan ready: {} phases, {} chunks.",
                     plan.phases.len(),
@@ -909,11 +963,11 @@ impl Run {
         if !path.exists() || self.paths.plan.load().is_ok() {
             return Ok(());
         }
-        let aside = path.with_file_name(format!(
+        let aside = crate::store::unused_path(&path.with_file_name(format!(
             "{}.interrupted-{}",
             crate::plan::PLAN_FILE,
             crate::clock::stamp()
-        ));
+        )));
         std::fs::rename(path, &aside)
             .with_context(|| format!("moving {} aside", path.display()))?;
         self.reporter.line(format!(

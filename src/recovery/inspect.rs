@@ -99,6 +99,7 @@ pub fn chunk_facts(
         _ => (true, 0),
     };
     let dirty = wt.and_then(|r| dirty_paths(r).ok()).unwrap_or_default();
+    let changed_files = wt.map(changed_files).unwrap_or_default();
     ChunkFacts {
         // A chunk marked in progress by another tool (an imported Auto-Claude plan) never had
         // a branch here; only a branch an attempt started on can be "gone".
@@ -107,10 +108,27 @@ pub fn chunk_facts(
         new_commits,
         dirty: !dirty.is_empty(),
         operation_in_progress: wt.and_then(operation_in_progress),
-        conflicts: wt.map(|r| conflicts(r, &dirty)).unwrap_or_default(),
+        conflicts: wt.map(|r| conflicts(r, &changed_files)).unwrap_or_default(),
         reported_done: attempt.as_ref().and_then(|a| a.reported.as_deref()) == Some("done"),
         has_check: verification::command_check(chunk).is_some(),
     }
+}
+
+/// Every changed or new file, descending into new folders (which `dirty_paths` lists whole).
+fn changed_files(wt: &Repository) -> Vec<String> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    wt.statuses(Some(&mut opts))
+        .map(|st| {
+            st.iter()
+                .filter(|e| !e.status().is_wt_deleted() && !e.status().is_index_deleted())
+                .filter_map(|e| e.path().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn count_between(repo: &Repository, base: Oid, tip: Oid) -> usize {

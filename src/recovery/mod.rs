@@ -136,11 +136,11 @@ pub async fn recover_spec(
             else {
                 return Err(RunnerError::InvalidPlan(plan_err).into());
             };
-            let aside = paths.plan.path().with_file_name(format!(
+            let aside = crate::store::unused_path(&paths.plan.path().with_file_name(format!(
                 "{}.corrupt-{}",
                 crate::plan::PLAN_FILE,
                 crate::clock::stamp()
-            ));
+            )));
             if !opts.dry_run {
                 std::fs::rename(paths.plan.path(), &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
@@ -296,6 +296,14 @@ pub async fn recover_chunk(
             )
             .await
             {
+                // The agent may not complete a chunk whose verification does not pass.
+                Ok((Decision::Next, r)) if facts.has_check && verified != Some(true) => (
+                    Decision::Continue,
+                    format!(
+                        "{rule_reason} (the agent said next: {r}; but the chunk's verification does not pass)"
+                    ),
+                    "rules (the agent's next was refused: verification)".to_string(),
+                ),
                 Ok((d, r)) => (d, r, "agent".to_string()),
                 Err(why) => (
                     rule_decision,
@@ -327,6 +335,8 @@ pub async fn recover_chunk(
             }
             _ => {}
         }
+        // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
+        crate::failpoint::hit("after_recovery_ref");
         if let Some(r) = &saved_ref {
             detail.push_str(&format!(
                 "; uncommitted changes saved at {r} and left in the worktree"
@@ -367,6 +377,7 @@ pub async fn recover_chunk(
             }
             Ok(())
         })?;
+        crate::failpoint::hit("after_recovery_decision");
         let to = match decision {
             Decision::Next => "completed",
             Decision::Continue | Decision::Restart => "pending",
@@ -418,9 +429,12 @@ fn save_partial_work(
             .and_then(|s| git2::Oid::from_str(&s).ok())
     {
         let target = wt.find_object(start, None)?;
+        wt.reset(&target, git2::ResetType::Hard, None)?;
+        // A hard reset keeps untracked files (libgit2 ignores remove_untracked there); the
+        // attempt's new files are saved in the ref, so they go too.
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout.force().remove_untracked(true);
-        wt.reset(&target, git2::ResetType::Hard, Some(&mut checkout))?;
+        wt.checkout_head(Some(&mut checkout))?;
     }
     Ok(saved.map(|_| refname))
 }
@@ -450,9 +464,14 @@ async fn run_check(chunk: &Chunk, wt: &git2::Repository, timeout: Duration) -> O
     )
 }
 
-/// Partial work a chunk's last attempt left, for the next attempt's prompt.
+/// Partial work a chunk's last finished attempt left, for the next attempt's prompt.
 pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
-    let last = chunk.last_attempt()?;
+    // The most recent attempt that ended (a new attempt may already be open).
+    let last = chunk
+        .attempts()
+        .into_iter()
+        .rev()
+        .find(|a| a.outcome.is_some())?;
     let rec = last.extra.get("recovery")?;
     if rec["decision"] != "continue" {
         return None;

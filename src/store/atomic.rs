@@ -32,7 +32,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
+        crate::failpoint::hit("atomic_before_rename");
         std::fs::rename(&temp, path)?;
+        crate::failpoint::hit("atomic_after_rename");
         File::open(dir)?.sync_all()
     })();
     if result.is_err() {

@@ -7,3 +7,19 @@ pub mod lock;
 pub use atomic::{is_temp_file, write_atomic};
 pub use journal::{Journal, read_events, read_events_containing};
 pub use lock::{FileLock, Holder, LockState};
+
+/// `path` if nothing is there, else `path-2`, `path-3`, …: names for files runner keeps aside,
+/// so that two in the same second never replace each other.
+pub fn unused_path(path: &std::path::Path) -> std::path::PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (2..)
+        .map(|n| path.with_file_name(format!("{name}-{n}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.to_path_buf())
+}

@@ -144,11 +144,16 @@ impl TestRepo {
             .collect()
     }
 
-    /// `runner ARGS` in the repository root, with the fake agent wired in.
+    /// `runner ARGS` in the repository root, with the fake agent wired in. Tests run without a
+    /// terminal, so `run` gets `--auto-continue` (continue existing work instead of asking);
+    /// tests of the question itself build their command without this harness.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(RUNNER);
-        cmd.args(args)
-            .current_dir(&self.root)
+        cmd.args(args);
+        if args.first() == Some(&"run") && !args.contains(&"--auto-continue") {
+            cmd.arg("--auto-continue");
+        }
+        cmd.current_dir(&self.root)
             .env("FAKE_AGENT_SCRIPT", self.tmp.path().join("agent-script"))
             .env("FAKE_AGENT_LOG", self.tmp.path().join("agent-log"))
             .env("FAKE_AGENT_PROMPTS", self.tmp.path().join("prompts"))

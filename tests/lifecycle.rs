@@ -1,0 +1,511 @@
+//! Review, merge, discard, undo, gc, and the question `runner run` asks about existing work.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+const SPEC: &str = "001-feature";
+
+/// A repository whose spec is built completely on its branch.
+fn built() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.add_spec(SPEC);
+    assert_exit(&repo.run_spec(SPEC, &[]), 0);
+    repo
+}
+
+/// Everything git and the files say, to compare before and after a refused operation.
+fn snapshot(repo: &TestRepo) -> (String, String, Vec<u8>, String) {
+    (
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        std::fs::read(repo.path(".git/index")).unwrap(),
+        std::fs::read_to_string(repo.plan_path(SPEC)).unwrap(),
+    )
+}
+
+fn merge(repo: &TestRepo, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["merge", "--spec", SPEC, "--yes"];
+    args.extend_from_slice(extra);
+    repo.runner(&args)
+}
+
+#[test]
+fn review_reports_commits_files_progress_and_mergeability_without_changing_anything() {
+    let repo = built();
+    repo.write("other.txt", "main moved\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "main moves on"]);
+    let before = snapshot(&repo);
+    let out = repo.runner(&["review", "--spec", SPEC, "--json", "--diff"]);
+    assert_exit(&out, 0);
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(r["base_branch"], "main");
+    assert_eq!(r["base_moved"], 1);
+    let commits = r["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 3);
+    assert_eq!(commits[0]["chunk"], "polish");
+    assert_eq!(commits[2]["chunk"], "core-a");
+    let files: Vec<&str> = r["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        vec!["work/core-a.txt", "work/core-b.txt", "work/polish.txt"]
+    );
+    assert_eq!(r["files"][0]["change"], "added");
+    assert_eq!(r["files"][0]["additions"], 1);
+    assert_eq!(r["progress"][0]["completed"], 2);
+    assert_eq!(r["verifications"][0]["chunk"], "core-b");
+    assert_eq!(r["verifications"][0]["passed"], true);
+    assert_eq!(r["merge"]["clean"], true);
+    assert!(r["diff"].as_str().unwrap().contains("+core-a attempt 1"));
+    assert_eq!(snapshot(&repo), before, "review is read-only");
+    let text = stdout(&repo.runner(&["review", "--spec", SPEC]));
+    assert!(
+        text.contains("moved 1 commit(s)") && text.contains("merges cleanly"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_clean_merge_makes_a_merge_commit_then_cleans_up() {
+    let repo = built();
+    let tip = repo
+        .git(&["rev-parse", "auto-claude/001-feature"])
+        .trim()
+        .to_string();
+    let main_before = repo.git(&["rev-parse", "main"]).trim().to_string();
+    let out = merge(&repo, &["--json"]);
+    assert_exit(&out, 0);
+    let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(o["target"], "main");
+    assert_eq!(o["cleaned_up"], true);
+    assert_eq!(o["landed"].as_array().unwrap().len(), 3);
+    let parents = repo.git(&["log", "-1", "--format=%P", "main"]);
+    assert_eq!(parents.trim(), format!("{main_before} {tip}"));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]).trim(),
+        "auto-claude: merge 001-feature"
+    );
+    // main is checked out: its files were updated and it is clean.
+    assert!(repo.path("work/polish.txt").is_file());
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // Cleaned up: no branch, no worktree; backed up: both tips.
+    assert!(
+        repo.git(&["branch", "--list", "auto-claude/*"])
+            .trim()
+            .is_empty()
+    );
+    assert!(!repo.worktree().exists());
+    let backup = o["backup"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{backup}/branch")]).trim(),
+        tip
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{backup}/target")]).trim(),
+        main_before
+    );
+    assert_eq!(repo.plan(SPEC)["merged"]["into"], "main");
+    let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
+    assert_eq!(st["specs"][0]["status"], "merged");
+    assert!(repo.events(SPEC).iter().any(|e| e["event"] == "merged"));
+    // Merging again: nothing to do.
+}
+
+#[test]
+fn squash_makes_one_commit_listing_the_chunks() {
+    let repo = built();
+    let branch_tree = repo.git(&["rev-parse", "auto-claude/001-feature^{tree}"]);
+    let main_before = repo.git(&["rev-parse", "main"]).trim().to_string();
+    assert_exit(&merge(&repo, &["--squash"]), 0);
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%P", "main"]).trim(),
+        main_before,
+        "one parent"
+    );
+    let msg = repo.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.starts_with("auto-claude: 001-feature (squashed)"),
+        "{msg}"
+    );
+    for id in ["core-a", "core-b", "polish"] {
+        assert!(msg.contains(&format!("- {id}: ")), "{msg}");
+    }
+    assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), branch_tree);
+}
+
+#[test]
+fn no_commit_stages_the_changes_and_keeps_the_branch() {
+    let repo = built();
+    let main_before = repo.git(&["rev-parse", "main"]);
+    assert_exit(&merge(&repo, &["--no-commit"]), 0);
+    assert_eq!(repo.git(&["rev-parse", "main"]), main_before);
+    let staged = repo.git(&["diff", "--cached", "--name-only"]);
+    assert_eq!(
+        staged.lines().collect::<Vec<_>>(),
+        vec!["work/core-a.txt", "work/core-b.txt", "work/polish.txt"]
+    );
+    assert!(
+        repo.git(&["rev-parse", "--verify", "auto-claude/001-feature"])
+            .len()
+            > 10
+    );
+    assert!(repo.worktree().exists());
+    // Undo puts the working tree back.
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_conflicting_merge_is_refused_and_touches_nothing() {
+    let repo = built();
+    // The same line changed on both sides.
+    repo.write("work/core-a.txt", "main's version\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "main changes core-a"]);
+    let before = snapshot(&repo);
+    let worktree_before = git_in(&repo.worktree(), &["status", "--porcelain"]);
+    let out = merge(&repo, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains("conflicts in") && err.contains("work/core-a.txt"),
+        "{err}"
+    );
+    assert!(err.contains("Nothing was changed"), "{err}");
+    assert_eq!(
+        snapshot(&repo),
+        before,
+        "refs, status, index and plan are exactly as they were"
+    );
+    assert_eq!(
+        git_in(&repo.worktree(), &["status", "--porcelain"]),
+        worktree_before
+    );
+    assert_eq!(repo.read("work/core-a.txt"), "main's version\n");
+}
+
+#[test]
+fn a_base_that_moved_on_still_merges_when_clean() {
+    let repo = built();
+    repo.write("docs/moved.txt", "main moved\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "main moves on"]);
+    assert_exit(&merge(&repo, &[]), 0);
+    let tree = repo.git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        tree.contains("docs/moved.txt") && tree.contains("work/polish.txt"),
+        "{tree}"
+    );
+}
+
+#[test]
+fn a_dirty_checked_out_target_is_refused() {
+    let repo = built();
+    repo.write("README.md", "my local edit\n");
+    let before = snapshot(&repo);
+    let out = merge(&repo, &[]);
+    assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("uncommitted changes (README.md)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(&repo), before);
+    assert_eq!(repo.read("README.md"), "my local edit\n");
+}
+
+#[test]
+fn a_target_not_checked_out_only_moves_its_ref() {
+    let repo = built();
+    repo.git(&["switch", "-q", "-c", "elsewhere"]);
+    let head_before = repo.git(&["rev-parse", "HEAD"]);
+    assert_exit(&merge(&repo, &[]), 0);
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head_before,
+        "the checked-out branch is untouched"
+    );
+    assert!(
+        !repo.path("work/polish.txt").exists(),
+        "no files changed in the main worktree"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", "main"])
+            .contains("work/polish.txt")
+    );
+}
+
+#[test]
+fn merge_then_undo_restores_target_branch_worktree_and_plan() {
+    let repo = built();
+    let main_before = repo.git(&["rev-parse", "main"]);
+    let tip = repo.git(&["rev-parse", "auto-claude/001-feature"]);
+    let plan_before = repo.plan(SPEC);
+    assert_exit(&merge(&repo, &[]), 0);
+    let out = repo.runner(&["undo", "--spec", SPEC, "--json"]);
+    assert_exit(&out, 0);
+    let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(o["kind"], "merge");
+    assert_eq!(repo.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(repo.git(&["rev-parse", "auto-claude/001-feature"]), tip);
+    assert!(repo.worktree().join("work/polish.txt").is_file());
+    assert!(
+        !repo.path("work/polish.txt").exists(),
+        "main's files are back too"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(repo.plan(SPEC), plan_before);
+    // The backup is kept, as undone; a second undo has nothing to undo.
+    assert!(
+        repo.git(&["for-each-ref", "refs/auto-claude/undone/"])
+            .contains("/meta")
+    );
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 2);
+}
+
+#[test]
+fn undo_of_a_merge_is_refused_when_the_target_moved_since() {
+    let repo = built();
+    assert_exit(&merge(&repo, &[]), 0);
+    repo.write("after.txt", "x\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "work after the merge"]);
+    let main_now = repo.git(&["rev-parse", "main"]);
+    let out = repo.runner(&["undo", "--spec", SPEC]);
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("git revert -m 1"), "{}", stderr(&out));
+    assert_eq!(repo.git(&["rev-parse", "main"]), main_now);
+}
+
+#[test]
+fn discard_then_undo_restores_every_commit_and_uncommitted_change() {
+    let repo = built();
+    let tip = repo.git(&["rev-parse", "auto-claude/001-feature"]);
+    let plan_before = repo.plan(SPEC);
+    std::fs::write(
+        repo.worktree().join("work/core-a.txt"),
+        "edited, not committed\n",
+    )
+    .unwrap();
+    std::fs::write(repo.worktree().join("untracked.txt"), "new file\n").unwrap();
+    std::fs::create_dir_all(repo.worktree().join("target")).unwrap();
+
+    // Without a terminal discard needs --yes, and does nothing without it.
+    let before = snapshot(&repo);
+    let refused = repo.runner(&["discard", "--spec", SPEC]);
+    assert_exit(&refused, 2);
+    assert!(stderr(&refused).contains("--yes"));
+    assert_eq!(snapshot(&repo), before);
+
+    let out = repo.runner(&["discard", "--spec", SPEC, "--yes", "--json"]);
+    assert_exit(&out, 0);
+    let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(o["uncommitted"].is_string());
+    assert!(!repo.worktree().exists());
+    assert!(
+        repo.git(&["branch", "--list", "auto-claude/*"])
+            .trim()
+            .is_empty()
+    );
+    assert!(repo.statuses(SPEC).iter().all(|(_, s)| s == "pending"));
+    assert!(repo.chunk(SPEC, "core-a").get("attempts").is_none());
+
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+    assert_eq!(repo.git(&["rev-parse", "auto-claude/001-feature"]), tip);
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("work/core-a.txt")).unwrap(),
+        "edited, not committed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("untracked.txt")).unwrap(),
+        "new file\n"
+    );
+    let status = git_in(&repo.worktree(), &["status", "--porcelain"]);
+    assert!(
+        status.contains(" M work/core-a.txt") && status.contains("?? untracked.txt"),
+        "{status}"
+    );
+    assert_eq!(repo.plan(SPEC), plan_before);
+}
+
+#[test]
+fn undo_list_and_gc() {
+    let repo = built();
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+    let list = repo.runner(&["undo", "--list", "--json"]);
+    assert_exit(&list, 0);
+    let backups: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(backups.as_array().unwrap().len(), 1);
+    assert_eq!(backups[0]["meta"]["kind"], "discard");
+    // Recent backups are kept by default; --older-than 0 removes them (dry run first).
+    let kept = repo.runner(&["gc", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&kept)).unwrap()["removed"],
+        serde_json::json!([])
+    );
+    let dry = repo.runner(&["gc", "--older-than", "0", "--dry-run", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&dry)).unwrap()["removed"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        repo.git(&["for-each-ref", "refs/auto-claude/backup/"])
+            .contains("/meta")
+    );
+    // Backups are stamped to the second: make this one at least a second old.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_exit(&repo.runner(&["gc", "--older-than", "0"]), 0);
+    assert_eq!(repo.git(&["for-each-ref", "refs/auto-claude/backup/"]), "");
+}
+
+#[test]
+fn existing_work_without_a_terminal_exits_2_at_once_naming_each_choice() {
+    let repo = built();
+    let before = snapshot(&repo);
+    let agent = fixture("fake-agent").display().to_string();
+    for extra in [vec![], vec!["--yes"]] {
+        // setsid: no controlling terminal at all, stdin from /dev/null.
+        let mut args = vec![
+            RUNNER,
+            "run",
+            "--spec",
+            SPEC,
+            "--agent-command",
+            agent.as_str(),
+        ];
+        args.extend(extra);
+        let started = Instant::now();
+        let out = Command::new("setsid")
+            .args(&args)
+            .current_dir(&repo.root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        for choice in [
+            "3/3 chunks done, 3 commit(s) ahead of main",
+            "runner run --spec 001-feature --auto-continue",
+            "runner review --spec 001-feature",
+            "runner merge --spec 001-feature --yes",
+            "runner discard --spec 001-feature --yes",
+        ] {
+            assert!(err.contains(choice), "{choice:?} missing in:\n{err}");
+        }
+    }
+    assert_eq!(snapshot(&repo), before);
+}
+
+mod pty {
+    //! The question on a real pseudo-terminal (expectrl), answered with arrow keys and Enter.
+    use super::*;
+    use expectrl::session::OsSession as Session;
+    use expectrl::{Eof, Expect};
+
+    const DOWN: &str = "\x1b[B";
+
+    fn spawn_run(repo: &TestRepo) -> Session {
+        let agent = fixture("fake-agent").display().to_string();
+        let mut cmd = Command::new(RUNNER);
+        cmd.args(["run", "--spec", SPEC, "--agent-command", &agent])
+            .current_dir(&repo.root)
+            .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
+            .env("TERM", "xterm");
+        let mut s = Session::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(Duration::from_secs(20)));
+        s.expect("What now?").unwrap();
+        s
+    }
+
+    fn exit_code(s: &mut Session) -> String {
+        let _ = s.expect(Eof);
+        format!("{:?}", s.get_process_mut().wait().unwrap())
+    }
+
+    /// A spec with one chunk done and two to go (the session budget stopped it).
+    fn half_built() -> TestRepo {
+        let repo = TestRepo::new();
+        repo.add_spec(SPEC);
+        repo.write_config("[run]\nmax_sessions = 2\n");
+        assert_exit(&repo.run_spec(SPEC, &[]), 5);
+        std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+        repo
+    }
+
+    #[test]
+    fn continue_is_the_default() {
+        let repo = half_built();
+        let mut s = spawn_run(&repo);
+        s.send("\r").unwrap();
+        s.expect("All 3 chunks").unwrap();
+        assert!(exit_code(&mut s).contains(", 0)"));
+        assert!(repo.statuses(SPEC).iter().all(|(_, st)| st == "completed"));
+    }
+
+    #[test]
+    fn review_prints_the_review_and_asks_again_then_esc_cancels_cleanly() {
+        let repo = half_built();
+        let before = snapshot(&repo);
+        let mut s = spawn_run(&repo);
+        s.send(DOWN).unwrap();
+        s.send("\r").unwrap();
+        s.expect("commit(s) ahead of main").unwrap();
+        s.expect("What now?").unwrap();
+        s.send("\x1b").unwrap();
+        assert!(exit_code(&mut s).contains(", 130)"));
+        assert_eq!(snapshot(&repo), before, "a cancel changes nothing");
+    }
+
+    #[test]
+    fn merge_from_the_menu() {
+        let repo = half_built();
+        let mut s = spawn_run(&repo);
+        s.send(DOWN).unwrap();
+        s.send(DOWN).unwrap();
+        s.send("\r").unwrap();
+        s.expect("Merged 001-feature into main").unwrap();
+        assert!(exit_code(&mut s).contains(", 0)"));
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", "main"]).trim(),
+            "auto-claude: merge 001-feature"
+        );
+    }
+
+    #[test]
+    fn discard_and_start_fresh_from_the_menu() {
+        let repo = half_built();
+        let old_tip = repo.git(&["rev-parse", "auto-claude/001-feature"]);
+        let mut s = spawn_run(&repo);
+        for _ in 0..3 {
+            s.send(DOWN).unwrap();
+        }
+        s.send("\r").unwrap();
+        s.expect("Discard the build").unwrap();
+        s.send(SPEC).unwrap();
+        s.send("\r").unwrap();
+        s.expect("Starting fresh").unwrap();
+        s.expect("All 3 chunks").unwrap();
+        assert!(exit_code(&mut s).contains(", 0)"));
+        // A new build from scratch; the old one is in the backup.
+        assert_ne!(repo.git(&["rev-parse", "auto-claude/001-feature"]), old_tip);
+        assert!(
+            repo.git(&["for-each-ref", "refs/auto-claude/backup/"])
+                .contains(old_tip.trim())
+        );
+    }
+}
