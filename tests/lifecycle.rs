@@ -509,3 +509,148 @@ mod pty {
         );
     }
 }
+
+/// A small seeded PRNG (splitmix64): reproducible sequences without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Random histories on both sides and random merge / discard / undo sequences: every commit
+/// that ever existed on a spec branch stays reachable from a branch or a backup ref.
+#[test]
+fn randomized_lifecycle_never_loses_a_commit() {
+    let seed: u64 = std::env::var("RUNNER_LIFECYCLE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_2026);
+    eprintln!("seed {seed} (set RUNNER_LIFECYCLE_SEED to replay)");
+    let mut rng = Rng(seed);
+    let repo = TestRepo::new();
+    repo.add_spec(SPEC);
+    let branch = "auto-claude/001-feature";
+    let mut seen: std::collections::BTreeSet<String> = Default::default();
+    let record = |seen: &mut std::collections::BTreeSet<String>| {
+        if let Ok(out) = Command::new("git")
+            .args(["rev-list", branch, "--not", "main"])
+            .current_dir(&repo.root)
+            .output()
+            && out.status.success()
+        {
+            seen.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(str::to_string),
+            );
+        }
+    };
+    for step in 0..60 {
+        let action = rng.below(7);
+        let n = rng.next() % 1000;
+        match action {
+            // The spec's build: run it (continues, or starts fresh after a discard/merge).
+            0 | 1 => {
+                let out = repo.run_spec(SPEC, &[]);
+                assert!(
+                    matches!(out.status.code(), Some(0)),
+                    "step {step}: run failed: {}",
+                    stderr(&out)
+                );
+            }
+            // Work on the spec's branch by hand, committed or not.
+            2 => {
+                if repo.worktree().exists() {
+                    std::fs::write(
+                        repo.worktree().join(format!("hand-{n}.txt")),
+                        format!("{n}\n"),
+                    )
+                    .unwrap();
+                    // (The same n twice writes the same file: then there is nothing to commit.)
+                    if rng.below(2) == 0
+                        && !git_in(&repo.worktree(), &["status", "--porcelain"]).is_empty()
+                    {
+                        git_in(&repo.worktree(), &["add", "-A"]);
+                        git_in(
+                            &repo.worktree(),
+                            &["commit", "-q", "-m", &format!("by hand {n}")],
+                        );
+                    }
+                }
+            }
+            // main moves on, sometimes touching a file the spec also touches (conflicts).
+            3 => {
+                let file = if rng.below(3) == 0 {
+                    "work/core-a.txt".to_string()
+                } else {
+                    format!("main-{n}.txt")
+                };
+                if repo.git(&["status", "--porcelain"]).is_empty() {
+                    repo.write(&file, &format!("main {n}\n"));
+                    repo.git(&["add", "-A"]);
+                    repo.git(&["commit", "-q", "-m", &format!("main {n}")]);
+                }
+            }
+            4 => {
+                let mode = ["", "--squash", "--keep-worktree"][rng.below(3) as usize];
+                let args: Vec<&str> = ["merge", "--spec", SPEC, "--yes"]
+                    .into_iter()
+                    .chain((!mode.is_empty()).then_some(mode))
+                    .collect();
+                let out = repo.runner(&args);
+                assert!(
+                    matches!(out.status.code(), Some(0 | 2 | 3)),
+                    "step {step}: merge: {}",
+                    stderr(&out)
+                );
+            }
+            5 => {
+                let out = repo.runner(&["discard", "--spec", SPEC, "--yes"]);
+                assert!(
+                    matches!(out.status.code(), Some(0 | 2)),
+                    "step {step}: discard: {}",
+                    stderr(&out)
+                );
+            }
+            _ => {
+                let out = repo.runner(&["undo", "--spec", SPEC]);
+                assert!(
+                    matches!(out.status.code(), Some(0 | 2 | 3)),
+                    "step {step}: undo: {}",
+                    stderr(&out)
+                );
+            }
+        }
+        record(&mut seen);
+        // The invariant, after every step.
+        for commit in &seen {
+            let holders = repo.git(&[
+                "for-each-ref",
+                "--contains",
+                commit,
+                "--format=%(refname)",
+                "refs/heads",
+                "refs/auto-claude",
+            ]);
+            assert!(
+                !holders.trim().is_empty(),
+                "step {step}: commit {commit} is no longer reachable from any branch or backup"
+            );
+        }
+    }
+    assert!(
+        seen.len() > 5,
+        "the sequence built something: {} commits",
+        seen.len()
+    );
+}

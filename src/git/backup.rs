@@ -61,10 +61,10 @@ pub fn new_stamp(repo: &Repository, spec: &str) -> String {
         } else {
             format!("{base}-{n:02}")
         };
-        if repo
-            .find_reference(&format!("{}/meta", prefix(spec, &stamp)))
-            .is_err()
-        {
+        // Unique among undone backups too: an undo moves a backup's refs there by name.
+        let meta = format!("{}/meta", prefix(spec, &stamp));
+        let undone = meta.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
+        if repo.find_reference(&meta).is_err() && repo.find_reference(&undone).is_err() {
             return stamp;
         }
     }
