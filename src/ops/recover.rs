@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use super::run::{new_holder, recover_options};
@@ -38,11 +37,7 @@ impl RecoverReport {
 }
 
 pub fn recover(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(recover_async(cwd, req))
+    super::block_on(recover_async(cwd, req))
 }
 
 async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {

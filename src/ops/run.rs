@@ -72,11 +72,7 @@ struct Run {
 }
 
 pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(run_async(cwd, opts))
+    super::block_on(run_async(cwd, opts))
 }
 
 async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
