@@ -407,21 +407,38 @@ fn a_chunk_reported_done_whose_verification_passes_is_completed() {
 }
 
 #[test]
-fn unreported_work_whose_verification_passes_is_next_and_failing_is_continue() {
+fn unreported_work_is_next_only_when_committed_and_verified() {
     let spec = "007-work";
     let repo = repo_with_plan(spec);
     // core-b writes its file but never reports.
     repo.script("core-b * uncommitted\n");
     run_killed_at(&repo, spec, "after_coder_session@2");
+    // Uncommitted and unreported: even with its check passing it may be half-written.
+    let dry = recover_json(&repo, &["--dry-run"], 0);
+    let action = &dry["specs"][0]["actions"][0];
+    assert_eq!(action["decision"], "continue");
+    assert!(
+        action["detail"]
+            .as_str()
+            .unwrap()
+            .contains("never reported it done"),
+        "{action}"
+    );
+
+    // Committed by the agent and its check passes: the work is there, next.
+    wt_git(&repo, &["add", "-A"]);
+    wt_git(&repo, &["commit", "-q", "-m", "agent committed core-b"]);
     let dry = recover_json(&repo, &["--dry-run"], 0);
     assert_eq!(dry["specs"][0]["actions"][0]["decision"], "next");
 
-    // Make the verification fail (the file is elsewhere): partial work, continue.
+    // Committed but the check fails: partial work, continue.
     std::fs::rename(
         repo.worktree().join("work/core-b.txt"),
         repo.worktree().join("work/core-b.draft"),
     )
     .unwrap();
+    wt_git(&repo, &["add", "-A"]);
+    wt_git(&repo, &["commit", "-q", "-m", "moved"]);
     let dry = recover_json(&repo, &["--dry-run"], 0);
     assert_eq!(dry["specs"][0]["actions"][0]["decision"], "continue");
     std::fs::rename(
@@ -429,6 +446,8 @@ fn unreported_work_whose_verification_passes_is_next_and_failing_is_continue() {
         repo.worktree().join("work/core-b.txt"),
     )
     .unwrap();
+    wt_git(&repo, &["add", "-A"]);
+    wt_git(&repo, &["commit", "-q", "-m", "back"]);
 
     let report = recover_json(&repo, &[], 0);
     let action = &report["specs"][0]["actions"][0];
@@ -437,18 +456,12 @@ fn unreported_work_whose_verification_passes_is_next_and_failing_is_continue() {
         action["detail"]
             .as_str()
             .unwrap()
-            .contains("its work is there (uncommitted changes) and its verification passes"),
+            .contains("its work is committed (3 new commit(s)) and its verification passes"),
         "{action}"
     );
     let b = repo.chunk(spec, "core-b");
     assert_eq!(b["status"], "completed");
     assert_eq!(b["attempts"][0]["recovery"]["decision"], "next");
-    assert_eq!(
-        repo.branch_log(&format!("auto-claude/{spec}"))
-            .last()
-            .unwrap(),
-        "auto-claude: core-b - Build part B"
-    );
     assert_eq!(wt_git(&repo, &["status", "--porcelain"]), "");
 }
 
@@ -887,7 +900,7 @@ fn a_stale_index_lock_is_removed_but_not_one_held_open() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|a| a["kind"] == "removed_index_lock"),
+            .any(|a| a["kind"] == "removed_git_lock"),
         "{report}"
     );
     drop(held);
@@ -895,7 +908,7 @@ fn a_stale_index_lock_is_removed_but_not_one_held_open() {
     let report = recover_json(&repo, &[], 0);
     let actions = report["specs"][0]["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 1, "{report}");
-    assert_eq!(actions[0]["kind"], "removed_index_lock");
+    assert_eq!(actions[0]["kind"], "removed_git_lock");
     assert!(
         actions[0]["detail"]
             .as_str()

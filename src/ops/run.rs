@@ -191,7 +191,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             });
         }
     }
-    prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter)?;
+    prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter).await?;
     crate::failpoint::hit("after_prepare_slot");
 
     let locks = Arc::new((spec_lock, slot_lock));
@@ -438,7 +438,7 @@ async fn heartbeat(locks: Arc<(FileLock, FileLock)>, mut holder: Holder) {
 }
 
 /// Make `slot` hold the spec's branch, creating the branch and the worktree as needed.
-fn prepare_slot(
+async fn prepare_slot(
     ws: &Workspace,
     slot: &Slot,
     spec: &str,
@@ -503,16 +503,32 @@ fn prepare_slot(
         SlotState::Ready { branch: Some(b) } if b == branch => Ok(()),
         SlotState::Ready { branch: held } => {
             let held_desc = held.clone().unwrap_or_else(|| "a detached HEAD".into());
+            // Held while the slot switches: the other spec must not start meanwhile.
+            let mut _other_lock = None;
             if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
                 let other = ws.spec(other_spec);
-                if let LockState::Held(_) = lock::probe(&other.run_lock)? {
+                let Some(other_lock) = FileLock::try_acquire(&other.run_lock)? else {
                     return Err(RunnerError::Busy(format!(
                         "the slot {} holds spec {other_spec}, which is being run: {}",
                         slot.path.display(),
                         describe_holder(&other.run_lock)
                     ))
                     .into());
+                };
+                // An interrupted chunk of the other spec is recovered while its worktree is
+                // still here: its work is committed or saved by the rules, never just swept
+                // into a ref behind its plan's back.
+                if matches!(other.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0) {
+                    let run_id = format!("slot-switch-{}-{}", crate::clock::stamp(), std::process::id());
+                    let other_journal = Journal::new(&other.dir, &run_id);
+                    let config = ws.config()?;
+                    let opts = recover_options(ws, &config, &[], false, false);
+                    let rec = crate::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
+                    for action in &rec.actions {
+                        reporter.line(format!("Recovered {other_spec}: {}", action.line()));
+                    }
                 }
+                _other_lock = Some(other_lock);
             }
             let dirty = slot.dirty_paths(main)?;
             if !dirty.is_empty() {

@@ -7,8 +7,11 @@
 //!    done, or there are conflicts (in the index, or conflict markers in changed files). The
 //!    chunk becomes `blocked` and the run stops (exit 3) saying what to look at.
 //! 2. **next** when the chunk's work is there and verified: the agent had reported it done and
-//!    its verification (if it has one) ran and passed, or there is work and the verification
-//!    command passes.
+//!    its verification (if it has one) ran and passed; or the agent *committed* work (new
+//!    commits, nothing uncommitted) and the verification command passes. Uncommitted work the
+//!    agent never reported is not enough, even when a check passes: a killed agent can leave
+//!    half-written files that satisfy a weak check such as `test -f` (the crash tests found
+//!    exactly that).
 //!    Leftover changes are committed as the chunk's commit; the chunk becomes `completed`.
 //! 3. **continue** when there is partial work (commits since the start commit, or uncommitted
 //!    changes): uncommitted changes are saved to a recovery ref first (and stay in the
@@ -140,18 +143,22 @@ pub fn decide(f: &ChunkFacts, verified: Option<bool>) -> (Decision, String) {
             format!("the agent had reported it done {how}"),
         );
     }
-    if f.has_work() && verified == Some(true) {
+    if f.new_commits > 0 && !f.dirty && verified == Some(true) {
         return (
             Decision::Next,
-            format!("its work is there ({work}) and its verification passes"),
+            format!("its work is committed ({work}) and its verification passes"),
         );
     }
     if f.has_work() {
         let why = match (f.reported_done, verified) {
             (true, Some(false)) => " (the agent had reported it done, but its verification fails)",
             (true, _) => " (the agent had reported it done, but its verification could not be run)",
+            (false, Some(true)) => {
+                " (its verification already passes, but the agent never reported it done)"
+            }
             _ => "",
         };
+
         return (
             Decision::Continue,
             format!("partial work is there: {work}{why}"),
@@ -210,12 +217,22 @@ mod tests {
 
     #[test]
     fn verified_work_or_a_done_report_is_next() {
+        // Committed work that passes its check is done.
+        let committed = ChunkFacts {
+            new_commits: 1,
+            has_check: true,
+            ..clean()
+        };
+        assert_eq!(decide(&committed, Some(true)).0, Decision::Next);
+        // Uncommitted, unreported work that passes a check is not: it may be half-written.
         let checked = ChunkFacts {
             dirty: true,
             has_check: true,
             ..clean()
         };
-        assert_eq!(decide(&checked, Some(true)).0, Decision::Next);
+        let (d, reason) = decide(&checked, Some(true));
+        assert_eq!(d, Decision::Continue);
+        assert!(reason.contains("never reported"), "{reason}");
         let reported = ChunkFacts {
             reported_done: true,
             new_commits: 1,

@@ -170,20 +170,25 @@ pub async fn recover_spec(
         }
     };
 
-    // 4. The worktree holding the spec: a stale index.lock.
+    // 4. Stale git lock files in the spec's worktree and refs.
     let slot = slot_holding(&ws.main, &branch_for(&paths.name));
     let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
-    if let Some(wt) = &wt
-        && let Some(lock) = repair::stale_index_lock(wt.path(), opts.dry_run)
-    {
-        actions.push(Action::new(
-            "removed_index_lock",
-            None,
-            format!(
-                "removed a stale {} left by a killed git process",
-                lock.display()
-            ),
-        ));
+    let candidates = repair::lock_candidates(
+        ws.main.repo.commondir(),
+        wt.as_ref().map(|w| w.path()),
+        &paths.name,
+    );
+    for candidate in candidates {
+        if let Some(lock) = repair::stale_lock(&candidate, opts.dry_run) {
+            actions.push(Action::new(
+                "removed_git_lock",
+                None,
+                format!(
+                    "removed a stale {} left by a killed git write",
+                    lock.display()
+                ),
+            ));
+        }
     }
 
     // 5. Chunks left in progress.
@@ -279,6 +284,7 @@ pub async fn recover_chunk(
     // The agent is asked only where the rules weigh partial work.
     let ambiguous = rule_decision == Decision::Continue
         || (rule_decision == Decision::Next && !facts.reported_done);
+    // (A `next` from the agent still needs the chunk's check passing; see below.)
     let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous && !opts.dry_run) {
         (Some(ev), Some(wt_repo), true) => {
             let session_id = crate::ops::run::session_id("recovery", Some(id), 0);

@@ -67,11 +67,12 @@ fn open_by_anyone(path: &Path) -> bool {
     false
 }
 
-/// A git `index.lock` left in the worktree's git folder by a killed agent: removed if no
-/// process holds it open.
-pub fn stale_index_lock(git_dir: &Path, dry_run: bool) -> Option<PathBuf> {
-    let lock = git_dir.join("index.lock");
-    let lock = lock.canonicalize().unwrap_or(lock);
+/// A git lock file (`index.lock`, `HEAD.lock`, a ref's `.lock`) left by a process killed in
+/// the middle of a git write: removed if no process holds it open. (git and libgit2 keep a lock
+/// file open until they commit or roll it back, so an unheld one is stale; a stale one makes
+/// every later write of that ref or index fail.)
+pub fn stale_lock(lock: &Path, dry_run: bool) -> Option<PathBuf> {
+    let lock = lock.canonicalize().unwrap_or_else(|_| lock.to_path_buf());
     if !lock.exists() || open_by_anyone(&lock) {
         return None;
     }
@@ -79,6 +80,47 @@ pub fn stale_index_lock(git_dir: &Path, dry_run: bool) -> Option<PathBuf> {
         Some(lock)
     } else {
         None
+    }
+}
+
+/// The lock files git may leave that block a spec's work: in the worktree's git folder, the
+/// spec branch's ref, the spec's runner refs, and packed-refs.
+pub fn lock_candidates(
+    common_dir: &Path,
+    worktree_git_dir: Option<&Path>,
+    spec: &str,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(dir) = worktree_git_dir {
+        for name in ["index.lock", "HEAD.lock", "ORIG_HEAD.lock"] {
+            out.push(dir.join(name));
+        }
+    }
+    out.push(common_dir.join("packed-refs.lock"));
+    out.push(
+        common_dir
+            .join("refs/heads/auto-claude")
+            .join(format!("{spec}.lock")),
+    );
+    let component = crate::git::refs::ref_component(spec);
+    for base in ["refs/auto-claude/recovery", "refs/auto-claude/backup"] {
+        collect_locks(&common_dir.join(base).join(&component), &mut out);
+    }
+    out.retain(|p| p.exists());
+    out
+}
+
+fn collect_locks(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            collect_locks(&path, out);
+        } else if path.extension().is_some_and(|x| x == "lock") {
+            out.push(path);
+        }
     }
 }
 
@@ -157,18 +199,45 @@ mod tests {
     }
 
     #[test]
+    fn lock_candidates_cover_the_spec_branch_and_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = dir.path().join("git");
+        let wt = common.join("worktrees/auto-claude");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::create_dir_all(common.join("refs/heads/auto-claude")).unwrap();
+        std::fs::create_dir_all(common.join("refs/auto-claude/recovery/001-x/c1")).unwrap();
+        for f in [
+            wt.join("HEAD.lock"),
+            common.join("refs/heads/auto-claude/001-x.lock"),
+            common.join("refs/heads/auto-claude/002-other.lock"),
+            common.join("refs/auto-claude/recovery/001-x/c1/2.lock"),
+        ] {
+            std::fs::write(f, "").unwrap();
+        }
+        let found = lock_candidates(&common, Some(&wt), "001-x");
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            !found.iter().any(|p| p.ends_with("002-other.lock")),
+            "another spec's lock is not ours"
+        );
+    }
+
+    #[test]
     fn an_index_lock_nobody_holds_is_stale() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("index.lock");
         std::fs::write(&lock, "").unwrap();
         let held = std::fs::File::open(&lock).unwrap();
         assert_eq!(
-            stale_index_lock(dir.path(), false),
+            stale_lock(&dir.path().join("index.lock"), false),
             None,
             "held open: not stale"
         );
         drop(held);
-        assert_eq!(stale_index_lock(dir.path(), false), Some(lock.clone()));
+        assert_eq!(
+            stale_lock(&dir.path().join("index.lock"), false),
+            Some(lock.canonicalize().unwrap_or(lock.clone()))
+        );
         assert!(!lock.exists());
     }
 }

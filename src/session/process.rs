@@ -88,14 +88,22 @@ pub async fn run_child(
         .process_group(0)
         .kill_on_drop(true);
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
-    unsafe {
-        cmd.pre_exec(|| {
-            // Die with runner: an agent must not go on editing the worktree behind a crashed
-            // runner's back.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-            Ok(())
-        });
+    {
+        let runner_pid = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between
+        // fork and exec here.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Die with runner: an agent must not go on editing the worktree behind a crashed
+                // runner's back.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+                // If runner died before the line above, the signal will never come: stop now.
+                if libc::getppid() != runner_pid {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
     }
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {

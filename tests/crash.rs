@@ -1,0 +1,1083 @@
+//! Crash tests: the real binary SIGKILLed at every failpoint (debug builds only, see
+//! src/failpoint.rs), and 200 random `kill -9`s in a row. After every crash `runner recover`
+//! must put things right and `runner run` must finish the spec with exactly the tree an
+//! uninterrupted run makes; nothing that existed at the crash — completed chunks, commits,
+//! uncommitted changes — may be lost (it is on the branch, or in a `refs/auto-claude/recovery/*`
+//! ref).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: commands, git facts, the plan read leniently.
+// ---------------------------------------------------------------------------------------------
+
+fn agent() -> String {
+    fixture("fake-agent").display().to_string()
+}
+
+fn branch(spec: &str) -> String {
+    format!("auto-claude/{spec}")
+}
+
+/// `git ARGS` in `dir`; `None` if git fails (a ref or path that does not exist).
+fn git_try(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).unwrap())
+}
+
+fn describe_status(status: &ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "unknown end".into(),
+    }
+}
+
+fn output_text(out: &Output) -> String {
+    format!(
+        "{}\nstdout:\n{}\nstderr:\n{}",
+        describe_status(&out.status),
+        stdout(out),
+        stderr(out)
+    )
+}
+
+/// How the fake agent behaves in a repository: the plan the planner copies, the default coder
+/// action, per-chunk rules.
+struct Agent {
+    plan_file: PathBuf,
+    default: &'static str,
+    default_args: &'static str,
+}
+
+/// `runner run --auto-continue --spec SPEC` with the fake agent, and `failpoint` if given.
+/// (`--auto-continue`: without a terminal runner must not ask whether to continue a spec that
+/// has work; it continues.)
+fn run_cmd(repo: &TestRepo, agent_cfg: &Agent, spec: &str, failpoint: Option<&str>) -> Command {
+    let agent = agent();
+    let mut cmd = repo.cmd(&[
+        "run",
+        "--auto-continue",
+        "--spec",
+        spec,
+        "--agent-command",
+        agent.as_str(),
+    ]);
+    configure(&mut cmd, agent_cfg, failpoint);
+    cmd
+}
+
+fn recover_cmd(repo: &TestRepo, agent_cfg: &Agent, spec: &str, failpoint: Option<&str>) -> Command {
+    let mut cmd = repo.cmd(&["recover", "--spec", spec]);
+    configure(&mut cmd, agent_cfg, failpoint);
+    cmd
+}
+
+fn configure(cmd: &mut Command, agent_cfg: &Agent, failpoint: Option<&str>) {
+    cmd.env("FAKE_AGENT_PLAN", &agent_cfg.plan_file)
+        .env("FAKE_AGENT_DEFAULT", agent_cfg.default)
+        .env("FAKE_AGENT_DEFAULT_ARGS", agent_cfg.default_args)
+        .env_remove("RUNNER_FAILPOINTS");
+    if let Some(fp) = failpoint {
+        cmd.env("RUNNER_FAILPOINTS", fp);
+    }
+}
+
+/// The plan's chunks as (id, status), or why it cannot be read.
+fn statuses(repo: &TestRepo, spec: &str) -> Result<Vec<(String, String)>, String> {
+    let path = repo.plan_path(spec);
+    let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let plan: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} does not parse: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for phase in plan["phases"].as_array().ok_or("no phases array")? {
+        let chunks = phase.get("subtasks").or_else(|| phase.get("chunks"));
+        for c in chunks.and_then(Value::as_array).into_iter().flatten() {
+            out.push((
+                c["id"].as_str().unwrap_or("?").to_string(),
+                c["status"].as_str().unwrap_or("pending").to_string(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn completed_of(statuses: &[(String, String)]) -> BTreeSet<String> {
+    statuses
+        .iter()
+        .filter(|(_, s)| s == "completed")
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+fn branch_commits(repo: &TestRepo, spec: &str) -> Vec<String> {
+    git_try(&repo.root, &["rev-list", &branch(spec), "--"])
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn recovery_refs(repo: &TestRepo) -> Vec<String> {
+    repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/auto-claude/recovery/",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Every commit reachable from the spec's branch or any recovery ref.
+fn reachable(repo: &TestRepo, spec: &str) -> HashSet<String> {
+    let mut args = vec!["rev-list".to_string()];
+    if git_try(&repo.root, &["rev-parse", "--verify", "-q", &branch(spec)]).is_some() {
+        args.push(branch(spec));
+    }
+    args.extend(recovery_refs(repo));
+    if args.len() == 1 {
+        return HashSet::new();
+    }
+    args.push("--".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    repo.git(&args).lines().map(str::to_string).collect()
+}
+
+/// The worktree that has the spec's branch checked out, if any.
+fn worktree_of(repo: &TestRepo, spec: &str) -> Option<PathBuf> {
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let want = format!("branch refs/heads/{}", branch(spec));
+    let mut current = None;
+    for line in list.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            current = Some(PathBuf::from(p));
+        } else if line == want {
+            return current.filter(|p| p.is_dir());
+        }
+    }
+    None
+}
+
+/// Uncommitted files (modified or untracked) in the spec's worktree, with their blob ids.
+fn dirty_files(repo: &TestRepo, spec: &str) -> Vec<(String, String)> {
+    let Some(wt) = worktree_of(repo, spec) else {
+        return Vec::new();
+    };
+    let Some(list) = git_try(&wt, &["ls-files", "-m", "-o", "--exclude-standard"]) else {
+        return Vec::new();
+    };
+    let paths: Vec<String> = list
+        .lines()
+        .filter(|p| wt.join(p).is_file())
+        .map(str::to_string)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let mut args = vec!["hash-object", "--"];
+    args.extend(paths.iter().map(String::as_str));
+    let blobs = git_in(&wt, &args);
+    paths
+        .into_iter()
+        .zip(blobs.lines().map(str::to_string))
+        .collect()
+}
+
+fn blob_at(repo: &TestRepo, rev: &str, path: &str) -> Option<String> {
+    git_try(
+        &repo.root,
+        &["rev-parse", "-q", "--verify", &format!("{rev}:{path}")],
+    )
+    .map(|s| s.trim().to_string())
+}
+
+fn tree_of(repo: &TestRepo, spec: &str) -> String {
+    repo.git(&["rev-parse", &format!("{}^{{tree}}", branch(spec))])
+        .trim()
+        .to_string()
+}
+
+/// Leftover temp files of atomic writes in the spec's folder.
+fn temp_files(repo: &TestRepo, spec: &str) -> Vec<String> {
+    std::fs::read_dir(repo.spec_dir(spec))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| n.starts_with('.') && n.contains(".tmp-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What existed at a crash and must not be lost.
+#[derive(Default, Debug)]
+struct Facts {
+    completed: BTreeSet<String>,
+    commits: BTreeSet<String>,
+    /// (path, blob) of uncommitted files in the spec's worktree at a crash that cut a chunk
+    /// short (a chunk was `in_progress`): they must end up in the final tree or a recovery ref.
+    dirty: BTreeSet<(String, String)>,
+}
+
+/// One crash's uncommitted files, and whether a chunk was in progress. With none in
+/// progress, uncommitted files are the leftovers of a failed attempt, which runner hands to the
+/// next attempt on purpose (an uninterrupted run does the same): recovery must keep them, but
+/// the next attempt may change them.
+struct Crash {
+    dirty: Vec<(String, String)>,
+    in_progress: bool,
+}
+
+impl Facts {
+    fn record(&mut self, repo: &TestRepo, spec: &str) -> Result<Crash, String> {
+        let mut in_progress = false;
+        if repo.plan_path(spec).exists() {
+            let s = statuses(repo, spec).map_err(|e| format!("at the crash: {e}"))?;
+            self.completed.extend(completed_of(&s));
+            in_progress = s.iter().any(|(_, st)| st == "in_progress");
+        }
+        self.commits.extend(branch_commits(repo, spec));
+        let dirty = dirty_files(repo, spec);
+        if in_progress {
+            self.dirty.extend(dirty.iter().cloned());
+        }
+        Ok(Crash { dirty, in_progress })
+    }
+
+    /// Every commit seen is still reachable from the branch or a recovery ref.
+    fn check_commits(&self, repo: &TestRepo, spec: &str) -> Vec<String> {
+        let reach = reachable(repo, spec);
+        self.commits
+            .iter()
+            .filter(|c| !reach.contains(*c))
+            .map(|c| {
+                let subject = git_try(&repo.root, &["log", "-1", "--format=%s", c])
+                    .unwrap_or_default();
+                format!(
+                    "commit {c} ({}) was on {} at a crash and is now reachable from neither the branch nor a recovery ref",
+                    subject.trim(),
+                    branch(spec)
+                )
+            })
+            .collect()
+    }
+
+    /// Every uncommitted file seen at a crash is in the final tree or in a recovery ref.
+    fn check_dirty(&self, repo: &TestRepo, spec: &str) -> Vec<String> {
+        let refs = recovery_refs(repo);
+        let mut problems = Vec::new();
+        for (path, blob) in &self.dirty {
+            let in_branch = blob_at(repo, &branch(spec), path).as_deref() == Some(blob.as_str());
+            let in_ref = || {
+                refs.iter()
+                    .any(|r| blob_at(repo, r, path).as_deref() == Some(blob.as_str()))
+            };
+            if !in_branch && !in_ref() {
+                problems.push(format!(
+                    "the uncommitted {path} (blob {blob}) that was in the worktree at a crash is neither in the final tree of {} nor in any recovery ref ({refs:?})",
+                    branch(spec)
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// Right after recovery, every file that was uncommitted at the crash is still in the spec's
+/// worktree with the same content, or on the branch, or in a recovery ref.
+fn check_dirty_kept(repo: &TestRepo, spec: &str, crash: &Crash) -> Vec<String> {
+    if crash.dirty.is_empty() {
+        return Vec::new();
+    }
+    let now: BTreeMap<String, String> = dirty_files(repo, spec).into_iter().collect();
+    let wt = worktree_of(repo, spec);
+    let refs = recovery_refs(repo);
+    let mut problems = Vec::new();
+    for (path, blob) in &crash.dirty {
+        let in_wt = now.get(path) == Some(blob)
+            || wt.as_ref().is_some_and(|wt| {
+                wt.join(path).is_file() && git_in(wt, &["hash-object", "--", path]).trim() == blob
+            });
+        let kept = in_wt
+            || blob_at(repo, &branch(spec), path).as_deref() == Some(blob.as_str())
+            || refs
+                .iter()
+                .any(|r| blob_at(repo, r, path).as_deref() == Some(blob.as_str()));
+        if !kept {
+            problems.push(format!(
+                "after recover, the uncommitted {path} (blob {blob}) of the crash{} is neither in the worktree, nor on {}, nor in a recovery ref",
+                if crash.in_progress { ", with a chunk in progress," } else { "" },
+                branch(spec)
+            ));
+        }
+    }
+    problems
+}
+
+/// The state right after `runner recover`: the plan parses, nothing is in progress or blocked,
+/// no completed chunk was lost, no temp file is left.
+fn check_after_recover(
+    repo: &TestRepo,
+    spec: &str,
+    completed_before: &BTreeSet<String>,
+) -> Result<BTreeSet<String>, Vec<String>> {
+    let mut problems = Vec::new();
+    if !repo.plan_path(spec).exists() && completed_before.is_empty() {
+        // Crashed before the planner's plan was there: nothing to check but temp files.
+        let temps = temp_files(repo, spec);
+        return if temps.is_empty() {
+            Ok(BTreeSet::new())
+        } else {
+            Err(vec![format!("temp files left after recover: {temps:?}")])
+        };
+    }
+    let s = statuses(repo, spec).map_err(|e| vec![format!("after recover: {e}")])?;
+    for (id, status) in &s {
+        if status == "in_progress" || status == "blocked" {
+            problems.push(format!("after recover, chunk {id} is {status}"));
+        }
+    }
+    let completed = completed_of(&s);
+    let lost: Vec<_> = completed_before.difference(&completed).collect();
+    if !lost.is_empty() {
+        problems.push(format!(
+            "chunks completed before the crash are no longer completed after recover: {lost:?} (statuses {s:?})"
+        ));
+    }
+    let temps = temp_files(repo, spec);
+    if !temps.is_empty() {
+        problems.push(format!("temp files left after recover: {temps:?}"));
+    }
+    if problems.is_empty() {
+        Ok(completed)
+    } else {
+        Err(problems)
+    }
+}
+
+/// A run to the end with no failpoint, and its reference: the same tree and statuses.
+fn finish_and_compare(
+    repo: &TestRepo,
+    agent_cfg: &Agent,
+    spec: &str,
+    facts: &Facts,
+    reference: &Reference,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let out = run_cmd(repo, agent_cfg, spec, None).output().unwrap();
+    if out.status.code() != Some(0) {
+        problems.push(format!(
+            "runner run --spec {spec} after recovery did not finish: {}",
+            output_text(&out)
+        ));
+        return problems;
+    }
+    match statuses(repo, spec) {
+        Ok(s) => {
+            if s != reference.statuses {
+                problems.push(format!(
+                    "final statuses {s:?} differ from the reference {:?}",
+                    reference.statuses
+                ));
+            }
+            let now = completed_of(&s);
+            let lost: Vec<_> = facts.completed.difference(&now).collect();
+            if !lost.is_empty() {
+                problems.push(format!("completed chunks lost: {lost:?}"));
+            }
+        }
+        Err(e) => problems.push(format!("after the final run: {e}")),
+    }
+    problems.extend(facts.check_commits(repo, spec));
+    problems.extend(facts.check_dirty(repo, spec));
+    let tree = tree_of(repo, spec);
+    if tree != reference.tree {
+        let listing = repo.git(&["ls-tree", "-r", &branch(spec)]);
+        let ours: BTreeSet<&str> = listing.lines().collect();
+        let theirs: BTreeSet<&str> = reference.listing.lines().collect();
+        problems.push(format!(
+            "the final tree of {} is {tree}, the reference is {}:\n    only in the final tree: {:?}\n    only in the reference: {:?}",
+            branch(spec),
+            reference.tree,
+            ours.difference(&theirs).collect::<Vec<_>>(),
+            theirs.difference(&ours).collect::<Vec<_>>()
+        ));
+    }
+    problems
+}
+
+/// An uninterrupted run's result.
+struct Reference {
+    tree: String,
+    listing: String,
+    statuses: Vec<(String, String)>,
+}
+
+fn reference_run(
+    plan: &Value,
+    script: &str,
+    default: &'static str,
+    args: &'static str,
+) -> Reference {
+    let repo = TestRepo::new();
+    let spec = "001-reference";
+    repo.add_spec(spec);
+    repo.script(script);
+    let plan_file = repo.tmp.path().join("planner-plan.json");
+    std::fs::write(&plan_file, serde_json::to_string_pretty(plan).unwrap()).unwrap();
+    let cfg = Agent {
+        plan_file,
+        default,
+        default_args: args,
+    };
+    let out = run_cmd(&repo, &cfg, spec, None).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the reference run failed: {}",
+        output_text(&out)
+    );
+    let statuses = statuses(&repo, spec).unwrap();
+    assert!(
+        statuses.iter().all(|(_, s)| s == "completed"),
+        "{statuses:?}"
+    );
+    Reference {
+        tree: tree_of(&repo, spec),
+        listing: repo.git(&["ls-tree", "-r", &branch(spec)]),
+        statuses,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A crash at every failpoint.
+// ---------------------------------------------------------------------------------------------
+
+/// Two phases, six chunks: `a1` and `b1` have no verification, the others have one; `a3` and
+/// `b2` work in steps; the first attempts of `b1` and `b3` leave their work uncommitted without
+/// reporting (failed attempts whose leftovers the next attempt finds).
+fn crash_plan() -> Value {
+    let check = |cmd: &str| json!({"type": "command", "command": cmd, "expected": "exit 0"});
+    json!({
+        "feature": "Crash test",
+        "workflow_type": "feature",
+        "phases": [
+            {"id": "phase-1", "name": "Core", "depends_on": [], "subtasks": [
+                {"id": "a1", "description": "Part a1", "status": "pending"},
+                {"id": "a2", "description": "Part a2", "status": "pending",
+                 "verification": check("test -f work/a2.txt")},
+                {"id": "a3", "description": "Part a3 in steps", "status": "pending",
+                 "verification": check("test -f work/a3/3.txt")}
+            ]},
+            {"id": "phase-2", "name": "More", "depends_on": ["phase-1"], "subtasks": [
+                {"id": "b1", "description": "Part b1", "status": "pending"},
+                {"id": "b2", "description": "Part b2 in steps", "status": "pending",
+                 "verification": check("test -f work/b2/3.txt")},
+                {"id": "b3", "description": "Part b3", "status": "pending",
+                 "verification": check("test -f work/b3.txt")}
+            ]}
+        ]
+    })
+}
+
+const CRASH_SCRIPT: &str =
+    "a3 * steps 3 0.01\nb1 1 uncommitted\nb2 * steps 3 0.01\nb3 1 uncommitted\n";
+
+fn crash_reference() -> &'static Reference {
+    static REF: OnceLock<Reference> = OnceLock::new();
+    REF.get_or_init(|| reference_run(&crash_plan(), CRASH_SCRIPT, "idem", ""))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Run,
+    Recover,
+}
+
+/// A crash case: commands, each run with a failpoint and each expected to die by SIGKILL. The
+/// last step's spec is the one recovered and finished first; the others after it.
+struct Case {
+    name: &'static str,
+    crashes: &'static [(&'static str, Step, &'static str)],
+}
+
+const A: &str = "001-crash";
+const B: &str = "002-other";
+
+// The hits in an uninterrupted run of `crash_plan` (planner first; atomic writes: #1 is
+// .git/info/exclude, #2 the accepted plan, then a take and a completion per chunk; the agent's
+// `runner chunk done` inherits RUNNER_FAILPOINTS but makes one write, so `@1` is never used):
+//   after_spawn: 1 planner, 2 a1, 3 a2, 4 a2's check, 5 a3, 6 a3's check, 7 b1 (attempt 1),
+//                8 b1 (attempt 2), 9 b2, 10 b2's check, 11 b3/1, 12 b3/2, 13 b3's check
+//   after_take: 1 a1, 2 a2, 3 a3, 4 b1/1, 5 b1/2 (its first attempt's work in the worktree),
+//               6 b2, 7 b3/1, 8 b3/2
+//   after_coder_session: 1 a1, 2 a2, 3 a3, 4 b1/1, 5 b1/2, 6 b2, 7 b3/1, 8 b3/2
+//   after_fail: 1 b1/1, 2 b3/1
+//   after_commit / after_complete: 1 a1, 2 a2, 3 a3, 4 b1, 5 b2, 6 b3
+const CASES: &[Case] = &[
+    Case {
+        name: "atomic write: before the rename of the accepted plan",
+        crashes: &[(A, Step::Run, "atomic_before_rename@2")],
+    },
+    Case {
+        name: "atomic write: before the rename of a1's completion",
+        crashes: &[(A, Step::Run, "atomic_before_rename@4")],
+    },
+    Case {
+        name: "atomic write: after the rename of a1's take",
+        crashes: &[(A, Step::Run, "atomic_after_rename@3")],
+    },
+    Case {
+        name: "atomic write: after the rename of a2's completion",
+        crashes: &[(A, Step::Run, "atomic_after_rename@6")],
+    },
+    Case {
+        name: "slot prepared",
+        crashes: &[(A, Step::Run, "after_prepare_slot@1")],
+    },
+    Case {
+        name: "planner spawned",
+        crashes: &[(A, Step::Run, "after_spawn@1")],
+    },
+    Case {
+        name: "plan accepted",
+        crashes: &[(A, Step::Run, "after_plan_accepted@1")],
+    },
+    Case {
+        name: "a1 taken",
+        crashes: &[(A, Step::Run, "after_take@1")],
+    },
+    Case {
+        name: "a1's agent spawned",
+        crashes: &[(A, Step::Run, "after_spawn@2")],
+    },
+    Case {
+        name: "a1's session ended (reported done, no check)",
+        crashes: &[(A, Step::Run, "after_coder_session@1")],
+    },
+    Case {
+        name: "a1 committed",
+        crashes: &[(A, Step::Run, "after_commit@1")],
+    },
+    Case {
+        name: "a2's verification spawned",
+        crashes: &[(A, Step::Run, "after_spawn@4")],
+    },
+    Case {
+        name: "a2 completed",
+        crashes: &[(A, Step::Run, "after_complete@2")],
+    },
+    Case {
+        name: "a3's session ended (steps, check)",
+        crashes: &[(A, Step::Run, "after_coder_session@3")],
+    },
+    Case {
+        name: "b1's failed attempt recorded",
+        crashes: &[(A, Step::Run, "after_fail@1")],
+    },
+    Case {
+        name: "b1 taken again over its leftovers",
+        crashes: &[(A, Step::Run, "after_take@5")],
+    },
+    Case {
+        name: "b1 committed",
+        crashes: &[(A, Step::Run, "after_commit@4")],
+    },
+    Case {
+        name: "b2's agent spawned (steps)",
+        crashes: &[(A, Step::Run, "after_spawn@9")],
+    },
+    Case {
+        name: "b2 completed",
+        crashes: &[(A, Step::Run, "after_complete@5")],
+    },
+    Case {
+        name: "b3's first session ended without a report (its check passes on the leftovers)",
+        crashes: &[(A, Step::Run, "after_coder_session@7")],
+    },
+    Case {
+        name: "b3's failed attempt recorded",
+        crashes: &[(A, Step::Run, "after_fail@2")],
+    },
+    Case {
+        name: "b3 completed: the last chunk",
+        crashes: &[(A, Step::Run, "after_complete@6")],
+    },
+    Case {
+        name: "recover: partial work saved to a ref, plan not yet updated",
+        crashes: &[
+            (A, Step::Run, "after_take@5"),
+            (A, Step::Recover, "after_recovery_ref@1"),
+        ],
+    },
+    Case {
+        name: "run's own recovery: partial work saved, plan not yet updated",
+        crashes: &[
+            (A, Step::Run, "after_take@5"),
+            (A, Step::Run, "after_recovery_ref@1"),
+        ],
+    },
+    Case {
+        name: "recover: a reported chunk committed by recovery, plan not yet updated",
+        crashes: &[
+            (A, Step::Run, "after_coder_session@1"),
+            (A, Step::Recover, "after_recovery_ref@1"),
+        ],
+    },
+    Case {
+        name: "recover: decision written",
+        crashes: &[
+            (A, Step::Run, "after_take@5"),
+            (A, Step::Recover, "after_recovery_decision@1"),
+        ],
+    },
+    Case {
+        name: "run's own recovery: decision written",
+        crashes: &[
+            (A, Step::Run, "after_coder_session@2"),
+            (A, Step::Run, "after_recovery_decision@1"),
+        ],
+    },
+    Case {
+        name: "slot switched from a crashed spec: its changes snapshotted, slot not yet cleaned",
+        // b1's first attempt leaves its work uncommitted and unreported: recovery keeps it as
+        // partial work (continue), so the slot still has changes to save before it switches.
+        crashes: &[
+            (A, Step::Run, "after_coder_session@4"),
+            (B, Step::Run, "after_slot_snapshot@1"),
+        ],
+    },
+    Case {
+        name: "slot switched from a crashed spec, the other spec crashes later",
+        crashes: &[
+            (A, Step::Run, "after_coder_session@1"),
+            (B, Step::Run, "after_take@1"),
+        ],
+    },
+    Case {
+        name: "slot switched from a crashed spec (its reported chunk has a check)",
+        // a2 reported done: recovery completes it in its worktree before the slot switches,
+        // so nothing is left to snapshot; B then crashes taking its first chunk.
+        crashes: &[
+            (A, Step::Run, "after_coder_session@2"),
+            (B, Step::Run, "after_take@1"),
+        ],
+    },
+];
+
+/// Every failpoint in src/ must appear in some case.
+const ALL_POINTS: &[&str] = &[
+    "after_spawn",
+    "after_coder_session",
+    "after_prepare_slot",
+    "after_slot_snapshot",
+    "atomic_before_rename",
+    "atomic_after_rename",
+    "after_take",
+    "after_commit",
+    "after_complete",
+    "after_fail",
+    "after_plan_accepted",
+    "after_recovery_ref",
+    "after_recovery_decision",
+];
+
+fn run_case(case: &Case) -> Vec<String> {
+    let reference = crash_reference();
+    let repo = TestRepo::new();
+    repo.script(CRASH_SCRIPT);
+    let plan_file = repo.tmp.path().join("planner-plan.json");
+    std::fs::write(
+        &plan_file,
+        serde_json::to_string_pretty(&crash_plan()).unwrap(),
+    )
+    .unwrap();
+    let cfg = Agent {
+        plan_file,
+        default: "idem",
+        default_args: "",
+    };
+    let mut specs: Vec<&str> = Vec::new();
+    for (spec, _, _) in case.crashes.iter().rev() {
+        if !specs.contains(spec) {
+            specs.push(spec);
+            repo.add_spec(spec);
+        }
+    }
+    let mut facts: BTreeMap<&str, Facts> = specs.iter().map(|s| (*s, Facts::default())).collect();
+    // The last crash's uncommitted files, per spec.
+    let mut last_crash: BTreeMap<&str, Crash> = BTreeMap::new();
+    for (spec, step, point) in case.crashes {
+        let mut cmd = match step {
+            Step::Run => run_cmd(&repo, &cfg, spec, Some(point)),
+            Step::Recover => recover_cmd(&repo, &cfg, spec, Some(point)),
+        };
+        let out = cmd.output().unwrap();
+        if out.status.signal() != Some(libc::SIGKILL) {
+            return vec![format!(
+                "{step:?} --spec {spec} with RUNNER_FAILPOINTS={point} did not die by SIGKILL (the point was not reached?): {}",
+                output_text(&out)
+            )];
+        }
+        for s in &specs {
+            match facts.get_mut(s).unwrap().record(&repo, s) {
+                Ok(crash) => {
+                    last_crash.insert(s, crash);
+                }
+                Err(e) => return vec![e],
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for spec in &specs {
+        let f = &facts[spec];
+        let out = recover_cmd(&repo, &cfg, spec, None).output().unwrap();
+        if out.status.code() != Some(0) {
+            problems.push(format!(
+                "runner recover --spec {spec} failed: {}",
+                output_text(&out)
+            ));
+            continue;
+        }
+        if let Err(p) = check_after_recover(&repo, spec, &f.completed) {
+            problems.extend(p.into_iter().map(|p| format!("{spec}: {p}")));
+        }
+        problems.extend(
+            check_dirty_kept(&repo, spec, &last_crash[spec])
+                .into_iter()
+                .map(|p| format!("{spec}: {p}")),
+        );
+        // Commits are checked right after recovery too: a later run might re-create equal
+        // content, but never the same commit.
+        problems.extend(f.check_commits(&repo, spec));
+        problems.extend(
+            finish_and_compare(&repo, &cfg, spec, f, reference)
+                .into_iter()
+                .map(|p| format!("{spec}: {p}")),
+        );
+    }
+    if !problems.is_empty() {
+        problems.push(format!(
+            "(repository kept at {})",
+            repo.tmp.path().display()
+        ));
+        std::mem::forget(repo);
+    }
+    problems
+}
+
+#[test]
+fn a_crash_at_every_failpoint_loses_nothing() {
+    let started = Instant::now();
+    let listed: HashSet<&str> = CASES
+        .iter()
+        .flat_map(|c| {
+            c.crashes
+                .iter()
+                .map(|(_, _, p)| p.split('@').next().unwrap())
+        })
+        .collect();
+    for p in ALL_POINTS {
+        assert!(listed.contains(p), "no case exercises the failpoint {p}");
+    }
+    crash_reference();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(case) = CASES.get(i) else { break };
+                    let t = Instant::now();
+                    let problems = run_case(case);
+                    eprintln!(
+                        "crash case {:>2} {:?}: {} in {:.1?}",
+                        i,
+                        case.name,
+                        if problems.is_empty() { "ok" } else { "FAILED" },
+                        t.elapsed()
+                    );
+                    results.lock().unwrap().push((i, problems));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    let failures: Vec<String> = results
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(i, p)| {
+            let case = &CASES[*i];
+            format!(
+                "case {:?} ({:?}):\n  - {}",
+                case.name,
+                case.crashes,
+                p.join("\n  - ")
+            )
+        })
+        .collect();
+    eprintln!("{} crash cases in {:.1?}", CASES.len(), started.elapsed());
+    assert!(
+        failures.is_empty(),
+        "{} of {} crash cases lost something:\n\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. 200 random SIGKILLs in a row.
+// ---------------------------------------------------------------------------------------------
+
+/// splitmix64: small, seedable, good enough to pick delays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const RANDOM_CHUNKS: usize = 25;
+const KILLS: usize = 200;
+
+/// Two phases of chunks doing stepwise work; every third has a verification command.
+fn random_plan() -> Value {
+    let chunk = |i: usize| {
+        let id = format!("c{i:02}");
+        let mut c = json!({"id": id, "description": format!("Chunk {i}"), "status": "pending"});
+        if i.is_multiple_of(3) {
+            c["verification"] =
+                json!({"type": "command", "command": format!("test -f work/{id}/4.txt")});
+        }
+        c
+    };
+    let half = RANDOM_CHUNKS / 2;
+    json!({
+        "feature": "Random crashes",
+        "phases": [
+            {"id": "phase-1", "name": "First", "depends_on": [],
+             "subtasks": (1..=half).map(chunk).collect::<Vec<_>>()},
+            {"id": "phase-2", "name": "Second", "depends_on": ["phase-1"],
+             "subtasks": (half + 1..=RANDOM_CHUNKS).map(chunk).collect::<Vec<_>>()}
+        ]
+    })
+}
+
+/// The state of one spec of the random test across its kills.
+struct Tracked {
+    name: String,
+    facts: Facts,
+    completed: BTreeSet<String>,
+    kills: usize,
+    finished: bool,
+}
+
+#[test]
+fn two_hundred_random_kills_lose_nothing() {
+    let started = Instant::now();
+    let seed = std::env::var("RUNNER_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("random kills: seed {seed} (rerun with RUNNER_CRASH_SEED={seed})");
+    let mut rng = Rng(seed);
+    let plan = random_plan();
+    let plan_text = serde_json::to_string_pretty(&plan).unwrap();
+
+    // Kept on disk if the test fails (a panic does not drop it), removed at the end otherwise.
+    let repo = std::mem::ManuallyDrop::new(TestRepo::new());
+    repo.script("");
+    let cfg = Agent {
+        plan_file: repo.tmp.path().join("unused-plan.json"),
+        default: "steps",
+        default_args: "4 0.02",
+    };
+    let log_path = repo.tmp.path().join("runs.log");
+    let new_spec = |n: usize| -> Tracked {
+        let name = format!("{:03}-random", n + 1);
+        repo.add_spec(&name);
+        repo.write_plan(&name, &plan_text);
+        Tracked {
+            name,
+            facts: Facts::default(),
+            completed: BTreeSet::new(),
+            kills: 0,
+            finished: false,
+        }
+    };
+    let fail = |msg: String, repo: &TestRepo| -> ! {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        panic!(
+            "seed {seed}: {msg}\nrepository kept at {}\nlast lines of the runs' output:\n{}",
+            repo.tmp.path().display(),
+            tail.join("\n")
+        );
+    };
+
+    let mut specs = vec![new_spec(0)];
+    let mut kills = 0;
+    let mut delays_ms = 0u64;
+    while kills < KILLS {
+        let spec = specs.last_mut().unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .unwrap();
+        let mut cmd = run_cmd(&repo, &cfg, &spec.name, None);
+        cmd.stdout(Stdio::null()).stderr(Stdio::from(log));
+        let mut child = cmd.spawn().unwrap();
+        let delay = rng.below(251);
+        delays_ms += delay;
+        std::thread::sleep(Duration::from_millis(delay));
+        if child.try_wait().unwrap().is_none() {
+            // SAFETY: the pid is our child's and has not been reaped (try_wait saw it running).
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        }
+        let status = child.wait().unwrap();
+        match (status.code(), status.signal()) {
+            (_, Some(libc::SIGKILL)) => {}
+            (Some(0), _) => {
+                // The spec is finished before the next kill: the next one gets a fresh spec.
+                spec.finished = true;
+                let s = statuses(&repo, &spec.name).unwrap_or_else(|e| fail(e, &repo));
+                if !s.iter().all(|(_, st)| st == "completed") {
+                    fail(
+                        format!("{} exited 0 but is not complete: {s:?}", spec.name),
+                        &repo,
+                    );
+                }
+                let n = specs.len();
+                specs.push(new_spec(n));
+                continue;
+            }
+            _ => fail(
+                format!(
+                    "runner run --spec {} ended with {} instead of being killed or finishing",
+                    spec.name,
+                    describe_status(&status)
+                ),
+                &repo,
+            ),
+        }
+        kills += 1;
+        spec.kills += 1;
+
+        // At the crash.
+        let name = spec.name.clone();
+        let before = statuses(&repo, &name)
+            .map(|s| completed_of(&s))
+            .unwrap_or_else(|e| fail(format!("kill {kills}: at the crash: {e}"), &repo));
+        if !before.is_superset(&spec.completed) {
+            fail(
+                format!(
+                    "kill {kills}: completed chunks shrank from {:?} to {before:?}",
+                    spec.completed
+                ),
+                &repo,
+            );
+        }
+        let crash = spec
+            .facts
+            .record(&repo, &name)
+            .unwrap_or_else(|e| fail(format!("kill {kills}: {e}"), &repo));
+
+        // Recovery.
+        let out = recover_cmd(&repo, &cfg, &name, None).output().unwrap();
+        if out.status.code() != Some(0) {
+            fail(
+                format!(
+                    "kill {kills}: runner recover --spec {name}: {}",
+                    output_text(&out)
+                ),
+                &repo,
+            );
+        }
+        match check_after_recover(&repo, &name, &spec.facts.completed) {
+            Ok(completed) => spec.completed = completed,
+            Err(p) => fail(
+                format!(
+                    "kill {kills} (delay {delay} ms): after recover --spec {name}:\n  - {}\nrecover said:\n{}",
+                    p.join("\n  - "),
+                    stdout(&out)
+                ),
+                &repo,
+            ),
+        }
+        let mut lost = spec.facts.check_commits(&repo, &name);
+        lost.extend(check_dirty_kept(&repo, &name, &crash));
+        if !lost.is_empty() {
+            fail(format!("kill {kills}: {}", lost.join("\n")), &repo);
+        }
+    }
+    let kill_phase = started.elapsed();
+
+    // Every spec to the end, compared with an uninterrupted run of the same plan.
+    let reference = reference_run(&plan, "", "steps", "4 0.02");
+    let mut problems = Vec::new();
+    for spec in &specs {
+        problems.extend(
+            finish_and_compare(&repo, &cfg, &spec.name, &spec.facts, &reference)
+                .into_iter()
+                .map(|p| format!("{}: {p}", spec.name)),
+        );
+    }
+    eprintln!(
+        "random kills: {kills} kills over {} specs ({}), mean delay {} ms; kill loop {:.1?}, total {:.1?}",
+        specs.len(),
+        specs
+            .iter()
+            .map(|s| format!(
+                "{}: {} kills{}",
+                s.name,
+                s.kills,
+                if s.finished { ", finished" } else { "" }
+            ))
+            .collect::<Vec<_>>()
+            .join("; "),
+        delays_ms / kills.max(1) as u64,
+        kill_phase,
+        started.elapsed()
+    );
+    if !problems.is_empty() {
+        fail(problems.join("\n"), &repo);
+    }
+    drop(std::mem::ManuallyDrop::into_inner(repo));
+}
