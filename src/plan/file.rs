@@ -72,15 +72,28 @@ impl PlanFile {
     ) -> anyhow::Result<T> {
         let _lock = FileLock::acquire(&self.lock_path)
             .with_context(|| format!("locking {}", self.lock_path.display()))?;
-        let mut plan = self.load()?.ok_or_else(|| {
+        let no_plan = || {
             crate::error::RunnerError::bad_input(format!(
                 "no plan at {}: run `runner run` to have the planner write one",
                 self.path.display()
             ))
-        })?;
+        };
+        let mut old = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
+        };
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut old, &mut bytes)
+            .with_context(|| format!("reading {}", self.path.display()))?;
+        let mut plan = self.parse(&bytes)?;
         let (out, changed) = f(&mut plan)?;
         if changed {
             self.write(&plan)?;
+            // The replaced file's blocks are freed when its last open handle closes. Holding
+            // it until here and closing it on another thread takes that work (slow on disks
+            // that discard freed blocks) off the run's path; it overlaps with what follows.
+            std::thread::spawn(move || drop(old));
         }
         Ok(out)
     }
