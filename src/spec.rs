@@ -18,6 +18,8 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
         Some("it contains control characters")
     } else if name.chars().any(|c| " ~^:?*[@{".contains(c)) {
         Some("it contains a character git does not allow in branch names (space ~ ^ : ? * [ @ {)")
+    } else if !git2::Reference::is_valid_name(&format!("refs/heads/auto-claude/{name}")) {
+        Some("git does not allow it in a branch name (for example it ends in .lock or .)")
     } else {
         None
     };
@@ -140,7 +142,8 @@ mod tests {
     #[test]
     fn escaping_names_are_rejected() {
         for bad in [
-            "..", "../x", "a/b", "/etc", "a\\b", "x\ny", "", ".hidden", "-rf", "a b",
+            "..", "../x", "a/b", "/etc", "a\\b", "x\ny", "", ".hidden", "-rf", "a b", "x.lock",
+            "x.",
         ] {
             assert!(check_name(bad).is_err(), "{bad:?} should be rejected");
         }

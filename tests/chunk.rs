@@ -224,3 +224,30 @@ fn the_run_lock_says_who_holds_it() {
     }
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn an_agent_session_may_report_only_on_its_own_chunk() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("005-own");
+    std::fs::write(
+        dir.join("implementation_plan.json"),
+        r#"{"phases": [{"id": "p", "subtasks": [
+            {"id": "c1", "description": "d", "status": "in_progress",
+             "attempts": [{"n": 1, "session_id": "s-1"}]},
+            {"id": "c2", "description": "d", "status": "pending"}]}]}"#,
+    )
+    .unwrap();
+    let before = std::fs::read(repo.plan_path("005-own")).unwrap();
+    let out = repo
+        .cmd(&["chunk", "done", "c2", "--spec", "005"])
+        .env("RUNNER_SESSION_ID", "s-1")
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("may only report on the chunk it is working on"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(repo.plan_path("005-own")).unwrap(), before);
+}

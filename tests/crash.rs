@@ -673,6 +673,21 @@ const CASES: &[Case] = &[
         ],
     },
     Case {
+        name: "slot switch killed after its marker, before the checkout",
+        crashes: &[
+            (A, Step::Run, "after_coder_session@4"),
+            (B, Step::Run, "slot_switch_marked@1"),
+        ],
+    },
+    Case {
+        name: "slot switch killed between the checkout and moving HEAD",
+        // The slot holds B's files under A's HEAD: A's next run must not commit them.
+        crashes: &[
+            (A, Step::Run, "after_coder_session@4"),
+            (B, Step::Run, "slot_switch_checked_out@1"),
+        ],
+    },
+    Case {
         name: "slot switched from a crashed spec (its reported chunk has a check)",
         // a2 reported done: recovery completes it in its worktree before the slot switches,
         // so nothing is left to snapshot; B then crashes taking its first chunk.
@@ -698,7 +713,45 @@ const ALL_POINTS: &[&str] = &[
     "after_plan_accepted",
     "after_recovery_ref",
     "after_recovery_decision",
+    "slot_switch_marked",
+    "slot_switch_checked_out",
 ];
+
+/// Failpoints of the merge/discard lifecycle, exercised in tests/lifecycle.rs.
+const LIFECYCLE_POINTS: &[&str] = &[
+    "merge_after_backup",
+    "merge_after_ref",
+    "discard_after_backup",
+];
+
+#[test]
+fn every_failpoint_in_the_source_is_exercised() {
+    fn scan(dir: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                scan(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for part in text.split("failpoint::hit(\"").skip(1) {
+                    out.push(part.split('"').next().unwrap().to_string());
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    scan(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(!found.is_empty());
+    for point in found {
+        assert!(
+            ALL_POINTS.contains(&point.as_str()) || LIFECYCLE_POINTS.contains(&point.as_str()),
+            "the failpoint {point} in src/ is exercised by no crash test"
+        );
+    }
+}
 
 fn run_case(case: &Case) -> Vec<String> {
     let reference = crash_reference();

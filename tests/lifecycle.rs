@@ -654,3 +654,134 @@ fn randomized_lifecycle_never_loses_a_commit() {
         seen.len()
     );
 }
+
+#[test]
+fn undo_of_a_discard_leaves_a_rebuilt_build_alone() {
+    let repo = built();
+    std::fs::write(
+        repo.worktree().join("work/core-a.txt"),
+        "first build, uncommitted\n",
+    )
+    .unwrap();
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+    // A new build starts (with other content: identical commits would have identical ids)
+    // and has uncommitted work of its own.
+    repo.script("core-a * idem\n");
+    assert_exit(&repo.run_spec(SPEC, &[]), 0);
+    let new_tip = repo.git(&["rev-parse", "auto-claude/001-feature"]);
+    std::fs::write(repo.worktree().join("new-work.txt"), "second build\n").unwrap();
+    let plan_now = std::fs::read_to_string(repo.plan_path(SPEC)).unwrap();
+
+    let out = repo.runner(&["undo", "--spec", SPEC, "--json"]);
+    assert_exit(&out, 0);
+    let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        o["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("built again since"),
+        "{o}"
+    );
+    // Nothing of the new build was touched: branch, worktree files, plan.
+    assert_eq!(repo.git(&["rev-parse", "auto-claude/001-feature"]), new_tip);
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("new-work.txt")).unwrap(),
+        "second build\n"
+    );
+    assert_ne!(
+        std::fs::read_to_string(repo.worktree().join("work/core-a.txt")).unwrap(),
+        "first build, uncommitted\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.plan_path(SPEC)).unwrap(),
+        plan_now
+    );
+    // The first build stays reachable in the (undone) backup.
+    assert!(
+        repo.git(&["for-each-ref", "refs/auto-claude/undone/"])
+            .contains("/branch")
+    );
+}
+
+#[test]
+fn discard_of_a_spec_with_an_invalid_plan_does_nothing() {
+    let repo = built();
+    repo.write_plan(SPEC, r#"{"phases": [{"id": "p", "subtasks": [{"id": "x", "status": "weird", "description": "d"}]}]}"#);
+    let before = snapshot(&repo);
+    let out = repo.runner(&["discard", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 2);
+    assert_eq!(snapshot(&repo), before);
+    assert!(repo.worktree().exists());
+}
+
+#[test]
+fn gc_with_an_absurd_age_removes_nothing_and_does_not_panic() {
+    let repo = built();
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+    for days in ["100000000", "18446744073709551615"] {
+        let out = repo.runner(&["gc", "--older-than", days, "--json"]);
+        assert_exit(&out, 0);
+        let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(o["removed"], serde_json::json!([]), "{days}");
+    }
+    assert!(
+        repo.git(&["for-each-ref", "refs/auto-claude/backup/"])
+            .contains("/meta")
+    );
+}
+
+/// Merge and discard killed (SIGKILL) right after their backup, and a merge killed right after
+/// its ref moved: no commit is lost, and the operation (or its undo) completes afterwards.
+#[test]
+fn merge_and_discard_killed_midway_lose_nothing_and_can_finish() {
+    use std::os::unix::process::ExitStatusExt;
+    for (point, command) in [
+        ("merge_after_backup", "merge"),
+        ("merge_after_ref", "merge"),
+        ("discard_after_backup", "discard"),
+    ] {
+        let repo = built();
+        let tip = repo
+            .git(&["rev-parse", "auto-claude/001-feature"])
+            .trim()
+            .to_string();
+        let out = repo
+            .cmd(&[command, "--spec", SPEC, "--yes"])
+            .env("RUNNER_FAILPOINTS", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "{point}: {}",
+            stderr(&out)
+        );
+        let holders = repo.git(&[
+            "for-each-ref",
+            "--contains",
+            &tip,
+            "refs/heads",
+            "refs/auto-claude",
+        ]);
+        assert!(
+            !holders.trim().is_empty(),
+            "{point}: the branch tip is reachable"
+        );
+        // Undo puts everything back, whatever had happened.
+        let undo = repo.runner(&["undo", "--spec", SPEC]);
+        assert_exit(&undo, 0);
+        assert_eq!(
+            repo.git(&["rev-parse", "auto-claude/001-feature"]).trim(),
+            tip,
+            "{point}"
+        );
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", "main"]).trim(),
+            "initial",
+            "{point}"
+        );
+        assert_eq!(repo.git(&["status", "--porcelain"]), "", "{point}");
+        // And the operation then completes.
+        assert_exit(&repo.runner(&[command, "--spec", SPEC, "--yes"]), 0);
+    }
+}

@@ -408,14 +408,29 @@ fn a_chunk_reported_done_whose_verification_passes_is_completed() {
 
 #[test]
 fn unreported_work_is_next_only_when_committed_and_verified() {
-    let spec = "007-work";
-    let repo = repo_with_plan(spec);
-    // core-b writes its file but never reports.
-    repo.script("core-b * uncommitted\n");
-    run_killed_at(&repo, spec, "after_coder_session@2");
+    // core-b writes its file (which its check looks for) but never reports.
+    let interrupted = |spec: &str| {
+        let repo = repo_with_plan(spec);
+        repo.script("core-b * uncommitted\n");
+        run_killed_at(&repo, spec, "after_coder_session@2");
+        repo
+    };
+
     // Uncommitted and unreported: even with its check passing it may be half-written.
+    let spec = "007-work";
+    let repo = interrupted(spec);
     let dry = recover_json(&repo, &["--dry-run"], 0);
     let action = &dry["specs"][0]["actions"][0];
+    assert_eq!(action["decision"], "continue");
+    assert!(
+        action["detail"]
+            .as_str()
+            .unwrap()
+            .contains("verification command was not run"),
+        "a dry run runs no check and says so: {action}"
+    );
+    let report = recover_json(&repo, &[], 0);
+    let action = &report["specs"][0]["actions"][0];
     assert_eq!(action["decision"], "continue");
     assert!(
         action["detail"]
@@ -424,31 +439,13 @@ fn unreported_work_is_next_only_when_committed_and_verified() {
             .contains("never reported it done"),
         "{action}"
     );
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "pending");
 
     // Committed by the agent and its check passes: the work is there, next.
+    let spec = "007-committed";
+    let repo = interrupted(spec);
     wt_git(&repo, &["add", "-A"]);
     wt_git(&repo, &["commit", "-q", "-m", "agent committed core-b"]);
-    let dry = recover_json(&repo, &["--dry-run"], 0);
-    assert_eq!(dry["specs"][0]["actions"][0]["decision"], "next");
-
-    // Committed but the check fails: partial work, continue.
-    std::fs::rename(
-        repo.worktree().join("work/core-b.txt"),
-        repo.worktree().join("work/core-b.draft"),
-    )
-    .unwrap();
-    wt_git(&repo, &["add", "-A"]);
-    wt_git(&repo, &["commit", "-q", "-m", "moved"]);
-    let dry = recover_json(&repo, &["--dry-run"], 0);
-    assert_eq!(dry["specs"][0]["actions"][0]["decision"], "continue");
-    std::fs::rename(
-        repo.worktree().join("work/core-b.draft"),
-        repo.worktree().join("work/core-b.txt"),
-    )
-    .unwrap();
-    wt_git(&repo, &["add", "-A"]);
-    wt_git(&repo, &["commit", "-q", "-m", "back"]);
-
     let report = recover_json(&repo, &[], 0);
     let action = &report["specs"][0]["actions"][0];
     assert_eq!(action["decision"], "next");
@@ -456,13 +453,26 @@ fn unreported_work_is_next_only_when_committed_and_verified() {
         action["detail"]
             .as_str()
             .unwrap()
-            .contains("its work is committed (3 new commit(s)) and its verification passes"),
+            .contains("its work is committed (1 new commit(s)) and its verification passes"),
         "{action}"
     );
     let b = repo.chunk(spec, "core-b");
     assert_eq!(b["status"], "completed");
     assert_eq!(b["attempts"][0]["recovery"]["decision"], "next");
     assert_eq!(wt_git(&repo, &["status", "--porcelain"]), "");
+
+    // Committed but the check fails: partial work, continue.
+    let spec = "007-failing";
+    let repo = interrupted(spec);
+    std::fs::rename(
+        repo.worktree().join("work/core-b.txt"),
+        repo.worktree().join("work/core-b.draft"),
+    )
+    .unwrap();
+    wt_git(&repo, &["add", "-A"]);
+    wt_git(&repo, &["commit", "-q", "-m", "a draft"]);
+    let report = recover_json(&repo, &[], 0);
+    assert_eq!(report["specs"][0]["actions"][0]["decision"], "continue");
 }
 
 /// Asserts the chunk was blocked for a person, with `why` in the reason and the report.
@@ -1505,4 +1515,45 @@ fn the_evaluator_cannot_complete_a_chunk_whose_verification_fails() {
         repo.branch_log(&format!("auto-claude/{spec}")),
         vec!["auto-claude: core-a - Build part A"]
     );
+}
+
+#[test]
+fn a_plan_that_parses_but_breaks_a_rule_is_not_restored_over() {
+    let spec = "050-rule";
+    let repo = repo_with_plan(spec);
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    // A person edits the plan and leaves a chunk without a description.
+    let text = std::fs::read_to_string(repo.plan_path(spec))
+        .unwrap()
+        .replace("\"description\": \"Polish it\"", "\"description\": \"\"");
+    repo.write_plan(spec, &text);
+    let out = recover(&repo, &["--spec", spec]);
+    assert_exit(&out, 2);
+    assert_eq!(
+        std::fs::read_to_string(repo.plan_path(spec)).unwrap(),
+        text,
+        "left byte for byte"
+    );
+    assert!(corrupt_copies(&repo, spec).is_empty());
+}
+
+#[test]
+fn a_new_plan_is_never_restored_from_the_old_plans_copies() {
+    let spec = "051-replan";
+    let repo = TestRepo::new();
+    repo.add_spec(spec);
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    // The user moves the plan away to plan again; the planner writes garbage every time.
+    std::fs::remove_file(repo.plan_path(spec)).unwrap();
+    repo.script("planner * garbage\n");
+    assert_exit(&repo.run_spec(spec, &[]), 3);
+    // Recovery must not bring the old, finished plan back over the new attempt.
+    let out = recover(&repo, &["--spec", spec]);
+    assert_exit(&out, 2);
+    assert!(
+        std::fs::read_to_string(repo.plan_path(spec))
+            .unwrap()
+            .starts_with("{\"phases\": [ {")
+    );
+    assert!(events_of(&repo, spec, "plan_restored").is_empty());
 }

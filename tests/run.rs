@@ -966,3 +966,56 @@ fn prompt_templates_can_be_overridden_per_repository() {
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("planner.md"), "{}", stderr(&out));
 }
+
+#[test]
+fn work_committed_off_the_spec_branch_is_not_counted_as_done() {
+    let repo = TestRepo::new();
+    repo.add_spec("160-detached");
+    // The agent detaches HEAD, commits there, and reports done.
+    let agent = repo.tmp.path().join("detaching-agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat >/dev/null\nif [ \"$RUNNER_ROLE\" = planner ]; then cp \"$FAKE_AGENT_PLAN\" \"$RUNNER_PLAN_FILE\"; exit 0; fi\ngit checkout -q --detach\nmkdir -p work && echo x > work/$RUNNER_CHUNK_ID.txt\ngit add -A && git -c user.name=a -c user.email=a@b commit -q -m detached\nrunner chunk done \"$RUNNER_CHUNK_ID\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = repo.runner(&[
+        "run",
+        "--spec",
+        "160",
+        "--agent-command",
+        agent.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("not on auto-claude/160-detached"),
+        "{}",
+        stderr(&out)
+    );
+    let a = repo.chunk("160-detached", "core-a");
+    assert_eq!(a["status"], "blocked");
+    assert!(
+        repo.branch_log("auto-claude/160-detached").is_empty(),
+        "nothing landed on the branch"
+    );
+    // The detached commit is not lost when another spec takes the slot.
+    let detached = git_in(&repo.worktree(), &["rev-parse", "HEAD"]);
+    repo.add_spec("161-next");
+    let out = repo.run_spec("161", &[]);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("detached HEAD had commits on no branch"),
+        "{}",
+        stderr(&out)
+    );
+    let holders = repo.git(&[
+        "for-each-ref",
+        "--contains",
+        detached.trim(),
+        "refs/auto-claude",
+    ]);
+    assert!(
+        holders.contains("refs/auto-claude/recovery/_detached/"),
+        "{holders}"
+    );
+}

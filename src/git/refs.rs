@@ -72,7 +72,9 @@ pub fn snapshot_worktree(
     let tree = wt.find_tree(tree_id)?;
     let sig = signature(wt)?;
     let oid = wt.commit(None, &sig, &sig, message, &tree, &[&head])?;
-    wt.reference(refname, oid, false, message)
+    // force: a ref left by a crash between its creation and its use (discard's temporary
+    // one) must not block the next attempt. Callers pick fresh names otherwise.
+    wt.reference(refname, oid, true, message)
         .with_context(|| format!("creating {refname}"))?;
     Ok(Some(oid))
 }

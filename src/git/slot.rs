@@ -149,16 +149,56 @@ impl Slot {
 
     /// Point a clean slot at another branch: check out the new tree first, then move HEAD,
     /// as `git switch` does, so files of the old branch are removed and none are lost.
-    pub fn switch_to(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
+    ///
+    /// A crash between the two would leave the new branch's files under the old branch's HEAD,
+    /// where the old spec's next commit would take them in. So `marker` (written durably
+    /// before, removed after) records the switch, and `finish_interrupted_switch` completes it.
+    pub fn switch_to(&self, main: &MainRepo, branch: &str, marker: &Path) -> anyhow::Result<()> {
         let repo = self.open(main)?;
         let refname = format!("refs/heads/{branch}");
         let target = repo
             .find_reference(&refname)?
             .peel(git2::ObjectType::Commit)?;
+        if let Some(dir) = marker.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::store::write_atomic(marker, branch.as_bytes())?;
+        crate::failpoint::hit("slot_switch_marked");
         repo.checkout_tree(&target, Some(CheckoutBuilder::new().safe()))
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
+        crate::failpoint::hit("slot_switch_checked_out");
         repo.set_head(&refname)?;
+        let _ = std::fs::remove_file(marker);
         Ok(())
+    }
+
+    /// Complete a switch a crash interrupted (see `switch_to`): force the slot onto the branch
+    /// the marker names. The old branch's changes were saved before any switch started.
+    /// Returns the branch, if there was a switch to finish.
+    pub fn finish_interrupted_switch(
+        &self,
+        main: &MainRepo,
+        marker: &Path,
+    ) -> anyhow::Result<Option<String>> {
+        let Ok(branch) = std::fs::read_to_string(marker) else {
+            return Ok(None);
+        };
+        let branch = branch.trim().to_string();
+        let repo = self.open(main)?;
+        let refname = format!("refs/heads/{branch}");
+        if repo.find_reference(&refname).is_ok() {
+            repo.set_head(&refname)?;
+            let mut checkout = CheckoutBuilder::new();
+            checkout.force().remove_untracked(true);
+            repo.checkout_head(Some(&mut checkout)).with_context(|| {
+                format!(
+                    "finishing the switch of {} to {branch}",
+                    self.path.display()
+                )
+            })?;
+        }
+        std::fs::remove_file(marker)?;
+        Ok(Some(branch))
     }
 
     pub fn dirty_paths(&self, main: &MainRepo) -> anyhow::Result<Vec<String>> {

@@ -86,6 +86,18 @@ pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyh
     let outcome = paths.plan.update(|plan| {
         let pos = plan.find_chunk(id).ok_or_else(|| unknown_chunk(plan, id))?;
         let chunk = plan.chunk_mut(pos);
+        let caller = std::env::var("RUNNER_SESSION_ID").ok();
+        if chunk.status != Status::InProgress
+            && let Some(caller) = caller
+        {
+            // An agent session reports only on the chunk it is working on: a report on another
+            // chunk (or from a stray earlier attempt) would complete it unverified.
+            return Err(RunnerError::bad_input(format!(
+                "session {caller} may only report on the chunk it is working on; chunk {id} is {} (not in progress)",
+                chunk.status
+            ))
+            .into());
+        }
         if chunk.status == Status::InProgress {
             let current = chunk.last_attempt().and_then(|a| a.session_id);
             check_session(id, current.as_deref())?;

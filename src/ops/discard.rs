@@ -27,6 +27,8 @@ pub fn discard(
     journal: &Journal,
 ) -> anyhow::Result<DiscardOutcome> {
     let repo = &ws.main.repo;
+    // An invalid plan stops the discard before anything is touched (it is reset at the end).
+    paths.plan.load()?;
     let branch = branch_for(&paths.name);
     let tip = ws.main.branch_tip(&branch);
     let slot = slot_holding(&ws.main, &branch);

@@ -47,13 +47,14 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         Some(q) => vec![crate::spec::resolve(&ws.specs_dir, q)?],
         None => crate::spec::list(&ws.specs_dir),
     };
-    let opts = recover_options(
+    let mut opts = recover_options(
         &ws,
         &config,
         &config.agent.command,
         req.dry_run,
         req.retry_failed,
     );
+    opts.interrupt = crate::session::Interrupt::install()?;
 
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
@@ -63,6 +64,21 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         };
         if let Some(r) = repair::repair_slot(&ws.main, &slot, req.dry_run)? {
             slots.push(r.describe());
+        }
+        let marker = ws.slot_switch_marker(&slot.name);
+        if marker.exists() && matches!(slot.inspect(&ws.main), crate::git::SlotState::Ready { .. })
+        {
+            if req.dry_run {
+                slots.push(format!(
+                    "{}: an interrupted switch would be finished",
+                    slot.path.display()
+                ));
+            } else if let Some(to) = slot.finish_interrupted_switch(&ws.main, &marker)? {
+                slots.push(format!(
+                    "{}: finished an interrupted switch to {to}",
+                    slot.path.display()
+                ));
+            }
         }
     }
 
@@ -94,6 +110,13 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
             Some(slot) => match FileLock::try_acquire(&ws.slot_lock(&slot.name))? {
                 Some(l) => Some(l),
+                None if req.spec.is_some() => {
+                    return Err(RunnerError::Busy(format!(
+                        "the worktree of spec {name} ({}) is in use by a run of another spec",
+                        slot.path.display()
+                    ))
+                    .into());
+                }
                 None => {
                     specs.push(SpecRecovery {
                         spec: name,

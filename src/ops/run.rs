@@ -114,13 +114,12 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let reporter = Reporter::new();
 
     // Put right whatever an earlier run left interrupted, before anything else.
-    let recovery = crate::recovery::recover_spec(
-        &ws,
-        &paths,
-        &journal,
-        &recover_options(&ws, &config, &agent, false, false),
-    )
-    .await?;
+    let mut recover_opts = recover_options(&ws, &config, &agent, false, false);
+    recover_opts.interrupt = interrupt.clone();
+    let recovery = crate::recovery::recover_spec(&ws, &paths, &journal, &recover_opts).await?;
+    if interrupt.is_set() {
+        return Err(RunnerError::Interrupted.into());
+    }
     for action in &recovery.actions {
         reporter.line(format!("Recovered {}: {}", paths.name, action.line()));
     }
@@ -284,6 +283,7 @@ pub fn recover_options(
         retry_failed,
         verification_timeout: config.run.verification_timeout(),
         evaluator,
+        interrupt: Default::default(),
     }
 }
 
@@ -404,13 +404,20 @@ fn take_lock(
     holder: &Holder,
     what: impl FnOnce() -> String,
 ) -> anyhow::Result<FileLock> {
-    match FileLock::try_acquire(path).with_context(|| format!("opening {}", path.display()))? {
-        Some(lock) => {
+    // A few tries: `runner status` and other probes hold a lock for an instant, and that
+    // must not look like a live run.
+    for attempt in 0..5 {
+        if let Some(lock) =
+            FileLock::try_acquire(path).with_context(|| format!("opening {}", path.display()))?
+        {
             lock.write_holder(holder)?;
-            Ok(lock)
+            return Ok(lock);
         }
-        None => Err(RunnerError::Busy(format!("{}: {}", what(), describe_holder(path))).into()),
+        if attempt < 4 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
+    Err(RunnerError::Busy(format!("{}: {}", what(), describe_holder(path))).into())
 }
 
 pub fn describe_holder(path: &Path) -> String {
@@ -448,6 +455,20 @@ async fn prepare_slot(
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
+    if matches!(slot.inspect(main), SlotState::Ready { .. })
+        && let Some(to) =
+            slot.finish_interrupted_switch(main, &ws.slot_switch_marker(&slot.name))?
+    {
+        reporter.line(format!(
+            "Finished switching the slot {} to {to}, which an earlier run was doing when it stopped.",
+            slot.path.display()
+        ));
+        journal.record(
+            "slot_switch_finished",
+            None,
+            json!({"slot": slot.name, "to": to}),
+        )?;
+    }
     if main.branch_tip(&branch).is_none() {
         main.create_branch(&branch, base_tip)?;
         journal.record(
@@ -518,17 +539,43 @@ async fn prepare_slot(
                 // An interrupted chunk of the other spec is recovered while its worktree is
                 // still here: its work is committed or saved by the rules, never just swept
                 // into a ref behind its plan's back.
-                if matches!(other.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0) {
-                    let run_id = format!("slot-switch-{}-{}", crate::clock::stamp(), std::process::id());
-                    let other_journal = Journal::new(&other.dir, &run_id);
-                    let config = ws.config()?;
-                    let opts = recover_options(ws, &config, &[], false, false);
-                    let rec = crate::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
-                    for action in &rec.actions {
-                        reporter.line(format!("Recovered {other_spec}: {}", action.line()));
+                let refuse = |why: String| -> anyhow::Error {
+                    RunnerError::NeedsHuman(format!(
+                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away. Sort out {other_spec} first, or build {spec} in another slot: runner run --spec {spec} --slot NAME",
+                        slot.path.display()
+                    ))
+                    .into()
+                };
+                match other.plan.load() {
+                    Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
+                        let run_id = format!("slot-switch-{}-{}", crate::clock::stamp(), std::process::id());
+                        let other_journal = Journal::new(&other.dir, &run_id);
+                        let config = ws.config()?;
+                        let opts = recover_options(ws, &config, &[], false, false);
+                        let rec = crate::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
+                        for action in &rec.actions {
+                            reporter.line(format!("Recovered {other_spec}: {}", action.line()));
+                        }
+                        if rec.needs_human() {
+                            return Err(refuse("its interrupted work needs a person".into()));
+                        }
                     }
+                    Ok(Some(p)) if p.count(Status::Blocked) > 0 => {
+                        return Err(refuse("it has blocked chunks whose state may be in the worktree".into()));
+                    }
+                    Ok(_) => {}
+                    Err(_) => return Err(refuse("its plan is invalid".into())),
+                }
+                if let Some(op) = crate::recovery::inspect::operation_in_progress(&slot.open(main)?) {
+                    return Err(refuse(format!("a {op} is half done in its worktree")));
                 }
                 _other_lock = Some(other_lock);
+            } else if held.is_none() {
+                // A detached HEAD may carry commits no branch has: keep them reachable.
+                if let Some(kept) = keep_detached_head(ws, slot)? {
+                    reporter.line(format!("The slot's detached HEAD had commits on no branch: kept at {kept}."));
+                    journal.record("slot_saved", None, json!({"slot": slot.name, "ref": kept}))?;
+                }
             }
             let dirty = slot.dirty_paths(main)?;
             if !dirty.is_empty() {
@@ -548,7 +595,7 @@ async fn prepare_slot(
                 ));
                 journal.record("slot_saved", None, json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}))?;
             }
-            slot.switch_to(main, &branch)?;
+            slot.switch_to(main, &branch, &ws.slot_switch_marker(&slot.name))?;
             reporter.line(format!(
                 "Switched the slot {} from {held_desc} to {branch} (the previous work is safe on its branch).",
                 slot.path.display()
@@ -557,6 +604,35 @@ async fn prepare_slot(
             Ok(())
         }
     }
+}
+
+/// If the slot's HEAD is detached on a commit no branch or runner ref contains, point
+/// `refs/auto-claude/recovery/_detached/<slot>/<n>` at it.
+fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<Option<String>> {
+    let wt = slot.open(&ws.main)?;
+    let Ok(head) = head_commit(&wt) else {
+        return Ok(None);
+    };
+    let repo = &ws.main.repo;
+    for r in repo.references()?.flatten() {
+        let Some(name) = r.name() else { continue };
+        if !(name.starts_with("refs/heads/") || name.starts_with("refs/auto-claude/")) {
+            continue;
+        }
+        if let Some(tip) = r.target()
+            && (tip == head || repo.graph_descendant_of(tip, head).unwrap_or(false))
+        {
+            return Ok(None);
+        }
+    }
+    let refname = crate::git::refs::next_recovery_ref(repo, "_detached", &slot.name)?;
+    repo.reference(
+        &refname,
+        head,
+        false,
+        "runner: keep a detached HEAD's commits",
+    )?;
+    Ok(Some(refname))
 }
 
 /// Save a slot's uncommitted changes to `spec`'s recovery ref (named after its chunk in
@@ -871,6 +947,19 @@ impl Run {
     async fn plan_feature(&mut self, mut resumed_prompt: Option<String>) -> anyhow::Result<()> {
         let spec_text = std::fs::read_to_string(&self.paths.spec_md)
             .with_context(|| format!("reading {}", self.paths.spec_md.display()))?;
+        // A new plan starts: the copies of an old one (last-good, journal snapshots) must never
+        // be "restored" over it. The old copy is kept aside; the journal gets a barrier.
+        let last_good = self.paths.plan.last_good_path().to_path_buf();
+        if last_good.exists() {
+            let aside = crate::store::unused_path(&last_good.with_file_name(format!(
+                "{}.replaced-{}",
+                crate::plan::LAST_GOOD_FILE,
+                crate::clock::stamp()
+            )));
+            std::fs::rename(&last_good, &aside)
+                .with_context(|| format!("moving {} aside", last_good.display()))?;
+        }
+        self.journal.record("plan_reset", None, json!({}))?;
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
         for attempt in 1..=max {
@@ -1182,9 +1271,20 @@ impl Run {
     /// What went wrong before, from the journal; from the plan's attempt records if the journal
     /// (advisory) is gone.
     fn previous_failures(&self, chunk: &Chunk) -> Vec<Value> {
+        let sessions: Vec<String> = chunk
+            .attempts()
+            .into_iter()
+            .filter_map(|a| a.session_id)
+            .collect();
         let from_journal: Vec<Value> = crate::store::read_events(&self.paths.dir)
             .into_iter()
             .filter(|e| e["event"] == "attempt_failed" && e["chunk"] == chunk.id.as_str())
+            // Only this plan's attempts: a discarded build's failures are not this one's.
+            .filter(|e| {
+                e["session_id"]
+                    .as_str()
+                    .is_some_and(|s| sessions.iter().any(|own| own == s))
+            })
             .map(|e| {
                 json!({
                     "attempt": e["attempt"],
@@ -1256,7 +1356,48 @@ impl Run {
     fn complete(&self, taken: &Taken, check: Option<&CheckResult>) -> anyhow::Result<()> {
         let id = &taken.chunk.id;
         let message = format!("auto-claude: {id} - {}", taken.chunk.description());
-        let commit = commit_all(&self.open_worktree()?, &message)?;
+        let wt = self.open_worktree()?;
+        // Commit only onto the spec's branch, in a clean repository state: an agent that
+        // switched branches, detached HEAD or left a rebase stopped would otherwise have its
+        // work committed where the branch never sees it.
+        let on_branch =
+            crate::git::head_branch(&wt).as_deref() == Some(branch_for(&self.paths.name).as_str());
+        let operation = crate::recovery::inspect::operation_in_progress(&wt);
+        if !on_branch || operation.is_some() {
+            let reason = match operation {
+                Some(op) => format!("a {op} is half done in the worktree"),
+                None => format!(
+                    "the worktree is not on {} any more (the agent switched branches or detached HEAD)",
+                    branch_for(&self.paths.name)
+                ),
+            };
+            self.paths.plan.update(|plan| {
+                if let Some(pos) = plan.find_chunk(id) {
+                    let chunk = plan.chunk_mut(pos);
+                    chunk.update_last_attempt(|a| {
+                        a.outcome = Some("blocked".into());
+                        a.reason = Some(reason.clone());
+                        a.ended_at = Some(crate::clock::now());
+                    });
+                    chunk.set_status(Status::Blocked);
+                    chunk.set_str("blocked_reason", &reason);
+                }
+                Ok(())
+            })?;
+            self.journal.record(
+                "chunk_status",
+                Some(id),
+                json!({"from": "in_progress", "to": "blocked", "why": reason}),
+            )?;
+            return Err(RunnerError::NeedsHuman(format!(
+                "chunk {id} was reported done, but {reason}; nothing was committed. Look at {} (git status, git log), put the work on {} and set the chunk back to \"pending\" in {}",
+                self.worktree.display(),
+                branch_for(&self.paths.name),
+                self.paths.plan.path().display()
+            ))
+            .into());
+        }
+        let commit = commit_all(&wt, &message)?;
         crate::failpoint::hit("after_commit");
         if let Some(oid) = commit {
             self.journal.record(
@@ -1332,7 +1473,7 @@ impl Run {
         self.journal.record(
             "attempt_failed",
             Some(id),
-            json!({"attempt": taken.attempt, "reason": reason, "log": log, "failed_attempts": failed_count}),
+            json!({"attempt": taken.attempt, "session_id": taken.session_id, "reason": reason, "log": log, "failed_attempts": failed_count}),
         )?;
         let to = match decision {
             AfterFailure::Retry => "pending",
@@ -1441,6 +1582,10 @@ impl Run {
         session_id: &str,
         prompt: &str,
     ) -> anyhow::Result<crate::session::ChildEnd> {
+        // After Ctrl-C no new session starts.
+        if self.interrupt.is_set() {
+            return Err(RunnerError::Interrupted.into());
+        }
         let dir = self.paths.sessions_dir.join(session_id);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("prompt.md"), prompt)?;

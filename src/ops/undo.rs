@@ -42,30 +42,50 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
         reset_target = Some(undo_merge_target(ws, &b)?);
     }
     let branch = b.meta.branch.clone();
+    let backed_up_tip = backup::ref_target(repo, &b, "branch");
+    // The branch (and so the worktree and the plan) is restored only if it is gone or still at
+    // the backed-up tip: a build that started again since is newer work, left alone.
     let mut restored_branch = None;
-    if let Some(tip) = backup::ref_target(repo, &b, "branch") {
-        match ws.main.branch_tip(&branch) {
-            None => {
-                ws.main.create_branch(&branch, tip)?;
-                restored_branch = Some(branch.clone());
-            }
-            Some(now) if now == tip => {}
-            Some(now) => notes.push(format!(
-                "{branch} exists again at {now} (not the backed-up {tip}); it was left as it is. The backed-up tip is {}/branch",
-                b.refs_prefix
-            )),
+    let branch_matches = match (backed_up_tip, ws.main.branch_tip(&branch)) {
+        (Some(tip), None) => {
+            ws.main.create_branch(&branch, tip)?;
+            restored_branch = Some(branch.clone());
+            true
         }
-    }
-    let restored_worktree = restore_worktree(ws, &b, &branch, &mut notes)?;
-    let restored_plan = match &b.plan {
-        Some(bytes) => match parse_plan(paths.plan.path(), bytes) {
+        (Some(tip), Some(now)) if now == tip => true,
+        (Some(tip), Some(now)) => {
+            notes.push(format!(
+                "{branch} was built again since (it is at {now}, the backup has {tip}); the branch, its worktree and the plan were left as they are. The backed-up tip is {}/branch",
+                b.refs_prefix.replacen(backup::BACKUP_PREFIX, backup::UNDONE_PREFIX, 1)
+            ));
+            false
+        }
+        (None, _) => true,
+    };
+    let restored_worktree = if branch_matches {
+        restore_worktree(ws, &b, &branch, &mut notes)?
+    } else {
+        None
+    };
+    let restored_plan = match (&b.plan, branch_matches) {
+        (Some(bytes), true) => match parse_plan(paths.plan.path(), bytes) {
             Ok(plan) => {
+                // The plan being replaced is kept beside it.
+                if let Ok(current) = std::fs::read(paths.plan.path()) {
+                    let aside =
+                        crate::store::unused_path(&paths.plan.path().with_file_name(format!(
+                            "{}.replaced-{}",
+                            crate::plan::PLAN_FILE,
+                            crate::clock::stamp()
+                        )));
+                    crate::store::write_atomic(&aside, &current)?;
+                }
                 paths.plan.write(&plan)?;
                 true
             }
             Err(_) => false,
         },
-        None => false,
+        _ => false,
     };
     backup::mark_undone(repo, &b)?;
     journal.record(
@@ -108,13 +128,7 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
     let target_ref = format!("refs/heads/{target}");
     let checked_out = where_checked_out(&ws.main, &target);
     match after {
-        Some(after) => {
-            if now != after {
-                return Err(RunnerError::NeedsHuman(format!(
-                    "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
-                ))
-                .into());
-            }
+        Some(after) if now == after => {
             if let CheckedOut::Linked(p) = &checked_out {
                 return Err(RunnerError::NeedsHuman(format!(
                     "{target} is checked out in {}; runner will not change files there",
@@ -138,9 +152,10 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
             }
             repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
         }
-        None => {
-            // --no-commit: only the index and files of the checked-out target changed. They are
-            // put back only if they are still exactly what the merge staged.
+        // The ref never moved: a --no-commit merge, or a merge stopped before its ref moved.
+        // Only the checked-out target's index and files may have changed; they are put back
+        // only if they are still exactly what the merge staged.
+        _ if now == before => {
             if checked_out == CheckedOut::Main {
                 let branch_tip =
                     backup::ref_target(repo, b, "branch").context("backup without branch tip")?;
@@ -156,15 +171,31 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
                         || s.is_wt_renamed()
                         || s.is_wt_typechange()
                 });
-                if now != before || staged != Some(index_tree) || unstaged {
+                let head_tree = repo.find_commit(now)?.tree_id();
+                if index_tree == head_tree && !unstaged {
+                    // Nothing of the merge reached the files: nothing to put back.
+                } else if staged == Some(index_tree) && !unstaged {
+                    let head = repo.find_object(now, None)?;
+                    repo.reset(&head, git2::ResetType::Hard, None)?;
+                } else {
                     return Err(RunnerError::NeedsHuman(format!(
-                        "the --no-commit merge's staged changes were committed or changed since; runner will not reset {target}. To drop them by hand: git reset --hard (after saving what you want to keep)"
+                        "the merge's staged changes on {target} were changed since; runner will not reset them. To drop them by hand: git reset --hard (after saving what you want to keep)"
                     ))
                     .into());
                 }
-                let head = repo.find_object(now, None)?;
-                repo.reset(&head, git2::ResetType::Hard, None)?;
             }
+        }
+        Some(after) => {
+            return Err(RunnerError::NeedsHuman(format!(
+                "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
+            ))
+            .into());
+        }
+        None => {
+            return Err(RunnerError::NeedsHuman(format!(
+                "{target} moved since the --no-commit merge was staged (it is at {now}); runner will not reset it"
+            ))
+            .into());
         }
     }
     Ok(target)
@@ -183,13 +214,34 @@ fn restore_worktree(
     }
     let slot = Slot::new(&ws.root, None);
     let uncommitted = backup::ref_target(&ws.main.repo, b, "uncommitted");
+    // The slot must not be taken by a run while it is restored.
+    let Some(_slot_lock) = crate::store::FileLock::try_acquire(&ws.slot_lock(&slot.name))? else {
+        notes.push(format!(
+            "the slot {} is in use by a run, so the worktree was not restored{}",
+            slot.path.display(),
+            uncommitted
+                .map(|u| format!("; the uncommitted changes are at {u}: `git checkout {u} -- .` in a worktree of {branch} brings them back"))
+                .unwrap_or_default()
+        ));
+        return Ok(None);
+    };
+    let backed_up_tip = backup::ref_target(&ws.main.repo, b, "branch");
     match slot.inspect(&ws.main) {
         SlotState::Missing => {}
-        SlotState::Ready { branch: Some(held) } if held == branch => {}
+        // Only a worktree still exactly as the backup left it (same tip, nothing uncommitted)
+        // gets the changes put back into it; anything else there is newer work.
+        SlotState::Ready { branch: Some(held) }
+            if held == branch
+                && slot.dirty_paths(&ws.main)?.is_empty()
+                && slot
+                    .open(&ws.main)
+                    .ok()
+                    .and_then(|r| crate::git::head_commit(&r).ok())
+                    == backed_up_tip => {}
         _ => {
             if let Some(u) = uncommitted {
                 notes.push(format!(
-                    "the slot {} is in use, so the worktree was not restored; the uncommitted changes are at {}/uncommitted ({u}): `git checkout {u} -- .` in a worktree of {branch} brings them back",
+                    "the slot {} holds other work, so the worktree was not restored; the uncommitted changes are at {}/uncommitted ({u}): `git checkout {u} -- .` in a worktree of {branch} brings them back",
                     slot.path.display(),
                     b.refs_prefix.replacen(backup::BACKUP_PREFIX, backup::UNDONE_PREFIX, 1)
                 ));
@@ -224,7 +276,17 @@ pub struct GcOutcome {
 /// Remove backups (and undone backups) older than `days`.
 pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome> {
     let repo = &ws.main.repo;
-    let cutoff = chrono::Utc::now() - chrono::Duration::days(days as i64);
+    // Days beyond what a date can hold mean "nothing is that old".
+    let Some(cutoff) = i64::try_from(days)
+        .ok()
+        .and_then(chrono::TimeDelta::try_days)
+        .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+    else {
+        return Ok(GcOutcome {
+            removed: Vec::new(),
+            kept: backup::list(repo, None).len(),
+        });
+    };
     let mut removed = Vec::new();
     let mut kept = 0;
     for prefix in [backup::BACKUP_PREFIX, backup::UNDONE_PREFIX] {

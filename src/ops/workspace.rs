@@ -61,6 +61,13 @@ impl Workspace {
             .join(format!("{slot_name}.lock"))
     }
 
+    /// Present while a slot switches branches (see `Slot::switch_to`).
+    pub fn slot_switch_marker(&self, slot_name: &str) -> PathBuf {
+        self.state_dir
+            .join("slots")
+            .join(format!("{slot_name}.switching"))
+    }
+
     pub fn templates_dir(&self) -> PathBuf {
         self.state_dir.join("templates")
     }

@@ -35,6 +35,9 @@ pub struct ChunkFacts {
     pub operation_in_progress: Option<String>,
     /// Files with conflicts or conflict markers.
     pub conflicts: Vec<String>,
+    /// The worktree is on the spec's branch (an agent may have switched branches or detached
+    /// HEAD; its commits would then not be on the spec's branch).
+    pub on_branch: bool,
     /// The agent had reported the chunk done (`runner chunk done`).
     pub reported_done: bool,
     /// The chunk has a verification command runner can run.
@@ -86,6 +89,12 @@ impl Decision {
 pub fn needs_human(f: &ChunkFacts) -> Option<String> {
     if !f.branch_exists {
         return Some("the spec's branch is gone".into());
+    }
+    if !f.on_branch {
+        return Some(
+            "the worktree is no longer on the spec's branch (a branch switch or a detached HEAD)"
+                .into(),
+        );
     }
     if let Some(op) = &f.operation_in_progress {
         return Some(format!("a {op} is half done in the worktree"));
@@ -178,6 +187,7 @@ mod tests {
         ChunkFacts {
             branch_exists: true,
             head_descends_from_start: true,
+            on_branch: true,
             ..ChunkFacts::default()
         }
     }

@@ -48,6 +48,7 @@ pub async fn ask(
     worktree: &std::path::Path,
     session_dir: &std::path::Path,
     session_id: &str,
+    interrupt: &Interrupt,
 ) -> Result<(Decision, String), String> {
     let prompts = Prompts::new(&evaluator.templates_dir);
     let prompt = prompts
@@ -90,7 +91,7 @@ pub async fn ask(
         timeout: evaluator.timeout,
         drain: Duration::from_secs(1),
     };
-    run_child(&spec_child, &Interrupt::default(), &mut |_| {})
+    run_child(&spec_child, interrupt, &mut |_| {})
         .await
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
     let output = std::fs::read_to_string(&log_path).unwrap_or_default();

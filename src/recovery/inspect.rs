@@ -108,6 +108,9 @@ pub fn chunk_facts(
         new_commits,
         dirty: !dirty.is_empty(),
         operation_in_progress: wt.and_then(operation_in_progress),
+        on_branch: wt.is_none_or(|r| {
+            crate::git::head_branch(r).as_deref() == Some(branch_for(spec).as_str())
+        }),
         conflicts: wt.map(|r| conflicts(r, &changed_files)).unwrap_or_default(),
         reported_done: attempt.as_ref().and_then(|a| a.reported.as_deref()) == Some("done"),
         has_check: verification::command_check(chunk).is_some(),

@@ -33,6 +33,8 @@ pub struct RecoverOptions {
     pub verification_timeout: Duration,
     /// Set when `[recovery] evaluator = "agent"`.
     pub evaluator: Option<evaluator::AgentEvaluator>,
+    /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
+    pub interrupt: crate::session::Interrupt,
 }
 
 /// One thing recovery found and did (or, in a dry run, would do).
@@ -130,6 +132,11 @@ pub async fn recover_spec(
         Ok(plan) => plan,
         Err(e) => {
             let plan_err = e.downcast::<PlanError>()?;
+            // Only a plan that is not even JSON (torn, garbled) is restored. A plan that parses
+            // but breaks a rule was written that way by someone: it is theirs to fix.
+            if plan_err.line.is_none() {
+                return Err(RunnerError::InvalidPlan(plan_err).into());
+            }
             let events = read_events(&paths.dir);
             let Some((plan, source)) =
                 restore::rebuild(&paths.dir, &paths.name, &events, Some(&ws.main))
@@ -142,7 +149,8 @@ pub async fn recover_spec(
                 crate::clock::stamp()
             )));
             if !opts.dry_run {
-                std::fs::rename(paths.plan.path(), &aside)
+                // Copy, then replace atomically: there is a plan file at every moment.
+                std::fs::copy(paths.plan.path(), &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
                 paths.plan.write(&plan)?;
                 journal.record(
@@ -276,7 +284,8 @@ pub async fn recover_chunk(
 ) -> anyhow::Result<Action> {
     let facts = inspect::chunk_facts(&ws.main, &paths.name, chunk, wt);
     let verified = match (decide::wants_check(&facts), wt) {
-        (true, Some(wt)) => run_check(chunk, wt, opts.verification_timeout).await,
+        // A dry run changes nothing, and a check may: it is not run.
+        (true, Some(wt)) if !opts.dry_run => run_check(paths, chunk, wt, opts).await,
         _ => None,
     };
     let (rule_decision, rule_reason) = decide::decide(&facts, verified);
@@ -299,6 +308,7 @@ pub async fn recover_chunk(
                 workdir,
                 &dir,
                 &session_id,
+                &opts.interrupt,
             )
             .await
             {
@@ -321,6 +331,10 @@ pub async fn recover_chunk(
         _ => (rule_decision, rule_reason.clone(), "rules".to_string()),
     };
     let mut detail = reason.clone();
+    if opts.dry_run && decide::wants_check(&facts) {
+        detail
+            .push_str(" (dry run: the verification command was not run; it could make this next)");
+    }
     if source != "rules" {
         detail.push_str(&format!(" [decided by {source}]"));
     }
@@ -447,26 +461,39 @@ fn save_partial_work(
 
 /// Run the chunk's verification command in the worktree: `Some(passed)`, or `None` if it could
 /// not be run.
-async fn run_check(chunk: &Chunk, wt: &git2::Repository, timeout: Duration) -> Option<bool> {
+async fn run_check(
+    paths: &SpecPaths,
+    chunk: &Chunk,
+    wt: &git2::Repository,
+    opts: &RecoverOptions,
+) -> Option<bool> {
     let check = verification::command_check(chunk)?;
     let dir = wt.workdir()?;
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.args(["-c", &check.command])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .process_group(0);
-    let output = tokio::time::timeout(timeout, cmd.output())
+    let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
+    let log_dir = paths.sessions_dir.join(&session);
+    std::fs::create_dir_all(&log_dir).ok()?;
+    let log_path = log_dir.join("verification.log");
+    // Like every child runner starts: its own process group, killed whole on a timeout or
+    // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
+    let spec = crate::session::ChildSpec {
+        argv: vec!["sh".into(), "-c".into(), check.command.clone()],
+        cwd: dir.to_path_buf(),
+        env: vec![("RUNNER_SESSION_ID".into(), session.clone())],
+        stdin: None,
+        log_path: log_path.clone(),
+        timeout: opts.verification_timeout,
+        drain: Duration::from_secs(1),
+    };
+    let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
         .await
-        .ok()?
         .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
     Some(
-        output.status.code() == Some(check.expect_status)
+        end.ended == crate::session::Ended::Exited(check.expect_status)
             && check
                 .expect_output
                 .as_deref()
-                .is_none_or(|w| text.contains(w)),
+                .is_none_or(|w| output.contains(w)),
     )
 }
 

@@ -84,7 +84,7 @@ pub fn stale_lock(lock: &Path, dry_run: bool) -> Option<PathBuf> {
 }
 
 /// The lock files git may leave that block a spec's work: in the worktree's git folder, the
-/// spec branch's ref, the spec's runner refs, and packed-refs.
+/// spec branch's ref, and the spec's runner refs.
 pub fn lock_candidates(
     common_dir: &Path,
     worktree_git_dir: Option<&Path>,
@@ -96,7 +96,8 @@ pub fn lock_candidates(
             out.push(dir.join(name));
         }
     }
-    out.push(common_dir.join("packed-refs.lock"));
+    // Not packed-refs.lock: git closes that lock's file while it still holds the lock, so
+    // "nobody has it open" does not mean stale there.
     out.push(
         common_dir
             .join("refs/heads/auto-claude")

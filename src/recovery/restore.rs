@@ -45,9 +45,16 @@ pub fn rebuild(
     {
         return Some((plan, Source::LastGood));
     }
-    let at = events
+    // Snapshots from before the last plan reset belong to an earlier plan.
+    let reset = events
         .iter()
-        .rposition(|e| e["event"] == "plan_snapshot" && e["plan"].is_object())?;
+        .rposition(|e| e["event"] == "plan_reset")
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let at = reset
+        + events[reset..]
+            .iter()
+            .rposition(|e| e["event"] == "plan_snapshot" && e["plan"].is_object())?;
     let bytes = serde_json::to_vec(&events[at]["plan"]).ok()?;
     let mut plan = parse_plan(Path::new("journal plan snapshot"), &bytes).ok()?;
     let changes: Vec<(&str, Status)> = events[at + 1..]

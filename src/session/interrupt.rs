@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     count: Arc<AtomicUsize>,
     notify: Arc<Notify>,
