@@ -210,11 +210,9 @@ fn the_run_lock_says_who_holds_it() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !repo.agent_log().iter().any(|l| l.starts_with("coder")) {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("a coder session", || {
+        repo.agent_log().iter().any(|l| l.starts_with("coder"))
+    });
     let text = std::fs::read_to_string(repo.spec_dir("004-lock").join("run.lock")).unwrap();
     let holder: Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(holder["pid"], child.id());

@@ -6,7 +6,7 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -127,14 +127,6 @@ fn alive(pid: i32) -> bool {
             state != "Z" && state != "X"
         }
         Err(_) => false,
-    }
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

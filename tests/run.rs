@@ -488,14 +488,9 @@ fn two_runs_of_one_spec_exactly_one_proceeds_the_other_exits_4() {
         .spawn()
         .unwrap();
     // Wait until the first run is in its coder session.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !repo.agent_log().iter().any(|l| l.starts_with("coder")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "first run never started a coder"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("a coder session", || {
+        repo.agent_log().iter().any(|l| l.starts_with("coder"))
+    });
     let second = repo.run_spec("012", &[]);
     assert_exit(&second, 4);
     let err = stderr(&second);
@@ -659,11 +654,9 @@ fn a_second_spec_in_a_busy_slot_exits_4() {
         .cmd(&["run", "--spec", "040", "--agent-command", &agent])
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !repo.agent_log().iter().any(|l| l.starts_with("coder")) {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("a coder session", || {
+        repo.agent_log().iter().any(|l| l.starts_with("coder"))
+    });
     let out = repo.run_spec("041", &[]);
     assert_exit(&out, 4);
     assert!(stderr(&out).contains("slot"), "{}", stderr(&out));
@@ -792,15 +785,11 @@ fn sigint_stops_the_agent_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !repo
-        .spec_dir("090-int")
-        .join("fake-agent-child.pid")
-        .exists()
-    {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("the agent", || {
+        repo.spec_dir("090-int")
+            .join("fake-agent-child.pid")
+            .exists()
+    });
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 130);
@@ -856,11 +845,7 @@ fn an_interrupted_planner_leaves_no_half_plan_in_the_way() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while repo.agent_log().is_empty() {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("the planner", || !repo.agent_log().is_empty());
     std::fs::write(repo.plan_path("120-plan-int"), "{\"phases\": [").unwrap();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();

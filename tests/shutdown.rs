@@ -16,14 +16,6 @@ fn start_run(repo: &TestRepo, spec: &str, extra: &[&str]) -> Child {
     repo.cmd(&args).stderr(Stdio::piped()).spawn().unwrap()
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
 fn signal(child: &Child, sig: i32) {
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, sig) };

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 pub use decide::{ChunkFacts, Decision};
 
 use crate::error::RunnerError;
-use crate::git::{branch_for, commit_all, dirty_paths, slot_holding};
+use crate::git::{branch_for, commit_all, slot_holding};
 use crate::ops::{SpecPaths, Workspace};
 use crate::plan::{Chunk, PlanError, Status, verification};
 use crate::store::{Journal, read_events, read_events_containing};
@@ -516,9 +516,4 @@ pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
         "saved_ref": rec["saved_ref"],
         "dirty": rec["dirty"],
     }))
-}
-
-/// Uncommitted paths in a worktree, for messages.
-pub fn dirty_list(wt: &git2::Repository) -> Vec<String> {
-    dirty_paths(wt).unwrap_or_default()
 }
