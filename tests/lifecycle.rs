@@ -768,3 +768,38 @@ fn merge_and_discard_killed_midway_lose_nothing_and_can_finish() {
         assert_exit(&repo.runner(&[command, "--spec", SPEC, "--yes"]), 0);
     }
 }
+
+#[test]
+fn an_ambiguous_spec_name_offers_a_numbered_choice_on_a_terminal() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = TestRepo::new();
+    repo.add_spec("001-add-login");
+    repo.add_spec("010-login-page");
+    let mut cmd = Command::new(RUNNER);
+    cmd.args([
+        "run",
+        "--spec",
+        "login",
+        "--agent-command",
+        &fixture("fake-agent").display().to_string(),
+    ])
+    .current_dir(&repo.root)
+    .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
+    .env("TERM", "xterm");
+    let mut s = OsSession::spawn(cmd).unwrap();
+    s.set_expect_timeout(Some(Duration::from_secs(20)));
+    s.expect("matches several specs").unwrap();
+    s.expect("2. 010-login-page").unwrap();
+    s.send("\x1b[B").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All 3 chunks of 010-login-page").unwrap();
+    let _ = s.expect(Eof);
+    assert!(format!("{:?}", s.get_process_mut().wait().unwrap()).contains(", 0)"));
+    assert!(
+        !repo
+            .spec_dir("001-add-login")
+            .join("implementation_plan.json")
+            .exists()
+    );
+}

@@ -358,6 +358,22 @@ fn empty_plan() -> Plan {
 /// `--spec` resolved, or the only spec there is.
 pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
     if let Some(q) = query {
+        crate::spec::check_name(q)?;
+        // Several matches: on a terminal, a numbered choice; otherwise the list and exit 2.
+        let names = crate::spec::list(&ws.specs_dir);
+        if let crate::spec::Resolution::Many(matches) = crate::spec::resolve_among(&names, q)
+            && crate::ops::interact::can_ask()
+        {
+            let numbered: Vec<String> = matches
+                .iter()
+                .enumerate()
+                .map(|(i, m)| format!("{}. {m}", i + 1))
+                .collect();
+            let picked = inquire::Select::new(&format!("{q:?} matches several specs:"), numbered)
+                .raw_prompt()
+                .map_err(crate::ops::interact::cancelled)?;
+            return Ok(matches[picked.index].clone());
+        }
         return Ok(crate::spec::resolve(&ws.specs_dir, q)?);
     }
     let names = crate::spec::list(&ws.specs_dir);
