@@ -203,13 +203,14 @@ fn load_only(bencher: Bencher) {
     bencher.bench(|| file.load().expect("load").expect("present"));
 }
 
-/// `PlanFile::write` alone: serialise + durable atomic replace, to split `load_next_save`.
+/// `PlanFile::replace` alone (plan lock, serialise, durable atomic replace, last-good copy), to
+/// split `load_next_save`.
 #[divan::bench(sample_count = 200, sample_size = 1)]
 fn write_only(bencher: Bencher) {
     let (_tmp, dir) = spec_dir();
     let file = PlanFile::in_spec_dir(&dir);
     let plan = parsed();
-    bencher.bench(|| file.write(&plan).expect("write"));
+    bencher.bench(|| file.replace(&plan).expect("write"));
 }
 
 /// The JSON syntax layer alone (bytes → `serde_json::Value`), to see what the typed view adds.

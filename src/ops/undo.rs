@@ -80,7 +80,7 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
                         )));
                     crate::store::write_atomic(&aside, &current)?;
                 }
-                paths.plan.write(&plan)?;
+                paths.plan.replace(&plan)?;
                 true
             }
             Err(_) => false,

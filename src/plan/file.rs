@@ -98,8 +98,16 @@ impl PlanFile {
         Ok(out)
     }
 
+    /// Replace the whole plan (a restore, an undo) under the plan lock, whatever is there now —
+    /// even a file that does not parse, which is why this does not go through `update`.
+    pub fn replace(&self, plan: &Plan) -> anyhow::Result<()> {
+        let _lock = FileLock::acquire(&self.lock_path)
+            .with_context(|| format!("locking {}", self.lock_path.display()))?;
+        self.write(plan)
+    }
+
     /// Replace the file durably. Callers hold the plan lock (or are the only writer).
-    pub fn write(&self, plan: &Plan) -> anyhow::Result<()> {
+    fn write(&self, plan: &Plan) -> anyhow::Result<()> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         let bytes = plan_to_bytes(plan);
         write_atomic(&self.path, &bytes)

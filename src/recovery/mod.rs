@@ -152,7 +152,7 @@ pub async fn recover_spec(
                 // Copy, then replace atomically: there is a plan file at every moment.
                 std::fs::copy(paths.plan.path(), &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
-                paths.plan.write(&plan)?;
+                paths.plan.replace(&plan)?;
                 journal.record(
                     "plan_restored",
                     None,
