@@ -51,13 +51,6 @@ pub struct MergeCheck {
     pub conflicts: Vec<String>,
 }
 
-/// The chunk id in an `auto-claude: <chunk-id> - <description>` commit subject.
-pub fn chunk_of_subject(subject: &str) -> Option<String> {
-    let rest = subject.strip_prefix("auto-claude: ")?;
-    let (id, _) = rest.split_once(" - ")?;
-    Some(id.to_string())
-}
-
 /// The base branch a spec merges into: pinned in its plan, else the config, else the branch
 /// checked out now.
 pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String> {
@@ -95,7 +88,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
         .into_iter()
         .map(|(oid, summary)| CommitLine {
             commit: oid.to_string(),
-            chunk: chunk_of_subject(&summary),
+            chunk: crate::plan::chunk_id_of_commit(&summary).map(str::to_string),
             summary,
         })
         .collect();

@@ -331,7 +331,8 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
         }
         let in_progress =
             matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
-        let events = crate::store::read_events(&paths.dir);
+        // Only run_start/run_end lines matter here: skip parsing the rest of the journal.
+        let events = crate::store::read_events_containing(&paths.dir, "\"event\":\"run_");
         let unfinished_run = events
             .iter()
             .rev()
@@ -1371,7 +1372,7 @@ impl Run {
 
     fn complete(&self, taken: &Taken, check: Option<&CheckResult>) -> anyhow::Result<()> {
         let id = &taken.chunk.id;
-        let message = format!("auto-claude: {id} - {}", taken.chunk.description());
+        let message = taken.chunk.commit_message();
         let wt = self.open_worktree()?;
         // Commit only onto the spec's branch, in a clean repository state: an agent that
         // switched branches, detached HEAD or left a rebase stopped would otherwise have its

@@ -9,7 +9,7 @@ mod validate;
 pub mod verification;
 
 pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile};
-pub use model::{Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan};
+pub use model::{Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, chunk_id_of_commit};
 pub use next::{NextStep, next_chunk_id, next_step};
 pub use parse::{PlanError, parse_plan, plan_to_bytes};
 pub use status::Status;

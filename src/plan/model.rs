@@ -143,6 +143,14 @@ pub struct Attempt {
     pub extra: Map<String, Value>,
 }
 
+const COMMIT_PREFIX: &str = "auto-claude: ";
+
+/// The chunk id in an `auto-claude: <chunk-id> - <description>` commit subject.
+pub fn chunk_id_of_commit(subject: &str) -> Option<&str> {
+    let (id, _) = subject.strip_prefix(COMMIT_PREFIX)?.split_once(" - ")?;
+    Some(id)
+}
+
 /// Where a chunk sits in the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkPos {
@@ -281,6 +289,12 @@ impl Chunk {
             }
         });
         self.set_status(Status::Pending);
+    }
+
+    /// The subject of the commit that lands this chunk: `auto-claude: <id> - <description>`.
+    /// Recovery and review read chunk ids back from it (`chunk_id_of_commit`).
+    pub fn commit_message(&self) -> String {
+        format!("{COMMIT_PREFIX}{} - {}", self.id, self.description())
     }
 
     /// A list-of-strings field such as `files_to_modify`. Auto-Claude sometimes wrote a single

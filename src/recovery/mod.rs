@@ -344,7 +344,7 @@ pub async fn recover_chunk(
         match decision {
             Decision::Next => {
                 if let Some(wt) = wt {
-                    let message = format!("auto-claude: {id} - {}", chunk.description());
+                    let message = chunk.commit_message();
                     commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
                 }
             }

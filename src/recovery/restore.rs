@@ -84,11 +84,7 @@ pub fn rebuild(
         let Ok(commit) = main.repo.find_commit(oid) else {
             continue;
         };
-        let Some(id) = commit
-            .summary()
-            .and_then(|s| s.strip_prefix("auto-claude: "))
-            .and_then(|s| s.split(" - ").next())
-        else {
+        let Some(id) = commit.summary().and_then(crate::plan::chunk_id_of_commit) else {
             continue;
         };
         if let Some(pos) = plan.find_chunk(id) {
