@@ -31,15 +31,7 @@ fn branch(spec: &str) -> String {
 
 /// `git ARGS` in `dir`; `None` if git fails (a ref or path that does not exist).
 fn git_try(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8(out.stdout).unwrap())
+    git_result(dir, args).ok()
 }
 
 fn describe_status(status: &ExitStatus) -> String {

@@ -193,19 +193,24 @@ impl TestRepo {
     }
 }
 
-pub fn git_in(dir: &Path, args: &[&str]) -> String {
+/// `git ARGS` in `dir`: `Err(stderr)` if git fails.
+pub fn git_result(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// `git ARGS` in `dir`; the test fails if git does.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    git_result(dir, args).unwrap_or_else(|e| panic!("git {args:?} failed: {e}"))
 }
 
 pub fn stderr(out: &Output) -> String {
