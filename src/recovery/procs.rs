@@ -132,6 +132,16 @@ mod tests {
             .spawn()
             .unwrap();
         let pgid = child.id() as i32;
+        // Recovery meets agents long after they started; give this one a moment to be
+        // visible in /proc with its environment (a loaded CI machine once was not that fast).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while members_of_session(pgid, "s-test-1").is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never showed up in /proc"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         // Wrong session: left alone.
         let other = Leftover {
             session_id: "s-other".into(),
