@@ -4,6 +4,7 @@
 mod common;
 
 use std::os::unix::fs::symlink;
+use std::path::Path;
 
 use common::*;
 
@@ -84,4 +85,157 @@ fn exclude_that_is_a_link_is_not_written_through() {
         std::fs::read(&shared).unwrap(),
         b"*.key\n/.auto-claude/\n/.worktrees/\n"
     );
+}
+
+/// A file outside the repository, and its content, to check nothing was written to it.
+fn outside_file(repo: &TestRepo, name: &str) -> std::path::PathBuf {
+    let path = repo.tmp.path().join("outside").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "precious\n").unwrap();
+    path
+}
+
+fn plant_link(target: &std::path::Path, at: &std::path::Path) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    symlink(target, at).unwrap();
+}
+
+#[test]
+fn a_link_planted_where_runner_writes_a_file_is_refused_not_followed() {
+    // (path under the repository, does the run stop with exit 2)
+    let cases: &[(&str, bool)] = &[
+        (".auto-claude/specs/001-x/events.jsonl", true),
+        (".auto-claude/specs/001-x/run.lock", true),
+        (".auto-claude/specs/001-x/plan.lock", true),
+        (".auto-claude/slots/auto-claude.lock", true),
+        (".auto-claude/interrupted-sessions.lock", true),
+        // The last-good copy is advisory: runner goes on without it.
+        (
+            ".auto-claude/specs/001-x/implementation_plan.json.last-good",
+            false,
+        ),
+    ];
+    for &(rel, refused) in cases {
+        let repo = TestRepo::new();
+        repo.add_spec("001-x");
+        let existing = outside_file(&repo, "existing");
+        plant_link(&existing, &repo.path(rel));
+        let out = repo.run_spec("001", &[]);
+        if refused {
+            assert_exit(&out, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains(rel) && err.contains("symbolic link"),
+                "{rel}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&existing).unwrap(),
+            "precious\n",
+            "runner wrote through the link at {rel}"
+        );
+        // The same with a link to a file that does not exist yet: runner must not create it.
+        let repo = TestRepo::new();
+        repo.add_spec("001-x");
+        let missing = repo.tmp.path().join("outside-new");
+        plant_link(&missing, &repo.path(rel));
+        repo.run_spec("001", &[]);
+        assert!(
+            !missing.exists(),
+            "runner created {} through {rel}",
+            missing.display()
+        );
+    }
+}
+
+#[test]
+fn a_linked_sessions_folder_is_refused_and_nothing_is_written_there() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    let outside = repo.tmp.path().join("outside-sessions");
+    std::fs::create_dir_all(&outside).unwrap();
+    plant_link(&outside, &repo.path(".auto-claude/specs/001-x/sessions"));
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("sessions"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn recover_and_chunk_commands_do_not_write_through_links() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    std::fs::copy(fixture("plans/two-phases.json"), repo.plan_path("001-x")).unwrap();
+    let journal = outside_file(&repo, "journal");
+    plant_link(&journal, &repo.spec_dir("001-x").join("events.jsonl"));
+    let plan_lock = outside_file(&repo, "plan-lock");
+    plant_link(&plan_lock, &repo.spec_dir("001-x").join("plan.lock"));
+    let run_lock = repo.tmp.path().join("outside-run-lock");
+    plant_link(&run_lock, &repo.spec_dir("001-x").join("run.lock"));
+
+    let out = repo.runner(&["recover", "--spec", "001"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("run.lock"), "{}", stderr(&out));
+    let out = repo.runner(&["chunk", "done", "core-a", "--spec", "001"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("plan.lock"), "{}", stderr(&out));
+
+    assert!(!run_lock.exists());
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_to_string(&plan_lock).unwrap(), "precious\n");
+}
+
+#[test]
+fn state_folders_linked_outside_the_repository_are_refused() {
+    for rel in [
+        ".auto-claude",
+        ".auto-claude/specs",
+        ".auto-claude/specs/001-x",
+    ] {
+        let repo = TestRepo::new();
+        // The real folder lives outside; the repository only has a link to it.
+        let outside = repo.tmp.path().join("elsewhere");
+        let spec_in_outside = Path::new(".auto-claude/specs/001-x")
+            .strip_prefix(rel)
+            .unwrap()
+            .to_path_buf();
+        std::fs::create_dir_all(outside.join(&spec_in_outside)).unwrap();
+        std::fs::write(outside.join(&spec_in_outside).join("spec.md"), "# x\n").unwrap();
+        plant_link(&outside, &repo.path(rel));
+        let before = list_tree(&outside);
+        // `status` only reads, except that it opens the workspace, which refuses the top two.
+        let mut commands = vec![vec!["recover", "--spec", "001"]];
+        if rel != ".auto-claude/specs/001-x" {
+            commands.push(vec!["status"]);
+        }
+        for args in commands {
+            let out = repo.runner(&args);
+            assert_exit(&out, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains(&repo.path(rel).display().to_string()) && err.contains("outside"),
+                "{rel} {args:?}: {err}"
+            );
+        }
+        let out = repo.run_spec("001", &[]);
+        assert_exit(&out, 2);
+        assert_eq!(list_tree(&outside), before, "runner wrote below {rel}");
+    }
+}
+
+/// Every path below `dir`, sorted.
+fn list_tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            if p.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }

@@ -81,6 +81,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     ws.main.ensure_excluded()?;
     let config = ws.config()?;
     let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
+    ws.check_spec_folder(&spec_name)?;
     let paths = ws.spec(&spec_name);
     let agent = match &opts.agent_command {
         Some(text) => parse_agent_command(text)?,
@@ -1603,9 +1604,11 @@ impl Run {
         if self.interrupt.is_set() {
             return Err(RunnerError::Interrupted.into());
         }
-        let dir = self.paths.sessions_dir.join(session_id);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("prompt.md"), prompt)?;
+        let dir = self
+            .paths
+            .session_dir(session_id)
+            .with_context(|| format!("creating the folder of session {session_id}"))?;
+        crate::store::safe::write(&dir.join("prompt.md"), prompt.as_bytes())?;
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         self.sessions += 1;
         let spec = ChildSpec {

@@ -46,7 +46,6 @@ pub async fn ask(
     facts: &ChunkFacts,
     rule: (Decision, &str),
     worktree: &std::path::Path,
-    session_dir: &std::path::Path,
     session_id: &str,
     interrupt: &Interrupt,
 ) -> Result<(Decision, String), String> {
@@ -68,8 +67,8 @@ pub async fn ask(
             }),
         )
         .map_err(|e| format!("{e:#}"))?;
-    std::fs::create_dir_all(session_dir).map_err(|e| e.to_string())?;
-    let _ = std::fs::write(session_dir.join("prompt.md"), &prompt);
+    let session_dir = paths.session_dir(session_id).map_err(|e| e.to_string())?;
+    let _ = crate::store::safe::write(&session_dir.join("prompt.md"), prompt.as_bytes());
     let log_path = session_dir.join("output.log");
     let spec_child = ChildSpec {
         argv: evaluator.argv.clone(),

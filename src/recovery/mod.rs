@@ -150,7 +150,7 @@ pub async fn recover_spec(
             )));
             if !opts.dry_run {
                 // Copy, then replace atomically: there is a plan file at every moment.
-                std::fs::copy(paths.plan.path(), &aside)
+                crate::store::safe::copy_new(paths.plan.path(), &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
                 paths.plan.replace(&plan)?;
                 journal.record(
@@ -297,7 +297,6 @@ pub async fn recover_chunk(
     let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous && !opts.dry_run) {
         (Some(ev), Some(wt_repo), true) => {
             let session_id = crate::ops::run::session_id("recovery", Some(id), 0);
-            let dir = paths.sessions_dir.join(&session_id);
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
             match evaluator::ask(
                 ev,
@@ -306,7 +305,6 @@ pub async fn recover_chunk(
                 &facts,
                 (rule_decision, &rule_reason),
                 workdir,
-                &dir,
                 &session_id,
                 &opts.interrupt,
             )
@@ -470,8 +468,7 @@ async fn run_check(
     let check = verification::command_check(chunk)?;
     let dir = wt.workdir()?;
     let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
-    let log_dir = paths.sessions_dir.join(&session);
-    std::fs::create_dir_all(&log_dir).ok()?;
+    let log_dir = paths.session_dir(&session).ok()?;
     let log_path = log_dir.join("verification.log");
     // Like every child runner starts: its own process group, killed whole on a timeout or
     // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.

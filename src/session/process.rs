@@ -71,7 +71,7 @@ pub async fn run_child(
     let Some((program, args)) = spec.argv.split_first() else {
         anyhow::bail!("empty command");
     };
-    let log = std::fs::File::create(&spec.log_path)
+    let log = crate::store::safe::create(&spec.log_path)
         .with_context(|| format!("creating {}", spec.log_path.display()))?;
     let log_err = log.try_clone()?;
     let mut cmd = Command::new(program);
