@@ -239,3 +239,87 @@ fn list_tree(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// The session logs of a spec, by file name (`output.log`, `verification.log`).
+fn session_logs(repo: &TestRepo, spec: &str, name: &str) -> Vec<std::path::PathBuf> {
+    let dir = repo.spec_dir(spec).join("sessions");
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join(name))
+        .filter(|p| p.exists())
+        .collect();
+    logs.sort();
+    logs
+}
+
+const CAP: usize = 64 * 1024;
+/// The marker line is short; allow for it.
+const MARKER_ROOM: usize = 300;
+
+#[test]
+fn a_runaway_agents_log_is_capped_to_head_and_tail() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    repo.write_config(&format!("[agent]\nmax_log_bytes = {CAP}\n"));
+    // 8 MB of output from one chunk's agent.
+    repo.script("core-a * loud 8000000\n");
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 0);
+    let loud: Vec<Vec<u8>> = session_logs(&repo, "001-x", "output.log")
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .filter(|b| b.starts_with(b"HEAD-MARK"))
+        .collect();
+    assert_eq!(loud.len(), 1, "one session printed the flood");
+    let log = &loud[0];
+    assert!(log.len() <= CAP + MARKER_ROOM, "log is {} bytes", log.len());
+    let text = String::from_utf8_lossy(log);
+    // (The agent's `runner chunk done` prints a line after it.)
+    let end = &text[text.len().saturating_sub(1000)..];
+    assert!(end.contains("TAIL-MARK"), "tail lost: {end}");
+    let marker = text
+        .lines()
+        .find(|l| l.contains("bytes of output cut here"))
+        .expect("a marker line says what was cut");
+    assert!(marker.contains("agent.max_log_bytes"), "{marker}");
+    assert_eq!(
+        repo.statuses("001-x")
+            .iter()
+            .filter(|(_, s)| s == "completed")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn a_verification_that_prints_a_flood_is_capped_and_still_judged_on_every_byte() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    repo.write_config(&format!("[agent]\nmax_log_bytes = {CAP}\n"));
+    // The check prints 4 MB with a non-UTF-8 byte, and its expected word in the middle (cut
+    // from the log).
+    let plan = std::fs::read_to_string(fixture("plans/two-phases.json"))
+        .unwrap()
+        .replace(
+            "\"command\": \"test -f work/core-b.txt\", \"expected\": \"file exists\"",
+            "\"command\": \"head -c 2000000 /dev/zero; printf '\\\\377 ALL-GOOD '; head -c 2000000 /dev/zero; test -f work/core-b.txt\", \"expect_output\": \"ALL-GOOD\"",
+        );
+    assert!(plan.contains("ALL-GOOD"));
+    let plan_file = repo.tmp.path().join("plan.json");
+    std::fs::write(&plan_file, plan).unwrap();
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent])
+        .env("FAKE_AGENT_PLAN", &plan_file)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let logs = session_logs(&repo, "001-x", "verification.log");
+    assert_eq!(logs.len(), 1);
+    let log = std::fs::read(&logs[0]).unwrap();
+    assert!(log.len() <= CAP + MARKER_ROOM, "log is {} bytes", log.len());
+    assert!(!String::from_utf8_lossy(&log).contains("ALL-GOOD"));
+    assert!(String::from_utf8_lossy(&log).contains("bytes of output cut here"));
+    assert_eq!(repo.chunk("001-x", "core-b")["status"], "completed");
+}

@@ -278,11 +278,13 @@ pub fn recover_options(
         argv: agent.to_vec(),
         templates_dir: ws.templates_dir(),
         timeout: config.run.session_timeout(),
+        max_log_bytes: config.agent.max_log_bytes,
     });
     crate::recovery::RecoverOptions {
         dry_run,
         retry_failed,
         verification_timeout: config.run.verification_timeout(),
+        max_log_bytes: config.agent.max_log_bytes,
         evaluator,
         interrupt: Default::default(),
     }
@@ -909,6 +911,7 @@ impl Run {
                 let opts = crate::recovery::RecoverOptions {
                     // The user asked to stop: the check gets no longer than the drain.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),
+                    max_log_bytes: self.config.agent.max_log_bytes,
                     ..Default::default()
                 };
                 let action = crate::recovery::recover_chunk(
@@ -1339,6 +1342,8 @@ impl Run {
             log_path: log_path.clone(),
             timeout: self.config.run.verification_timeout(),
             drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: check.expect_output.clone(),
         };
         let end = self
             .run_journaled(&spec, session_id, "verification")
@@ -1347,12 +1352,10 @@ impl Run {
             // The agent's report stands; recovery re-runs the verification next time.
             return Err(RunnerError::Interrupted.into());
         }
-        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         let status_ok = end.ended == Ended::Exited(check.expect_status);
-        let output_ok = check
-            .expect_output
-            .as_deref()
-            .is_none_or(|want| output.contains(want));
+        // Searched in the whole output as it streamed, as bytes: a part cut from the capped
+        // log or a non-UTF-8 byte cannot hide it.
+        let output_ok = end.output.found;
         let mut detail = end.ended.describe();
         if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
             detail.push_str(&format!("; its output lacks {want:?}"));
@@ -1619,6 +1622,8 @@ impl Run {
             log_path: dir.join("output.log"),
             timeout: self.config.run.session_timeout(),
             drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: None,
         };
         self.journal.record(
             "session_start",

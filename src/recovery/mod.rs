@@ -31,6 +31,8 @@ pub struct RecoverOptions {
     pub dry_run: bool,
     pub retry_failed: bool,
     pub verification_timeout: Duration,
+    /// `agent.max_log_bytes`: a check's log keeps at most this much (0: the default).
+    pub max_log_bytes: u64,
     /// Set when `[recovery] evaluator = "agent"`.
     pub evaluator: Option<evaluator::AgentEvaluator>,
     /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
@@ -480,18 +482,17 @@ async fn run_check(
         log_path: log_path.clone(),
         timeout: opts.verification_timeout,
         drain: Duration::from_secs(1),
+        max_log_bytes: match opts.max_log_bytes {
+            0 => crate::config::DEFAULT_MAX_LOG_BYTES,
+            n => n,
+        },
+        watch_for: check.expect_output.clone(),
     };
     let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
         .await
         .ok()?;
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
-    Some(
-        end.ended == crate::session::Ended::Exited(check.expect_status)
-            && check
-                .expect_output
-                .as_deref()
-                .is_none_or(|w| output.contains(w)),
-    )
+    // The expected output was searched in the whole stream, as bytes.
+    Some(end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found)
 }
 
 /// Partial work a chunk's last finished attempt left, for the next attempt's prompt.
