@@ -292,6 +292,36 @@ fn a_runaway_agents_log_is_capped_to_head_and_tail() {
     );
 }
 
+/// Run spec 001 with the two-phases plan, core-b's check replaced by `check` (a JSON fragment).
+fn run_with_core_b_check(repo: &TestRepo, check: &str) -> std::process::Output {
+    let plan = std::fs::read_to_string(fixture("plans/two-phases.json"))
+        .unwrap()
+        .replace(
+            "\"command\": \"test -f work/core-b.txt\", \"expected\": \"file exists\"",
+            check,
+        );
+    assert!(plan.contains(check));
+    let plan_file = repo.tmp.path().join("plan.json");
+    std::fs::write(&plan_file, plan).unwrap();
+    let agent = fixture("fake-agent").display().to_string();
+    repo.cmd(&["run", "--spec", "001", "--agent-command", &agent])
+        .env("FAKE_AGENT_PLAN", &plan_file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_non_utf8_byte_in_a_checks_output_does_not_fail_it() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    let out = run_with_core_b_check(
+        &repo,
+        "\"command\": \"printf 'caf\\\\351 OK'\", \"expect_output\": \"OK\"",
+    );
+    assert_exit(&out, 0);
+    assert_eq!(repo.chunk("001-x", "core-b")["status"], "completed");
+}
+
 #[test]
 fn a_verification_that_prints_a_flood_is_capped_and_still_judged_on_every_byte() {
     let repo = TestRepo::new();
@@ -299,21 +329,10 @@ fn a_verification_that_prints_a_flood_is_capped_and_still_judged_on_every_byte()
     repo.write_config(&format!("[agent]\nmax_log_bytes = {CAP}\n"));
     // The check prints 4 MB with a non-UTF-8 byte, and its expected word in the middle (cut
     // from the log).
-    let plan = std::fs::read_to_string(fixture("plans/two-phases.json"))
-        .unwrap()
-        .replace(
-            "\"command\": \"test -f work/core-b.txt\", \"expected\": \"file exists\"",
-            "\"command\": \"head -c 2000000 /dev/zero; printf '\\\\377 ALL-GOOD '; head -c 2000000 /dev/zero; test -f work/core-b.txt\", \"expect_output\": \"ALL-GOOD\"",
-        );
-    assert!(plan.contains("ALL-GOOD"));
-    let plan_file = repo.tmp.path().join("plan.json");
-    std::fs::write(&plan_file, plan).unwrap();
-    let agent = fixture("fake-agent").display().to_string();
-    let out = repo
-        .cmd(&["run", "--spec", "001", "--agent-command", &agent])
-        .env("FAKE_AGENT_PLAN", &plan_file)
-        .output()
-        .unwrap();
+    let out = run_with_core_b_check(
+        &repo,
+        "\"command\": \"head -c 2000000 /dev/zero; printf '\\\\377 ALL-GOOD '; head -c 2000000 /dev/zero; test -f work/core-b.txt\", \"expect_output\": \"ALL-GOOD\"",
+    );
     assert_exit(&out, 0);
     let logs = session_logs(&repo, "001-x", "verification.log");
     assert_eq!(logs.len(), 1);
