@@ -223,6 +223,19 @@ fn state_folders_linked_outside_the_repository_are_refused() {
     }
 }
 
+#[test]
+fn a_worktrees_folder_linked_outside_the_repository_is_refused() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    let outside = repo.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    plant_link(&outside, &repo.path(".worktrees"));
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains(".worktrees"), "{}", stderr(&out));
+    assert!(list_tree(&outside).is_empty(), "{:?}", list_tree(&outside));
+}
+
 /// Every path below `dir`, sorted.
 fn list_tree(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();

@@ -78,11 +78,13 @@ impl Workspace {
             .join(format!("{slot_name}.switching"))
     }
 
-    /// Refuse `.auto-claude/` or its `specs/` as a link leading outside the repository, and
-    /// `slots/` (runner's own) as any link: runner writes below them.
+    /// Refuse `.auto-claude/`, its `specs/` or `.worktrees/` as a link leading outside the
+    /// repository, and `slots/` (runner's own) as any link: runner writes below them.
     fn check_links(&self) -> Result<(), crate::error::RunnerError> {
         crate::store::safe::check_link_inside(&self.root, &self.state_dir)?;
         crate::store::safe::check_link_inside(&self.root, &self.specs_dir)?;
+        let slots = self.root.join(crate::git::slot::SLOT_DIR);
+        crate::store::safe::check_link_inside(&self.root, &slots)?;
         crate::store::safe::refuse_link(&self.state_dir.join("slots"))
             .map_err(|e| crate::error::RunnerError::bad_input(e.to_string()))
     }
