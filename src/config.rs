@@ -56,12 +56,30 @@ pub enum Evaluator {
     Agent,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
     /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`.
-    #[serde(default)]
     pub command: Vec<String>,
+    /// Bytes of output one session log (agent, verification, evaluator) keeps: the first half
+    /// and the last half, with a line saying what was cut between, so a runaway agent cannot
+    /// fill the disk.
+    pub max_log_bytes: u64,
+}
+
+/// 50 MiB.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Below this a log could not even hold a useful head and tail.
+const MIN_LOG_BYTES: u64 = 1024;
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            command: Vec::new(),
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -150,6 +168,11 @@ impl Config {
         if self.run.session_timeout == 0 {
             return bad("run.session_timeout must be at least 1 second");
         }
+        if self.agent.max_log_bytes < MIN_LOG_BYTES {
+            return bad(&format!(
+                "agent.max_log_bytes must be at least {MIN_LOG_BYTES} (the default is {DEFAULT_MAX_LOG_BYTES}, 50 MiB)"
+            ));
+        }
         Ok(())
     }
 }
@@ -205,6 +228,19 @@ mod tests {
         assert_eq!(c.run, RunConfig::default());
         assert_eq!(c.git.base_branch, None);
         assert_eq!(c.recovery.evaluator, Evaluator::Rules);
+        assert_eq!(c.agent.max_log_bytes, DEFAULT_MAX_LOG_BYTES);
+    }
+
+    #[test]
+    fn the_log_cap_is_read_and_must_be_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[agent]\nmax_log_bytes = 65536\n").unwrap();
+        assert_eq!(Config::load(&path).unwrap().agent.max_log_bytes, 65536);
+        std::fs::write(&path, "[agent]\nmax_log_bytes = 10\n").unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.to_string().contains("agent.max_log_bytes"), "{err}");
+        assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
     }
 
     #[test]

@@ -78,6 +78,15 @@ pub fn exit_code_of(err: &anyhow::Error) -> i32 {
         if let Some(_e) = cause.downcast_ref::<crate::plan::PlanError>() {
             return exit::BAD_INPUT;
         }
+        // The store layer returns `io::Error`s; a refusal (a link where runner writes) carries
+        // its `RunnerError` inside one.
+        if let Some(e) = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<RunnerError>())
+        {
+            return e.exit_code();
+        }
     }
     exit::INTERNAL
 }

@@ -87,7 +87,14 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
     check_name(query)?;
     let names = list(specs_dir);
     match resolve_among(&names, query) {
-        Resolution::One(name) => Ok(name),
+        Resolution::One(name) => {
+            // runner writes in the spec folder: a link must not lead out of the repository
+            // (`specs_dir` is `<repo>/.auto-claude/specs`).
+            if let Some(root) = specs_dir.ancestors().nth(2) {
+                crate::store::safe::check_link_inside(root, &specs_dir.join(&name))?;
+            }
+            Ok(name)
+        }
         Resolution::None if names.is_empty() => Err(RunnerError::bad_input(format!(
             "no spec matches {query:?}: {} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
             specs_dir.display()

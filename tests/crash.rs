@@ -514,9 +514,10 @@ struct Case {
 const A: &str = "001-crash";
 const B: &str = "002-other";
 
-// The hits in an uninterrupted run of `crash_plan` (planner first; atomic writes: #1 is
-// .git/info/exclude, #2 the accepted plan, then a take and a completion per chunk; the agent's
-// `runner chunk done` inherits RUNNER_FAILPOINTS but makes one write, so `@1` is never used):
+// The hits in an uninterrupted run of `crash_plan` (planner first; atomic writes: #1 is the
+// accepted plan (.git/info/exclude is appended to, not replaced), then a take and a completion
+// per chunk; the agent's `runner chunk done` inherits RUNNER_FAILPOINTS but makes one write, so
+// its `@1` only fires in a run that got past runner's own `@1`, which none does):
 //   after_spawn: 1 planner, 2 a1, 3 a2, 4 a2's check, 5 a3, 6 a3's check, 7 b1 (attempt 1),
 //                8 b1 (attempt 2), 9 b2, 10 b2's check, 11 b3/1, 12 b3/2, 13 b3's check
 //   after_take: 1 a1, 2 a2, 3 a3, 4 b1/1, 5 b1/2 (its first attempt's work in the worktree),
@@ -527,19 +528,23 @@ const B: &str = "002-other";
 const CASES: &[Case] = &[
     Case {
         name: "atomic write: before the rename of the accepted plan",
-        crashes: &[(A, Step::Run, "atomic_before_rename@2")],
+        crashes: &[(A, Step::Run, "atomic_before_rename@1")],
+    },
+    Case {
+        name: "before runner's lines are appended to .git/info/exclude",
+        crashes: &[(A, Step::Run, "exclude_before_append")],
     },
     Case {
         name: "atomic write: before the rename of a1's completion",
-        crashes: &[(A, Step::Run, "atomic_before_rename@4")],
+        crashes: &[(A, Step::Run, "atomic_before_rename@3")],
     },
     Case {
         name: "atomic write: after the rename of a1's take",
-        crashes: &[(A, Step::Run, "atomic_after_rename@3")],
+        crashes: &[(A, Step::Run, "atomic_after_rename@2")],
     },
     Case {
         name: "atomic write: after the rename of a2's completion",
-        crashes: &[(A, Step::Run, "atomic_after_rename@6")],
+        crashes: &[(A, Step::Run, "atomic_after_rename@5")],
     },
     Case {
         name: "slot prepared",
@@ -698,6 +703,7 @@ const ALL_POINTS: &[&str] = &[
     "after_slot_snapshot",
     "atomic_before_rename",
     "atomic_after_rename",
+    "exclude_before_append",
     "after_take",
     "after_commit",
     "after_complete",

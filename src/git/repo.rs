@@ -7,7 +7,7 @@ use anyhow::{Context, anyhow};
 use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, StatusOptions};
 
 use crate::error::RunnerError;
-use crate::store::write_atomic;
+use crate::store::safe;
 
 /// Paths runner keeps out of git through `.git/info/exclude` (never the user's `.gitignore`).
 pub const EXCLUDED: [&str; 2] = ["/.auto-claude/", "/.worktrees/"];
@@ -47,30 +47,33 @@ impl MainRepo {
         Ok(MainRepo { repo, root })
     }
 
-    /// Add runner's folders to `.git/info/exclude` if they are not there yet.
+    /// Add runner's folders to `.git/info/exclude` if they are not there yet. The file is the
+    /// user's: it is read and extended as bytes (whatever its encoding), only ever appended to,
+    /// never rewritten, and never written through a link (see `exclude_addition`).
     pub fn ensure_excluded(&self) -> anyhow::Result<()> {
         let info = self.repo.commondir().join("info");
         let path = info.join("exclude");
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        let missing: Vec<&str> = EXCLUDED
-            .iter()
-            .copied()
-            .filter(|p| !current.lines().any(|l| l.trim() == *p))
-            .collect();
-        if missing.is_empty() {
+        let current = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let Some(addition) = exclude_addition(&current) else {
             return Ok(());
-        }
-        let mut text = current;
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("# runner: state and build worktrees\n");
-        for p in missing {
-            text.push_str(p);
-            text.push('\n');
+        };
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(RunnerError::bad_input(format!(
+                "{} is a symbolic link; runner does not write through it. Add these lines to \
+                 the file it points to (or replace the link with a file) and run again:\n{}",
+                path.display(),
+                EXCLUDED.join("\n")
+            ))
+            .into());
         }
         std::fs::create_dir_all(&info)?;
-        write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+        crate::failpoint::hit("exclude_before_append");
+        safe::append(&path, &addition, true)
+            .with_context(|| format!("adding runner's folders to {}", path.display()))
     }
 
     /// The branch checked out in the main worktree, if any (not detached, not unborn).
@@ -169,4 +172,68 @@ pub fn log_between(repo: &Repository, base: Oid, tip: Oid) -> anyhow::Result<Vec
         out.push((oid, commit.summary().unwrap_or("").to_string()));
     }
     Ok(out)
+}
+
+/// The bytes to append to an exclude file holding `current` so that every `EXCLUDED` pattern is
+/// in it, or `None` if they all are. Lines are compared as bytes, ignoring surrounding
+/// whitespace and a CR (git does the same), so a file in any encoding is read right. The
+/// addition uses the file's line ending (CRLF if it has any) and starts with a line break if
+/// the file does not end with one.
+pub fn exclude_addition(current: &[u8]) -> Option<Vec<u8>> {
+    let has = |pattern: &str| {
+        current
+            .split(|&b| b == b'\n')
+            .any(|line| line.trim_ascii() == pattern.as_bytes())
+    };
+    let missing: Vec<&str> = EXCLUDED.iter().copied().filter(|p| !has(p)).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let eol: &[u8] = if current.windows(2).any(|w| w == b"\r\n") {
+        b"\r\n"
+    } else {
+        b"\n"
+    };
+    let mut out = Vec::new();
+    if current.last().is_some_and(|&b| b != b'\n') {
+        out.extend_from_slice(eol);
+    }
+    out.extend_from_slice(b"# runner: state and build worktrees");
+    out.extend_from_slice(eol);
+    for p in missing {
+        out.extend_from_slice(p.as_bytes());
+        out.extend_from_slice(eol);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exclude_addition;
+
+    const BLOCK: &[u8] = b"# runner: state and build worktrees\n/.auto-claude/\n/.worktrees/\n";
+
+    #[test]
+    fn appends_after_any_bytes_and_keeps_them() {
+        let current = b"# \xff\xfe latin-1 \xe9\n*.key";
+        let add = exclude_addition(current).unwrap();
+        assert_eq!(add, [b"\n".as_slice(), BLOCK].concat());
+        assert_eq!(exclude_addition(b"").unwrap(), BLOCK);
+    }
+
+    #[test]
+    fn follows_the_files_crlf_and_finds_its_own_lines() {
+        let add = exclude_addition(b"a\r\nb\r\n").unwrap();
+        assert!(add.ends_with(b"/.worktrees/\r\n"), "{add:?}");
+        assert!(!add.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'));
+        assert_eq!(
+            exclude_addition(b"\xff\r\n /.auto-claude/ \r\n/.worktrees/\r\n"),
+            None
+        );
+        let half = exclude_addition(b"/.worktrees/\n").unwrap();
+        assert_eq!(
+            half,
+            b"# runner: state and build worktrees\n/.auto-claude/\n"
+        );
+    }
 }

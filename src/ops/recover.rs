@@ -86,6 +86,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     let holder = new_holder(&run_id, None);
     let mut specs = Vec::new();
     for name in names {
+        ws.check_spec_folder(&name)?;
         let paths = ws.spec(&name);
         let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
             if req.spec.is_some() {

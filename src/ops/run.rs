@@ -81,6 +81,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     ws.main.ensure_excluded()?;
     let config = ws.config()?;
     let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
+    ws.check_spec_folder(&spec_name)?;
     let paths = ws.spec(&spec_name);
     let agent = match &opts.agent_command {
         Some(text) => parse_agent_command(text)?,
@@ -277,11 +278,13 @@ pub fn recover_options(
         argv: agent.to_vec(),
         templates_dir: ws.templates_dir(),
         timeout: config.run.session_timeout(),
+        max_log_bytes: config.agent.max_log_bytes,
     });
     crate::recovery::RecoverOptions {
         dry_run,
         retry_failed,
         verification_timeout: config.run.verification_timeout(),
+        max_log_bytes: config.agent.max_log_bytes,
         evaluator,
         interrupt: Default::default(),
     }
@@ -908,6 +911,7 @@ impl Run {
                 let opts = crate::recovery::RecoverOptions {
                     // The user asked to stop: the check gets no longer than the drain.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),
+                    max_log_bytes: self.config.agent.max_log_bytes,
                     ..Default::default()
                 };
                 let action = crate::recovery::recover_chunk(
@@ -1338,6 +1342,8 @@ impl Run {
             log_path: log_path.clone(),
             timeout: self.config.run.verification_timeout(),
             drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: check.expect_output.clone(),
         };
         let end = self
             .run_journaled(&spec, session_id, "verification")
@@ -1346,12 +1352,10 @@ impl Run {
             // The agent's report stands; recovery re-runs the verification next time.
             return Err(RunnerError::Interrupted.into());
         }
-        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         let status_ok = end.ended == Ended::Exited(check.expect_status);
-        let output_ok = check
-            .expect_output
-            .as_deref()
-            .is_none_or(|want| output.contains(want));
+        // Searched in the whole output as it streamed, as bytes: a part cut from the capped
+        // log or a non-UTF-8 byte cannot hide it.
+        let output_ok = end.output.found;
         let mut detail = end.ended.describe();
         if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
             detail.push_str(&format!("; its output lacks {want:?}"));
@@ -1603,9 +1607,11 @@ impl Run {
         if self.interrupt.is_set() {
             return Err(RunnerError::Interrupted.into());
         }
-        let dir = self.paths.sessions_dir.join(session_id);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("prompt.md"), prompt)?;
+        let dir = self
+            .paths
+            .session_dir(session_id)
+            .with_context(|| format!("creating the folder of session {session_id}"))?;
+        crate::store::safe::write(&dir.join("prompt.md"), prompt.as_bytes())?;
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         self.sessions += 1;
         let spec = ChildSpec {
@@ -1616,6 +1622,8 @@ impl Run {
             log_path: dir.join("output.log"),
             timeout: self.config.run.session_timeout(),
             drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: None,
         };
         self.journal.record(
             "session_start",

@@ -26,17 +26,27 @@ pub struct SpecPaths {
     pub sessions_dir: PathBuf,
 }
 
+impl SpecPaths {
+    /// The folder of session `id`, created (with `sessions/`) as real folders: a link planted
+    /// there is refused rather than written through.
+    pub fn session_dir(&self, id: &str) -> std::io::Result<PathBuf> {
+        crate::store::safe::create_real_dirs(&self.dir, &["sessions", id])
+    }
+}
+
 impl Workspace {
     pub fn open(cwd: &Path) -> anyhow::Result<Workspace> {
         let main = MainRepo::discover(cwd)?;
         let root = main.root.clone();
         let state_dir = root.join(STATE_DIR);
-        Ok(Workspace {
+        let ws = Workspace {
             specs_dir: state_dir.join("specs"),
             state_dir,
             root,
             main,
-        })
+        };
+        ws.check_links()?;
+        Ok(ws)
     }
 
     pub fn config(&self) -> anyhow::Result<Config> {
@@ -66,6 +76,22 @@ impl Workspace {
         self.state_dir
             .join("slots")
             .join(format!("{slot_name}.switching"))
+    }
+
+    /// Refuse `.auto-claude/`, its `specs/` or `.worktrees/` as a link leading outside the
+    /// repository, and `slots/` (runner's own) as any link: runner writes below them.
+    fn check_links(&self) -> Result<(), crate::error::RunnerError> {
+        crate::store::safe::check_link_inside(&self.root, &self.state_dir)?;
+        crate::store::safe::check_link_inside(&self.root, &self.specs_dir)?;
+        let slots = self.root.join(crate::git::slot::SLOT_DIR);
+        crate::store::safe::check_link_inside(&self.root, &slots)?;
+        crate::store::safe::refuse_link(&self.state_dir.join("slots"))
+            .map_err(|e| crate::error::RunnerError::bad_input(e.to_string()))
+    }
+
+    /// The spec folder may be a link only into the repository (see `store::safe`).
+    pub fn check_spec_folder(&self, name: &str) -> Result<(), crate::error::RunnerError> {
+        crate::store::safe::check_link_inside(&self.root, &self.specs_dir.join(name))
     }
 
     pub fn templates_dir(&self) -> PathBuf {

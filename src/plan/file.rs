@@ -125,11 +125,13 @@ impl PlanFile {
 
 fn overwrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
+    let file = crate::store::safe::open(
+        path,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
 }

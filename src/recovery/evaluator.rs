@@ -17,6 +17,7 @@ pub struct AgentEvaluator {
     pub argv: Vec<String>,
     pub templates_dir: PathBuf,
     pub timeout: Duration,
+    pub max_log_bytes: u64,
 }
 
 /// The last JSON object in `output` with a known `decision`.
@@ -46,7 +47,6 @@ pub async fn ask(
     facts: &ChunkFacts,
     rule: (Decision, &str),
     worktree: &std::path::Path,
-    session_dir: &std::path::Path,
     session_id: &str,
     interrupt: &Interrupt,
 ) -> Result<(Decision, String), String> {
@@ -68,8 +68,8 @@ pub async fn ask(
             }),
         )
         .map_err(|e| format!("{e:#}"))?;
-    std::fs::create_dir_all(session_dir).map_err(|e| e.to_string())?;
-    let _ = std::fs::write(session_dir.join("prompt.md"), &prompt);
+    let session_dir = paths.session_dir(session_id).map_err(|e| e.to_string())?;
+    let _ = crate::store::safe::write(&session_dir.join("prompt.md"), prompt.as_bytes());
     let log_path = session_dir.join("output.log");
     let spec_child = ChildSpec {
         argv: evaluator.argv.clone(),
@@ -90,11 +90,16 @@ pub async fn ask(
         log_path: log_path.clone(),
         timeout: evaluator.timeout,
         drain: Duration::from_secs(1),
+        max_log_bytes: evaluator.max_log_bytes,
+        watch_for: None,
     };
     run_child(&spec_child, interrupt, &mut |_| {})
         .await
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    // The log is capped, and its tail (where the answer is) kept; a non-UTF-8 byte must not
+    // lose the answer.
+    let output =
+        String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
     parse_answer(&output).ok_or_else(|| {
         "the agent's answer had no JSON object with a known \"decision\"".to_string()
     })

@@ -31,6 +31,8 @@ pub struct RecoverOptions {
     pub dry_run: bool,
     pub retry_failed: bool,
     pub verification_timeout: Duration,
+    /// `agent.max_log_bytes`: a check's log keeps at most this much (0: the default).
+    pub max_log_bytes: u64,
     /// Set when `[recovery] evaluator = "agent"`.
     pub evaluator: Option<evaluator::AgentEvaluator>,
     /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
@@ -150,7 +152,7 @@ pub async fn recover_spec(
             )));
             if !opts.dry_run {
                 // Copy, then replace atomically: there is a plan file at every moment.
-                std::fs::copy(paths.plan.path(), &aside)
+                crate::store::safe::copy_new(paths.plan.path(), &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
                 paths.plan.replace(&plan)?;
                 journal.record(
@@ -297,7 +299,6 @@ pub async fn recover_chunk(
     let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous && !opts.dry_run) {
         (Some(ev), Some(wt_repo), true) => {
             let session_id = crate::ops::run::session_id("recovery", Some(id), 0);
-            let dir = paths.sessions_dir.join(&session_id);
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
             match evaluator::ask(
                 ev,
@@ -306,7 +307,6 @@ pub async fn recover_chunk(
                 &facts,
                 (rule_decision, &rule_reason),
                 workdir,
-                &dir,
                 &session_id,
                 &opts.interrupt,
             )
@@ -470,8 +470,7 @@ async fn run_check(
     let check = verification::command_check(chunk)?;
     let dir = wt.workdir()?;
     let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
-    let log_dir = paths.sessions_dir.join(&session);
-    std::fs::create_dir_all(&log_dir).ok()?;
+    let log_dir = paths.session_dir(&session).ok()?;
     let log_path = log_dir.join("verification.log");
     // Like every child runner starts: its own process group, killed whole on a timeout or
     // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
@@ -483,18 +482,17 @@ async fn run_check(
         log_path: log_path.clone(),
         timeout: opts.verification_timeout,
         drain: Duration::from_secs(1),
+        max_log_bytes: match opts.max_log_bytes {
+            0 => crate::config::DEFAULT_MAX_LOG_BYTES,
+            n => n,
+        },
+        watch_for: check.expect_output.clone(),
     };
     let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
         .await
         .ok()?;
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
-    Some(
-        end.ended == crate::session::Ended::Exited(check.expect_status)
-            && check
-                .expect_output
-                .as_deref()
-                .is_none_or(|w| output.contains(w)),
-    )
+    // The expected output was searched in the whole stream, as bytes.
+    Some(end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found)
 }
 
 /// Partial work a chunk's last finished attempt left, for the next attempt's prompt.

@@ -1,14 +1,18 @@
 //! The agent as a child process: its own process group (so a timeout or Ctrl-C reaches every
-//! process it started), the prompt on stdin, stdout and stderr into the session log.
+//! process it started), the prompt on stdin, stdout and stderr through one pipe into the
+//! session log, capped (`capture`).
 
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use super::capture::{CappedLog, OutputSummary};
 use super::interrupt::Interrupt;
 
 /// How long a timed-out process group gets between SIGTERM and SIGKILL.
@@ -23,7 +27,15 @@ pub struct ChildSpec {
     pub timeout: Duration,
     /// After an interrupt: how long the group may finish on its own after SIGTERM.
     pub drain: Duration,
+    /// The log keeps at most this many bytes of output (head and tail; `agent.max_log_bytes`).
+    pub max_log_bytes: u64,
+    /// Bytes to look for in the whole output (a verification's expected output).
+    pub watch_for: Option<String>,
 }
+
+/// How long, after the child's group is gone, its output may take to reach end-of-file: a
+/// process that left the group (setsid) may hold the pipe open forever.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
@@ -58,6 +70,7 @@ pub struct ChildEnd {
     pub ended: Ended,
     pub duration: Duration,
     pub pgid: Option<i32>,
+    pub output: OutputSummary,
 }
 
 /// Run the child to its end, a timeout, or an interrupt. The child's whole process group is
@@ -71,9 +84,11 @@ pub async fn run_child(
     let Some((program, args)) = spec.argv.split_first() else {
         anyhow::bail!("empty command");
     };
-    let log = std::fs::File::create(&spec.log_path)
+    let log = crate::store::safe::create(&spec.log_path)
         .with_context(|| format!("creating {}", spec.log_path.display()))?;
-    let log_err = log.try_clone()?;
+    // stdout and stderr share one pipe, so their lines stay in the order they were written.
+    let (reader, writer) = std::io::pipe()?;
+    let writer_err = writer.try_clone()?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(&spec.cwd)
@@ -83,8 +98,8 @@ pub async fn run_child(
         } else {
             Stdio::null()
         })
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log_err))
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
     #[cfg(target_os = "linux")]
@@ -106,11 +121,17 @@ pub async fn run_child(
         }
     }
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    let spawned = cmd.spawn();
+    // The command holds runner's copies of the pipe's write end: without closing them the
+    // output would never reach end-of-file.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| {
         crate::error::RunnerError::bad_input(format!(
             "cannot start {program:?}: {e}. Check the agent command ([agent] command in .auto-claude/config.toml or --agent-command)"
         ))
     })?;
+    let watch = spec.watch_for.as_deref().unwrap_or("").as_bytes();
+    let capture = Capture::start(reader, CappedLog::new(log, spec.max_log_bytes, watch));
     let pgid = child.id().map(|pid| pid as i32);
     if let Some(pgid) = pgid {
         on_spawn(pgid);
@@ -139,12 +160,74 @@ pub async fn run_child(
     if let Some(pgid) = pgid {
         kill_group(pgid, libc::SIGKILL);
     }
-    tracing::debug!(?pgid, ?ended, elapsed = ?started.elapsed(), "child ended");
+    let output = capture.finish(OUTPUT_GRACE).await;
+    tracing::debug!(?pgid, ?ended, elapsed = ?started.elapsed(), ?output, "child ended");
     Ok(ChildEnd {
         ended,
         duration: started.elapsed(),
         pgid,
+        output,
     })
+}
+
+/// The thread that drains the child's output pipe into its capped log. It reads until
+/// end-of-file whatever happens, so the child never blocks on a full pipe.
+struct Capture {
+    log: Arc<Mutex<Option<CappedLog<std::fs::File>>>>,
+    done: tokio::sync::oneshot::Receiver<OutputSummary>,
+}
+
+impl Capture {
+    fn start(mut reader: std::io::PipeReader, log: CappedLog<std::fs::File>) -> Capture {
+        let log = Arc::new(Mutex::new(Some(log)));
+        let shared = Arc::clone(&log);
+        let (tx, done) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let Ok(mut slot) = shared.lock() else {
+                    continue;
+                };
+                if let Some(log) = slot.as_mut()
+                    && let Err(e) = log.feed(&buf[..n])
+                {
+                    // A full disk: stop logging, go on draining.
+                    tracing::warn!(error = %e, "cannot write the session log");
+                    *slot = None;
+                }
+            }
+            if let Some(summary) = take_and_finish(&shared) {
+                let _ = tx.send(summary);
+            }
+        });
+        Capture { log, done }
+    }
+
+    /// The summary once the output ended, or after `grace` with what arrived by then.
+    async fn finish(self, grace: Duration) -> OutputSummary {
+        match tokio::time::timeout(grace, self.done).await {
+            Ok(Ok(summary)) => summary,
+            _ => take_and_finish(&self.log).unwrap_or_default(),
+        }
+    }
+}
+
+/// Finish the log if nobody has yet (exactly one of the reader and the waiter does).
+fn take_and_finish(log: &Mutex<Option<CappedLog<std::fs::File>>>) -> Option<OutputSummary> {
+    let log = log.lock().ok()?.take()?;
+    match log.finish() {
+        Ok((summary, _)) => Some(summary),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot finish the session log");
+            None
+        }
+    }
 }
 
 fn exit_of(status: std::process::ExitStatus) -> Ended {

@@ -2,8 +2,6 @@
 //! without it, it only knows less history. One JSON object a line; a torn last line (a crash in
 //! the middle of an append) is skipped on read.
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -42,16 +40,13 @@ impl Journal {
         }
         let mut bytes = serde_json::to_vec(&Value::Object(line)).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        // One write with O_APPEND: concurrent appenders never interleave within a line.
+        // One write with O_APPEND (never through a link): concurrent appenders never
+        // interleave within a line.
         // No fsync: the journal is advisory, and what recovery reads from it (the process
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        file.write_all(&bytes)
+        super::safe::append(&self.path, &bytes, false)
     }
 }
 
@@ -75,6 +70,8 @@ pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     #[test]
     fn appends_and_tolerates_a_torn_last_line() {

@@ -38,12 +38,16 @@ fn open(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    // Never through a link: an agent could plant one to make runner create or lock a file
+    // elsewhere.
+    super::safe::open(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
 }
 
 impl FileLock {

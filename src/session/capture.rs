@@ -1,0 +1,190 @@
+//! A child's output, captured into its log with bounded disk and memory (`agent.max_log_bytes`):
+//! a runaway agent or check that prints gigabytes cannot fill the disk or runner's memory.
+//!
+//! Output goes straight to the log (so it can be followed live) until it reaches the cap. Past
+//! the first half of the cap, the bytes are also kept in a ring of the cap's second half. When
+//! the output ends and it was longer than the cap, the log is cut back to the first half and
+//! gets a marker line saying how many bytes were cut, then the last half: the log keeps the
+//! head and the tail, never more than the cap plus the marker. The pipe is always drained, so
+//! the child never blocks on a full pipe.
+//!
+//! The stream is also searched, as bytes, for a verification's expected output, so the check
+//! sees every byte, even the ones cut from the log, and a non-UTF-8 byte cannot hide a match.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+
+/// What became of a child's output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputSummary {
+    /// Bytes the child wrote.
+    pub total: u64,
+    /// Bytes cut from the middle of the log.
+    pub cut: u64,
+    /// Whether the watched-for bytes appeared anywhere in the output.
+    pub found: bool,
+}
+
+/// The log of one child: see the module doc.
+pub struct CappedLog<W: Write + Seek + SetLen> {
+    out: W,
+    head: u64,
+    cap: u64,
+    total: u64,
+    tail: VecDeque<u8>,
+    tail_cap: usize,
+    needle: Vec<u8>,
+    /// The last `needle.len() - 1` bytes seen, to find a match across two reads.
+    carry: Vec<u8>,
+    found: bool,
+}
+
+/// Cutting a log back to its head (a `File`; a `Cursor<Vec<u8>>` in tests).
+pub trait SetLen {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl SetLen for File {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        File::set_len(self, len)
+    }
+}
+
+impl SetLen for std::io::Cursor<Vec<u8>> {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        self.get_mut().truncate(len as usize);
+        Ok(())
+    }
+}
+
+impl<W: Write + Seek + SetLen> CappedLog<W> {
+    /// A log of at most `cap` bytes (plus a marker line) written to `out`; `watch_for`, if not
+    /// empty, is searched for in the whole output.
+    pub fn new(out: W, cap: u64, watch_for: &[u8]) -> Self {
+        let head = cap / 2;
+        CappedLog {
+            out,
+            head,
+            cap,
+            total: 0,
+            tail: VecDeque::new(),
+            tail_cap: usize::try_from(cap - head).unwrap_or(usize::MAX),
+            needle: watch_for.to_vec(),
+            carry: Vec::new(),
+            found: watch_for.is_empty(),
+        }
+    }
+
+    pub fn feed(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.watch(bytes);
+        let before = self.total;
+        self.total += bytes.len() as u64;
+        // Straight to the log while under the cap.
+        if before < self.cap {
+            let room = (self.cap - before).min(bytes.len() as u64) as usize;
+            self.out.write_all(&bytes[..room])?;
+        }
+        // Past the head, also into the ring of the last bytes.
+        let skip = self.head.saturating_sub(before).min(bytes.len() as u64) as usize;
+        let past_head = &bytes[skip..];
+        let keep = &past_head[past_head.len().saturating_sub(self.tail_cap)..];
+        let overflow = (self.tail.len() + keep.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow);
+        self.tail.extend(keep);
+        Ok(())
+    }
+
+    fn watch(&mut self, bytes: &[u8]) {
+        if self.found {
+            return;
+        }
+        let n = self.needle.len();
+        self.carry.extend_from_slice(bytes);
+        self.found = self.carry.windows(n).any(|w| w == self.needle.as_slice());
+        let keep_from = self.carry.len().saturating_sub(n - 1);
+        self.carry.drain(..keep_from);
+    }
+
+    /// End of output: if it was longer than the cap, cut the log back to its head, add the
+    /// marker and the tail. Gives back the log's writer.
+    pub fn finish(mut self) -> std::io::Result<(OutputSummary, W)> {
+        let mut cut = 0;
+        if self.total > self.cap {
+            cut = self.total - self.head - self.tail.len() as u64;
+            self.out.set_len(self.head)?;
+            self.out.seek(SeekFrom::Start(self.head))?;
+            let marker = format!(
+                "\n[runner: {cut} bytes of output cut here; the log keeps the first {} and the last {} bytes (agent.max_log_bytes = {})]\n",
+                self.head,
+                self.tail.len(),
+                self.cap
+            );
+            self.out.write_all(marker.as_bytes())?;
+            let (a, b) = self.tail.as_slices();
+            self.out.write_all(a)?;
+            self.out.write_all(b)?;
+        }
+        self.out.flush()?;
+        let summary = OutputSummary {
+            total: self.total,
+            cut,
+            found: self.found,
+        };
+        Ok((summary, self.out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn log_of(chunks: &[&[u8]], cap: u64, needle: &[u8]) -> (Vec<u8>, OutputSummary) {
+        let mut log = CappedLog::new(Cursor::new(Vec::new()), cap, needle);
+        for c in chunks {
+            log.feed(c).unwrap();
+        }
+        let (summary, out) = log.finish().unwrap();
+        (out.into_inner(), summary)
+    }
+
+    #[test]
+    fn output_under_the_cap_is_kept_whole() {
+        let (bytes, s) = log_of(&[b"hello ", b"\xff world"], 100, b"");
+        assert_eq!(bytes, b"hello \xff world");
+        assert_eq!((s.total, s.cut, s.found), (13, 0, true));
+        let (bytes, s) = log_of(&[&[b'a'; 100]], 100, b"");
+        assert_eq!((bytes.len(), s.cut), (100, 0));
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail_and_says_what_was_cut() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        // Odd chunk sizes, so that every boundary case is crossed.
+        let chunks: Vec<&[u8]> = data.chunks(37).collect();
+        let (bytes, s) = log_of(&chunks, 1000, b"");
+        assert_eq!(s.total, 10_000);
+        assert_eq!(s.cut, 9_000);
+        assert!(bytes.starts_with(&data[..500]));
+        assert!(bytes.ends_with(&data[data.len() - 500..]));
+        let marker = &bytes[500..bytes.len() - 500];
+        let marker = String::from_utf8_lossy(marker);
+        assert!(marker.contains("9000 bytes of output cut"), "{marker}");
+        assert!(bytes.len() < 1000 + 200);
+    }
+
+    #[test]
+    fn the_watched_bytes_are_found_anywhere_even_across_reads_and_in_the_cut_part() {
+        let mut data = vec![b'x'; 5000];
+        data[2500..2504].copy_from_slice(b"PASS");
+        for size in [1, 3, 7, 4096] {
+            let chunks: Vec<&[u8]> = data.chunks(size).collect();
+            let (bytes, s) = log_of(&chunks, 100, b"PASS");
+            assert!(s.found, "chunk size {size}");
+            assert!(!bytes.windows(4).any(|w| w == b"PASS"));
+        }
+        let (_, s) = log_of(&[b"PAS", b"\xffS"], 100, b"PASS");
+        assert!(!s.found);
+    }
+}
