@@ -143,6 +143,13 @@ fn recovery_after_a_crash_catches_a_rewrite_and_saves_the_old_tip() {
     run_killed_at(&repo, spec, "after_coder_session@2");
     let core_a = recorded_commit(&repo, spec, "core-a");
 
+    // A dry run says so and changes nothing.
+    let dry = repo.runner(&["recover", "--spec", spec, "--dry-run"]);
+    assert_exit(&dry, 3);
+    assert!(stdout(&dry).contains("rewritten"), "{}", stdout(&dry));
+    assert!(recovery_refs(&repo).is_empty());
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "in_progress");
+
     let out = repo.runner(&["recover", "--spec", spec]);
     assert_exit(&out, 3);
     let err = format!("{}{}", stdout(&out), stderr(&out));
@@ -213,6 +220,22 @@ fn plan_statuses_an_agent_edits_directly_are_undone_but_a_persons_chunk_command_
             .any(|e| e["event"] == "plan_edit_undone"),
         "no plan_edit_undone event"
     );
+}
+
+#[test]
+fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
+    let spec = "026-spoof";
+    let repo = repo_with_spec(spec);
+    // core-a's agent unsets RUNNER_SESSION_ID and calls `runner chunk done polish`.
+    repo.script("core-a * spoof-person polish\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "{log:?}"
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
 }
 
 #[test]
