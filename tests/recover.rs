@@ -512,12 +512,23 @@ fn rewritten_history_needs_a_human() {
     let tip = repo.git(&["rev-parse", &format!("auto-claude/{spec}")]);
     let out = recover(&repo, &[]);
     assert_blocked(&repo, spec, &out, "no longer contains the commit");
-    // Nothing was touched.
+    // The branch was not touched; the tip runner knew (the attempt's start) is kept under a
+    // recovery ref (issue 8: a rewrite saves the old tip and says how to restore it).
     assert_eq!(
         repo.git(&["rev-parse", &format!("auto-claude/{spec}")]),
         tip
     );
-    assert!(recovery_refs(&repo).is_empty());
+    let start = repo.chunk(spec, "core-a")["attempts"][0]["start_commit"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        recovery_refs(&repo)
+            .iter()
+            .any(|r| repo.git(&["rev-parse", r]).trim() == start),
+        "{:?}",
+        recovery_refs(&repo)
+    );
 }
 
 #[test]
@@ -611,8 +622,8 @@ fn a_branch_deleted_after_the_attempt_started_needs_a_human() {
     ]);
     let out = recover(&repo, &[]);
     assert_blocked(&repo, spec, &out, "branch is gone");
-    // Nothing was saved or recreated: a person decides.
-    assert!(recovery_refs(&repo).is_empty());
+    // Not recreated: a person decides; the last tip runner knew is kept under a recovery ref.
+    assert!(!recovery_refs(&repo).is_empty());
     assert!(
         repo.git(&["branch", "--list", &format!("auto-claude/{spec}")])
             .is_empty()

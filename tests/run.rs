@@ -418,21 +418,27 @@ fn an_unknown_status_is_named_not_guessed() {
 }
 
 #[test]
-fn an_agent_that_breaks_the_plan_stops_the_run_without_overwriting_it() {
+fn an_agent_that_breaks_the_plan_has_it_restored_and_the_broken_file_kept() {
+    // Issue 8: a plan broken during a run is restored at once from runner's last copy (the
+    // broken file kept aside), so the run stops only for the chunk's own failures.
     let repo = TestRepo::new();
     repo.add_spec("011-broken");
     repo.script("core-a * garbage-plan\n");
     let out = repo.run_spec("011", &[]);
     assert_exit(&out, 3);
     assert!(
-        stderr(&out).contains("an agent or a person broke it"),
+        stderr(&out).contains("The plan was broken during the session of core-a"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.plan_path("011-broken")).unwrap(),
-        "not json {"
-    );
+    assert_eq!(repo.statuses("011-broken")[0].1, "failed");
+    let kept = std::fs::read_dir(repo.spec_dir("011-broken"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(kept, vec!["not json {"; 3]);
 }
 
 #[test]

@@ -174,6 +174,37 @@ pub fn log_between(repo: &Repository, base: Oid, tip: Oid) -> anyhow::Result<Vec
     Ok(out)
 }
 
+/// Open exactly the worktree at `path` — never a repository found higher up, as
+/// `Repository::discover` would when the worktree's `.git` file is gone — and check that it is
+/// a worktree of the repository whose common dir is `common_dir` with `path` as its working
+/// directory. `Err` says, for a person, why it is not.
+pub fn open_worktree_exactly(path: &Path, common_dir: &Path) -> Result<Repository, String> {
+    let repo = Repository::open_ext(
+        path,
+        git2::RepositoryOpenFlags::NO_SEARCH,
+        std::iter::empty::<&std::ffi::OsStr>(),
+    )
+    .map_err(|e| {
+        format!(
+            "{} cannot be opened as a git worktree ({}): its .git file is missing or broken",
+            path.display(),
+            e.message()
+        )
+    })?;
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let workdir_ok = repo.workdir().is_some_and(|w| same(w, path));
+    if !workdir_ok || !same(repo.commondir(), common_dir) {
+        return Err(format!(
+            "{} is not a worktree of this repository any more (its .git points elsewhere)",
+            path.display()
+        ));
+    }
+    Ok(repo)
+}
+
 /// The bytes to append to an exclude file holding `current` so that every `EXCLUDED` pattern is
 /// in it, or `None` if they all are. Lines are compared as bytes, ignoring surrounding
 /// whitespace and a CR (git does the same), so a file in any encoding is read right. The

@@ -7,7 +7,7 @@ use anyhow::Context;
 use git2::build::CheckoutBuilder;
 use git2::{Repository, WorktreeAddOptions, WorktreePruneOptions};
 
-use super::repo::{MainRepo, dirty_paths, head_branch};
+use super::repo::{MainRepo, dirty_paths, head_branch, open_worktree_exactly};
 
 pub const SLOT_DIR: &str = ".worktrees";
 pub const DEFAULT_SLOT: &str = "auto-claude";
@@ -94,13 +94,13 @@ impl Slot {
     pub fn inspect(&self, main: &MainRepo) -> SlotState {
         match main.repo.find_worktree(&self.name) {
             Ok(wt) => match wt.validate() {
-                Ok(()) => match Repository::open_from_worktree(&wt) {
+                // Ready only if the folder itself opens as this worktree: a slot whose `.git`
+                // file is gone would otherwise be judged by whatever repository git finds.
+                Ok(()) => match open_worktree_exactly(&self.path, main.repo.commondir()) {
                     Ok(repo) => SlotState::Ready {
                         branch: head_branch(&repo),
                     },
-                    Err(e) => SlotState::Broken {
-                        reason: format!("cannot open it: {}", e.message()),
-                    },
+                    Err(reason) => SlotState::Broken { reason },
                 },
                 Err(_) if !wt.path().exists() => SlotState::Broken {
                     reason: format!("its folder {} is gone", wt.path().display()),
@@ -114,9 +114,44 @@ impl Slot {
         }
     }
 
+    /// Open the slot's folder as exactly this worktree (see `open_worktree_exactly`).
     pub fn open(&self, main: &MainRepo) -> anyhow::Result<Repository> {
+        main.repo.find_worktree(&self.name)?;
+        open_worktree_exactly(&self.path, main.repo.commondir()).map_err(anyhow::Error::msg)
+    }
+
+    /// The branch the worktree's registration says it has checked out, read from git's own
+    /// record (`.git/worktrees/<name>/HEAD`), which stays readable when the folder is broken.
+    pub fn registered_branch(&self, main: &MainRepo) -> Option<String> {
+        let head = main
+            .repo
+            .commondir()
+            .join("worktrees")
+            .join(&self.name)
+            .join("HEAD");
+        let text = std::fs::read_to_string(head).ok()?;
+        text.trim()
+            .strip_prefix("ref: refs/heads/")
+            .map(str::to_string)
+    }
+
+    /// The worktree through its registration, with the slot's folder as working directory even
+    /// when the folder's `.git` file is gone: only for saving what the folder holds.
+    pub fn open_registered(&self, main: &MainRepo) -> anyhow::Result<Repository> {
         let wt = main.repo.find_worktree(&self.name)?;
-        Ok(Repository::open_from_worktree(&wt)?)
+        let repo = Repository::open_from_worktree(&wt)?;
+        let same = repo
+            .workdir()
+            .and_then(|w| w.canonicalize().ok())
+            .zip(self.path.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b);
+        if !same {
+            anyhow::bail!(
+                "the registration of {} names another folder",
+                self.path.display()
+            );
+        }
+        Ok(repo)
     }
 
     /// Create the worktree on an existing branch.

@@ -53,6 +53,22 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
     .into())
 }
 
+/// The agent session making this call: `RUNNER_SESSION_ID`, else a live session of the spec
+/// whose process group this process is in. An agent that unsets the variable to pass for a
+/// person (whose `runner chunk` may complete any chunk) is still in its session's group.
+fn caller_session(paths: &SpecPaths) -> Option<String> {
+    if let Ok(id) = std::env::var("RUNNER_SESSION_ID") {
+        return Some(id);
+    }
+    // SAFETY: getpgrp has no preconditions and cannot fail.
+    let own_group = unsafe { libc::getpgrp() };
+    let events = crate::store::read_events_containing(&paths.dir, "\"process_");
+    crate::recovery::procs::leftovers(&events)
+        .into_iter()
+        .find(|open| open.pgid == own_group)
+        .map(|open| open.session_id)
+}
+
 fn unknown_chunk(plan: &Plan, id: &str) -> anyhow::Error {
     let ids: Vec<&str> = plan.chunks().map(|c| c.id.as_str()).collect();
     RunnerError::bad_input(format!(
@@ -64,9 +80,12 @@ fn unknown_chunk(plan: &Plan, id: &str) -> anyhow::Error {
 
 /// The session calling us, if any: a report from a session that is not the chunk's current
 /// attempt (a stray agent of an earlier attempt) is refused.
-fn check_session(chunk_id: &str, current: Option<&str>) -> anyhow::Result<()> {
-    let caller = std::env::var("RUNNER_SESSION_ID").ok();
-    match (caller.as_deref(), current) {
+fn check_session(
+    chunk_id: &str,
+    caller: Option<&str>,
+    current: Option<&str>,
+) -> anyhow::Result<()> {
+    match (caller, current) {
         (Some(caller), Some(current)) if caller != current => Err(RunnerError::bad_input(format!(
             "session {caller} is not the current attempt at chunk {chunk_id} (that is {current}); its report is ignored"
         ))
@@ -85,10 +104,11 @@ pub enum Mark {
 /// the run decides (verification, commit). On any other chunk it is a person's override and
 /// sets the status directly.
 pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyhow::Result<String> {
+    let caller = caller_session(paths);
     let outcome = paths.plan.update(|plan| {
         let pos = plan.find_chunk(id).ok_or_else(|| unknown_chunk(plan, id))?;
         let chunk = plan.chunk_mut(pos);
-        let caller = std::env::var("RUNNER_SESSION_ID").ok();
+        let caller = caller.clone();
         if chunk.status != Status::InProgress
             && let Some(caller) = caller
         {
@@ -102,7 +122,7 @@ pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyh
         }
         if chunk.status == Status::InProgress {
             let current = chunk.last_attempt().and_then(|a| a.session_id);
-            check_session(id, current.as_deref())?;
+            check_session(id, caller.as_deref(), current.as_deref())?;
             chunk.update_last_attempt(|a| {
                 a.reported = Some(match mark {
                     Mark::Done => "done".into(),
@@ -147,7 +167,7 @@ pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyh
         "chunk_report",
         Some(id),
         json!({"report": match mark { Mark::Done => "done", Mark::Fail => "fail" }, "text": text,
-               "session_id": std::env::var("RUNNER_SESSION_ID").ok()}),
+               "session_id": caller}),
     );
     Ok(outcome)
 }

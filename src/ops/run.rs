@@ -60,6 +60,8 @@ struct Run {
     journal: Journal,
     worktree: PathBuf,
     repo_root: PathBuf,
+    /// The main repository's git dir: the worktree must be one of its worktrees.
+    common_dir: PathBuf,
     base: String,
     prompts: Prompts,
     reporter: Reporter,
@@ -207,6 +209,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
+        common_dir: ws.main.repo.commondir().to_path_buf(),
         worktree: slot.path.clone(),
         state_dir: ws.state_dir.clone(),
         paths,
@@ -1167,8 +1170,55 @@ impl Run {
     }
 
     fn open_worktree(&self) -> anyhow::Result<git2::Repository> {
-        git2::Repository::open(&self.worktree)
-            .with_context(|| format!("opening worktree {}", self.worktree.display()))
+        crate::git::repo::open_worktree_exactly(&self.worktree, &self.common_dir)
+            .map_err(anyhow::Error::msg)
+    }
+
+    /// After a session, before anything is judged or committed: put the plan right (the agent
+    /// may have edited, replaced or deleted it), then check that the worktree still opens as
+    /// itself and that the branch still holds every commit runner recorded and the attempt's
+    /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved.
+    fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
+        use crate::recovery::integrity;
+        let id = taken.chunk.id.as_str();
+        for line in integrity::settle_after_session(
+            &self.paths,
+            &self.journal,
+            &taken.plan,
+            id,
+            &taken.session_id,
+        )? {
+            self.reporter.line(line);
+        }
+        let wt = match self.open_worktree() {
+            Ok(wt) => wt,
+            Err(why) => {
+                let message = integrity::unopenable_worktree(
+                    &ws.main,
+                    &self.paths,
+                    &self.journal,
+                    &self.worktree,
+                    &format!("{why:#}"),
+                    Some(id),
+                    false,
+                )?;
+                return Err(RunnerError::NeedsHuman(message).into());
+            }
+        };
+        let plan = self.load_plan()?;
+        let current = plan.find_chunk(id).map(|pos| plan.chunk(pos).clone());
+        if let Some(guarded) = integrity::guard_history(
+            &ws.main,
+            &self.paths,
+            &self.journal,
+            current.as_ref(),
+            Some(&wt),
+            Some(&self.worktree),
+            false,
+        )? {
+            return Err(RunnerError::NeedsHuman(guarded.message).into());
+        }
+        Ok(())
     }
 
     async fn work_on(
@@ -1210,6 +1260,7 @@ impl Run {
             }
         };
         crate::failpoint::hit("after_coder_session");
+        self.guard_after_session(ws, &taken)?;
         if let Ended::Interrupted { drained } = end.ended {
             return self
                 .interrupted(
@@ -1428,6 +1479,15 @@ impl Run {
             )?;
         }
         let head = head_commit(&self.open_worktree()?)?.to_string();
+        // The attempt's own commit: runner's, else the agent's (HEAD moved since the start,
+        // which the history guard proved an ancestor); never the start commit, which is an
+        // earlier chunk's.
+        let start = taken.chunk.last_attempt().and_then(|a| a.start_commit);
+        let own_commit = match commit {
+            Some(oid) => Some(oid.to_string()),
+            None if start.as_deref() != Some(head.as_str()) => Some(head.clone()),
+            None => None,
+        };
         let (done, total) = self.paths.plan.update(|plan| {
             if let Some(pos) = plan.find_chunk(id) {
                 let chunk = plan.chunk_mut(pos);
@@ -1435,7 +1495,7 @@ impl Run {
                 chunk.update_last_attempt(|a| {
                     a.outcome = Some("completed".into());
                     a.ended_at = Some(now.clone());
-                    a.commit = Some(head.clone());
+                    a.commit = own_commit.clone();
                 });
                 chunk.set_status(Status::Completed);
                 chunk.set_str("completed_at", &now);
@@ -1446,12 +1506,13 @@ impl Run {
         self.journal.record(
             "chunk_status",
             Some(id),
-            json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": head, "verified": check.map(|c| c.passed)}),
+            json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": own_commit, "verified": check.map(|c| c.passed)}),
         )?;
         self.reporter.progress(done, total, id);
-        self.reporter.line(match commit {
-            Some(oid) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
-            None => format!("  ✓ {id} completed (the agent committed its own work)"),
+        self.reporter.line(match (commit, &own_commit) {
+            (Some(oid), _) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
+            (None, Some(_)) => format!("  ✓ {id} completed (the agent committed its own work)"),
+            (None, None) => format!("  ✓ {id} completed (no changes: the session changed nothing)"),
         });
         Ok(())
     }

@@ -106,6 +106,22 @@ impl PlanFile {
         self.write(plan)
     }
 
+    /// Under the plan lock: read the plan as it is (missing, invalid or valid) and let `f`
+    /// decide what to write instead (`None`: leave the file alone). For putting right a plan
+    /// someone changed behind runner's back, without racing `runner chunk …`.
+    pub fn settle<T>(
+        &self,
+        f: impl FnOnce(anyhow::Result<Option<Plan>>) -> anyhow::Result<(Option<Plan>, T)>,
+    ) -> anyhow::Result<T> {
+        let _lock = FileLock::acquire(&self.lock_path)
+            .with_context(|| format!("locking {}", self.lock_path.display()))?;
+        let (plan, out) = f(self.load())?;
+        if let Some(plan) = plan {
+            self.write(&plan)?;
+        }
+        Ok(out)
+    }
+
     /// Replace the file durably. Callers hold the plan lock (or are the only writer).
     fn write(&self, plan: &Plan) -> anyhow::Result<()> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");

@@ -2,7 +2,8 @@
 //! git and the plan, unit-tested without a repository.
 //!
 //! The rules, in order:
-//! 1. **human review** when the state does not add up: the spec's branch is gone, HEAD is not a
+//! 1. **human review** when the state does not add up: the spec's branch is gone, the worktree
+//!    the attempt ran in is gone or cannot be opened as itself, HEAD is not a
 //!    descendant of the attempt's start commit, a merge, rebase, cherry-pick or revert is half
 //!    done, or there are conflicts (in the index, or conflict markers in changed files). The
 //!    chunk becomes `blocked` and the run stops (exit 3) saying what to look at.
@@ -42,6 +43,9 @@ pub struct ChunkFacts {
     pub reported_done: bool,
     /// The chunk has a verification command runner can run.
     pub has_check: bool,
+    /// The attempt's worktree is gone or cannot be opened as itself (its `.git` file deleted):
+    /// what the agent left there cannot be seen, and no other repository may stand in for it.
+    pub worktree_missing: bool,
 }
 
 impl ChunkFacts {
@@ -89,6 +93,12 @@ impl Decision {
 pub fn needs_human(f: &ChunkFacts) -> Option<String> {
     if !f.branch_exists {
         return Some("the spec's branch is gone".into());
+    }
+    if f.worktree_missing {
+        return Some(
+            "the worktree the attempt ran in is gone or cannot be opened: runner cannot see what the agent left there"
+                .into(),
+        );
     }
     if !f.on_branch {
         return Some(
@@ -190,6 +200,16 @@ mod tests {
             on_branch: true,
             ..ChunkFacts::default()
         }
+    }
+
+    #[test]
+    fn a_missing_worktree_is_never_judged_by_the_branch_alone() {
+        let f = ChunkFacts {
+            worktree_missing: true,
+            reported_done: true,
+            ..clean()
+        };
+        assert_eq!(decide(&f, None).0, Decision::HumanReview);
     }
 
     #[test]

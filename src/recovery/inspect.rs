@@ -114,6 +114,10 @@ pub fn chunk_facts(
         conflicts: wt.map(|r| conflicts(r, &changed_files)).unwrap_or_default(),
         reported_done: attempt.as_ref().and_then(|a| a.reported.as_deref()) == Some("done"),
         has_check: verification::command_check(chunk).is_some(),
+        // Only an attempt runner started (it has a start commit) ran in a worktree here.
+        worktree_missing: wt.is_none()
+            && tip.is_some()
+            && attempt.as_ref().is_some_and(|a| a.start_commit.is_some()),
     }
 }
 

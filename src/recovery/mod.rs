@@ -4,6 +4,7 @@
 pub mod decide;
 pub mod evaluator;
 pub mod inspect;
+pub mod integrity;
 pub mod interrupted;
 pub mod procs;
 pub mod repair;
@@ -131,15 +132,28 @@ pub async fn recover_spec(
     // 3. A plan that does not parse: restore it, keeping the broken file.
     let mut plan_source = None;
     let plan = match paths.plan.load() {
-        Ok(plan) => plan,
+        Ok(Some(plan)) => Some(plan),
+        Ok(None) => {
+            restore_vanished_plan(ws, paths, journal, opts, &mut actions, &mut plan_source)?
+        }
         Err(e) => {
             let plan_err = e.downcast::<PlanError>()?;
-            // Only a plan that is not even JSON (torn, garbled) is restored. A plan that parses
-            // but breaks a rule was written that way by someone: it is theirs to fix.
-            if plan_err.line.is_none() {
+            // A plan that is not even JSON (torn, garbled) is restored. A plan that parses but
+            // breaks a rule is restored only if that happened while a run was running (its
+            // run never ended); otherwise someone wrote it that way: it is theirs to fix.
+            let events = read_events(&paths.dir);
+            let on_disk = if plan_err.line.is_none() {
+                integrity::PlanOnDisk::Invalid
+            } else {
+                integrity::PlanOnDisk::Unparsable
+            };
+            if !integrity::restore_missing_plan(
+                on_disk,
+                integrity::last_run_unfinished(&events),
+                true,
+            ) {
                 return Err(RunnerError::InvalidPlan(plan_err).into());
             }
-            let events = read_events(&paths.dir);
             let Some((plan, source)) =
                 restore::rebuild(&paths.dir, &paths.name, &events, Some(&ws.main))
             else {
@@ -167,11 +181,7 @@ pub async fn recover_spec(
                 format!(
                     "the plan did not parse ({}); restored it from {} and kept the broken file as {}",
                     plan_err.problems.first().map(String::as_str).unwrap_or("invalid"),
-                    match source {
-                        restore::Source::LastGood => "the last good copy",
-                        restore::Source::Journal => "the journal",
-                        restore::Source::Commits => "the journal's snapshot and the branch's commits",
-                    },
+                    source.describe(),
                     aside.display()
                 ),
             ));
@@ -201,12 +211,75 @@ pub async fn recover_spec(
         }
     }
 
-    // 5. Chunks left in progress.
+    // 5. What an agent left unwatched (its run died): a worktree that no longer opens as
+    //    itself, or a branch whose history lost recorded work. Both need a person.
     let mut needs_human = false;
+    let mut handled: Vec<String> = Vec::new();
+    let in_progress: Vec<Chunk> = plan
+        .iter()
+        .flat_map(|p| p.chunks())
+        .filter(|c| c.status == Status::InProgress)
+        .cloned()
+        .collect();
+    if let Some((slot, why)) = integrity::unopenable_slot(&ws.main, &paths.name) {
+        let chunk = in_progress.first().map(|c| c.id.clone());
+        let detail = integrity::unopenable_worktree(
+            &ws.main,
+            paths,
+            journal,
+            &slot.path,
+            &why,
+            chunk.as_deref(),
+            opts.dry_run,
+        )?;
+        handled.extend(in_progress.iter().map(|c| c.id.clone()));
+        needs_human = true;
+        if let (Some(id), false) = (chunk.as_deref(), opts.dry_run) {
+            integrity::note_recovery_decision(paths, journal, id, &detail, None)?;
+        }
+        actions.push(Action {
+            kind: "worktree_unopenable".into(),
+            chunk,
+            decision: Some(Decision::HumanReview),
+            detail,
+        });
+    } else {
+        for chunk in &in_progress {
+            if let Some(guarded) = integrity::guard_history(
+                &ws.main,
+                paths,
+                journal,
+                Some(chunk),
+                wt.as_ref(),
+                slot.as_ref().map(|s| s.path.as_path()),
+                opts.dry_run,
+            )? {
+                handled.push(chunk.id.clone());
+                needs_human = true;
+                if !opts.dry_run {
+                    integrity::note_recovery_decision(
+                        paths,
+                        journal,
+                        &chunk.id,
+                        &guarded.message,
+                        guarded.saved_ref.as_deref(),
+                    )?;
+                }
+                actions.push(Action {
+                    kind: "history_rewritten".into(),
+                    chunk: Some(chunk.id.clone()),
+                    decision: Some(Decision::HumanReview),
+                    detail: guarded.message,
+                });
+            }
+        }
+    }
+
+    // 6. Chunks left in progress.
     if let Some(plan) = &plan {
         let stuck: Vec<Chunk> = plan
             .chunks()
-            .filter(|c| c.status == Status::InProgress)
+            .filter(|c| c.status == Status::InProgress && !handled.contains(&c.id))
             .cloned()
             .collect();
         for chunk in stuck {
@@ -271,6 +344,49 @@ pub async fn recover_spec(
         actions,
         plan_source,
     })
+}
+
+/// A plan that is gone: restored from runner's copies if it vanished while a run was running
+/// (the journal's last run never ended), else `None` (the user removed it: plan again). See
+/// `integrity::restore_missing_plan`.
+fn restore_vanished_plan(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    opts: &RecoverOptions,
+    actions: &mut Vec<Action>,
+    plan_source: &mut Option<String>,
+) -> anyhow::Result<Option<crate::plan::Plan>> {
+    let events = read_events(&paths.dir);
+    let unfinished = integrity::last_run_unfinished(&events);
+    if !unfinished {
+        return Ok(None);
+    }
+    let Some((plan, source)) = restore::rebuild(&paths.dir, &paths.name, &events, Some(&ws.main))
+    else {
+        return Ok(None);
+    };
+    if !integrity::restore_missing_plan(integrity::PlanOnDisk::Missing, unfinished, true) {
+        return Ok(None);
+    }
+    if !opts.dry_run {
+        paths.plan.replace(&plan)?;
+        journal.record(
+            "plan_restored",
+            None,
+            json!({"source": source.as_str(), "why": "the plan vanished while a run was running"}),
+        )?;
+    }
+    actions.push(Action::new(
+        "plan_restored",
+        None,
+        format!(
+            "the plan was gone after a run that did not end; restored it from {}",
+            source.describe()
+        ),
+    ));
+    *plan_source = Some(source.as_str().to_string());
+    Ok(Some(plan))
 }
 
 /// Decide and apply the rules for one chunk left `in_progress`; `why` says how it was left
@@ -346,6 +462,11 @@ pub async fn recover_chunk(
                 if let Some(wt) = wt {
                     let message = chunk.commit_message();
                     commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
+                    // The agent's own commits since the start are the attempt's work too;
+                    // without any, no commit is claimed (the start is an earlier chunk's).
+                    if commit.is_none() && facts.new_commits > 0 {
+                        commit = crate::git::head_commit(wt).ok().map(|o| o.to_string());
+                    }
                 }
             }
             Decision::Continue | Decision::Restart if facts.has_work() => {

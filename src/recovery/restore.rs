@@ -30,6 +30,15 @@ impl Source {
             Source::Commits => "commits",
         }
     }
+
+    /// In words, for a report line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::LastGood => "the last good copy",
+            Source::Journal => "the journal",
+            Source::Commits => "the journal's snapshot and the branch's commits",
+        }
+    }
 }
 
 /// The plan rebuilt from the best available source, or `None` if runner has no copy.

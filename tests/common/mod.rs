@@ -260,3 +260,22 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// `runner run --spec SPEC` with the fake agent, which must SIGKILL itself at `failpoint`
+/// (`name[@N]`, see src/failpoint.rs).
+pub fn run_killed_at(repo: &TestRepo, spec: &str, failpoint: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent])
+        .env("RUNNER_FAILPOINTS", failpoint)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "the run should have died at {failpoint}: {:?}\nstderr:\n{}",
+        out.status,
+        stderr(&out)
+    );
+}

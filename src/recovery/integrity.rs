@@ -1,0 +1,890 @@
+//! What an agent cannot do to runner's record of the work (issue 8 §1): drop a completed
+//! chunk's commit from the spec's branch, mark other chunks done by editing the plan, delete or
+//! replace the plan, or break its worktree so that runner looks at the wrong repository.
+//!
+//! The decisions are plain functions over data (`judge_history`, `settle_plan`,
+//! `restore_missing_plan`); the mechanisms (git, the plan file, the journal) follow them.
+
+use std::path::Path;
+
+use anyhow::Context;
+use git2::{Oid, Repository};
+use serde_json::{Value, json};
+
+use crate::git::{MainRepo, Slot, SlotState, branch_for};
+use crate::ops::SpecPaths;
+use crate::plan::{Chunk, Plan, Status};
+use crate::store::Journal;
+
+// ---------------------------------------------------------------------------------------------
+// History.
+
+/// What git says about the work runner recorded, for one spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryFacts {
+    /// The spec's branch exists.
+    pub branch_exists: bool,
+    /// Every completed chunk's recorded commit: (chunk, commit, the branch tip contains it).
+    pub recorded: Vec<(String, String, bool)>,
+    /// The attempt in progress: (chunk, start commit, the branch tip contains it).
+    pub start: Option<(String, String, bool)>,
+}
+
+/// Work missing from the branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Breach {
+    /// Completed chunks whose recorded commit is no longer on the branch: (chunk, commit).
+    pub missing: Vec<(String, String)>,
+    /// The attempt's start commit, if the branch no longer contains it.
+    pub start_lost: Option<String>,
+    pub branch_gone: bool,
+}
+
+impl Breach {
+    /// One sentence for a person.
+    pub fn describe(&self, branch: &str) -> String {
+        let mut parts = Vec::new();
+        if self.branch_gone {
+            parts.push(format!("branch {branch} is gone"));
+        }
+        if !self.missing.is_empty() {
+            parts.push(format!(
+                "branch {branch} no longer contains the commit of completed chunk(s) {}",
+                self.missing
+                    .iter()
+                    .map(|(c, oid)| format!("{c} ({})", short(oid)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(start) = &self.start_lost {
+            parts.push(format!(
+                "it no longer contains the commit the attempt started from ({})",
+                short(start)
+            ));
+        }
+        format!("the branch's history was rewritten: {}", parts.join("; "))
+    }
+}
+
+fn short(oid: &str) -> &str {
+    &oid[..oid.len().min(10)]
+}
+
+/// Is completed work missing from the branch? A recorded commit counts as present only if the
+/// branch tip is it or descends from it: an amended or rebased copy has another id.
+pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
+    if !f.branch_exists {
+        // Without recorded work there is nothing to lose (a fresh spec, a merged one).
+        if f.recorded.is_empty() && f.start.is_none() {
+            return None;
+        }
+        return Some(Breach {
+            missing: f
+                .recorded
+                .iter()
+                .map(|(c, o, _)| (c.clone(), o.clone()))
+                .collect(),
+            start_lost: f.start.as_ref().map(|(_, s, _)| s.clone()),
+            branch_gone: true,
+        });
+    }
+    let missing: Vec<(String, String)> = f
+        .recorded
+        .iter()
+        .filter(|(_, _, present)| !present)
+        .map(|(c, o, _)| (c.clone(), o.clone()))
+        .collect();
+    let start_lost = f
+        .start
+        .as_ref()
+        .filter(|(_, _, present)| !present)
+        .map(|(_, s, _)| s.clone());
+    (!missing.is_empty() || start_lost.is_some()).then_some(Breach {
+        missing,
+        start_lost,
+        branch_gone: false,
+    })
+}
+
+/// The commit a completed chunk's attempts recorded as its own, if any.
+pub fn recorded_commit(chunk: &Chunk) -> Option<String> {
+    chunk
+        .attempts()
+        .into_iter()
+        .rev()
+        .find(|a| a.outcome.as_deref() == Some("completed"))
+        .and_then(|a| a.commit)
+}
+
+/// Gather the facts from git. `current` is the chunk whose attempt is in progress, if any.
+pub fn history_facts(
+    main: &MainRepo,
+    spec: &str,
+    plan: &Plan,
+    current: Option<&Chunk>,
+) -> HistoryFacts {
+    let tip = main.branch_tip(&branch_for(spec));
+    let contains = |commit: &str| -> bool {
+        let (Some(tip), Ok(oid)) = (tip, Oid::from_str(commit)) else {
+            return false;
+        };
+        tip == oid || main.repo.graph_descendant_of(tip, oid).unwrap_or(false)
+    };
+    let recorded = plan
+        .chunks()
+        .filter(|c| c.status == Status::Completed)
+        .filter_map(|c| Some((c.id.clone(), recorded_commit(c)?)))
+        // A commit git does not have at all (a plan imported from elsewhere) proves nothing.
+        .filter(|(_, oid)| Oid::from_str(oid).is_ok_and(|o| main.repo.find_commit(o).is_ok()))
+        .map(|(c, oid)| {
+            let present = contains(&oid);
+            (c, oid, present)
+        })
+        .collect();
+    let start = current.and_then(|c| {
+        let s = c.last_attempt()?.start_commit?;
+        let present = contains(&s);
+        Some((c.id.clone(), s, present))
+    });
+    HistoryFacts {
+        branch_exists: tip.is_some(),
+        recorded,
+        start,
+    }
+}
+
+/// The last tip runner knew to hold all of the spec's work: the attempt's start commit if it
+/// contains every recorded commit, else the recorded commit that contains the most others.
+fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
+    let recorded: Vec<Oid> = facts
+        .recorded
+        .iter()
+        .filter_map(|(_, o, _)| Oid::from_str(o).ok())
+        .collect();
+    let holds =
+        |tip: Oid, oid: Oid| tip == oid || repo.graph_descendant_of(tip, oid).unwrap_or(false);
+    let score = |tip: Oid| recorded.iter().filter(|&&o| holds(tip, o)).count();
+    let start = facts
+        .start
+        .as_ref()
+        .and_then(|(_, s, _)| Oid::from_str(s).ok())
+        .filter(|o| repo.find_commit(*o).is_ok());
+    if let Some(start) = start
+        && score(start) == recorded.len()
+    {
+        return Some(start);
+    }
+    recorded.iter().copied().max_by_key(|&o| score(o)).or(start)
+}
+
+/// Point a recovery ref of `spec` at `oid`, unless one already does (recovering twice must not
+/// pile up refs for the same commit).
+fn keep_at_recovery_ref(
+    repo: &Repository,
+    spec: &str,
+    label: &str,
+    oid: Oid,
+    why: &str,
+) -> anyhow::Result<String> {
+    if let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
+        .into_iter()
+        .find(|(_, o)| *o == oid)
+    {
+        return Ok(name);
+    }
+    let refname = crate::git::refs::next_recovery_ref(repo, spec, label)?;
+    repo.reference(&refname, oid, false, why)
+        .with_context(|| format!("creating {refname}"))?;
+    Ok(refname)
+}
+
+/// A breach found and made safe: the refs saved, the chunk blocked, the message written.
+pub struct Guarded {
+    pub message: String,
+    pub blocked: Option<String>,
+    /// The recovery ref holding the last tip runner knew.
+    pub saved_ref: Option<String>,
+}
+
+/// Check the spec's branch against the work runner recorded. On a breach: keep the last tip
+/// runner knew under a recovery ref (and the rewritten state under another), block `current`
+/// (the chunk whose attempt is in progress) for a person, journal it, and return a message with
+/// the exact command to restore. `wt` is the worktree, when it can be opened.
+pub fn guard_history(
+    main: &MainRepo,
+    paths: &SpecPaths,
+    journal: &Journal,
+    current: Option<&Chunk>,
+    wt: Option<&Repository>,
+    worktree_path: Option<&Path>,
+    dry_run: bool,
+) -> anyhow::Result<Option<Guarded>> {
+    let Some(plan) = paths.plan.load()? else {
+        return Ok(None);
+    };
+    let facts = history_facts(main, &paths.name, &plan, current);
+    let Some(breach) = judge_history(&facts) else {
+        return Ok(None);
+    };
+    let branch = branch_for(&paths.name);
+    let mut message = breach.describe(&branch);
+    if dry_run {
+        return Ok(Some(Guarded {
+            message,
+            blocked: None,
+            saved_ref: None,
+        }));
+    }
+    let label = current.map(|c| c.id.as_str()).unwrap_or("branch");
+    let repo = &main.repo;
+    let old = match last_known_tip(repo, &facts) {
+        Some(oid) => Some(keep_at_recovery_ref(
+            repo,
+            &paths.name,
+            label,
+            oid,
+            "runner: the branch's tip before its history was rewritten",
+        )?),
+        None => None,
+    };
+    crate::failpoint::hit("after_history_ref");
+    // The rewritten state (commits and uncommitted changes) is kept too, so that the restore
+    // command loses nothing.
+    let mut rewritten = None;
+    if let Some(wt) = wt {
+        let refname = crate::git::refs::next_recovery_ref(repo, &paths.name, label)?;
+        let saved = crate::git::refs::snapshot_worktree(
+            wt,
+            &refname,
+            "auto-claude: the worktree as the agent left it after rewriting history",
+        )?;
+        rewritten = match saved {
+            Some(_) => Some(refname),
+            None => match crate::git::head_commit(wt) {
+                Ok(head) => Some(keep_at_recovery_ref(
+                    repo,
+                    &paths.name,
+                    label,
+                    head,
+                    "runner: the rewritten history",
+                )?),
+                Err(_) => None,
+            },
+        };
+    }
+    if let Some(old) = &old {
+        let on_branch =
+            wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
+        let command = match (worktree_path, on_branch) {
+            (Some(p), true) => format!("git -C {} reset --hard {old}", p.display()),
+            _ => format!("git -C {} branch -f {branch} {old}", main.root.display()),
+        };
+        message.push_str(&format!(
+            ". The last tip runner knew is saved at {old}; restore it with:\n    {command}"
+        ));
+    }
+    if let Some(r) = &rewritten {
+        message.push_str(&format!(
+            "\nThe rewritten history and any uncommitted changes are kept at {r}."
+        ));
+    }
+    let blocked = current.map(|c| c.id.clone());
+    if let Some(id) = &blocked {
+        message.push_str(&format!(
+            "\nChunk {id} is blocked: after restoring, set it back to \"pending\" in {} and run again. To accept the loss instead, also set {} back to \"pending\".",
+            paths.plan.path().display(),
+            if breach.missing.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ") }
+        ));
+        block_chunk(paths, id, &breach.describe(&branch))?;
+    }
+    journal.record(
+        "history_rewritten",
+        blocked.as_deref(),
+        json!({
+            "missing": breach.missing.iter().map(|(c, o)| json!({"chunk": c, "commit": o})).collect::<Vec<_>>(),
+            "start_lost": breach.start_lost, "branch_gone": breach.branch_gone,
+            "saved_ref": old, "rewritten_ref": rewritten,
+        }),
+    )?;
+    if let Some(id) = &blocked {
+        journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": "blocked", "why": "history rewritten"}),
+        )?;
+    }
+    Ok(Some(Guarded {
+        message,
+        blocked,
+        saved_ref: old,
+    }))
+}
+
+/// Recovery's record of a human-review decision it did not reach through `decide` (a rewritten
+/// history, an unopenable worktree): on the attempt (`recovery`) and in the journal
+/// (`recovery_decision`), like every other recovery decision.
+pub fn note_recovery_decision(
+    paths: &SpecPaths,
+    journal: &Journal,
+    id: &str,
+    reason: &str,
+    saved_ref: Option<&str>,
+) -> anyhow::Result<()> {
+    let record = json!({
+        "decision": "human_review", "reason": reason, "source": "rules", "saved_ref": saved_ref,
+    });
+    paths.plan.update(|plan| {
+        if let Some(pos) = plan.find_chunk(id) {
+            plan.chunk_mut(pos).update_last_attempt(|a| {
+                a.extra.insert("recovery".into(), record.clone());
+            });
+        }
+        Ok(())
+    })?;
+    journal.record(
+        "recovery_decision",
+        Some(id),
+        json!({"decision": "human_review", "reason": reason, "source": "rules", "saved_ref": saved_ref, "why": "interrupted"}),
+    )?;
+    Ok(())
+}
+
+/// Block a chunk for a person, closing its open attempt with the reason.
+pub fn block_chunk(paths: &SpecPaths, id: &str, reason: &str) -> anyhow::Result<()> {
+    paths.plan.update(|plan| {
+        if let Some(pos) = plan.find_chunk(id) {
+            let chunk = plan.chunk_mut(pos);
+            chunk.update_last_attempt(|a| {
+                if a.outcome.is_none() {
+                    a.outcome = Some("blocked".into());
+                    a.reason = Some(reason.to_string());
+                    a.ended_at = Some(crate::clock::now());
+                }
+            });
+            chunk.set_status(Status::Blocked);
+            chunk.set_str("blocked_reason", reason);
+        }
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan.
+
+/// How the plan file looks when runner needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanOnDisk {
+    Missing,
+    /// Not JSON at all (torn, garbled).
+    Unparsable,
+    /// JSON that breaks a rule.
+    Invalid,
+}
+
+/// Should recovery restore the plan from runner's copy? A plan that is not even JSON always
+/// is (no one writes half a file on purpose). A plan that is missing or breaks a rule is
+/// restored only if it happened while runner was running — the journal's last run never ended
+/// (a run that ends cleanly restores such a plan itself when its session ends); with the last
+/// run ended cleanly, the user removed it (plan again) or wrote it (theirs to fix).
+pub fn restore_missing_plan(
+    on_disk: PlanOnDisk,
+    last_run_unfinished: bool,
+    have_copy: bool,
+) -> bool {
+    have_copy
+        && match on_disk {
+            PlanOnDisk::Unparsable => true,
+            PlanOnDisk::Missing | PlanOnDisk::Invalid => last_run_unfinished,
+        }
+}
+
+/// Did the journal's last run start without ending?
+pub fn last_run_unfinished(events: &[Value]) -> bool {
+    events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "run_start" || e["event"] == "run_end")
+        .is_some_and(|e| e["event"] == "run_start")
+}
+
+/// The plan after a session, put right: `before` is the plan as runner wrote it when the
+/// session's chunk was taken, `found` the plan now. Only these changes stand:
+/// - on the session's own chunk (`own`, attempt by `session`): its report on its attempt
+///   (`reported`, `report_notes`, `notes`, through `runner chunk`), and its status set to
+///   `completed` (an agent that marks its own chunk done in the file has reported done);
+/// - on chunks a person changed with `runner chunk …` during the session (`by_person`): all.
+///
+/// Everything else (other chunks' statuses, descriptions and attempt records, chunks added or
+/// removed, plan fields) is what `before` says. Returns the plan and one line per status change
+/// undone (empty when nothing but allowed changes happened; compare the plans for the rest).
+pub fn settle_plan(
+    before: &Plan,
+    found: &Plan,
+    own: &str,
+    session: &str,
+    by_person: &[String],
+) -> (Plan, Vec<String>) {
+    let mut settled = before.clone();
+    if let (Some(pos), Some(fpos)) = (settled.find_chunk(own), found.find_chunk(own)) {
+        let now = found.chunk(fpos);
+        let report = now
+            .last_attempt()
+            .filter(|a| a.session_id.as_deref() == Some(session));
+        let chunk = settled.chunk_mut(pos);
+        if let Some(report) = report {
+            chunk.update_last_attempt(|a| {
+                a.reported = report.reported.clone();
+                a.report_notes = report.report_notes.clone();
+            });
+            if let Some(notes) = now.str_field("notes") {
+                chunk.set_str("notes", notes);
+            }
+        }
+        if now.status == Status::Completed {
+            chunk.set_status(Status::Completed);
+        }
+    }
+    for id in by_person {
+        if let (Some(pos), Some(fpos)) = (settled.find_chunk(id), found.find_chunk(id)) {
+            *settled.chunk_mut(pos) = found.chunk(fpos).clone();
+        }
+    }
+    let mut undone = Vec::new();
+    for chunk in settled.chunks() {
+        let was = found.find_chunk(&chunk.id).map(|p| found.chunk(p).status);
+        match was {
+            Some(s) if s != chunk.status => undone.push(format!(
+                "{} {} → {}",
+                chunk.id,
+                s.as_str(),
+                chunk.status.as_str()
+            )),
+            None => undone.push(format!(
+                "{} (removed) → {}",
+                chunk.id,
+                chunk.status.as_str()
+            )),
+            _ => {}
+        }
+    }
+    for chunk in found.chunks() {
+        if settled.find_chunk(&chunk.id).is_none() {
+            undone.push(format!("{} (added) removed", chunk.id));
+        }
+    }
+    (settled, undone)
+}
+
+/// After a session: put the plan right if the agent deleted, broke, replaced or edited it
+/// (see `settle_plan`). A plan that is gone or broken is rebuilt from runner's last-good copy
+/// (which holds the reports made through `runner chunk`), else from the plan as it was before
+/// the session; a broken file is kept as `implementation_plan.json.corrupt-<time>`. Returns
+/// one line per thing put right, for the person watching.
+pub fn settle_after_session(
+    paths: &SpecPaths,
+    journal: &Journal,
+    before: &Plan,
+    own: &str,
+    session: &str,
+) -> anyhow::Result<Vec<String>> {
+    let events = crate::store::read_events(&paths.dir);
+    let by_person = changed_by_person(&events, session);
+    let last_good = || -> Option<Plan> {
+        let path = paths.plan.last_good_path();
+        let bytes = std::fs::read(path).ok()?;
+        crate::plan::parse_plan(path, &bytes).ok()
+    };
+    let plan_path = paths.plan.path().to_path_buf();
+    let (lines, record) = paths.plan.settle(|now| {
+        // A plan that is gone or broken: runner's last-good copy, else the plan as it was
+        // before the session.
+        let copy = || match last_good() {
+            Some(plan) => (plan, "last_good"),
+            None => (before.clone(), "before_session"),
+        };
+        let mut source = None;
+        let (found, gone) = match now {
+            Ok(Some(plan)) => (plan, None),
+            Ok(None) => {
+                let (plan, from) = copy();
+                source = Some(from);
+                (plan, Some("deleted"))
+            }
+            Err(e) => {
+                e.downcast::<crate::plan::PlanError>()?;
+                let aside = crate::store::unused_path(&plan_path.with_file_name(format!(
+                    "{}.corrupt-{}",
+                    crate::plan::PLAN_FILE,
+                    crate::clock::stamp()
+                )));
+                std::fs::copy(&plan_path, &aside)
+                    .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
+                let (plan, from) = copy();
+                source = Some(from);
+                (plan, Some("broken"))
+            }
+        };
+        let (settled, undone) = settle_plan(before, &found, own, session, &by_person);
+        let edited = settled.to_value() != found.to_value();
+        let mut lines = Vec::new();
+        if let Some(how) = gone {
+            lines.push(format!(
+                "The plan was {how} during the session of {own}; restored from runner's last copy."
+            ));
+        }
+        if edited {
+            lines.push(format!(
+                "The agent edited the plan directly; undone: {}",
+                if undone.is_empty() {
+                    "changes to chunks other than its own (or their records)".to_string()
+                } else {
+                    undone.join(", ")
+                }
+            ));
+        }
+        let write = (gone.is_some() || edited).then_some(settled);
+        Ok((write, (lines, (gone, source, edited, undone))))
+    })?;
+    let (gone, source, edited, undone) = record;
+    if let Some(how) = gone {
+        journal.record(
+            "plan_restored",
+            None,
+            json!({"source": source, "why": format!("the plan was {how} during session {session}")}),
+        )?;
+    }
+    if edited {
+        journal.record(
+            "plan_edit_undone",
+            Some(own),
+            json!({"session_id": session, "undone": undone}),
+        )?;
+    }
+    Ok(lines)
+}
+
+/// Chunks a person changed with `runner chunk …` (no session) since `session` started.
+pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
+    let start = events
+        .iter()
+        .rposition(|e| e["event"] == "session_start" && e["session_id"] == session)
+        .unwrap_or(0);
+    events[start..]
+        .iter()
+        .filter(|e| e["event"] == "chunk_report" && e["session_id"].is_null())
+        .filter_map(|e| e["chunk"].as_str().map(str::to_string))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A worktree runner cannot open.
+
+/// The slot registered for the spec's branch whose folder is there but cannot be opened as
+/// that worktree (its `.git` file deleted or replaced, the folder emptied).
+pub fn unopenable_slot(main: &MainRepo, spec: &str) -> Option<(Slot, String)> {
+    let branch = branch_for(spec);
+    Slot::all(main).into_iter().find_map(|slot| {
+        if !slot.path.exists() || slot.registered_branch(main).as_deref() != Some(branch.as_str()) {
+            return None;
+        }
+        match slot.inspect(main) {
+            SlotState::Broken { reason } => Some((slot, reason)),
+            _ => None,
+        }
+    })
+}
+
+/// Save whatever files an unopenable slot still holds as a commit on top of the spec's branch
+/// tip, under a recovery ref (an existing ref with the same content is reused). `None` if
+/// nothing could be read.
+pub fn save_unopenable_slot(
+    main: &MainRepo,
+    spec: &str,
+    slot: &Slot,
+    label: &str,
+) -> anyhow::Result<Option<String>> {
+    let tree = match slot.open_registered(main) {
+        // Through git's registration, the folder's files are read with the user's ignore
+        // rules, as `git add -A` would.
+        Ok(wt) => {
+            let mut index = wt.index()?;
+            let staged = (|| -> Result<Oid, git2::Error> {
+                index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+                index.update_all(["*"], None)?;
+                index.write_tree_to(&main.repo)
+            })();
+            let _ = index.read(true);
+            staged?
+        }
+        Err(_) => tree_of_folder(&main.repo, &slot.path)?,
+    };
+    let parent = main
+        .branch_tip(&branch_for(spec))
+        .and_then(|t| main.repo.find_commit(t).ok());
+    if let Some((name, _)) = crate::git::refs::recovery_refs(&main.repo, spec)
+        .into_iter()
+        .find(|(_, o)| main.repo.find_commit(*o).is_ok_and(|c| c.tree_id() == tree))
+    {
+        return Ok(Some(name));
+    }
+    let tree = main.repo.find_tree(tree)?;
+    let sig = crate::git::signature(&main.repo)?;
+    let message = format!(
+        "auto-claude: files of the worktree {} that git could not open",
+        slot.path.display()
+    );
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    let oid = main
+        .repo
+        .commit(None, &sig, &sig, &message, &tree, &parents)?;
+    let refname = crate::git::refs::next_recovery_ref(&main.repo, spec, label)?;
+    main.repo.reference(&refname, oid, false, &message)?;
+    Ok(Some(refname))
+}
+
+/// A worktree runner cannot open exactly: save what its folder holds, block `chunk` (the one in
+/// progress there, if any), journal it, and return what a person should do. Its work is never
+/// judged by another repository (the main one, found by searching upwards).
+pub fn unopenable_worktree(
+    main: &MainRepo,
+    paths: &SpecPaths,
+    journal: &Journal,
+    folder: &Path,
+    why: &str,
+    chunk: Option<&str>,
+    dry_run: bool,
+) -> anyhow::Result<String> {
+    let slot = Slot {
+        name: folder
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: folder.to_path_buf(),
+    };
+    let branch = branch_for(&paths.name);
+    let shown = folder.display();
+    let mut message = format!("{why}; runner will not judge its work by any other repository.");
+    if dry_run {
+        message.push_str(" (dry run: its files would be saved to a recovery ref)");
+        return Ok(message);
+    }
+    let saved = save_unopenable_slot(main, &paths.name, &slot, chunk.unwrap_or("worktree"))?;
+    crate::failpoint::hit("after_unopenable_saved");
+    if let Some(r) = &saved {
+        message.push_str(&format!(
+            " The files it still holds are saved at {r} (a commit on top of {branch}; see `git show --stat {r}`)."
+        ));
+    }
+    if let Some(id) = chunk {
+        block_chunk(paths, id, &format!("its worktree {shown} cannot be opened"))?;
+        message.push_str(&format!(" Chunk {id} is blocked."));
+    }
+    message.push_str(&format!(
+        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, take what you need from the saved ref, set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        paths.plan.path().display()
+    ));
+    journal.record(
+        "worktree_unopenable",
+        chunk,
+        json!({"worktree": folder, "why": why, "saved_ref": saved}),
+    )?;
+    if let Some(id) = chunk {
+        journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": "blocked", "why": "worktree cannot be opened"}),
+        )?;
+    }
+    Ok(message)
+}
+
+/// Every file under `dir` (but `.git`) as a tree, when git cannot help.
+fn tree_of_folder(repo: &Repository, dir: &Path) -> anyhow::Result<Oid> {
+    let mut builder = repo.treebuilder(None)?;
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path)?;
+        let (oid, mode) = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            (repo.blob(target.as_os_str().as_encoded_bytes())?, 0o120000)
+        } else if meta.is_dir() {
+            (tree_of_folder(repo, &path)?, 0o040000)
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let exec = meta.permissions().mode() & 0o111 != 0;
+            (
+                repo.blob_path(&path)?,
+                if exec { 0o100755 } else { 0o100644 },
+            )
+        };
+        builder.insert(name.as_encoded_bytes(), oid, mode)?;
+    }
+    Ok(builder.write()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(recorded: &[(&str, bool)], start: Option<bool>) -> HistoryFacts {
+        HistoryFacts {
+            branch_exists: true,
+            recorded: recorded
+                .iter()
+                .map(|(c, p)| (c.to_string(), format!("{c}-commit"), *p))
+                .collect(),
+            start: start.map(|p| ("cur".to_string(), "start".to_string(), p)),
+        }
+    }
+
+    #[test]
+    fn history_intact_is_no_breach() {
+        assert_eq!(
+            judge_history(&facts(&[("a", true), ("b", true)], Some(true))),
+            None
+        );
+        assert_eq!(judge_history(&HistoryFacts::default()), None);
+    }
+
+    #[test]
+    fn a_missing_recorded_commit_or_start_is_a_breach() {
+        let b = judge_history(&facts(&[("a", false), ("b", true)], Some(true))).unwrap();
+        assert_eq!(b.missing, vec![("a".to_string(), "a-commit".to_string())]);
+        assert_eq!(b.start_lost, None);
+        let b = judge_history(&facts(&[("a", true)], Some(false))).unwrap();
+        assert!(b.missing.is_empty());
+        assert_eq!(b.start_lost.as_deref(), Some("start"));
+        assert!(b.describe("auto-claude/x").contains("rewritten"));
+    }
+
+    #[test]
+    fn a_gone_branch_is_a_breach_only_with_recorded_work() {
+        let mut f = facts(&[("a", false)], None);
+        f.branch_exists = false;
+        assert!(judge_history(&f).unwrap().branch_gone);
+        let f = HistoryFacts {
+            branch_exists: false,
+            ..Default::default()
+        };
+        assert_eq!(judge_history(&f), None);
+    }
+
+    #[test]
+    fn a_plan_restores_only_when_runner_was_running_or_it_is_torn() {
+        use PlanOnDisk::*;
+        assert!(restore_missing_plan(Unparsable, false, true));
+        assert!(restore_missing_plan(Missing, true, true));
+        assert!(restore_missing_plan(Invalid, true, true));
+        assert!(!restore_missing_plan(Missing, false, true));
+        assert!(!restore_missing_plan(Invalid, false, true));
+        assert!(!restore_missing_plan(Missing, true, false));
+    }
+
+    #[test]
+    fn the_last_run_is_unfinished_without_a_run_end() {
+        let ev = |e: &str| json!({"event": e});
+        assert!(last_run_unfinished(&[
+            ev("run_end"),
+            ev("run_start"),
+            ev("commit")
+        ]));
+        assert!(!last_run_unfinished(&[ev("run_start"), ev("run_end")]));
+        assert!(!last_run_unfinished(&[]));
+    }
+
+    fn plan(statuses: &[(&str, &str)]) -> Plan {
+        let chunks: Vec<Value> = statuses
+            .iter()
+            .map(|(id, s)| json!({"id": id, "description": format!("do {id}"), "status": s}))
+            .collect();
+        let text = json!({"phases": [{"id": "p1", "subtasks": chunks}]}).to_string();
+        crate::plan::parse_plan(Path::new("t.json"), text.as_bytes()).unwrap()
+    }
+
+    fn with_attempt(mut p: Plan, id: &str, session: &str, reported: Option<&str>) -> Plan {
+        let pos = p.find_chunk(id).unwrap();
+        p.chunk_mut(pos).set_attempts(&[crate::plan::Attempt {
+            n: 1,
+            session_id: Some(session.into()),
+            reported: reported.map(str::to_string),
+            ..Default::default()
+        }]);
+        p
+    }
+
+    #[test]
+    fn other_chunks_statuses_are_undone_and_the_own_report_stands() {
+        let before = with_attempt(
+            plan(&[("a", "in_progress"), ("b", "pending"), ("c", "pending")]),
+            "a",
+            "s1",
+            None,
+        );
+        let found = with_attempt(
+            plan(&[("a", "in_progress"), ("b", "completed"), ("c", "completed")]),
+            "a",
+            "s1",
+            Some("done"),
+        );
+        let (settled, undone) = settle_plan(&before, &found, "a", "s1", &[]);
+        let st: Vec<Status> = settled.chunks().map(|c| c.status).collect();
+        assert_eq!(
+            st,
+            vec![Status::InProgress, Status::Pending, Status::Pending]
+        );
+        assert_eq!(
+            settled
+                .chunk(settled.find_chunk("a").unwrap())
+                .last_attempt()
+                .unwrap()
+                .reported
+                .as_deref(),
+            Some("done")
+        );
+        assert_eq!(
+            undone,
+            vec!["b completed → pending", "c completed → pending"]
+        );
+    }
+
+    #[test]
+    fn a_persons_change_and_the_own_completed_status_stand() {
+        let before = plan(&[("a", "in_progress"), ("b", "pending")]);
+        let found = plan(&[("a", "completed"), ("b", "completed")]);
+        let (settled, undone) = settle_plan(&before, &found, "a", "s1", &["b".to_string()]);
+        assert!(undone.is_empty(), "{undone:?}");
+        assert_eq!(settled.to_value(), found.to_value());
+    }
+
+    #[test]
+    fn removed_attempts_and_added_chunks_are_put_back() {
+        let before = with_attempt(
+            plan(&[("a", "in_progress"), ("b", "completed")]),
+            "b",
+            "old",
+            Some("done"),
+        );
+        let found = plan(&[("a", "in_progress"), ("b", "completed"), ("x", "pending")]);
+        let (settled, undone) = settle_plan(&before, &found, "a", "s1", &[]);
+        assert_eq!(settled.to_value(), before.to_value());
+        assert_eq!(undone, vec!["x (added) removed"]);
+    }
+
+    #[test]
+    fn person_changes_are_read_from_the_journal_since_the_session_started() {
+        let events = vec![
+            json!({"event": "chunk_report", "chunk": "old", "session_id": null}),
+            json!({"event": "session_start", "session_id": "s1"}),
+            json!({"event": "chunk_report", "chunk": "a", "session_id": "s1"}),
+            json!({"event": "chunk_report", "chunk": "b", "session_id": null}),
+        ];
+        assert_eq!(changed_by_person(&events, "s1"), vec!["b"]);
+    }
+}

@@ -1,0 +1,487 @@
+//! An agent that misbehaves — rewrites history, edits or deletes the plan, breaks its worktree,
+//! leaves ignored files — cannot make runner lose or misreport work (issue 8 §1). The real
+//! binary, real repositories, the fake agent's misbehaving actions.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+const BRANCH_OF: &str = "auto-claude/";
+
+fn repo_with_spec(spec: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.add_spec(spec);
+    repo
+}
+
+fn agent() -> String {
+    fixture("fake-agent").display().to_string()
+}
+
+fn status_of(repo: &TestRepo, spec: &str) -> Value {
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let st: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    st["specs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == spec)
+        .cloned()
+        .unwrap()
+}
+
+/// The recorded commit of a completed chunk.
+fn recorded_commit(repo: &TestRepo, spec: &str, chunk: &str) -> String {
+    let attempts = repo.chunk(spec, chunk)["attempts"].clone();
+    attempts
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|a| a["commit"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("chunk {chunk} records no commit: {attempts}"))
+}
+
+fn is_ancestor(repo: &TestRepo, a: &str, b: &str) -> bool {
+    git_result(&repo.root, &["merge-base", "--is-ancestor", a, b]).is_ok()
+}
+
+fn recovery_refs(repo: &TestRepo) -> Vec<(String, String)> {
+    repo.git(&[
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        "refs/auto-claude/recovery/",
+    ])
+    .lines()
+    .map(|l| {
+        let (a, b) = l.split_once(' ').unwrap();
+        (a.to_string(), b.to_string())
+    })
+    .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// History rewritten by the agent.
+
+/// core-b's agent rewrites the branch so that core-a's commit is gone (or replaced), then does
+/// its work and reports done.
+fn history_rewrite_case(how: &str) {
+    let spec = format!("010-{how}");
+    let repo = repo_with_spec(&spec);
+    repo.script(&format!("core-b * rewrite {how}\n"));
+    let out = repo.run_spec(&spec, &["--json"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+
+    // core-a's recorded commit is no longer on the branch; runner says so, blocks core-b, and
+    // never calls the spec complete.
+    let branch = format!("{BRANCH_OF}{spec}");
+    let core_a = recorded_commit(&repo, &spec, "core-a");
+    assert!(!is_ancestor(&repo, &core_a, &branch), "{how}: still there?");
+    assert_eq!(repo.chunk(&spec, "core-b")["status"], "blocked", "{err}");
+    assert_eq!(repo.chunk(&spec, "core-a")["status"], "completed");
+    assert_eq!(repo.chunk(&spec, "polish")["status"], "pending");
+    assert!(err.contains("core-a"), "{err}");
+    assert_ne!(status_of(&repo, &spec)["status"], "complete");
+
+    // The last tip runner knew is kept under a recovery ref, and the message gives the exact
+    // command that puts it back.
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
+        .unwrap_or_else(|| panic!("{how}: no recovery ref keeps {core_a}: {refs:?}\n{err}"));
+    let wt = repo.worktree().display().to_string();
+    let command = format!("git -C {wt} reset --hard {saved}");
+    assert!(err.contains(&command), "{how}: no `{command}` in:\n{err}");
+
+    // A second run refuses too (the blocked chunk), and the restore command really restores.
+    assert_exit(&repo.run_spec(&spec, &[]), 3);
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", saved]);
+    assert!(is_ancestor(&repo, &core_a, &branch));
+}
+
+#[test]
+fn an_agent_resetting_the_branch_cannot_drop_a_completed_chunk() {
+    history_rewrite_case("reset");
+}
+
+#[test]
+fn an_agent_amending_a_completed_chunks_commit_is_caught() {
+    history_rewrite_case("amend");
+}
+
+#[test]
+fn an_agent_moving_the_branch_with_branch_f_is_caught() {
+    history_rewrite_case("branch-f");
+}
+
+#[test]
+fn an_agent_moving_the_branch_with_update_ref_is_caught() {
+    history_rewrite_case("update-ref");
+}
+
+#[test]
+fn a_rewrite_in_the_last_chunk_never_reports_the_spec_complete() {
+    let spec = "011-last";
+    let repo = repo_with_spec(spec);
+    repo.script("polish * rewrite reset\n");
+    let out = repo.run_spec(spec, &["--json"]);
+    assert_exit(&out, 3);
+    assert!(!stdout(&out).contains("\"complete\""), "{}", stdout(&out));
+    assert_eq!(repo.chunk(spec, "polish")["status"], "blocked");
+    assert_ne!(status_of(&repo, spec)["status"], "complete");
+}
+
+#[test]
+fn recovery_after_a_crash_catches_a_rewrite_and_saves_the_old_tip() {
+    let spec = "012-crash";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * rewrite reset\n");
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+
+    // A dry run says so and changes nothing.
+    let dry = repo.runner(&["recover", "--spec", spec, "--dry-run"]);
+    assert_exit(&dry, 3);
+    assert!(stdout(&dry).contains("rewritten"), "{}", stdout(&dry));
+    assert!(recovery_refs(&repo).is_empty());
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "in_progress");
+
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    let err = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked", "{err}");
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
+        .unwrap_or_else(|| panic!("no recovery ref keeps {core_a}: {refs:?}\n{err}"));
+    assert!(err.contains(&format!("reset --hard {saved}")), "{err}");
+    // Recovering again changes nothing more: no second ref for the same tip.
+    repo.runner(&["recover", "--spec", spec]);
+    assert_eq!(recovery_refs(&repo).len(), refs.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan edited, deleted or replaced by the agent.
+
+#[test]
+fn plan_statuses_an_agent_edits_directly_are_undone_but_a_persons_chunk_command_stands() {
+    let spec = "020-edit";
+    let repo = repo_with_spec(spec);
+    // core-a's agent marks every other chunk completed (and drops their records) in the file,
+    // then waits; meanwhile a person marks polish done with `runner chunk done`.
+    repo.script("core-a * edit-plan 2\n");
+    let child = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = repo.spec_dir(spec).join("fake-agent.pid");
+    wait_for("the agent to edit the plan", || pid_file.exists());
+    let person = repo.runner(&["chunk", "done", "polish", "--spec", spec]);
+    assert_exit(&person, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+
+    // core-b was built after all; polish, completed by the person, was not.
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder core-b ")),
+        "{log:?}"
+    );
+    assert!(
+        !log.iter().any(|l| l.starts_with("coder polish ")),
+        "{log:?}"
+    );
+    assert_eq!(
+        repo.branch_log(&format!("{BRANCH_OF}{spec}")),
+        vec![
+            "auto-claude: core-a - Build part A",
+            "auto-claude: core-b - Build part B"
+        ]
+    );
+    assert_eq!(repo.chunk(spec, "core-b")["description"], "Build part B");
+    assert_eq!(repo.chunk(spec, "polish")["status"], "completed");
+    // Said in one line, and journaled.
+    assert!(
+        err.lines()
+            .any(|l| l.contains("edited the plan") && l.contains("core-b")),
+        "{err}"
+    );
+    assert!(
+        repo.events(spec)
+            .iter()
+            .any(|e| e["event"] == "plan_edit_undone"),
+        "no plan_edit_undone event"
+    );
+}
+
+#[test]
+fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
+    let spec = "026-spoof";
+    let repo = repo_with_spec(spec);
+    // core-a's agent unsets RUNNER_SESSION_ID and calls `runner chunk done polish`.
+    repo.script("core-a * spoof-person polish\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "{log:?}"
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+#[test]
+fn attempts_records_an_agent_deletes_are_restored() {
+    let spec = "021-attempts";
+    let repo = repo_with_spec(spec);
+    repo.write_config("[run]\nmax_attempts = 2\n");
+    // core-b fails once (a record), then its second attempt edits the plan: the failed
+    // record of attempt 1 must survive, so attempts keep counting.
+    repo.script("core-b 1 fail not yet\ncore-b 2 edit-plan\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let attempts = repo.chunk(spec, "core-a")["attempts"].clone();
+    assert_eq!(attempts.as_array().map(Vec::len), Some(1), "{attempts}");
+    assert_eq!(attempts[0]["outcome"], "completed");
+    let polish = repo.chunk(spec, "polish");
+    assert_eq!(polish["attempts"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_plan_the_agent_deletes_is_restored_at_once_and_the_run_goes_on() {
+    let spec = "022-deleted";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b 1 delete-plan\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let st = repo.statuses(spec);
+    assert!(st.iter().all(|(_, s)| s == "completed"), "{st:?}");
+    // Planned once, core-a built once.
+    let log = repo.agent_log();
+    assert_eq!(log.iter().filter(|l| l.starts_with("planner")).count(), 1);
+    assert_eq!(
+        log.iter().filter(|l| l.starts_with("coder core-a")).count(),
+        1
+    );
+    assert!(
+        repo.events(spec)
+            .iter()
+            .any(|e| e["event"] == "plan_restored"),
+        "no plan_restored event"
+    );
+}
+
+#[test]
+fn a_plan_the_agent_replaces_is_restored() {
+    let spec = "023-replaced";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b 1 replace-plan\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    assert_eq!(repo.statuses(spec).len(), 3);
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+#[test]
+fn a_plan_deleted_during_a_run_that_died_is_restored_by_the_next_run() {
+    let spec = "024-died";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b 1 delete-plan\n");
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    assert!(!repo.plan_path(spec).exists());
+    repo.script("");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    assert!(stderr(&out).contains("restored"), "{}", stderr(&out));
+    let log = repo.agent_log();
+    // No second planner, core-a not rebuilt.
+    assert_eq!(log.iter().filter(|l| l.starts_with("planner")).count(), 1);
+    assert_eq!(
+        log.iter().filter(|l| l.starts_with("coder core-a")).count(),
+        1
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+
+    // The rule's other half: a plan the user removes while nothing runs (the last run ended)
+    // means "plan again".
+    std::fs::remove_file(repo.plan_path(spec)).unwrap();
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let log = repo.agent_log();
+    assert_eq!(log.iter().filter(|l| l.starts_with("planner")).count(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A worktree runner cannot open.
+
+fn broken_worktree_case(action: &str) {
+    let spec = format!("030-{action}");
+    let repo = repo_with_spec(&spec);
+    repo.script(&format!("core-b * {action}\n"));
+    let out = repo.run_spec(&spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert_eq!(repo.chunk(&spec, "core-b")["status"], "blocked", "{err}");
+    // Never judged by the main repository: nothing committed for core-b, and whatever the
+    // folder holds is kept in a recovery ref.
+    let branch = format!("{BRANCH_OF}{spec}");
+    assert_eq!(repo.branch_log(&branch).len(), 1, "{err}");
+    let refs = recovery_refs(&repo);
+    let saved = refs
+        .iter()
+        .find(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-b.txt")
+        })
+        .unwrap_or_else(|| panic!("no recovery ref holds the worktree's files: {refs:?}\n{err}"));
+    assert!(err.contains(&saved.0), "{err}");
+    assert_ne!(status_of(&repo, &spec)["status"], "complete");
+    // recover agrees: still a person's job.
+    assert_exit(&repo.runner(&["recover", "--spec", &spec]), 3);
+}
+
+#[test]
+fn a_worktree_whose_git_file_the_agent_deleted_goes_to_human_review() {
+    broken_worktree_case("break-git");
+}
+
+#[test]
+fn a_worktree_the_agent_emptied_goes_to_human_review() {
+    broken_worktree_case("empty-worktree");
+}
+
+#[test]
+fn recovery_never_judges_an_unopenable_worktree_by_the_main_repository() {
+    let spec = "031-recover";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * break-git\n");
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked");
+    assert!(
+        recovery_refs(&repo).iter().any(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-b.txt")
+        }),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_chunk_whose_worktree_vanished_is_not_completed_from_the_branch_alone() {
+    let spec = "032-vanished";
+    let repo = repo_with_spec(spec);
+    // polish (no verification) reports done; runner dies before committing; the folder goes.
+    run_killed_at(&repo, spec, "after_coder_session@3");
+    std::fs::remove_dir_all(repo.worktree()).unwrap();
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(
+        repo.chunk(spec, "polish")["status"],
+        "blocked",
+        "{}",
+        stdout(&out)
+    );
+    assert_ne!(status_of(&repo, spec)["status"], "complete");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truthful commits.
+
+#[test]
+fn commits_of_agent_work_leave_out_what_the_users_ignore_rules_hide() {
+    let spec = "040-ignored";
+    let repo = repo_with_spec(spec);
+    repo.write(".gitignore", "ignored/\n");
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-q", "-m", "ignore"]);
+    repo.write(".git/info/exclude", "*.key\n");
+    let global = repo.tmp.path().join("global-ignore");
+    std::fs::write(&global, "*.tmp\n").unwrap();
+    repo.git(&["config", "core.excludesFile", global.to_str().unwrap()]);
+    repo.script("core-a * ignored\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let tree = repo.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        &format!("{BRANCH_OF}{spec}"),
+    ]);
+    assert!(tree.lines().any(|l| l == "work/core-a.txt"), "{tree}");
+    for hidden in ["ignored/x.log", "secret.key", "cache.tmp"] {
+        assert!(
+            !tree.lines().any(|l| l == hidden),
+            "{hidden} committed:\n{tree}"
+        );
+    }
+}
+
+#[test]
+fn a_chunk_whose_session_changed_nothing_says_so_and_records_no_commit() {
+    let spec = "041-nothing";
+    let repo = repo_with_spec(spec);
+    repo.script("polish * empty-done\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("polish completed"))
+        .unwrap();
+    assert!(!line.contains("committed its own work"), "{line}");
+    assert!(line.contains("no changes"), "{line}");
+    let attempt = repo.chunk(spec, "polish")["attempts"][0].clone();
+    // Not core-b's commit (the start commit) claimed as core-b's own.
+    assert!(attempt["commit"].is_null(), "{attempt}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crashes in the middle of the checks: the next recovery finishes the job, once.
+
+#[test]
+fn a_crash_after_saving_the_old_tip_is_finished_by_recovery() {
+    let spec = "050-crash-history";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * rewrite reset\n");
+    run_killed_at(&repo, spec, "after_history_ref");
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "in_progress");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked");
+    // The old tip is kept by exactly one ref (the one saved before the crash is reused).
+    let keeping: Vec<_> = recovery_refs(&repo)
+        .into_iter()
+        .filter(|(_, oid)| *oid == core_a)
+        .collect();
+    assert_eq!(keeping.len(), 1, "{keeping:?}");
+    assert!(stdout(&out).contains(&keeping[0].0), "{}", stdout(&out));
+}
+
+#[test]
+fn a_crash_after_saving_an_unopenable_worktree_is_finished_by_recovery() {
+    let spec = "051-crash-worktree";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * break-git\n");
+    run_killed_at(&repo, spec, "after_unopenable_saved");
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "in_progress");
+    let before = recovery_refs(&repo);
+    assert_eq!(before.len(), 1, "{before:?}");
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked");
+    // Same files, same ref: nothing piles up.
+    assert_eq!(recovery_refs(&repo), before);
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 1);
+}
