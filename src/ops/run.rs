@@ -1346,7 +1346,7 @@ impl Run {
             // The agent's report stands; recovery re-runs the verification next time.
             return Err(RunnerError::Interrupted.into());
         }
-        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let output = crate::store::read_lossy(&log_path);
         let status_ok = end.ended == Ended::Exited(check.expect_status);
         let output_ok = check
             .expect_output

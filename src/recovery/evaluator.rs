@@ -94,7 +94,7 @@ pub async fn ask(
     run_child(&spec_child, interrupt, &mut |_| {})
         .await
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let output = crate::store::read_lossy(&log_path);
     parse_answer(&output).ok_or_else(|| {
         "the agent's answer had no JSON object with a known \"decision\"".to_string()
     })

@@ -487,7 +487,7 @@ async fn run_check(
     let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
         .await
         .ok()?;
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let output = crate::store::read_lossy(&log_path);
     Some(
         end.ended == crate::session::Ended::Exited(check.expect_status)
             && check

@@ -23,3 +23,18 @@ pub fn unused_path(path: &std::path::Path) -> std::path::PathBuf {
         .find(|p| !p.exists())
         .unwrap_or_else(|| path.to_path_buf())
 }
+
+/// Bytes as text, a byte that is not UTF-8 replaced by U+FFFD (no copy when all is UTF-8). For
+/// what runner reads but did not write itself in full: agent and verification output, the
+/// journal.
+pub fn lossy(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// A file's text, lossy (see [`lossy`]); empty if it cannot be read.
+pub fn read_lossy(path: &std::path::Path) -> String {
+    std::fs::read(path).map(lossy).unwrap_or_default()
+}
