@@ -15,10 +15,15 @@ fn main() {
         Ok(code) => code,
         Err(err) => {
             let code = exit_code_of(&err);
+            // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
+            let mut stderr = std::io::stderr().lock();
             if code == exit::INTERRUPTED {
-                eprintln!("runner: interrupted; run it again to resume where it stopped");
+                runner::write_quietly(
+                    &mut stderr,
+                    format_args!("runner: interrupted; run it again to resume where it stopped\n"),
+                );
             } else {
-                eprintln!("runner: {err:#}");
+                runner::write_quietly(&mut stderr, format_args!("runner: {err:#}\n"));
             }
             code
         }

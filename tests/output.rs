@@ -70,3 +70,59 @@ fn a_verification_printing_a_non_utf8_byte_passes() {
     assert_exit(&out, 0);
     assert_eq!(repo.chunk("001-bytes", "v")["status"], "completed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Closed pipes
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer.into()
+}
+
+#[test]
+fn a_run_whose_stdout_and_stderr_are_closed_pipes_completes_its_chunks() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-pipe");
+    let agent = fixture("fake-agent").display().to_string();
+    let status = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent])
+        .stdout(closed_pipe())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "the run died: {status:?}");
+    assert_eq!(
+        repo.statuses("001-pipe")
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>(),
+        ["completed", "completed", "completed"]
+    );
+    assert_eq!(repo.branch_log("auto-claude/001-pipe").len(), 3);
+    // The journal (the run's log) was written to the end.
+    let events = repo.events("001-pipe");
+    assert_eq!(events.last().unwrap()["event"], "run_end");
+}
+
+#[test]
+fn status_and_recover_into_a_closed_pipe_do_not_panic() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-pipe");
+    for args in [
+        &["status", "--json"][..],
+        &["status"],
+        &["recover", "--json"],
+        &["recover", "--dry-run"],
+    ] {
+        let out = repo
+            .cmd(args)
+            .stdout(closed_pipe())
+            .stderr(closed_pipe())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(101), "runner {args:?} panicked");
+        assert_eq!(out.status.code(), Some(0), "runner {args:?}");
+    }
+}
