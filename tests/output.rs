@@ -27,13 +27,8 @@ fn a_non_utf8_journal_line_still_shows_the_previous_failures_in_the_retry_prompt
 
 #[test]
 fn a_non_utf8_journal_line_does_not_hide_an_interrupted_run() {
-    let repo = TestRepo::new();
-    let dir = repo.add_spec("001-bytes");
-    std::fs::copy(
-        fixture("plans/two-phases.json"),
-        dir.join("implementation_plan.json"),
-    )
-    .unwrap();
+    let repo = repo_with_fixture_plan("001-bytes");
+    let dir = repo.spec_dir("001-bytes");
     // A run that started and never ended, then a line with a byte that is not UTF-8.
     let mut journal =
         br#"{"time":"2026-01-01T00:00:00Z","run_id":"r1","event":"run_start"}"#.to_vec();
@@ -125,4 +120,159 @@ fn status_and_recover_into_a_closed_pipe_do_not_panic() {
         assert_ne!(out.status.code(), Some(101), "runner {args:?} panicked");
         assert_eq!(out.status.code(), Some(0), "runner {args:?}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `recover --dry-run` predicts `recover`
+
+fn agent() -> String {
+    fixture("fake-agent").display().to_string()
+}
+
+/// A repository whose spec `spec` has the two-phase plan, with the fake agent doing `rules`,
+/// and a run that SIGKILLed itself at `failpoint` (None: a run that ends by itself).
+fn interrupted(spec: &str, rules: &str, failpoint: Option<&str>) -> TestRepo {
+    let repo = repo_with_fixture_plan(spec);
+    repo.script(rules);
+    let mut cmd = repo.cmd(&["run", "--spec", spec, "--agent-command", &agent()]);
+    if let Some(fp) = failpoint {
+        cmd.env("RUNNER_FAILPOINTS", fp);
+    }
+    let out = cmd.output().unwrap();
+    if failpoint.is_some() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    }
+    repo.script("");
+    repo
+}
+
+fn recover_report(repo: &TestRepo, args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["recover", "--json"];
+    all.extend_from_slice(args);
+    let out = repo.runner(&all);
+    let report = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(&out), stderr(&out)));
+    (out.status.code(), report)
+}
+
+/// The dry run's report, then the real one: the same actions, kinds, chunks and decisions;
+/// where the dry run names two outcomes, the real decision is the one for `verification`.
+#[track_caller]
+fn assert_dry_run_predicts(repo: &TestRepo, args: &[&str], verification: Option<bool>) {
+    let mut dry_args = args.to_vec();
+    dry_args.push("--dry-run");
+    let (dry_code, dry) = recover_report(repo, &dry_args);
+    let (real_code, real) = recover_report(repo, args);
+    assert_eq!(
+        dry_code, real_code,
+        "exit codes\ndry: {dry:#}\nreal: {real:#}"
+    );
+    let dry_specs = dry["specs"].as_array().unwrap();
+    let real_specs = real["specs"].as_array().unwrap();
+    assert_eq!(dry_specs.len(), real_specs.len());
+    for (d, r) in dry_specs.iter().zip(real_specs) {
+        assert_eq!(d["outcome"], r["outcome"], "dry: {d:#}\nreal: {r:#}");
+        let (da, ra) = (
+            d["actions"].as_array().unwrap(),
+            r["actions"].as_array().unwrap(),
+        );
+        assert_eq!(da.len(), ra.len(), "dry: {d:#}\nreal: {r:#}");
+        for (d, r) in da.iter().zip(ra) {
+            assert_eq!(d["kind"], r["kind"], "dry: {d:#}\nreal: {r:#}");
+            assert_eq!(d["chunk"], r["chunk"], "dry: {d:#}\nreal: {r:#}");
+            let predicted = match &d["if_verification"] {
+                Value::Null => d["decision"].clone(),
+                both => {
+                    assert_eq!(d["decision"], Value::Null, "{d:#}");
+                    let key = match verification {
+                        Some(true) => "passes",
+                        Some(false) => "fails",
+                        None => {
+                            panic!("a dry run named two outcomes where none was expected: {d:#}")
+                        }
+                    };
+                    both[key].clone()
+                }
+            };
+            assert_eq!(predicted, r["decision"], "dry: {d:#}\nreal: {r:#}");
+        }
+    }
+}
+
+/// One test over every state: the states whose prediction was already right guard the rest.
+#[test]
+fn dry_run_predicts_what_recover_does_for_each_interrupted_state() {
+    states_without_a_check();
+    states_where_the_verification_decides();
+    human_review_and_retry_failed();
+}
+
+fn states_without_a_check() {
+    for (rules, expected) in [
+        ("core-a * uncommitted\n", "continue"),
+        ("core-a * done\n", "next"),
+        ("core-a * noop\n", "restart"),
+    ] {
+        let repo = interrupted("001-dry", rules, Some("after_coder_session"));
+        let dead_temp = repo
+            .spec_dir("001-dry")
+            .join(".implementation_plan.json.tmp-999999999-0");
+        std::fs::write(&dead_temp, "half").unwrap();
+        assert_dry_run_predicts(&repo, &[], None);
+        let real = &repo.events("001-dry");
+        assert!(
+            real.iter()
+                .any(|e| e["event"] == "recovery_decision" && e["decision"] == expected),
+            "{rules}"
+        );
+    }
+}
+
+fn states_where_the_verification_decides() {
+    // core-b reported done and its check (test -f work/core-b.txt) passes: next.
+    let repo = interrupted("001-dry", "", Some("after_coder_session@2"));
+    let (_, dry) = recover_report(&repo, &["--dry-run"]);
+    let action = &dry["specs"][0]["actions"][0];
+    assert_eq!(
+        action["if_verification"],
+        serde_json::json!({"passes": "next", "fails": "continue"}),
+        "{action:#}"
+    );
+    let text = stdout(&repo.runner(&["recover", "--dry-run"]));
+    assert!(
+        text.contains("chunk core-b: next if its verification passes, continue if it fails"),
+        "{text}"
+    );
+    assert_dry_run_predicts(&repo, &[], Some(true));
+
+    // core-b reported done, but its file is gone: the check fails and nothing is left: restart.
+    let repo = interrupted("001-dry", "", Some("after_coder_session@2"));
+    std::fs::remove_file(repo.worktree().join("work/core-b.txt")).unwrap();
+    assert_dry_run_predicts(&repo, &[], Some(false));
+    assert_eq!(repo.chunk("001-dry", "core-b")["status"], "pending");
+}
+
+fn human_review_and_retry_failed() {
+    // The agent left conflict markers: a person must look (exit 3 both times).
+    let repo = interrupted(
+        "001-dry",
+        "core-a * uncommitted\n",
+        Some("after_coder_session"),
+    );
+    std::fs::write(
+        repo.worktree().join("work/core-a.txt"),
+        "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n",
+    )
+    .unwrap();
+    assert_dry_run_predicts(&repo, &[], None);
+    assert_eq!(repo.chunk("001-dry", "core-a")["status"], "blocked");
+
+    // A chunk failed for good: --retry-failed sets it back.
+    let repo = repo_with_fixture_plan("002-dry");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail broken\n");
+    assert_exit(&repo.run_spec("002", &[]), 3);
+    assert_dry_run_predicts(&repo, &["--retry-failed"], None);
+    assert_eq!(repo.chunk("002-dry", "core-b")["status"], "pending");
 }

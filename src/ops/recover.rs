@@ -142,8 +142,8 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                     actions: vec![crate::recovery::Action {
                         kind: "invalid_plan".into(),
                         chunk: None,
-                        decision: None,
                         detail: format!("{e:#}"),
+                        ..Default::default()
                     }],
                     plan_source: None,
                 });

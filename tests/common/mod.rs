@@ -260,3 +260,16 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// A repository with spec `spec` whose plan is the two-phase fixture, written by hand (so no
+/// planner runs).
+pub fn repo_with_fixture_plan(spec: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec(spec);
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    repo
+}
