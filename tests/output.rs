@@ -276,3 +276,63 @@ fn human_review_and_retry_failed() {
     assert_dry_run_predicts(&repo, &["--retry-failed"], None);
     assert_eq!(repo.chunk("002-dry", "core-b")["status"], "pending");
 }
+
+// ---------------------------------------------------------------------------------------------
+// `status` names the current chunk; failed chunks point at `recover --retry-failed`
+
+#[test]
+fn status_names_the_chunk_being_worked_on_and_the_one_left_interrupted() {
+    let repo = repo_with_fixture_plan("001-now");
+    repo.script("core-a * slow 30\n");
+    let mut run = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut report = Value::Null;
+    wait_for("the run to be working on core-a", || {
+        report = serde_json::from_slice(&repo.runner(&["status", "--json"]).stdout).unwrap();
+        report["specs"][0]["status"] == "running"
+            && report["specs"][0]["chunks"]["in_progress"] == 1
+    });
+    assert_eq!(report["specs"][0]["current_chunk"], "core-a", "{report:#}");
+    let text = stdout(&repo.runner(&["status"]));
+    assert!(text.contains("working on: core-a"), "{text}");
+    assert!(!text.contains("next: core-b"), "{text}");
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // The run is dead and core-a still in progress: it was left interrupted.
+    let text = stdout(&repo.runner(&["status"]));
+    assert!(text.contains("interrupted at: core-a"), "{text}");
+}
+
+#[test]
+fn a_chunk_failed_for_good_points_at_recover_retry_failed() {
+    let repo = repo_with_fixture_plan("001-fail");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail broken\n");
+    let hint = "runner recover --spec 001-fail --retry-failed";
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains(hint), "{}", stderr(&out));
+    // A new run stops on it and says the same.
+    let again = repo.run_spec("001", &[]);
+    assert_exit(&again, 3);
+    assert!(stderr(&again).contains(hint), "{}", stderr(&again));
+    assert!(
+        !stderr(&again).contains("implementation_plan.json"),
+        "no hand edit of the plan: {}",
+        stderr(&again)
+    );
+    let text = stdout(&repo.runner(&["status"]));
+    assert!(text.contains(hint), "{text}");
+    // And the hint works.
+    repo.script("");
+    assert_exit(
+        &repo.runner(&["recover", "--spec", "001-fail", "--retry-failed"]),
+        0,
+    );
+    assert_exit(&repo.run_spec("001", &[]), 0);
+}

@@ -392,6 +392,13 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
     }
 }
 
+/// What to do about chunks that failed for good: a command, never a hand edit of the plan.
+pub fn retry_failed_hint(spec: &str) -> String {
+    format!(
+        "after fixing the cause, `runner recover --spec {spec} --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec {spec}` again"
+    )
+}
+
 pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
     let now = crate::clock::now();
     Holder {
@@ -798,13 +805,23 @@ impl Run {
                     return Ok(());
                 }
                 Take::Stuck(reasons) => {
+                    // Failed chunks have a command; anything else (a chunk another process
+                    // holds in progress, phases waiting on them) follows from it.
+                    let plan = self.load_plan()?;
+                    let what_to_do = if plan.count(Status::Failed) > 0 {
+                        format!("For failed chunks: {}", retry_failed_hint(&self.paths.name))
+                    } else {
+                        format!(
+                            "After fixing, set the chunk back to pending in {} and run again",
+                            self.paths.plan.path().display()
+                        )
+                    };
                     return Err(RunnerError::NeedsHuman(format!(
-                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}; after fixing, set the chunk back to pending in {} and run again",
+                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}. {what_to_do}",
                         self.paths.name,
                         reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
                         self.journal.path().display(),
                         self.paths.sessions_dir.display(),
-                        self.paths.plan.path().display()
                     ))
                     .into());
                 }
@@ -1508,10 +1525,10 @@ impl Run {
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
-                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nFix the cause, set the chunk's status back to \"pending\" in {}, and run again",
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
-                self.paths.plan.path().display()
+                retry_failed_hint(&self.paths.name)
             ))
             .into()),
         }
