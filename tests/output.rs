@@ -336,3 +336,94 @@ fn a_chunk_failed_for_good_points_at_recover_retry_failed() {
     );
     assert_exit(&repo.run_spec("001", &[]), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Ctrl-C and Esc
+
+/// stderr of a child, collected as it comes.
+fn collect_stderr(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::BufRead;
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let pipe = child.stderr.take().unwrap();
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let mut t = sink.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+    });
+    text
+}
+
+fn sigint(child: &std::process::Child) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+}
+
+#[test]
+fn ctrl_c_says_at_once_what_happens_and_a_second_is_the_users_stop() {
+    let repo = repo_with_fixture_plan("001-stop");
+    repo.script("core-a 1 stubborn\n");
+    let mut child = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--drain-timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-stop").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    sigint(&child);
+    wait_for("the stopping message", || {
+        err.lock()
+            .unwrap()
+            .contains("stopping: waiting up to 60 s for the agent; Ctrl-C again to stop now")
+    });
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the message comes while the agent is still drained"
+    );
+    sigint(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    // Let the reader thread see the end of the pipe.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let err = err.lock().unwrap().clone();
+    assert!(err.contains("with a second Ctrl-C"), "{err}");
+    assert!(!err.contains("drain timeout"), "{err}");
+}
+
+#[test]
+fn esc_at_a_question_says_nothing_was_changed() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = repo_with_fixture_plan("001-ask");
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &[]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    let plan_before = std::fs::read(repo.plan_path("001-ask")).unwrap();
+    let mut cmd = std::process::Command::new(RUNNER);
+    cmd.args(["run", "--spec", "001", "--agent-command", &agent()])
+        .current_dir(&repo.root)
+        .env("TERM", "xterm");
+    let mut s = OsSession::spawn(cmd).unwrap();
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+    s.expect("What now?").unwrap();
+    s.send("\x1b").unwrap();
+    s.expect("cancelled; nothing was changed").unwrap();
+    let _ = s.expect(Eof);
+    assert!(format!("{:?}", s.get_process_mut().wait().unwrap()).contains(", 130)"));
+    assert_eq!(
+        std::fs::read(repo.plan_path("001-ask")).unwrap(),
+        plan_before
+    );
+}

@@ -203,6 +203,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         .drain_timeout
         .map(Duration::from_secs)
         .unwrap_or_else(|| config.run.drain_timeout());
+    interrupt.set_drain(drain);
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
@@ -944,8 +945,16 @@ impl Run {
         let entries = if drained {
             Vec::new()
         } else {
+            let why = if self.interrupt.forced() {
+                "when you stopped it with a second Ctrl-C".to_string()
+            } else {
+                format!(
+                    "when the drain timeout ran out ({} s)",
+                    self.drain.as_secs()
+                )
+            };
             self.reporter.line(format!(
-                "The {role} session {session_id} was still working when the drain timeout ran out; the next start runs it again."
+                "The {role} session {session_id} was still working {why}; the next start runs it again."
             ));
             vec![crate::recovery::interrupted::InterruptedSession {
                 session_id: session_id.to_string(),
