@@ -280,16 +280,20 @@ fn human_review_and_retry_failed() {
 // ---------------------------------------------------------------------------------------------
 // `status` names the current chunk; failed chunks point at `recover --retry-failed`
 
+/// `runner run --spec SPEC` in the background, its output thrown away.
+fn spawn_quiet_run(repo: &TestRepo, spec: &str) -> std::process::Child {
+    repo.cmd(&["run", "--spec", spec, "--agent-command", &agent()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn status_names_the_chunk_being_worked_on_and_the_one_left_interrupted() {
     let repo = repo_with_fixture_plan("001-now");
     repo.script("core-a * slow 30\n");
-    let mut run = repo
-        .cmd(&["run", "--spec", "001", "--agent-command", &agent()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = spawn_quiet_run(&repo, "001");
     let mut report = Value::Null;
     wait_for("the run to be working on core-a", || {
         report = serde_json::from_slice(&repo.runner(&["status", "--json"]).stdout).unwrap();
@@ -426,4 +430,153 @@ fn esc_at_a_question_says_nothing_was_changed() {
         std::fs::read(repo.plan_path("001-ask")).unwrap(),
         plan_before
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors that help
+
+#[test]
+fn a_repository_with_no_commits_says_make_a_first_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("empty");
+    std::fs::create_dir_all(root.join(".auto-claude/specs/001-x")).unwrap();
+    std::fs::write(root.join(".auto-claude/specs/001-x/spec.md"), "# x\n").unwrap();
+    git_in(&root, &["init", "-q", "-b", "main"]);
+    for extra in [&[][..], &["--base-branch", "main"]] {
+        let mut args = vec!["run", "--spec", "001", "--agent-command", "true"];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(RUNNER)
+            .args(&args)
+            .current_dir(&root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).contains("make a first commit"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn a_deleted_pinned_base_branch_can_be_repinned_when_confirmed() {
+    let repo = repo_with_fixture_plan("001-base");
+    repo.git(&["branch", "dev"]);
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
+    assert_eq!(repo.plan("001-base")["base_branch"], "dev");
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    repo.git(&["branch", "-D", "dev"]);
+
+    // Without a flag: the error says the pin is gone and how to re-pin.
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("no longer exists") && err.contains("--base-branch NAME"),
+        "{err}"
+    );
+
+    // Re-pinning needs a confirmation: without a terminal, --yes. Nothing changes before.
+    let before = std::fs::read(repo.plan_path("001-base")).unwrap();
+    let out = repo.run_spec("001", &["--base-branch", "main"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(repo.plan_path("001-base")).unwrap(), before);
+
+    // A pin whose branch still exists is never replaced, confirmed or not.
+    repo.git(&["branch", "dev"]);
+    let out = repo.run_spec("001", &["--base-branch", "main", "--yes"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("pinned to base branch"),
+        "{}",
+        stderr(&out)
+    );
+    repo.git(&["branch", "-D", "dev"]);
+
+    // A crash right after the re-pin leaves the confirmed pin; the next run goes on with it.
+    let out = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--base-branch",
+            "main",
+            "--yes",
+        ])
+        .env("RUNNER_FAILPOINTS", "after_base_repin")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    assert_eq!(repo.plan("001-base")["base_branch"], "main");
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 0);
+    assert_eq!(repo.plan("001-base")["base_branch"], "main");
+    assert!(
+        repo.statuses("001-base")
+            .iter()
+            .all(|(_, s)| s == "completed")
+    );
+}
+
+#[test]
+fn a_busy_message_does_not_say_it_waits() {
+    let repo = repo_with_fixture_plan("001-busy");
+    repo.script("core-a * slow 30\n");
+    let mut run = spawn_quiet_run(&repo, "001");
+    wait_for("the run to hold the spec", || {
+        let st: Value = serde_json::from_slice(&repo.runner(&["status", "--json"]).stdout).unwrap();
+        st["specs"][0]["running"] != Value::Null
+    });
+    for command in ["merge", "discard"] {
+        let out = repo.runner(&[command, "--spec", "001", "--yes"]);
+        assert_exit(&out, 4);
+        let err = stderr(&out);
+        assert!(!err.contains("waits"), "{command}: {err}");
+        assert!(err.contains("did not start"), "{command}: {err}");
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+}
+
+#[test]
+fn an_unusable_file_is_named_in_the_error() {
+    // A directory where the journal should be: fails for root too.
+    let repo = repo_with_fixture_plan("001-path");
+    let journal = repo.spec_dir("001-path").join("events.jsonl");
+    std::fs::create_dir(&journal).unwrap();
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains(&journal.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn permission_denied_names_the_path() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!(
+            "SKIPPED permission_denied_names_the_path: running as root, and root is never denied by file modes (an_unusable_file_is_named_in_the_error covers the path in the message)"
+        );
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let repo = repo_with_fixture_plan("001-perm");
+    let dir = repo.spec_dir("001-perm");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = repo.run_spec("001", &[]);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(err.contains("ermission denied"), "{err}");
+    assert!(err.contains(&dir.display().to_string()), "{err}");
 }

@@ -151,17 +151,33 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     }
     let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
     let checked_out = ws.main.current_branch();
-    let base = policy::choose_base(
+    let choice = policy::choose_base(policy::BaseFacts {
         pinned,
-        opts.base_branch.as_deref(),
-        config.git.base_branch.as_deref(),
-        checked_out.as_deref(),
-    )
+        pinned_exists: pinned.is_some_and(|p| ws.main.branch_tip(p).is_some()),
+        flag: opts.base_branch.as_deref(),
+        config: config.git.base_branch.as_deref(),
+        checked_out: checked_out.as_deref(),
+        no_commits: has_no_commits(&ws.main.repo),
+    })
     .map_err(RunnerError::BadInput)?;
+    let base = match choice {
+        policy::BaseChoice::Use(base) => base,
+        policy::BaseChoice::Repin { from, to } => {
+            repin_base(&ws, &paths, &journal, &from, &to, opts.yes)?;
+            to
+        }
+    };
     let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
-        RunnerError::bad_input(format!(
-            "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
-        ))
+        let text = if pinned == Some(base.as_str()) {
+            format!(
+                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {spec_name} --base-branch NAME (it asks to confirm; --yes without a terminal)"
+            )
+        } else {
+            format!(
+                "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
+            )
+        };
+        RunnerError::bad_input(text)
     })?;
 
     // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
@@ -393,6 +409,57 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
     }
 }
 
+/// A fresh `git init`: HEAD is unborn and no branch exists. (git2's `is_empty` only knows an
+/// unborn `master`.)
+fn has_no_commits(repo: &git2::Repository) -> bool {
+    let unborn = matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
+    unborn
+        && repo
+            .branches(Some(git2::BranchType::Local))
+            .map(|mut b| b.next().is_none())
+            .unwrap_or(false)
+}
+
+/// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
+/// the user confirmed (a question on a terminal, else `--yes`). Its work will merge there.
+fn repin_base(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    from: &str,
+    to: &str,
+    yes: bool,
+) -> anyhow::Result<()> {
+    if ws.main.branch_tip(to).is_none() {
+        return Err(RunnerError::bad_input(format!(
+            "base branch {to:?} does not exist. Create it, or pass --base-branch with an existing branch"
+        ))
+        .into());
+    }
+    let question = format!(
+        "Spec {} is pinned to base branch {from:?}, which no longer exists. Re-pin it to {to:?} (its work will merge there)?",
+        paths.name
+    );
+    if !yes {
+        if !crate::ops::interact::can_ask() {
+            return Err(RunnerError::bad_input(format!(
+                "{question} That needs a confirmation and there is no terminal to ask on: pass --yes"
+            ))
+            .into());
+        }
+        if !crate::ops::interact::confirm(&question)? {
+            return Err(RunnerError::Cancelled.into());
+        }
+    }
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(to.to_string()));
+        Ok(())
+    })?;
+    crate::failpoint::hit("after_base_repin");
+    journal.record("base_repinned", None, json!({"from": from, "to": to}))?;
+    Ok(())
+}
+
 /// What to do about chunks that failed for good: a command, never a hand edit of the plan.
 pub fn retry_failed_hint(spec: &str) -> String {
     format!(
@@ -448,7 +515,7 @@ fn take_lock(
 pub fn describe_holder(path: &Path) -> String {
     match lock::read_holder(path) {
         Some(h) => format!(
-            "pid {} on {}, run {}, since {} (last heartbeat {}){}. Wait for it to finish, or stop it first",
+            "pid {} on {}, run {}, since {} (last heartbeat {}){}. runner does not wait: run this again once it has finished, or stop it first",
             h.pid,
             h.host,
             h.run_id,
@@ -456,7 +523,7 @@ pub fn describe_holder(path: &Path) -> String {
             h.heartbeat,
             h.spec.map(|s| format!(", spec {s}")).unwrap_or_default()
         ),
-        None => "its holder did not say who it is. Wait for it to finish, or stop it first".into(),
+        None => "its holder did not say who it is. runner does not wait: run this again once it has finished, or stop it first".into(),
     }
 }
 
@@ -1631,7 +1698,8 @@ impl Run {
         }
         let dir = self.paths.sessions_dir.join(session_id);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("prompt.md"), prompt)?;
+        let prompt_path = dir.join("prompt.md");
+        std::fs::write(&prompt_path, prompt).map_err(crate::store::at(&prompt_path))?;
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         self.sessions += 1;
         let spec = ChildSpec {

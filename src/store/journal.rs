@@ -45,13 +45,14 @@ impl Journal {
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&self.path)?;
+            .open(&self.path)
+            .map_err(super::at(&self.path))?;
         // One write with O_APPEND: concurrent appenders never interleave within a line.
         // No fsync: the journal is advisory, and what recovery reads from it (the process
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        file.write_all(&bytes)
+        file.write_all(&bytes).map_err(super::at(&self.path))
     }
 }
 

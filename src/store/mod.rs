@@ -8,6 +8,12 @@ pub use atomic::{is_temp_file, write_atomic};
 pub use journal::{Journal, read_events, read_events_containing};
 pub use lock::{FileLock, Holder, LockState};
 
+/// An I/O error that names the file it happened to ("Permission denied" alone does not say
+/// which of runner's files to look at). Its kind is kept, so callers can still match on it.
+pub fn at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> std::io::Error + '_ {
+    move |e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 /// `path` if nothing is there, else `path-2`, `path-3`, …: names for files runner keeps aside,
 /// so that two in the same second never replace each other.
 pub fn unused_path(path: &std::path::Path) -> std::path::PathBuf {
