@@ -560,23 +560,36 @@ fn an_unusable_file_is_named_in_the_error() {
     );
 }
 
+/// Hand the tree at `path` to `uid` (so that, run as `uid`, only file modes decide).
+fn chown_tree(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_tree(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
 #[test]
 fn permission_denied_names_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let repo = repo_with_fixture_plan("001-perm");
+    // A journal nobody may write to (its folder stays writable, so the run gets that far).
+    let journal = repo.spec_dir("001-perm").join("events.jsonl");
+    std::fs::write(&journal, "").unwrap();
+    let mut cmd = repo.cmd(&["run", "--spec", "001", "--agent-command", &agent()]);
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        eprintln!(
-            "SKIPPED permission_denied_names_the_path: running as root, and root is never denied by file modes (an_unusable_file_is_named_in_the_error covers the path in the message)"
-        );
-        return;
+        // Root is never denied by file modes: run runner as `nobody`, owning the repository.
+        const NOBODY: u32 = 65534;
+        chown_tree(&repo.tmp.path().canonicalize().unwrap(), NOBODY);
+        cmd.uid(NOBODY).gid(NOBODY).env("HOME", repo.tmp.path());
     }
-    use std::os::unix::fs::PermissionsExt;
-    let repo = repo_with_fixture_plan("001-perm");
-    let dir = repo.spec_dir("001-perm");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let out = repo.run_spec("001", &[]);
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert_ne!(out.status.code(), Some(0));
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 1);
     let err = stderr(&out);
-    assert!(err.contains("ermission denied"), "{err}");
-    assert!(err.contains(&dir.display().to_string()), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(err.contains(&journal.display().to_string()), "{err}");
 }

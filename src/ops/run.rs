@@ -499,9 +499,8 @@ fn take_lock(
     // A few tries: `runner status` and other probes hold a lock for an instant, and that
     // must not look like a live run.
     for attempt in 0..5 {
-        if let Some(lock) =
-            FileLock::try_acquire(path).with_context(|| format!("opening {}", path.display()))?
-        {
+        // (An error names the lock file itself.)
+        if let Some(lock) = FileLock::try_acquire(path)? {
             lock.write_holder(holder)?;
             return Ok(lock);
         }
