@@ -593,3 +593,47 @@ fn permission_denied_names_the_path() {
     assert!(err.contains("Permission denied"), "{err}");
     assert!(err.contains(&journal.display().to_string()), "{err}");
 }
+
+#[test]
+fn on_a_terminal_repinning_a_deleted_base_is_a_question() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = repo_with_fixture_plan("001-ask");
+    repo.git(&["branch", "dev"]);
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    repo.git(&["branch", "-D", "dev"]);
+    let spawn = || {
+        let mut cmd = std::process::Command::new(RUNNER);
+        cmd.args([
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--base-branch",
+            "main",
+            "--auto-continue",
+        ])
+        .current_dir(&repo.root)
+        .env("TERM", "xterm");
+        let mut s = OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        s.expect("Re-pin 001-ask to \"main\"?").unwrap();
+        s
+    };
+    // No: nothing changes.
+    let mut s = spawn();
+    s.send("n\r").unwrap();
+    s.expect("cancelled; nothing was changed").unwrap();
+    let _ = s.expect(Eof);
+    assert_eq!(repo.plan("001-ask")["base_branch"], "dev");
+    // Yes: re-pinned, and the run goes on.
+    let mut s = spawn();
+    s.send("y\r").unwrap();
+    s.expect("All 3 chunks").unwrap();
+    let _ = s.expect(Eof);
+    assert!(format!("{:?}", s.get_process_mut().wait().unwrap()).contains(", 0)"));
+    assert_eq!(repo.plan("001-ask")["base_branch"], "main");
+}

@@ -436,14 +436,13 @@ fn repin_base(
         ))
         .into());
     }
-    let question = format!(
-        "Spec {} is pinned to base branch {from:?}, which no longer exists. Re-pin it to {to:?} (its work will merge there)?",
-        paths.name
-    );
+    // Short: a question wider than the terminal is redrawn badly.
+    let question = format!("Base {from:?} is gone. Re-pin {} to {to:?}?", paths.name);
     if !yes {
         if !crate::ops::interact::can_ask() {
             return Err(RunnerError::bad_input(format!(
-                "{question} That needs a confirmation and there is no terminal to ask on: pass --yes"
+                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on: pass --yes",
+                paths.name
             ))
             .into());
         }
