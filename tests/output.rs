@@ -404,6 +404,16 @@ fn ctrl_c_says_at_once_what_happens_and_a_second_is_the_users_stop() {
     let err = err.lock().unwrap().clone();
     assert!(err.contains("with a second Ctrl-C"), "{err}");
     assert!(!err.contains("drain timeout"), "{err}");
+    // The journal says the same.
+    let end = repo
+        .events("001-stop")
+        .into_iter()
+        .find(|e| e["event"] == "session_end")
+        .unwrap();
+    assert!(
+        end["ended"].as_str().unwrap().contains("second Ctrl-C"),
+        "{end}"
+    );
 }
 
 #[test]

@@ -1726,11 +1726,21 @@ impl Run {
             json!({
                 "role": role, "attempt": attempt, "session_id": session_id,
                 "start_commit": start_commit, "exit_status": exit_code, "signal": signal,
-                "ended": end.ended.describe(), "duration_ms": end.duration.as_millis() as u64,
+                "ended": self.describe_end(&end.ended), "duration_ms": end.duration.as_millis() as u64,
                 "pgid": end.pgid,
             }),
         )?;
         Ok(end)
+    }
+
+    /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.
+    fn describe_end(&self, ended: &Ended) -> String {
+        match ended {
+            Ended::Interrupted { drained: false } if self.interrupt.forced() => {
+                "was killed: you stopped runner with a second Ctrl-C".to_string()
+            }
+            other => other.describe(),
+        }
     }
 }
 
