@@ -568,6 +568,17 @@ fn an_unusable_file_is_named_in_the_error() {
         "{}",
         stderr(&out)
     );
+    // A folder the user names that cannot be made.
+    let file = repo.tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let target = file.join("demo");
+    let out = repo.runner(&["demo", "--dir", target.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains(&target.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// Hand the tree at `path` to `uid` (so that, run as `uid`, only file modes decide).
