@@ -357,78 +357,81 @@ pub async fn recover_chunk(
     }
     let mut saved_ref = None;
     let mut commit = None;
-    match decision {
-        Decision::Next => {
-            if let Some(wt) = wt {
-                let message = chunk.commit_message();
-                commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
-            }
-        }
-        Decision::Continue | Decision::Restart if facts.has_work() => {
-            if let Some(wt) = wt {
-                saved_ref = save_partial_work(wt, &paths.name, chunk, &facts, decision)?;
-            }
-        }
-        _ => {}
-    }
-    // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
-    crate::failpoint::hit("after_recovery_ref");
-    if let Some(r) = &saved_ref {
-        detail.push_str(&format!(
-            "; uncommitted changes saved at {r} and left in the worktree"
-        ));
-    }
-    let now = crate::clock::now();
-    let record = json!({
-        "decision": decision.as_str(), "reason": reason, "source": source,
-        "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
-    });
-    paths.plan.update(|plan| {
-        let Some(pos) = plan.find_chunk(id) else {
-            return Ok(());
-        };
-        let c = plan.chunk_mut(pos);
-        c.update_last_attempt(|a| {
-            a.outcome = Some(match decision {
-                Decision::Next => "completed".into(),
-                _ => why.to_string(),
-            });
-            a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
-            a.ended_at = Some(now.clone());
-            if let Some(c) = &commit {
-                a.commit = Some(c.clone());
-            }
-            a.extra.insert("recovery".into(), record.clone());
-        });
+    // (A dry run returned its prediction above; kept as a guard: nothing below may run in one.)
+    if !opts.dry_run {
         match decision {
             Decision::Next => {
-                c.set_status(Status::Completed);
-                c.set_str("completed_at", &now);
+                if let Some(wt) = wt {
+                    let message = chunk.commit_message();
+                    commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
+                }
             }
-            Decision::Continue | Decision::Restart => c.set_status(Status::Pending),
-            Decision::HumanReview => {
-                c.set_status(Status::Blocked);
-                c.set_str("blocked_reason", &reason);
+            Decision::Continue | Decision::Restart if facts.has_work() => {
+                if let Some(wt) = wt {
+                    saved_ref = save_partial_work(wt, &paths.name, chunk, &facts, decision)?;
+                }
             }
+            _ => {}
         }
-        Ok(())
-    })?;
-    crate::failpoint::hit("after_recovery_decision");
-    let to = match decision {
-        Decision::Next => "completed",
-        Decision::Continue | Decision::Restart => "pending",
-        Decision::HumanReview => "blocked",
-    };
-    journal.record(
-        "recovery_decision",
-        Some(id),
-        json!({"decision": decision.as_str(), "reason": reason, "source": source, "saved_ref": saved_ref, "commit": commit, "why": why}),
-    )?;
-    journal.record(
-        "chunk_status",
-        Some(id),
-        json!({"from": "in_progress", "to": to, "why": format!("recovery: {}", decision.as_str())}),
-    )?;
+        // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
+        crate::failpoint::hit("after_recovery_ref");
+        if let Some(r) = &saved_ref {
+            detail.push_str(&format!(
+                "; uncommitted changes saved at {r} and left in the worktree"
+            ));
+        }
+        let now = crate::clock::now();
+        let record = json!({
+            "decision": decision.as_str(), "reason": reason, "source": source,
+            "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
+        });
+        paths.plan.update(|plan| {
+            let Some(pos) = plan.find_chunk(id) else {
+                return Ok(());
+            };
+            let c = plan.chunk_mut(pos);
+            c.update_last_attempt(|a| {
+                a.outcome = Some(match decision {
+                    Decision::Next => "completed".into(),
+                    _ => why.to_string(),
+                });
+                a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
+                a.ended_at = Some(now.clone());
+                if let Some(c) = &commit {
+                    a.commit = Some(c.clone());
+                }
+                a.extra.insert("recovery".into(), record.clone());
+            });
+            match decision {
+                Decision::Next => {
+                    c.set_status(Status::Completed);
+                    c.set_str("completed_at", &now);
+                }
+                Decision::Continue | Decision::Restart => c.set_status(Status::Pending),
+                Decision::HumanReview => {
+                    c.set_status(Status::Blocked);
+                    c.set_str("blocked_reason", &reason);
+                }
+            }
+            Ok(())
+        })?;
+        crate::failpoint::hit("after_recovery_decision");
+        let to = match decision {
+            Decision::Next => "completed",
+            Decision::Continue | Decision::Restart => "pending",
+            Decision::HumanReview => "blocked",
+        };
+        journal.record(
+            "recovery_decision",
+            Some(id),
+            json!({"decision": decision.as_str(), "reason": reason, "source": source, "saved_ref": saved_ref, "commit": commit, "why": why}),
+        )?;
+        journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": to, "why": format!("recovery: {}", decision.as_str())}),
+        )?;
+    }
     Ok(Action {
         kind: "chunk".into(),
         chunk: Some(id.to_string()),
