@@ -38,6 +38,9 @@ pub enum RunnerError {
     /// SIGINT or SIGTERM.
     #[error("interrupted")]
     Interrupted,
+    /// Esc or Ctrl-C at a question: nothing was done yet.
+    #[error("cancelled; nothing was changed")]
+    Cancelled,
     #[error("{context}: {path}: {source}")]
     Io {
         context: &'static str,
@@ -59,7 +62,7 @@ impl RunnerError {
             RunnerError::NeedsHuman(_) => exit::NEEDS_HUMAN,
             RunnerError::Busy(_) => exit::BUSY,
             RunnerError::BudgetSpent(_) => exit::BUDGET_SPENT,
-            RunnerError::Interrupted => exit::INTERRUPTED,
+            RunnerError::Interrupted | RunnerError::Cancelled => exit::INTERRUPTED,
             RunnerError::Io { .. } => exit::INTERNAL,
         }
     }

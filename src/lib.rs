@@ -1,6 +1,32 @@
 //! runner: drive AI coding agents through an Auto-Claude plan, chunk by chunk, in a git
 //! worktree, and survive any interruption. The plan file and the worktree are the only state.
 
+// Printing never panics. std's print macros panic when stdout or stderr is a closed pipe
+// (`runner status --json | head -1`, a terminal that went away), which killed a run in the
+// middle of a chunk. These shadow them in every module declared below (macro_rules scope is
+// textual): a report whose reader left stops quietly; the run keeps working and logging.
+macro_rules! println {
+    () => { $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!($($arg)*)) };
+}
+macro_rules! eprintln {
+    () => { $crate::write_quietly(&mut ::std::io::stderr().lock(), format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::write_quietly(&mut ::std::io::stderr().lock(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Write to stdout or stderr, ignoring a failure: nobody is left to tell about it.
+#[doc(hidden)]
+pub fn write_quietly(out: &mut impl std::io::Write, args: std::fmt::Arguments) {
+    let _ = out.write_fmt(args);
+}
+
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -15,15 +15,30 @@ fn main() {
         Ok(code) => code,
         Err(err) => {
             let code = exit_code_of(&err);
-            if code == exit::INTERRUPTED {
-                eprintln!("runner: interrupted; run it again to resume where it stopped");
+            // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
+            let mut stderr = std::io::stderr().lock();
+            if code == exit::INTERRUPTED && !is_cancel(&err) {
+                runner::write_quietly(
+                    &mut stderr,
+                    format_args!("runner: interrupted; run it again to resume where it stopped\n"),
+                );
             } else {
-                eprintln!("runner: {err:#}");
+                runner::write_quietly(&mut stderr, format_args!("runner: {err:#}\n"));
             }
             code
         }
     };
     std::process::exit(code);
+}
+
+/// A question cancelled (Esc): its own message says nothing was changed.
+fn is_cancel(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<runner::error::RunnerError>(),
+            Some(runner::error::RunnerError::Cancelled)
+        )
+    })
 }
 
 fn init_logging(verbose: u8) {

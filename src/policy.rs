@@ -68,25 +68,54 @@ pub fn after_failure(failed_attempts: u32, max_attempts: u32) -> AfterFailure {
     }
 }
 
+/// What the repository says about the base branch candidates.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BaseFacts<'a> {
+    /// The base pinned in the plan (since the spec's first run).
+    pub pinned: Option<&'a str>,
+    /// The pinned branch still exists.
+    pub pinned_exists: bool,
+    pub flag: Option<&'a str>,
+    pub config: Option<&'a str>,
+    pub checked_out: Option<&'a str>,
+    /// The repository has no commit at all (a fresh `git init`).
+    pub no_commits: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseChoice {
+    Use(String),
+    /// The pinned branch is gone and `--base-branch` names another: pin that one instead, once
+    /// the user confirms.
+    Repin {
+        from: String,
+        to: String,
+    },
+}
+
 /// The base branch: pinned in the plan, else `--base-branch`, else the config, else the branch
-/// checked out now. A flag that contradicts the pin is an error, not a silent switch.
-pub fn choose_base(
-    pinned: Option<&str>,
-    flag: Option<&str>,
-    config: Option<&str>,
-    checked_out: Option<&str>,
-) -> Result<String, String> {
-    if let Some(pinned) = pinned {
-        return match flag {
-            Some(f) if f != pinned => Err(format!(
-                "this spec is pinned to base branch {pinned:?} (since its first run); --base-branch {f:?} would change where its work merges. Drop the flag, or start a new spec"
+/// checked out now. A flag that contradicts the pin is an error, not a silent switch, unless the
+/// pinned branch no longer exists: then it is the way forward (re-pinning, confirmed).
+pub fn choose_base(f: BaseFacts) -> Result<BaseChoice, String> {
+    if f.no_commits {
+        return Err("this repository has no commits yet: make a first commit (for example `git commit --allow-empty -m \"initial commit\"`), then run again; a spec's branch starts from a commit of its base branch".to_string());
+    }
+    if let Some(pinned) = f.pinned {
+        return match f.flag {
+            Some(flag) if flag != pinned && !f.pinned_exists => Ok(BaseChoice::Repin {
+                from: pinned.to_string(),
+                to: flag.to_string(),
+            }),
+            Some(flag) if flag != pinned => Err(format!(
+                "this spec is pinned to base branch {pinned:?} (since its first run); --base-branch {flag:?} would change where its work merges. Drop the flag, or start a new spec"
             )),
-            _ => Ok(pinned.to_string()),
+            _ => Ok(BaseChoice::Use(pinned.to_string())),
         };
     }
-    flag.or(config)
-        .or(checked_out)
-        .map(str::to_string)
+    f.flag
+        .or(f.config)
+        .or(f.checked_out)
+        .map(|b| BaseChoice::Use(b.to_string()))
         .ok_or_else(|| {
             "no base branch: HEAD is detached and none is configured. Pass --base-branch NAME or set [git] base_branch in .auto-claude/config.toml".to_string()
         })
@@ -158,20 +187,66 @@ mod tests {
         assert_eq!(after_failure(1, 1), AfterFailure::GiveUp);
     }
 
+    fn base(
+        pinned: Option<&'static str>,
+        flag: Option<&'static str>,
+        config: Option<&'static str>,
+        checked_out: Option<&'static str>,
+    ) -> Result<BaseChoice, String> {
+        choose_base(BaseFacts {
+            pinned,
+            pinned_exists: true,
+            flag,
+            config,
+            checked_out,
+            no_commits: false,
+        })
+    }
+
+    fn use_(b: &str) -> Result<BaseChoice, String> {
+        Ok(BaseChoice::Use(b.into()))
+    }
+
     #[test]
     fn base_branch_precedence_and_pin() {
+        assert_eq!(base(None, Some("f"), Some("c"), Some("h")), use_("f"));
+        assert_eq!(base(None, None, Some("c"), Some("h")), use_("c"));
+        assert_eq!(base(None, None, None, Some("h")), use_("h"));
+        assert!(base(None, None, None, None).is_err());
+        assert_eq!(base(Some("p"), None, Some("c"), Some("h")), use_("p"));
+        assert_eq!(base(Some("p"), Some("p"), None, None), use_("p"));
+        assert!(base(Some("p"), Some("other"), None, None).is_err());
+    }
+
+    #[test]
+    fn a_deleted_pinned_base_may_be_repinned_and_no_commits_says_so() {
+        let gone = BaseFacts {
+            pinned: Some("p"),
+            pinned_exists: false,
+            flag: Some("new"),
+            ..BaseFacts::default()
+        };
         assert_eq!(
-            choose_base(None, Some("f"), Some("c"), Some("h")).unwrap(),
-            "f"
+            choose_base(gone),
+            Ok(BaseChoice::Repin {
+                from: "p".into(),
+                to: "new".into()
+            })
         );
-        assert_eq!(choose_base(None, None, Some("c"), Some("h")).unwrap(), "c");
-        assert_eq!(choose_base(None, None, None, Some("h")).unwrap(), "h");
-        assert!(choose_base(None, None, None, None).is_err());
+        // Without a flag the pin stands (the caller then says it is gone and how to re-pin).
         assert_eq!(
-            choose_base(Some("p"), None, Some("c"), Some("h")).unwrap(),
-            "p"
+            choose_base(BaseFacts { flag: None, ..gone }),
+            Ok(BaseChoice::Use("p".into()))
         );
-        assert_eq!(choose_base(Some("p"), Some("p"), None, None).unwrap(), "p");
-        assert!(choose_base(Some("p"), Some("other"), None, None).is_err());
+        let empty = BaseFacts {
+            no_commits: true,
+            checked_out: Some("main"),
+            ..BaseFacts::default()
+        };
+        assert!(
+            choose_base(empty)
+                .unwrap_err()
+                .contains("make a first commit")
+        );
     }
 }

@@ -724,6 +724,8 @@ const LIFECYCLE_POINTS: &[&str] = &[
 
 /// Failpoints of the checks against a misbehaving agent, exercised in tests/hostile.rs.
 const HOSTILE_POINTS: &[&str] = &["after_history_ref", "after_unopenable_saved"];
+/// Failpoints exercised in tests/output.rs (re-pinning a deleted base branch).
+const OUTPUT_POINTS: &[&str] = &["after_base_repin"];
 
 #[test]
 fn every_failpoint_in_the_source_is_exercised() {
@@ -750,7 +752,8 @@ fn every_failpoint_in_the_source_is_exercised() {
         assert!(
             ALL_POINTS.contains(&point.as_str())
                 || LIFECYCLE_POINTS.contains(&point.as_str())
-                || HOSTILE_POINTS.contains(&point.as_str()),
+                || HOSTILE_POINTS.contains(&point.as_str())
+                || OUTPUT_POINTS.contains(&point.as_str()),
             "the failpoint {point} in src/ is exercised by no crash test"
         );
     }

@@ -23,7 +23,7 @@ fn locked_spec(
     let paths = ws.spec(&name);
     let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
         return Err(RunnerError::Busy(format!(
-            "spec {name} is being run; {what} waits until it stops: {}",
+            "spec {name} is being run, so {what} did not start (nothing was changed): {}",
             describe_holder(&paths.run_lock)
         ))
         .into());

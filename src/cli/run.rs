@@ -13,9 +13,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub auto_continue: bool,
     /// Never ask. With existing work this needs --auto-continue (or use review/merge/discard).
+    /// Confirms re-pinning a spec whose pinned base branch was deleted (--base-branch).
     #[arg(long)]
     pub yes: bool,
-    /// The branch to start from (pinned for the spec after its first run).
+    /// The branch to start from (pinned for the spec after its first run; if the pinned branch
+    /// was deleted, re-pins the spec here once confirmed).
     #[arg(long)]
     pub base_branch: Option<String>,
     /// The agent command for this run, e.g. "claude -p" (overrides [agent] command).

@@ -156,10 +156,12 @@ impl Slot {
 
     /// Create the worktree on an existing branch.
     pub fn create(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
-        std::fs::create_dir_all(main.root.join(SLOT_DIR))?;
+        let slots = main.root.join(SLOT_DIR);
+        std::fs::create_dir_all(&slots).map_err(crate::store::at(&slots))?;
         // libgit2 fails with "directory exists" when two runs create the first worktrees at
         // the same moment (its mkdir of .git/worktrees is not idempotent): make it first.
-        std::fs::create_dir_all(main.repo.commondir().join("worktrees"))?;
+        let worktrees = main.repo.commondir().join("worktrees");
+        std::fs::create_dir_all(&worktrees).map_err(crate::store::at(&worktrees))?;
         let reference = main
             .repo
             .find_reference(&format!("refs/heads/{branch}"))
@@ -195,7 +197,7 @@ impl Slot {
             .find_reference(&refname)?
             .peel(git2::ObjectType::Commit)?;
         if let Some(dir) = marker.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(dir).map_err(crate::store::at(dir))?;
         }
         crate::store::write_atomic(marker, branch.as_bytes())?;
         crate::failpoint::hit("slot_switch_marked");
@@ -232,7 +234,7 @@ impl Slot {
                 )
             })?;
         }
-        std::fs::remove_file(marker)?;
+        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
         Ok(Some(branch))
     }
 

@@ -32,15 +32,16 @@ pub fn demo(dir: Option<PathBuf>) -> anyhow::Result<DemoResult> {
             std::process::id()
         )),
     };
-    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
+    let at = crate::store::at(&dir);
+    if dir.exists() && std::fs::read_dir(&dir).map_err(at)?.next().is_some() {
         return Err(crate::error::RunnerError::bad_input(format!(
             "{} is not empty; the demo needs a new folder",
             dir.display()
         ))
         .into());
     }
-    std::fs::create_dir_all(&dir)?;
-    let dir = dir.canonicalize()?;
+    std::fs::create_dir_all(&dir).map_err(crate::store::at(&dir))?;
+    let dir = dir.canonicalize().map_err(crate::store::at(&dir))?;
     eprintln!(
         "runner demo: a throw-away repository at {}\n",
         dir.display()

@@ -12,11 +12,12 @@ pub fn can_ask() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Esc or Ctrl-C at a question: a clean cancel (exit 130), nothing changed.
+/// Esc or Ctrl-C at a question: a clean cancel (exit 130), nothing changed, and it says so
+/// (not "interrupted … resume", which is for a run that was working).
 pub fn cancelled(e: inquire::InquireError) -> anyhow::Error {
     match e {
         inquire::InquireError::OperationCanceled | inquire::InquireError::OperationInterrupted => {
-            RunnerError::Interrupted.into()
+            RunnerError::Cancelled.into()
         }
         other => anyhow::anyhow!("asking on the terminal: {other}"),
     }

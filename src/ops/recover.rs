@@ -88,7 +88,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     for name in names {
         ws.check_spec_folder(&name)?;
         let paths = ws.spec(&name);
-        let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
+        let Some(lock) = acquire(&paths.run_lock, req.spec.is_some())? else {
             if req.spec.is_some() {
                 return Err(RunnerError::Busy(format!(
                     "spec {name} is being run or recovered: {}",
@@ -109,7 +109,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         })?;
         // The worktree holding the spec may be changed (commit, snapshot): hold its slot too.
         let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
-            Some(slot) => match FileLock::try_acquire(&ws.slot_lock(&slot.name))? {
+            Some(slot) => match acquire(&ws.slot_lock(&slot.name), req.spec.is_some())? {
                 Some(l) => Some(l),
                 None if req.spec.is_some() => {
                     return Err(RunnerError::Busy(format!(
@@ -143,8 +143,8 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                     actions: vec![crate::recovery::Action {
                         kind: "invalid_plan".into(),
                         chunk: None,
-                        decision: None,
                         detail: format!("{e:#}"),
+                        ..Default::default()
                     }],
                     plan_source: None,
                 });
@@ -158,6 +158,22 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         slots,
         specs,
     })
+}
+
+/// Take a lock; with `patient` (a single `--spec`, where busy means exit 4), retry for a moment
+/// first: another `recover` or a `status` probe holds these locks only for an instant, and two
+/// recovers that each met the other's instant must not both give up.
+fn acquire(path: &Path, patient: bool) -> std::io::Result<Option<FileLock>> {
+    let tries = if patient { 5 } else { 1 };
+    for n in 1..=tries {
+        if let Some(lock) = FileLock::try_acquire(path)? {
+            return Ok(Some(lock));
+        }
+        if n < tries {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    Ok(None)
 }
 
 /// The human form of the report.

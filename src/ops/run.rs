@@ -154,17 +154,33 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     }
     let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
     let checked_out = ws.main.current_branch();
-    let base = policy::choose_base(
+    let choice = policy::choose_base(policy::BaseFacts {
         pinned,
-        opts.base_branch.as_deref(),
-        config.git.base_branch.as_deref(),
-        checked_out.as_deref(),
-    )
+        pinned_exists: pinned.is_some_and(|p| ws.main.branch_tip(p).is_some()),
+        flag: opts.base_branch.as_deref(),
+        config: config.git.base_branch.as_deref(),
+        checked_out: checked_out.as_deref(),
+        no_commits: has_no_commits(&ws.main.repo),
+    })
     .map_err(RunnerError::BadInput)?;
+    let base = match choice {
+        policy::BaseChoice::Use(base) => base,
+        policy::BaseChoice::Repin { from, to } => {
+            repin_base(&ws, &paths, &journal, &from, &to, opts.yes)?;
+            to
+        }
+    };
     let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
-        RunnerError::bad_input(format!(
-            "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
-        ))
+        let text = if pinned == Some(base.as_str()) {
+            format!(
+                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {spec_name} --base-branch NAME (it asks to confirm; --yes without a terminal)"
+            )
+        } else {
+            format!(
+                "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
+            )
+        };
+        RunnerError::bad_input(text)
     })?;
 
     // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
@@ -206,6 +222,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         .drain_timeout
         .map(Duration::from_secs)
         .unwrap_or_else(|| config.run.drain_timeout());
+    interrupt.set_drain(drain);
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
@@ -398,6 +415,63 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
     }
 }
 
+/// A fresh `git init`: HEAD is unborn and no branch exists. (git2's `is_empty` only knows an
+/// unborn `master`.)
+fn has_no_commits(repo: &git2::Repository) -> bool {
+    let unborn = matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
+    unborn
+        && repo
+            .branches(Some(git2::BranchType::Local))
+            .map(|mut b| b.next().is_none())
+            .unwrap_or(false)
+}
+
+/// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
+/// the user confirmed (a question on a terminal, else `--yes`). Its work will merge there.
+fn repin_base(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    from: &str,
+    to: &str,
+    yes: bool,
+) -> anyhow::Result<()> {
+    if ws.main.branch_tip(to).is_none() {
+        return Err(RunnerError::bad_input(format!(
+            "base branch {to:?} does not exist. Create it, or pass --base-branch with an existing branch"
+        ))
+        .into());
+    }
+    // Short: a question wider than the terminal is redrawn badly.
+    let question = format!("Base {from:?} is gone. Re-pin {} to {to:?}?", paths.name);
+    if !yes {
+        if !crate::ops::interact::can_ask() {
+            return Err(RunnerError::bad_input(format!(
+                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on: pass --yes",
+                paths.name
+            ))
+            .into());
+        }
+        if !crate::ops::interact::confirm(&question)? {
+            return Err(RunnerError::Cancelled.into());
+        }
+    }
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(to.to_string()));
+        Ok(())
+    })?;
+    crate::failpoint::hit("after_base_repin");
+    journal.record("base_repinned", None, json!({"from": from, "to": to}))?;
+    Ok(())
+}
+
+/// What to do about chunks that failed for good: a command, never a hand edit of the plan.
+pub fn retry_failed_hint(spec: &str) -> String {
+    format!(
+        "after fixing the cause, `runner recover --spec {spec} --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec {spec}` again"
+    )
+}
+
 pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
     let now = crate::clock::now();
     Holder {
@@ -430,9 +504,8 @@ fn take_lock(
     // A few tries: `runner status` and other probes hold a lock for an instant, and that
     // must not look like a live run.
     for attempt in 0..5 {
-        if let Some(lock) =
-            FileLock::try_acquire(path).with_context(|| format!("opening {}", path.display()))?
-        {
+        // (An error names the lock file itself.)
+        if let Some(lock) = FileLock::try_acquire(path)? {
             lock.write_holder(holder)?;
             return Ok(lock);
         }
@@ -446,7 +519,7 @@ fn take_lock(
 pub fn describe_holder(path: &Path) -> String {
     match lock::read_holder(path) {
         Some(h) => format!(
-            "pid {} on {}, run {}, since {} (last heartbeat {}){}. Wait for it to finish, or stop it first",
+            "pid {} on {}, run {}, since {} (last heartbeat {}){}. runner does not wait: run this again once it has finished, or stop it first",
             h.pid,
             h.host,
             h.run_id,
@@ -454,7 +527,7 @@ pub fn describe_holder(path: &Path) -> String {
             h.heartbeat,
             h.spec.map(|s| format!(", spec {s}")).unwrap_or_default()
         ),
-        None => "its holder did not say who it is. Wait for it to finish, or stop it first".into(),
+        None => "its holder did not say who it is. runner does not wait: run this again once it has finished, or stop it first".into(),
     }
 }
 
@@ -804,13 +877,23 @@ impl Run {
                     return Ok(());
                 }
                 Take::Stuck(reasons) => {
+                    // Failed chunks have a command; anything else (a chunk another process
+                    // holds in progress, phases waiting on them) follows from it.
+                    let plan = self.load_plan()?;
+                    let what_to_do = if plan.count(Status::Failed) > 0 {
+                        format!("For failed chunks: {}", retry_failed_hint(&self.paths.name))
+                    } else {
+                        format!(
+                            "After fixing, set the chunk back to pending in {} and run again",
+                            self.paths.plan.path().display()
+                        )
+                    };
                     return Err(RunnerError::NeedsHuman(format!(
-                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}; after fixing, set the chunk back to pending in {} and run again",
+                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}. {what_to_do}",
                         self.paths.name,
                         reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
                         self.journal.path().display(),
                         self.paths.sessions_dir.display(),
-                        self.paths.plan.path().display()
                     ))
                     .into());
                 }
@@ -934,8 +1017,16 @@ impl Run {
         let entries = if drained {
             Vec::new()
         } else {
+            let why = if self.interrupt.forced() {
+                "when you stopped it with a second Ctrl-C".to_string()
+            } else {
+                format!(
+                    "when the drain timeout ran out ({} s)",
+                    self.drain.as_secs()
+                )
+            };
             self.reporter.line(format!(
-                "The {role} session {session_id} was still working when the drain timeout ran out; the next start runs it again."
+                "The {role} session {session_id} was still working {why}; the next start runs it again."
             ));
             vec![crate::recovery::interrupted::InterruptedSession {
                 session_id: session_id.to_string(),
@@ -1573,10 +1664,10 @@ impl Run {
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
-                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nFix the cause, set the chunk's status back to \"pending\" in {}, and run again",
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
-                self.paths.plan.path().display()
+                retry_failed_hint(&self.paths.name)
             ))
             .into()),
         }
@@ -1672,7 +1763,9 @@ impl Run {
             .paths
             .session_dir(session_id)
             .with_context(|| format!("creating the folder of session {session_id}"))?;
-        crate::store::safe::write(&dir.join("prompt.md"), prompt.as_bytes())?;
+        let prompt_path = dir.join("prompt.md");
+        crate::store::safe::write(&prompt_path, prompt.as_bytes())
+            .map_err(crate::store::at(&prompt_path))?;
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         self.sessions += 1;
         let spec = ChildSpec {
@@ -1703,11 +1796,21 @@ impl Run {
             json!({
                 "role": role, "attempt": attempt, "session_id": session_id,
                 "start_commit": start_commit, "exit_status": exit_code, "signal": signal,
-                "ended": end.ended.describe(), "duration_ms": end.duration.as_millis() as u64,
+                "ended": self.describe_end(&end.ended), "duration_ms": end.duration.as_millis() as u64,
                 "pgid": end.pgid,
             }),
         )?;
         Ok(end)
+    }
+
+    /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.
+    fn describe_end(&self, ended: &Ended) -> String {
+        match ended {
+            Ended::Interrupted { drained: false } if self.interrupt.forced() => {
+                "was killed: you stopped runner with a second Ctrl-C".to_string()
+            }
+            other => other.describe(),
+        }
     }
 }
 

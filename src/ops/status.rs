@@ -22,6 +22,10 @@ pub struct SpecStatus {
     pub branch: Option<String>,
     pub worktree: Option<String>,
     pub chunks: Counts,
+    /// The chunk being worked on (`status` running) or left interrupted: the first one in
+    /// progress.
+    pub current_chunk: Option<String>,
+    /// The first pending chunk a run would take after it.
     pub next_chunk: Option<String>,
     pub running: Option<Running>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +83,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
         specs.push(SpecStatus {
             status: spec_state(plan.as_ref(), error.is_some(), running.is_some()).into(),
             chunks: plan.as_ref().map(counts).unwrap_or_default(),
+            current_chunk: plan.as_ref().and_then(current_chunk),
             next_chunk: plan
                 .as_ref()
                 .and_then(|p| next_chunk_id(p).map(str::to_string)),
@@ -116,6 +121,13 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
         })
         .collect();
     Ok(StatusReport { specs, slots })
+}
+
+/// The first chunk in progress, in file order.
+fn current_chunk(plan: &Plan) -> Option<String> {
+    plan.chunks()
+        .find(|c| c.status == Status::InProgress)
+        .map(|c| c.id.clone())
 }
 
 fn counts(plan: &Plan) -> Counts {
@@ -175,10 +187,19 @@ pub fn render(report: &StatusReport) -> String {
         if s.chunks.blocked > 0 {
             out.push_str(&format!(", {} blocked", s.chunks.blocked));
         }
-        if let Some(next) = &s.next_chunk {
-            out.push_str(&format!(", next: {next}"));
+        match (&s.current_chunk, &s.running, &s.next_chunk) {
+            (Some(current), Some(_), _) => out.push_str(&format!(", working on: {current}")),
+            (Some(current), None, _) => out.push_str(&format!(", interrupted at: {current}")),
+            (None, _, Some(next)) => out.push_str(&format!(", next: {next}")),
+            (None, _, None) => {}
         }
         out.push('\n');
+        if s.chunks.failed > 0 {
+            out.push_str(&format!(
+                "    failed chunks: {}\n",
+                crate::ops::run::retry_failed_hint(&s.name)
+            ));
+        }
         if let Some(r) = &s.running {
             out.push_str(&format!(
                 "    running: pid {}, {}, since {}\n",

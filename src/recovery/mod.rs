@@ -41,14 +41,26 @@ pub struct RecoverOptions {
 }
 
 /// One thing recovery found and did (or, in a dry run, would do).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct Action {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk: Option<String>,
+    /// For a chunk: the decision. `None` in a dry run where it depends on a verification the
+    /// dry run did not run; `if_verification` then names both outcomes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub if_verification: Option<IfVerification>,
     pub detail: String,
+}
+
+/// What recovery will decide for a chunk whose verification a dry run did not run (a check may
+/// change files, and a dry run changes nothing).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct IfVerification {
+    pub passes: Decision,
+    pub fails: Decision,
 }
 
 impl Action {
@@ -56,8 +68,8 @@ impl Action {
         Action {
             kind: kind.into(),
             chunk: chunk.map(str::to_string),
-            decision: None,
             detail: detail.into(),
+            ..Action::default()
         }
     }
 
@@ -65,6 +77,12 @@ impl Action {
     pub fn line(&self) -> String {
         match (&self.chunk, self.decision) {
             (Some(c), Some(d)) => format!("chunk {c}: {} — {}", d.as_str(), self.detail),
+            (Some(c), None) if let Some(v) = self.if_verification => format!(
+                "chunk {c}: {} if its verification passes, {} if it fails — {}",
+                v.passes.as_str(),
+                v.fails.as_str(),
+                self.detail
+            ),
             (Some(c), None) => format!("chunk {c}: {}", self.detail),
             _ => self.detail.clone(),
         }
@@ -242,6 +260,7 @@ pub async fn recover_spec(
             chunk,
             decision: Some(Decision::HumanReview),
             detail,
+            if_verification: None,
         });
     } else {
         for chunk in &in_progress {
@@ -270,6 +289,7 @@ pub async fn recover_spec(
                     chunk: Some(chunk.id.clone()),
                     decision: Some(Decision::HumanReview),
                     detail: guarded.message,
+                    if_verification: None,
                 });
             }
         }
@@ -401,18 +421,21 @@ pub async fn recover_chunk(
     why: &str,
 ) -> anyhow::Result<Action> {
     let facts = inspect::chunk_facts(&ws.main, &paths.name, chunk, wt);
-    let verified = match (decide::wants_check(&facts), wt) {
-        // A dry run changes nothing, and a check may: it is not run.
-        (true, Some(wt)) if !opts.dry_run => run_check(paths, chunk, wt, opts).await,
+    let id = chunk.id.as_str();
+    let checks = decide::wants_check(&facts) && wt.is_some();
+    if opts.dry_run {
+        return Ok(predict_chunk(&facts, checks, opts.evaluator.is_some(), id));
+    }
+    let verified = match wt {
+        Some(wt) if checks => run_check(paths, chunk, wt, opts).await,
         _ => None,
     };
     let (rule_decision, rule_reason) = decide::decide(&facts, verified);
-    let id = chunk.id.as_str();
     // The agent is asked only where the rules weigh partial work.
     let ambiguous = rule_decision == Decision::Continue
         || (rule_decision == Decision::Next && !facts.reported_done);
     // (A `next` from the agent still needs the chunk's check passing; see below.)
-    let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous && !opts.dry_run) {
+    let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous) {
         (Some(ev), Some(wt_repo), true) => {
             let session_id = crate::ops::run::session_id("recovery", Some(id), 0);
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
@@ -447,15 +470,12 @@ pub async fn recover_chunk(
         _ => (rule_decision, rule_reason.clone(), "rules".to_string()),
     };
     let mut detail = reason.clone();
-    if opts.dry_run && decide::wants_check(&facts) {
-        detail
-            .push_str(" (dry run: the verification command was not run; it could make this next)");
-    }
     if source != "rules" {
         detail.push_str(&format!(" [decided by {source}]"));
     }
     let mut saved_ref = None;
     let mut commit = None;
+    // (A dry run returned its prediction above; kept as a guard: nothing below may run in one.)
     if !opts.dry_run {
         match decision {
             Decision::Next => {
@@ -539,8 +559,45 @@ pub async fn recover_chunk(
         kind: "chunk".into(),
         chunk: Some(id.to_string()),
         decision: Some(decision),
+        if_verification: None,
         detail,
     })
+}
+
+/// What `recover_chunk` will do, without doing it: the same rules over the same facts. The
+/// verification is not run (it may change files); where its result matters, both outcomes are
+/// named. `checks`: the real recovery would run the chunk's verification.
+pub fn predict_chunk(facts: &ChunkFacts, checks: bool, evaluator: bool, id: &str) -> Action {
+    let (passes, pass_reason) = decide::decide(facts, checks.then_some(true));
+    let (fails, fail_reason) = decide::decide(facts, checks.then_some(false));
+    let mut action = Action {
+        kind: "chunk".into(),
+        chunk: Some(id.to_string()),
+        ..Action::default()
+    };
+    if passes == fails {
+        action.decision = Some(fails);
+        action.detail = fail_reason;
+        if checks {
+            action.detail.push_str(
+                " (dry run: the verification command was not run; the decision is the same either way)",
+            );
+        }
+    } else {
+        action.if_verification = Some(IfVerification { passes, fails });
+        action.detail = format!(
+            "if it passes: {pass_reason}; if it fails: {fail_reason} (dry run: the verification command was not run)"
+        );
+    }
+    // The agent evaluator is asked only where the rules weigh partial work (see recover_chunk).
+    let ambiguous =
+        |d: Decision| d == Decision::Continue || (d == Decision::Next && !facts.reported_done);
+    if evaluator && (ambiguous(passes) || ambiguous(fails)) {
+        action.detail.push_str(
+            " (with [recovery] evaluator = \"agent\", recover asks the agent here, which may decide otherwise)",
+        );
+    }
+    action
 }
 
 /// Keep a chunk's partial work where the user and the next attempt can see it:
@@ -635,4 +692,50 @@ pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
         "saved_ref": rec["saved_ref"],
         "dirty": rec["dirty"],
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reported_with_check() -> ChunkFacts {
+        ChunkFacts {
+            branch_exists: true,
+            head_descends_from_start: true,
+            on_branch: true,
+            reported_done: true,
+            has_check: true,
+            dirty: true,
+            ..ChunkFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_prediction_names_both_outcomes_only_where_the_check_decides() {
+        let a = predict_chunk(&reported_with_check(), true, false, "c");
+        assert_eq!(a.decision, None);
+        assert_eq!(
+            a.if_verification,
+            Some(IfVerification {
+                passes: Decision::Next,
+                fails: Decision::Continue
+            })
+        );
+        assert!(
+            a.line()
+                .contains("next if its verification passes, continue if it fails")
+        );
+        // Without a worktree the real recovery runs no check either: one decision.
+        let a = predict_chunk(&reported_with_check(), false, false, "c");
+        assert_eq!(a.decision, Some(Decision::Continue));
+        assert_eq!(a.if_verification, None);
+        // Unreported uncommitted work stays partial whatever the check says.
+        let facts = ChunkFacts {
+            reported_done: false,
+            ..reported_with_check()
+        };
+        let a = predict_chunk(&facts, true, true, "c");
+        assert_eq!(a.decision, Some(Decision::Continue));
+        assert!(a.detail.contains("evaluator"), "{}", a.detail);
+    }
 }

@@ -2,7 +2,8 @@
 //! and a grace period); a second one kills at once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -10,6 +11,9 @@ use tokio::sync::Notify;
 pub struct Interrupt {
     count: Arc<AtomicUsize>,
     notify: Arc<Notify>,
+    /// Seconds an agent may take to finish after the first signal, for the message saying so
+    /// (0: not set, no agent is drained).
+    drain_secs: Arc<AtomicU64>,
 }
 
 impl Interrupt {
@@ -27,9 +31,32 @@ impl Interrupt {
                     _ = term.recv() => {}
                 }
                 me.trigger();
+                // Said at once, before any waiting: the user must know what the signal did.
+                eprintln!("{}", me.message());
             }
         });
         Ok(interrupt)
+    }
+
+    /// How long the agent will be given after the first signal (for the message).
+    pub fn set_drain(&self, drain: Duration) {
+        self.drain_secs.store(drain.as_secs(), Ordering::SeqCst);
+    }
+
+    /// What runner says when a signal arrives, given how many arrived so far.
+    pub fn message(&self) -> String {
+        match (self.count(), self.drain_secs.load(Ordering::SeqCst)) {
+            (0 | 1, 0) => "runner: stopping; Ctrl-C again to stop now".to_string(),
+            (0 | 1, secs) => format!(
+                "runner: stopping: waiting up to {secs} s for the agent; Ctrl-C again to stop now"
+            ),
+            _ => "runner: stopping now (second Ctrl-C): the agent is killed".to_string(),
+        }
+    }
+
+    /// A second signal arrived: the user stopped the run, not a drain timeout.
+    pub fn forced(&self) -> bool {
+        self.count() >= 2
     }
 
     pub fn trigger(&self) {
@@ -59,5 +86,25 @@ impl Interrupt {
             }
             notified.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_messages_say_what_each_signal_does() {
+        let i = Interrupt::default();
+        i.set_drain(Duration::from_secs(30));
+        i.trigger();
+        assert_eq!(
+            i.message(),
+            "runner: stopping: waiting up to 30 s for the agent; Ctrl-C again to stop now"
+        );
+        assert!(!i.forced());
+        i.trigger();
+        assert!(i.message().contains("stopping now"));
+        assert!(i.forced());
     }
 }

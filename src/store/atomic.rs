@@ -40,7 +40,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    result
+    result.map_err(super::at(path))
 }
 
 fn temp_path(dir: &Path, name: &str) -> PathBuf {

@@ -46,7 +46,7 @@ impl Journal {
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        super::safe::append(&self.path, &bytes, false)
+        super::safe::append(&self.path, &bytes, false).map_err(super::at(&self.path))
     }
 }
 
@@ -57,7 +57,7 @@ pub fn read_events(spec_dir: &Path) -> Vec<Value> {
 
 /// The events whose line contains `needle` (cheap pre-filter before parsing a long journal).
 pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
-    let Ok(text) = std::fs::read_to_string(spec_dir.join(JOURNAL_FILE)) else {
+    let Some(text) = read_text(spec_dir) else {
         return Vec::new();
     };
     text.lines()
@@ -65,6 +65,14 @@ pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(Value::is_object)
         .collect()
+}
+
+/// The journal's text, read as bytes: a byte that is not UTF-8 (an agent's output quoted in a
+/// reason, a hand edit) spoils only its own line, which then fails to parse and is skipped
+/// like a torn one, never the whole journal. `None` if there is no journal.
+pub fn read_text(spec_dir: &Path) -> Option<String> {
+    let bytes = std::fs::read(spec_dir.join(JOURNAL_FILE)).ok()?;
+    Some(crate::store::lossy(bytes))
 }
 
 #[cfg(test)]
@@ -95,5 +103,23 @@ mod tests {
         assert_eq!(events[0]["spec"], "001");
         assert_eq!(events[1]["chunk"], "c1");
         assert_eq!(events[1]["run_id"], "run-1");
+    }
+
+    #[test]
+    fn a_non_utf8_byte_does_not_hide_the_other_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::new(dir.path(), "run-1");
+        journal.record("run_start", None, json!({})).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(journal.path())
+            .unwrap();
+        f.write_all(b"{\"event\":\"attempt_failed\",\"reason\":\"bad \xff byte\"}\n")
+            .unwrap();
+        journal.record("run_end", None, json!({})).unwrap();
+        let events = read_events(dir.path());
+        let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+        assert_eq!(names, ["run_start", "attempt_failed", "run_end"]);
+        assert_eq!(events[1]["reason"], "bad \u{fffd} byte");
     }
 }

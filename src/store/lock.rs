@@ -34,9 +34,10 @@ pub struct Holder {
     pub spec: Option<String>,
 }
 
+/// Open (creating) a lock file; an error names it.
 fn open(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        std::fs::create_dir_all(parent).map_err(super::at(parent))?;
     }
     // Never through a link: an agent could plant one to make runner create or lock a file
     // elsewhere.
@@ -48,6 +49,7 @@ fn open(path: &Path) -> std::io::Result<File> {
             .create(true)
             .truncate(false),
     )
+    .map_err(super::at(path))
 }
 
 impl FileLock {
@@ -60,14 +62,14 @@ impl FileLock {
                 path: path.to_path_buf(),
             })),
             Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(e),
+            Err(TryLockError::Error(e)) => Err(super::at(path)(e)),
         }
     }
 
     /// Wait for the lock. Used only for the short plan lock.
     pub fn acquire(path: &Path) -> std::io::Result<FileLock> {
         let file = open(path)?;
-        file.lock()?;
+        file.lock().map_err(super::at(path))?;
         Ok(FileLock {
             file,
             path: path.to_path_buf(),
@@ -80,6 +82,10 @@ impl FileLock {
 
     /// Record who holds the lock (one positioned write of a fixed-size record, then fsync).
     pub fn write_holder(&self, holder: &Holder) -> std::io::Result<()> {
+        self.write_record(holder).map_err(super::at(&self.path))
+    }
+
+    fn write_record(&self, holder: &Holder) -> std::io::Result<()> {
         let mut record = serde_json::to_vec(holder).map_err(std::io::Error::other)?;
         if record.len() >= RECORD_SIZE {
             return Err(std::io::Error::other("lock holder record too long"));

@@ -279,3 +279,16 @@ pub fn run_killed_at(repo: &TestRepo, spec: &str, failpoint: &str) {
         stderr(&out)
     );
 }
+
+/// A repository with spec `spec` whose plan is the two-phase fixture, written by hand (so no
+/// planner runs).
+pub fn repo_with_fixture_plan(spec: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec(spec);
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    repo
+}
