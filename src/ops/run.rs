@@ -642,7 +642,7 @@ fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<Option<Stri
             return Ok(None);
         }
     }
-    let refname = crate::git::refs::next_recovery_ref(repo, "_detached", &slot.name)?;
+    let refname = crate::git::refs::next_detached_ref(repo, &slot.name)?;
     repo.reference(
         &refname,
         head,
