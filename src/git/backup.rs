@@ -48,7 +48,8 @@ pub struct Backup {
     pub plan: Option<Vec<u8>>,
 }
 
-fn prefix(spec: &str, stamp: &str) -> String {
+/// The refs prefix of `spec`'s backup with `stamp`.
+pub fn prefix(spec: &str, stamp: &str) -> String {
     format!("{BACKUP_PREFIX}/{}/{stamp}", ref_component(spec))
 }
 
@@ -90,6 +91,7 @@ pub fn write(
         repo.reference(&format!("{pre}/{name}"), *oid, false, "runner backup")
             .with_context(|| format!("creating backup ref {pre}/{name}"))?;
     }
+    crate::failpoint::hit("backup_refs_written");
     let mut tree = repo.treebuilder(None)?;
     let meta_blob = repo.blob(&serde_json::to_vec_pretty(meta)?)?;
     tree.insert("backup.json", meta_blob, 0o100644)?;
@@ -164,25 +166,37 @@ fn read_backup(repo: &Repository, r: &git2::Reference) -> Option<Backup> {
     })
 }
 
-/// The commit a backup ref (`branch`, `target`, `uncommitted`) points at.
+/// The commit a backup ref (`branch`, `target`, `uncommitted`) points at, also once an undo
+/// cut off half-way moved it to `undone/` already.
 pub fn ref_target(repo: &Repository, backup: &Backup, name: &str) -> Option<Oid> {
-    repo.find_reference(&format!("{}/{name}", backup.refs_prefix))
-        .ok()?
-        .target()
+    let here = format!("{}/{name}", backup.refs_prefix);
+    let moved = here.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
+    [here, moved]
+        .iter()
+        .find_map(|r| repo.find_reference(r).ok()?.target())
 }
 
 /// Move a backup's refs from `backup/` to `undone/` (kept, no longer the latest backup).
 pub fn mark_undone(repo: &Repository, backup: &Backup) -> anyhow::Result<()> {
-    let glob = format!("{}/*", backup.refs_prefix);
-    let names: Vec<String> = repo
+    move_to_undone(repo, &backup.refs_prefix)
+}
+
+/// Move every ref under `refs_prefix` to `undone/`, `meta` last: while `meta` is still in
+/// `backup/` the backup is listed, so a move cut off is finished by running it again.
+pub fn move_to_undone(repo: &Repository, refs_prefix: &str) -> anyhow::Result<()> {
+    let glob = format!("{refs_prefix}/*");
+    let mut names: Vec<String> = repo
         .references_glob(&glob)?
         .flatten()
         .filter_map(|r| r.name().map(str::to_string))
         .collect();
+    names.sort_by_key(|n| n.ends_with("/meta"));
     for name in names {
         let new_name = name.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
         let mut r = repo.find_reference(&name)?;
-        r.rename(&new_name, false, "runner undo")?;
+        // force: a ref moved by an undo cut off before it could remove the old name.
+        r.rename(&new_name, true, "runner undo")?;
+        crate::failpoint::hit("undo_ref_moved");
     }
     Ok(())
 }

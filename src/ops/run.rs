@@ -98,6 +98,16 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let spec_lock = take_lock(&paths.run_lock, &holder, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
+    // A merge, discard or undo of this spec cut off by a crash is finished or rolled back first:
+    // its slot and branch are in its hands until then.
+    if let Some(done) = crate::recovery::lifecycle::finish_interrupted(
+        &ws,
+        &paths,
+        &Journal::new(&paths.dir, &run_id),
+        false,
+    )? {
+        eprintln!("runner: {}: {done}", paths.name);
+    }
     // Without --slot, a spec already checked out in a slot builds there.
     let slot = match opts.slot.as_deref() {
         Some(name) => Slot::new(&ws.root, Some(name)),

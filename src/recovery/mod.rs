@@ -5,6 +5,7 @@ pub mod decide;
 pub mod evaluator;
 pub mod inspect;
 pub mod interrupted;
+pub mod lifecycle;
 pub mod procs;
 pub mod repair;
 pub mod restore;
