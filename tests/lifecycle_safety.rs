@@ -574,3 +574,34 @@ fn retrying_at_once_after_a_cut_off_backup_gets_a_distinct_backup() {
     assert_eq!(metas.len(), 2, "{metas:?}");
     assert_discard_undone(&repo, &rev(&repo, &branch(SPEC)).unwrap(), "retry");
 }
+
+#[test]
+fn an_intent_record_naming_other_refs_is_reported_and_never_acted_on() {
+    let repo = built(false);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let record = serde_json::json!({
+        "op": "discard", "spec": SPEC, "backup": "refs/heads",
+        "branch": branch(SPEC), "branch_tip": rev(&repo, &branch(SPEC)),
+        "slot": "auto-claude",
+    });
+    std::fs::write(
+        repo.spec_dir(SPEC).join("lifecycle.json"),
+        record.to_string(),
+    )
+    .unwrap();
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 3);
+    assert!(stdout(&out).contains("lifecycle.json"), "{}", stdout(&out));
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        refs
+    );
+    assert!(repo.worktree().join(".git").exists());
+    let out = repo.runner(&["discard", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("lifecycle.json"), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        refs
+    );
+}

@@ -212,13 +212,44 @@ pub fn load(paths: &SpecPaths) -> anyhow::Result<Option<Intent>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+    let unusable = |why: String| -> anyhow::Error {
         crate::error::RunnerError::NeedsHuman(format!(
-            "{} (the record of an interrupted merge, discard or undo) does not read: {e}. Check `runner undo --list` and git's state, then delete the file",
+            "{} (the record of an interrupted merge, discard or undo) {why}. Check `runner undo --list` and git's state, then delete the file",
             path.display()
         ))
         .into()
-    })
+    };
+    let intent: Intent =
+        serde_json::from_slice(&bytes).map_err(|e| unusable(format!("does not read: {e}")))?;
+    if let Some(why) = foreign_names(&intent, &paths.name) {
+        return Err(unusable(why));
+    }
+    Ok(Some(intent))
+}
+
+/// Why an intent names things that are not its spec's own (it is a file anyone can write, and
+/// finishing it deletes refs and branches), if it does.
+pub fn foreign_names(intent: &Intent, spec: &str) -> Option<String> {
+    use crate::git::backup::BACKUP_PREFIX;
+    use crate::git::refs::{legacy_ref_component, ref_component};
+    if intent.spec != spec {
+        return Some(format!("is for spec {:?}", intent.spec));
+    }
+    if intent.branch != crate::git::branch_for(spec) {
+        return Some(format!("names the branch {:?}", intent.branch));
+    }
+    let own_backup = [ref_component(spec), legacy_ref_component(spec)]
+        .iter()
+        .any(|c| {
+            intent
+                .backup
+                .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
+                .is_some_and(|stamp| !stamp.is_empty() && !stamp.contains('/'))
+        });
+    if !own_backup {
+        return Some(format!("names {:?}, no backup of this spec", intent.backup));
+    }
+    None
 }
 
 /// What an interrupted operation was left in, seen in git.
@@ -449,6 +480,30 @@ mod tests {
             direction(&m, facts(true, TargetNow::Elsewhere, true)),
             Direction::Human(_)
         ));
+    }
+
+    #[test]
+    fn an_intent_naming_another_specs_refs_is_refused() {
+        let own = intent(Op::Discard, None);
+        assert_eq!(foreign_names(&own, "001-x"), None);
+        assert!(foreign_names(&own, "001-y").is_some());
+        for backup in [
+            "refs/heads",
+            "refs/auto-claude/backup/001-x",
+            "refs/auto-claude/backup/001-x/a/b",
+            "refs/auto-claude/backup/001-xy/s",
+        ] {
+            let bad = Intent {
+                backup: backup.into(),
+                ..own.clone()
+            };
+            assert!(foreign_names(&bad, "001-x").is_some(), "{backup}");
+        }
+        let bad = Intent {
+            branch: "main".into(),
+            ..own
+        };
+        assert!(foreign_names(&bad, "001-x").is_some());
     }
 
     #[test]
