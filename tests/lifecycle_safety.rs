@@ -605,3 +605,38 @@ fn an_intent_record_naming_other_refs_is_reported_and_never_acted_on() {
         refs
     );
 }
+
+/// A removal cut off inside a step: the folder half deleted and git's admin folder half pruned
+/// (its `gitdir` and `commondir` files gone), as a kill during `remove_dir_all` or a prune
+/// leaves them. Recover removes both completely; nothing is left for `git worktree prune`.
+#[test]
+fn a_half_deleted_worktree_and_half_pruned_admin_folder_are_removed_by_recover() {
+    for (command, point) in [
+        ("discard", "discard_after_backup"),
+        ("merge", "merge_after_ref"),
+    ] {
+        let what = format!("{command} killed at {point}, then half removed");
+        let repo = built(command == "discard");
+        let tip = rev(&repo, &branch(SPEC)).unwrap();
+        let out = with_failpoint(&repo, &[command, "--spec", SPEC, "--yes"], point);
+        assert!(killed(&out), "{what}: {}", stderr(&out));
+        std::fs::remove_dir_all(repo.worktree().join("work")).unwrap();
+        std::fs::remove_file(repo.worktree().join(".git")).unwrap();
+        let admin = repo.path(".git/worktrees/auto-claude");
+        std::fs::remove_file(admin.join("gitdir")).unwrap();
+        std::fs::remove_file(admin.join("commondir")).unwrap();
+        recover(&repo, &what);
+        assert_consistent(&repo, &what);
+        assert_reachable(&repo, &tip, &what);
+        assert!(!repo.worktree().exists(), "{what}");
+        assert!(!admin.exists(), "{what}");
+        assert_eq!(rev(&repo, &branch(SPEC)), None, "{what}");
+        assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+        assert_eq!(
+            rev(&repo, &branch(SPEC)).as_deref(),
+            Some(tip.as_str()),
+            "{what}"
+        );
+        assert_consistent(&repo, &what);
+    }
+}

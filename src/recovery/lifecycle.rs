@@ -92,15 +92,19 @@ pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
     let s = Slot::named(&ws.root, name)
         .with_context(|| format!("{name:?} in the intent record is no worktree slot"))?;
     let admin = slot::admin_dir(&ws.main, &s);
+    // git's half-pruned record of the slot still says whose it was.
+    let admin_head = std::fs::read_to_string(admin.join("HEAD"));
+    let admin_says_ours = admin_head
+        .as_ref()
+        .is_ok_and(|h| h.trim() == format!("ref: refs/heads/{}", intent.branch));
+    let admin_remnant =
+        admin.symlink_metadata().is_ok() && (admin_says_ours || admin_head.is_err());
     let ours = match s.inspect(&ws.main) {
         SlotState::Ready { branch } => branch.as_deref() == Some(intent.branch.as_str()),
-        SlotState::Broken { .. } => {
-            !s.path.exists()
-                || std::fs::read_to_string(admin.join("HEAD"))
-                    .is_ok_and(|h| h.trim() == format!("ref: refs/heads/{}", intent.branch))
-        }
+        SlotState::Broken { .. } => !s.path.exists() || admin_says_ours,
         SlotState::Missing => admin.symlink_metadata().is_ok(),
-        SlotState::Unregistered => false,
+        // A folder git no longer knows is only removed beside its half-pruned record.
+        SlotState::Unregistered => admin_remnant,
     };
     if ours {
         slot::remove_worktree(&ws.main, &s)?;
