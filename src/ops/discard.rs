@@ -101,7 +101,14 @@ pub fn discard(
     lifecycle::record(paths, &intent)?;
     crate::failpoint::hit("discard_intent_recorded");
     let plan_bytes = std::fs::read(paths.plan.path()).ok();
-    let prefix = backup::write(repo, &meta, &refs, plan_bytes.as_deref())?;
+    let prefix = match backup::write(repo, &meta, &refs, plan_bytes.as_deref()) {
+        Ok(prefix) => prefix,
+        Err(e) => {
+            // Nothing removed yet: forget the partial backup (recover would too).
+            let _ = backup::delete(repo, &intent.backup).and_then(|_| lifecycle::clear(paths));
+            return Err(e.context("writing the backup; nothing was changed"));
+        }
+    };
     crate::failpoint::hit("discard_after_backup");
     finish(ws, paths, &intent, journal)?;
     lifecycle::clear(paths)?;

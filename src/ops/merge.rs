@@ -241,12 +241,19 @@ pub fn merge(
     };
     lifecycle::record(paths, &intent)?;
     crate::failpoint::hit("merge_intent_recorded");
-    let refs_prefix = backup::write(
+    let refs_prefix = match backup::write(
         repo,
         &meta,
         &[("branch", branch_tip), ("target", target_tip)],
         plan_bytes.as_deref(),
-    )?;
+    ) {
+        Ok(prefix) => prefix,
+        Err(e) => {
+            // Nothing changed yet but a partial backup: forget it (recover would too).
+            let _ = roll_back_refused(ws, paths, &intent);
+            return Err(e.context("writing the backup; nothing was changed"));
+        }
+    };
     crate::failpoint::hit("merge_after_backup");
 
     // Land it: files first (when the target is checked out), then the ref. A failure before
