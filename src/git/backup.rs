@@ -1,4 +1,5 @@
-//! Backups before anything destructive: `refs/auto-claude/backup/<spec>/<stamp>/…`.
+//! Backups before anything destructive: `refs/auto-claude/backup/<spec>/<stamp>/…`, where
+//! `<spec>` is the spec name escaped by `refs::ref_component` (one spec, one folder).
 //!
 //! A backup is a set of refs: `branch` (the spec branch's tip), `target` (a merge target's tip
 //! before the merge), `uncommitted` (a commit of the worktree's uncommitted changes), and `meta`:
