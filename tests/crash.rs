@@ -715,11 +715,30 @@ const ALL_POINTS: &[&str] = &[
     "slot_switch_checked_out",
 ];
 
-/// Failpoints of the merge/discard lifecycle, exercised in tests/lifecycle.rs.
+/// Failpoints of merge, discard and undo, exercised in tests/lifecycle.rs and
+/// tests/lifecycle_safety.rs.
 const LIFECYCLE_POINTS: &[&str] = &[
+    "backup_refs_written",
+    "merge_intent_recorded",
     "merge_after_backup",
+    "merge_files_written",
     "merge_after_ref",
+    "merge_worktree_removed",
+    "merge_branch_deleted",
+    "worktree_folder_removed",
+    "discard_intent_recorded",
     "discard_after_backup",
+    "discard_worktree_removed",
+    "discard_branch_deleted",
+    "discard_plan_reset",
+    "undo_intent_recorded",
+    "undo_target_files_reset",
+    "undo_target_reset",
+    "undo_branch_restored",
+    "undo_slot_created",
+    "undo_worktree_restored",
+    "undo_plan_restored",
+    "undo_ref_moved",
 ];
 
 /// Failpoints of the checks against a misbehaving agent, exercised in tests/hostile.rs.

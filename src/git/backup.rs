@@ -1,4 +1,5 @@
-//! Backups before anything destructive: `refs/auto-claude/backup/<spec>/<stamp>/…`.
+//! Backups before anything destructive: `refs/auto-claude/backup/<spec>/<stamp>/…`, where
+//! `<spec>` is the spec name escaped by `refs::ref_component` (one spec, one folder).
 //!
 //! A backup is a set of refs: `branch` (the spec branch's tip), `target` (a merge target's tip
 //! before the merge), `uncommitted` (a commit of the worktree's uncommitted changes), and `meta`:
@@ -10,7 +11,7 @@ use anyhow::Context;
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::refs::ref_component;
+use super::refs::{legacy_ref_component, ref_component};
 use super::repo::signature;
 
 pub const BACKUP_PREFIX: &str = "refs/auto-claude/backup";
@@ -48,27 +49,35 @@ pub struct Backup {
     pub plan: Option<Vec<u8>>,
 }
 
-fn prefix(spec: &str, stamp: &str) -> String {
+/// The refs prefix of `spec`'s backup with `stamp`.
+pub fn prefix(spec: &str, stamp: &str) -> String {
     format!("{BACKUP_PREFIX}/{}/{stamp}", ref_component(spec))
 }
 
-/// A stamp no backup of `spec` uses yet (sortable: time, then a counter).
+/// A stamp no backup of `spec` uses yet (sortable: time, then a counter). Every ref name is
+/// checked, not only `meta`: a backup cut off half-written (or rolled back) must not make the
+/// next one collide, even within the same second.
 pub fn new_stamp(repo: &Repository, spec: &str) -> String {
     let base = crate::clock::stamp();
-    for n in 0.. {
+    let taken = |pre: &str| {
+        repo.references_glob(&format!("{pre}/*"))
+            .map(|mut refs| refs.next().is_some())
+            .unwrap_or(false)
+    };
+    for n in 0..10_000 {
         let stamp = if n == 0 {
             base.clone()
         } else {
             format!("{base}-{n:02}")
         };
         // Unique among undone backups too: an undo moves a backup's refs there by name.
-        let meta = format!("{}/meta", prefix(spec, &stamp));
-        let undone = meta.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
-        if repo.find_reference(&meta).is_err() && repo.find_reference(&undone).is_err() {
+        let pre = prefix(spec, &stamp);
+        let undone = pre.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
+        if !taken(&pre) && !taken(&undone) {
             return stamp;
         }
     }
-    base
+    format!("{base}-{}", std::process::id())
 }
 
 /// Write a backup: its refs and its meta commit. Returns the refs prefix.
@@ -83,6 +92,7 @@ pub fn write(
         repo.reference(&format!("{pre}/{name}"), *oid, false, "runner backup")
             .with_context(|| format!("creating backup ref {pre}/{name}"))?;
     }
+    crate::failpoint::hit("backup_refs_written");
     let mut tree = repo.treebuilder(None)?;
     let meta_blob = repo.blob(&serde_json::to_vec_pretty(meta)?)?;
     tree.insert("backup.json", meta_blob, 0o100644)?;
@@ -100,62 +110,94 @@ pub fn write(
     Ok(pre)
 }
 
-/// The backups of `spec` (or of every spec), oldest first.
+/// The backups of `spec` (or of every spec), oldest first. A spec's backups are those whose
+/// recorded spec is exactly `spec`: they are looked for under its escaped component and, for
+/// backups written before ref names were escaped, under the old (lossy) one, where another
+/// spec's backups may also be.
 pub fn list(repo: &Repository, spec: Option<&str>) -> Vec<Backup> {
-    let glob = match spec {
-        Some(s) => format!("{BACKUP_PREFIX}/{}/*/meta", ref_component(s)),
-        None => format!("{BACKUP_PREFIX}/*/*/meta"),
+    let globs = match spec {
+        Some(s) => {
+            let mut globs = vec![format!("{BACKUP_PREFIX}/{}/*/meta", ref_component(s))];
+            let legacy = format!("{BACKUP_PREFIX}/{}/*/meta", legacy_ref_component(s));
+            if !globs.contains(&legacy) {
+                globs.push(legacy);
+            }
+            globs
+        }
+        None => vec![format!("{BACKUP_PREFIX}/*/*/meta")],
     };
-    let Ok(refs) = repo.references_glob(&glob) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Backup> = refs
-        .flatten()
-        .filter_map(|r| {
-            let name = r.name()?.to_string();
-            let commit = r.peel_to_commit().ok()?;
-            let tree = commit.tree().ok()?;
-            let meta_blob = tree
-                .get_name("backup.json")?
-                .to_object(repo)
-                .ok()?
-                .peel_to_blob()
-                .ok()?;
-            let meta: BackupMeta = serde_json::from_slice(meta_blob.content()).ok()?;
-            let plan = tree
-                .get_name("implementation_plan.json")
-                .and_then(|e| e.to_object(repo).ok()?.peel_to_blob().ok())
-                .map(|b| b.content().to_vec());
-            Some(Backup {
-                meta,
-                refs_prefix: name.trim_end_matches("/meta").to_string(),
-                plan,
-            })
+    let mut out: Vec<Backup> = globs
+        .iter()
+        .filter_map(|glob| repo.references_glob(glob).ok())
+        .flat_map(|refs| {
+            refs.flatten()
+                .filter_map(|r| read_backup(repo, &r))
+                .collect::<Vec<_>>()
         })
+        .filter(|b| spec.is_none_or(|s| b.meta.spec == s))
         .collect();
-    out.sort_by(|a, b| a.meta.stamp.cmp(&b.meta.stamp));
+    out.sort_by(|a, b| {
+        (a.meta.stamp.as_str(), a.refs_prefix.as_str())
+            .cmp(&(b.meta.stamp.as_str(), b.refs_prefix.as_str()))
+    });
+    out.dedup_by(|a, b| a.refs_prefix == b.refs_prefix);
     out
 }
 
-/// The commit a backup ref (`branch`, `target`, `uncommitted`) points at.
-pub fn ref_target(repo: &Repository, backup: &Backup, name: &str) -> Option<Oid> {
-    repo.find_reference(&format!("{}/{name}", backup.refs_prefix))
+/// The backup whose `meta` ref is `r`, if it reads as one.
+fn read_backup(repo: &Repository, r: &git2::Reference) -> Option<Backup> {
+    let name = r.name()?.to_string();
+    let commit = r.peel_to_commit().ok()?;
+    let tree = commit.tree().ok()?;
+    let meta_blob = tree
+        .get_name("backup.json")?
+        .to_object(repo)
         .ok()?
-        .target()
+        .peel_to_blob()
+        .ok()?;
+    let meta: BackupMeta = serde_json::from_slice(meta_blob.content()).ok()?;
+    let plan = tree
+        .get_name("implementation_plan.json")
+        .and_then(|e| e.to_object(repo).ok()?.peel_to_blob().ok())
+        .map(|b| b.content().to_vec());
+    Some(Backup {
+        meta,
+        refs_prefix: name.trim_end_matches("/meta").to_string(),
+        plan,
+    })
+}
+
+/// The commit a backup ref (`branch`, `target`, `uncommitted`) points at, also once an undo
+/// cut off half-way moved it to `undone/` already.
+pub fn ref_target(repo: &Repository, backup: &Backup, name: &str) -> Option<Oid> {
+    let here = format!("{}/{name}", backup.refs_prefix);
+    let moved = here.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
+    [here, moved]
+        .iter()
+        .find_map(|r| repo.find_reference(r).ok()?.target())
 }
 
 /// Move a backup's refs from `backup/` to `undone/` (kept, no longer the latest backup).
 pub fn mark_undone(repo: &Repository, backup: &Backup) -> anyhow::Result<()> {
-    let glob = format!("{}/*", backup.refs_prefix);
-    let names: Vec<String> = repo
+    move_to_undone(repo, &backup.refs_prefix)
+}
+
+/// Move every ref under `refs_prefix` to `undone/`, `meta` last: while `meta` is still in
+/// `backup/` the backup is listed, so a move cut off is finished by running it again.
+pub fn move_to_undone(repo: &Repository, refs_prefix: &str) -> anyhow::Result<()> {
+    let glob = format!("{refs_prefix}/*");
+    let mut names: Vec<String> = repo
         .references_glob(&glob)?
         .flatten()
         .filter_map(|r| r.name().map(str::to_string))
         .collect();
+    names.sort_by_key(|n| n.ends_with("/meta"));
     for name in names {
         let new_name = name.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
         let mut r = repo.find_reference(&name)?;
-        r.rename(&new_name, false, "runner undo")?;
+        // force: a ref moved by an undo cut off before it could remove the old name.
+        r.rename(&new_name, true, "runner undo")?;
+        crate::failpoint::hit("undo_ref_moved");
     }
     Ok(())
 }

@@ -54,6 +54,66 @@ pub fn preview(
     })
 }
 
+/// Put the files (and index entries) of the paths that differ between `before` and `merged`
+/// back to `before` in the main worktree at `root`, removing files `before` lacks. Refused
+/// (nothing touched) if any of those files is neither its `before` nor its `merged` version:
+/// someone wrote it since, and it is theirs.
+pub fn restore_paths(
+    repo: &Repository,
+    root: &std::path::Path,
+    before: &git2::Tree,
+    merged: &git2::Tree,
+) -> anyhow::Result<()> {
+    let diff = repo.diff_tree_to_tree(Some(before), Some(merged), None)?;
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(p) = file.path()
+                && !paths.iter().any(|q| q == p)
+            {
+                paths.push(p.to_path_buf());
+            }
+        }
+    }
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let blob_at = |tree: &git2::Tree, p: &std::path::Path| tree.get_path(p).ok().map(|e| e.id());
+    for p in &paths {
+        let full = root.join(p);
+        let now = match full.symlink_metadata() {
+            Ok(m) if m.is_file() => Some(Oid::hash_file(git2::ObjectType::Blob, &full)?),
+            Ok(_) => {
+                return Err(crate::error::RunnerError::NeedsHuman(format!(
+                    "{} is not a plain file any more; runner will not put the merge's files back. Restore them by hand: git checkout HEAD -- .",
+                    full.display()
+                ))
+                .into());
+            }
+            Err(_) => None,
+        };
+        if now != blob_at(before, p) && now != blob_at(merged, p) {
+            return Err(crate::error::RunnerError::NeedsHuman(format!(
+                "{} was changed since the interrupted merge; runner will not overwrite it. Keep what you want, then `git checkout HEAD -- {}`",
+                full.display(),
+                p.display()
+            ))
+            .into());
+        }
+    }
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout
+        .force()
+        .remove_untracked(true)
+        .disable_pathspec_match(true);
+    for p in &paths {
+        checkout.path(p);
+    }
+    repo.checkout_tree(before.as_object(), Some(&mut checkout))
+        .context("putting the files back as they were before the merge")?;
+    Ok(())
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FileChange {
     pub path: String,

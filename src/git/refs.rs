@@ -8,8 +8,79 @@ use super::repo::signature;
 
 pub const RECOVERY_PREFIX: &str = "refs/auto-claude/recovery";
 
-/// A ref name component from free text (chunk ids may hold anything).
+/// A ref name component from free text (spec names, chunk ids), escaped so that distinct texts
+/// never share a component (`001-a.b` and `001-a_b` stay apart) and the text can be read back
+/// (`unescape_component`).
+///
+/// The rule: ASCII letters, digits, `-` and `_` are kept, except a leading `_` (so that no
+/// escaped text can equal runner's own fixed components such as `_detached`); every other byte
+/// is written `%XX` (two uppercase hex digits). An escaped text longer than
+/// `MAX_COMPONENT` bytes is cut and ends in `%%` and 16 hex digits of the SHA-1 of the whole
+/// text (a `%` is otherwise always followed by two hex digits, so that suffix is unambiguous).
 pub fn ref_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, byte) in text.bytes().enumerate() {
+        let kept = byte.is_ascii_alphanumeric() || byte == b'-' || (byte == b'_' && i > 0);
+        if kept {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    if out.is_empty() {
+        // Only an empty text: `%` alone is no escape of anything.
+        out.push('%');
+    }
+    if out.len() > MAX_COMPONENT {
+        let hash = Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
+            .map(|o| o.to_string())
+            .unwrap_or_default();
+        let mut cut = MAX_COMPONENT - 18;
+        // Never cut inside an escape.
+        while out.as_bytes()[..cut]
+            .iter()
+            .rev()
+            .take(2)
+            .any(|b| *b == b'%')
+        {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str("%%");
+        out.push_str(&hash[..16]);
+    }
+    out
+}
+
+/// Longest escaped component (file systems allow 255 bytes per name, `.lock` included).
+pub const MAX_COMPONENT: usize = 200;
+
+/// The text an escaped component stands for; `None` if it is not one `ref_component` makes
+/// in full (a shortened one has lost its tail).
+pub fn unescape_component(component: &str) -> Option<String> {
+    if component == "%" {
+        return Some(String::new());
+    }
+    let bytes = component.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = component.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The component runner's versions before 0.2 wrote for a text: every byte other than ASCII
+/// letters, digits, `-` and `_` became `_`, cut at 80 characters. Not injective (`001-a.b` and
+/// `001-a_b` shared one), so it is only read, for backups that record their spec.
+pub fn legacy_ref_component(text: &str) -> String {
     let mut out: String = text
         .chars()
         .map(|c| {
@@ -29,11 +100,26 @@ pub fn ref_component(text: &str) -> String {
 
 /// `refs/auto-claude/recovery/<spec>/<chunk>/<n>` with the next free `n`.
 pub fn next_recovery_ref(repo: &Repository, spec: &str, chunk: &str) -> anyhow::Result<String> {
-    let base = format!(
-        "{RECOVERY_PREFIX}/{}/{}",
-        ref_component(spec),
-        ref_component(chunk)
-    );
+    next_numbered_ref(
+        repo,
+        &format!(
+            "{RECOVERY_PREFIX}/{}/{}",
+            ref_component(spec),
+            ref_component(chunk)
+        ),
+    )
+}
+
+/// `refs/auto-claude/recovery/_detached/<slot>/<n>`: commits of a slot's detached HEAD. No
+/// spec's component can be `_detached` (`ref_component` escapes a leading `_`).
+pub fn next_detached_ref(repo: &Repository, slot: &str) -> anyhow::Result<String> {
+    next_numbered_ref(
+        repo,
+        &format!("{RECOVERY_PREFIX}/_detached/{}", ref_component(slot)),
+    )
+}
+
+fn next_numbered_ref(repo: &Repository, base: &str) -> anyhow::Result<String> {
     let mut highest = 0u32;
     for reference in repo.references_glob(&format!("{base}/*"))?.flatten() {
         if let Some(n) = reference
@@ -88,4 +174,64 @@ pub fn recovery_refs(repo: &Repository, spec: &str) -> Vec<(String, Oid)> {
     refs.flatten()
         .filter_map(|r| Some((r.name()?.to_string(), r.target()?)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_texts_get_distinct_valid_components_that_read_back() {
+        let texts = [
+            "001-a.b",
+            "001-a_b",
+            "001-a b",
+            "001-a%2Eb",
+            "001-a%b",
+            "_detached",
+            "%5Fdetached",
+            "x",
+            "",
+            "é",
+            "%",
+            "%%",
+            "a/b",
+            "a_2Fb",
+            "001-feature",
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for t in texts {
+            let c = ref_component(t);
+            assert!(seen.insert(c.clone()), "{t:?} shares {c}");
+            assert!(
+                git2::Reference::is_valid_name(&format!("refs/auto-claude/backup/{c}/x")),
+                "{t:?} -> {c}"
+            );
+            assert_eq!(unescape_component(&c).as_deref(), Some(t), "{c}");
+        }
+        assert_eq!(ref_component("001-feature"), "001-feature");
+        assert_eq!(ref_component("001-a_b"), "001-a_b");
+        assert_eq!(ref_component("001-a.b"), "001-a%2Eb");
+        assert_ne!(ref_component("_detached"), "_detached");
+    }
+
+    #[test]
+    fn long_texts_are_shortened_injectively() {
+        let a = "a".repeat(300);
+        let b = format!("{}b", "a".repeat(299));
+        let dots = ".".repeat(300);
+        for t in [&a, &b, &dots] {
+            let c = ref_component(t);
+            assert!(c.len() <= MAX_COMPONENT, "{}", c.len());
+            assert!(git2::Reference::is_valid_name(&format!("refs/x/{c}/y")));
+            assert_eq!(unescape_component(&c), None);
+        }
+        assert_ne!(ref_component(&a), ref_component(&b));
+    }
+
+    #[test]
+    fn the_legacy_mapping_is_kept_for_reading_old_refs() {
+        assert_eq!(legacy_ref_component("001-a.b"), "001-a_b");
+        assert_eq!(legacy_ref_component("001-a_b"), "001-a_b");
+    }
 }

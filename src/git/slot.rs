@@ -65,6 +65,22 @@ impl Slot {
         }
     }
 
+    /// The slot with worktree name `name`, if that is a slot's name (`auto-claude` or
+    /// `auto-claude-<x>`, one path component): names read from files are checked here, so that
+    /// none can point a removal outside `.worktrees/`.
+    pub fn named(root: &Path, name: &str) -> Option<Slot> {
+        let is_slot = name == DEFAULT_SLOT
+            || name
+                .strip_prefix(DEFAULT_SLOT)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|s| !s.is_empty());
+        let one_component = !name.contains(['/', '\\', '\0']) && !name.contains("..");
+        (is_slot && one_component).then(|| Slot {
+            path: root.join(SLOT_DIR).join(name),
+            name: name.to_string(),
+        })
+    }
+
     /// Every slot that is registered or has a folder.
     pub fn all(main: &MainRepo) -> Vec<Slot> {
         let mut names: Vec<String> = Vec::new();
@@ -251,17 +267,29 @@ pub fn slot_holding(main: &MainRepo, branch: &str) -> Option<Slot> {
 }
 
 /// Remove a slot's worktree entirely, untracked and ignored files included, and forget its
-/// registration. Callers back up anything worth keeping first.
+/// registration. Callers back up anything worth keeping first. Idempotent, and it finishes a
+/// removal cut off at any point: a half-deleted folder, a registration whose folder is gone, or
+/// an admin folder (`.git/worktrees/<name>`) half pruned, which git itself no longer reads.
 pub fn remove_worktree(main: &MainRepo, slot: &Slot) -> anyhow::Result<()> {
-    if slot.path.exists() {
+    if slot.path.symlink_metadata().is_ok() {
         std::fs::remove_dir_all(&slot.path)
             .with_context(|| format!("removing {}", slot.path.display()))?;
     }
+    crate::failpoint::hit("worktree_folder_removed");
     if let Ok(wt) = main.repo.find_worktree(&slot.name) {
         let mut opts = WorktreePruneOptions::new();
         opts.valid(true).locked(true).working_tree(false);
         wt.prune(Some(&mut opts))
             .with_context(|| format!("pruning worktree {}", slot.name))?;
     }
+    let admin = admin_dir(main, slot);
+    if admin.symlink_metadata().is_ok() {
+        std::fs::remove_dir_all(&admin).with_context(|| format!("removing {}", admin.display()))?;
+    }
     Ok(())
+}
+
+/// `.git/worktrees/<name>`: git's record of the slot.
+pub fn admin_dir(main: &MainRepo, slot: &Slot) -> PathBuf {
+    main.repo.commondir().join("worktrees").join(&slot.name)
 }

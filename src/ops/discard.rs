@@ -9,6 +9,7 @@ use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::{branch_for, dirty_paths, slot_holding};
 use crate::plan::{Plan, Status};
+use crate::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Serialize)]
@@ -21,11 +22,16 @@ pub struct DiscardOutcome {
 }
 
 /// Discard the spec's build. The caller holds the spec's run lock.
+///
+/// All or nothing: refusals come first; then the intent is recorded, the backup written, and
+/// `finish` removes the worktree, the branch and the plan's progress. A crash anywhere is
+/// finished or rolled back by `runner recover` (see `recovery::lifecycle`).
 pub fn discard(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
 ) -> anyhow::Result<DiscardOutcome> {
+    lifecycle::finish_interrupted(ws, paths, journal, false)?;
     let repo = &ws.main.repo;
     // An invalid plan stops the discard before anything is touched (it is reset at the end).
     paths.plan.load()?;
@@ -38,6 +44,9 @@ pub fn discard(
             paths.name
         ))
         .into());
+    }
+    if let Some(slot) = &slot {
+        refuse_if_index_locked(&crate::git::slot::admin_dir(&ws.main, slot))?;
     }
     let stamp = backup::new_stamp(repo, &paths.name);
     let mut uncommitted = None;
@@ -79,39 +88,90 @@ pub fn discard(
     if let Some(u) = uncommitted {
         refs.push(("uncommitted", u));
     }
-    let plan_bytes = std::fs::read(paths.plan.path()).ok();
-    let prefix = backup::write(repo, &meta, &refs, plan_bytes.as_deref())?;
-    crate::failpoint::hit("discard_after_backup");
-
-    let removed_worktree = match &slot {
-        Some(slot) => {
-            crate::git::slot::remove_worktree(&ws.main, slot)?;
-            Some(slot.path.display().to_string())
-        }
-        None => None,
+    let intent = Intent {
+        branch_tip: meta.branch_tip.clone(),
+        slot: slot.as_ref().map(|s| s.name.clone()),
+        ..Intent::new(
+            Op::Discard,
+            &paths.name,
+            backup::prefix(&paths.name, &meta.stamp),
+            branch.clone(),
+        )
     };
-    if tip.is_some() {
-        repo.find_branch(&branch, git2::BranchType::Local)?
-            .delete()?;
-    }
-    if paths.plan.exists() {
-        paths.plan.update(|plan| {
-            reset_for_fresh_start(plan);
-            Ok(())
-        })?;
-    }
-    journal.record(
-        "discarded",
-        None,
-        json!({"backup": prefix, "branch_tip": meta.branch_tip, "uncommitted": meta.uncommitted}),
-    )?;
+    lifecycle::record(paths, &intent)?;
+    crate::failpoint::hit("discard_intent_recorded");
+    let plan_bytes = std::fs::read(paths.plan.path()).ok();
+    let prefix = match backup::write(repo, &meta, &refs, plan_bytes.as_deref()) {
+        Ok(prefix) => prefix,
+        Err(e) => {
+            // Nothing removed yet: forget the partial backup (recover would too).
+            let _ = backup::delete(repo, &intent.backup).and_then(|_| lifecycle::clear(paths));
+            return Err(e.context("writing the backup; nothing was changed"));
+        }
+    };
+    crate::failpoint::hit("discard_after_backup");
+    finish(ws, paths, &intent, journal)?;
+    lifecycle::clear(paths)?;
     Ok(DiscardOutcome {
         spec: paths.name.clone(),
         backup: prefix,
         branch_tip: meta.branch_tip,
         uncommitted: meta.uncommitted,
-        removed_worktree,
+        removed_worktree: slot.map(|s| s.path.display().to_string()),
     })
+}
+
+/// The steps after the backup, each one skipped if already done, so that recovery can run them
+/// again after a crash: remove the slot (if it still holds the branch or is a broken remnant),
+/// delete the branch (if still at the backed-up tip), reset the plan, tell the journal.
+pub fn finish(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+    journal: &Journal,
+) -> anyhow::Result<()> {
+    let repo = &ws.main.repo;
+    lifecycle::remove_own_slot(ws, intent)?;
+    crate::failpoint::hit("discard_worktree_removed");
+    let tip = ws.main.branch_tip(&intent.branch);
+    let backed_up = intent
+        .branch_tip
+        .as_deref()
+        .and_then(|t| git2::Oid::from_str(t).ok());
+    if tip.is_some() && tip == backed_up {
+        repo.find_branch(&intent.branch, git2::BranchType::Local)?
+            .delete()?;
+    }
+    crate::failpoint::hit("discard_branch_deleted");
+    // A build started again since (a branch at another tip) keeps its plan.
+    if (tip.is_none() || tip == backed_up) && paths.plan.exists() {
+        paths.plan.update(|plan| {
+            reset_for_fresh_start(plan);
+            Ok(())
+        })?;
+    }
+    crate::failpoint::hit("discard_plan_reset");
+    journal.record(
+        "discarded",
+        None,
+        json!({"backup": intent.backup, "branch_tip": intent.branch_tip}),
+    )?;
+    Ok(())
+}
+
+/// Refuse (exit 3, nothing touched) while a git process holds the index of the git folder
+/// `git_dir`: writing under it would fail half-way.
+pub fn refuse_if_index_locked(git_dir: &std::path::Path) -> anyhow::Result<()> {
+    let lock = git_dir.join("index.lock");
+    if lock.exists() {
+        return Err(RunnerError::NeedsHuman(format!(
+            "{} exists: a git command is using that index (or one crashed). Nothing was changed. Wait for it to finish, or if no git command is running, delete {} and try again",
+            lock.display(),
+            lock.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Every chunk back to `pending`, with runner's progress records removed (they are in the

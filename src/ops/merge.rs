@@ -13,7 +13,9 @@ use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
 use crate::git::{branch_for, dirty_paths, log_between, signature, slot_holding};
+use crate::ops::discard::refuse_if_index_locked;
 use crate::plan::{Plan, Status};
+use crate::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,6 +27,15 @@ pub enum MergeMode {
 }
 
 impl MergeMode {
+    /// The mode `as_str` names (a plain merge for anything else).
+    pub fn from_name(name: Option<&str>) -> MergeMode {
+        match name {
+            Some("squash") => MergeMode::Squash,
+            Some("no-commit") => MergeMode::NoCommit,
+            _ => MergeMode::Merge,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             MergeMode::Merge => "merge",
@@ -57,6 +68,25 @@ pub fn merge(
     keep_worktree: bool,
     journal: &Journal,
 ) -> anyhow::Result<MergeOutcome> {
+    // A merge of this spec cut off past its point of no return is finished: that is this one.
+    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+        && done.op == Op::Merge
+        && !done.rolled_back
+    {
+        let cleaned_up =
+            done.intent.mode.as_deref() != Some("no-commit") && !done.intent.keep_worktree;
+        return Ok(MergeOutcome {
+            spec: paths.name.clone(),
+            target: done.intent.target.clone().unwrap_or_default(),
+            mode: MergeMode::from_name(done.intent.mode.as_deref()),
+            commit: done.intent.target_after.clone(),
+            landed: Vec::new(),
+            files: 0,
+            backup: Some(done.intent.backup.clone()),
+            cleaned_up,
+            already_merged: false,
+        });
+    }
     let repo = &ws.main.repo;
     let plan = paths.plan.load()?;
     let target = base_branch(ws, plan.as_ref())?;
@@ -112,6 +142,16 @@ pub fn merge(
             .into());
         }
         CheckedOut::Nowhere => {}
+    }
+    // A held index lock would make the update fail half-way: refuse before touching anything.
+    if checked_out == CheckedOut::Main {
+        refuse_if_index_locked(repo.path())?;
+    }
+    if let Some(slot) = &slot
+        && mode != MergeMode::NoCommit
+        && !keep_worktree
+    {
+        refuse_if_index_locked(&crate::git::slot::admin_dir(&ws.main, slot))?;
     }
     if target_tip == branch_tip || repo.graph_descendant_of(target_tip, branch_tip)? {
         return Ok(MergeOutcome {
@@ -182,56 +222,58 @@ pub fn merge(
         MergeMode::NoCommit => None,
     };
     meta.target_tip_after = new_commit.map(|c| c.to_string());
-    let refs_prefix = backup::write(
+    let intent = Intent {
+        branch_tip: Some(branch_tip.to_string()),
+        slot: slot.as_ref().map(|s| s.name.clone()),
+        mode: Some(mode.as_str().into()),
+        target: Some(target.clone()),
+        target_before: Some(target_tip.to_string()),
+        target_after: meta.target_tip_after.clone(),
+        merged_tree: Some(tree_id.to_string()),
+        main_files: checked_out == CheckedOut::Main,
+        keep_worktree,
+        ..Intent::new(
+            Op::Merge,
+            &paths.name,
+            backup::prefix(&paths.name, &meta.stamp),
+            branch.clone(),
+        )
+    };
+    lifecycle::record(paths, &intent)?;
+    crate::failpoint::hit("merge_intent_recorded");
+    let refs_prefix = match backup::write(
         repo,
         &meta,
         &[("branch", branch_tip), ("target", target_tip)],
         plan_bytes.as_deref(),
-    )?;
+    ) {
+        Ok(prefix) => prefix,
+        Err(e) => {
+            // Nothing changed yet but a partial backup: forget it (recover would too).
+            let _ = roll_back_refused(ws, paths, &intent);
+            return Err(e.context("writing the backup; nothing was changed"));
+        }
+    };
     crate::failpoint::hit("merge_after_backup");
 
-    // Land it: files first (when the target is checked out), then the ref.
-    let target_ref = format!("refs/heads/{target}");
-    if checked_out == CheckedOut::Main {
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.safe();
-        repo.checkout_tree(tree.as_object(), Some(&mut checkout))
-            .with_context(|| format!("updating the files of {target} in {}", ws.root.display()))?;
-    }
-    if let Some(commit) = new_commit {
-        repo.reference_matching(
-            &target_ref,
-            commit,
-            true,
-            target_tip,
-            &format!("runner: merge {}", paths.name),
-        )
-        .with_context(|| format!("moving {target} (did it move meanwhile?)"))?;
+    // Land it: files first (when the target is checked out), then the ref. A failure before
+    // the ref moved puts back whatever was written: nothing of a refused merge remains.
+    if let Err(e) = land(ws, &intent, &tree, new_commit, target_tip) {
+        return Err(match roll_back_refused(ws, paths, &intent) {
+            Ok(()) => e.context(format!(
+                "merging into {target} failed; the files, the index and {target} were put back as they were"
+            )),
+            Err(undo_err) => e.context(format!(
+                "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
+                paths.name
+            )),
+        });
     }
     crate::failpoint::hit("merge_after_ref");
 
-    // Verify before deleting anything.
-    verify(repo, mode, &target, new_commit, branch_tip, tree_id)?;
+    finish(ws, paths, &intent, journal)?;
+    lifecycle::clear(paths)?;
     let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
-    if cleaned_up {
-        if let Some(slot) = &slot {
-            crate::git::slot::remove_worktree(&ws.main, slot)?;
-        }
-        repo.find_branch(&branch, git2::BranchType::Local)?
-            .delete()?;
-        paths.plan.update(|plan| {
-            plan.set_field(
-                "merged",
-                json!({"into": target, "commit": new_commit.map(|c| c.to_string()), "mode": mode.as_str(), "at": crate::clock::now(), "backup": refs_prefix}),
-            );
-            Ok(())
-        })?;
-    }
-    journal.record(
-        "merged",
-        None,
-        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": refs_prefix, "cleaned_up": cleaned_up}),
-    )?;
     Ok(MergeOutcome {
         spec: paths.name.clone(),
         target,
@@ -243,6 +285,107 @@ pub fn merge(
         cleaned_up,
         already_merged: false,
     })
+}
+
+/// Write the merged tree into the checked-out target (if it is) and move the target's ref.
+fn land(
+    ws: &Workspace,
+    intent: &Intent,
+    tree: &git2::Tree,
+    new_commit: Option<Oid>,
+    target_tip: Oid,
+) -> anyhow::Result<()> {
+    let repo = &ws.main.repo;
+    let target = intent.target.as_deref().unwrap_or_default();
+    if intent.main_files {
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.safe();
+        repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+            .with_context(|| format!("updating the files of {target} in {}", ws.root.display()))?;
+    }
+    crate::failpoint::hit("merge_files_written");
+    if let Some(commit) = new_commit {
+        repo.reference_matching(
+            &format!("refs/heads/{target}"),
+            commit,
+            true,
+            target_tip,
+            &format!("runner: merge {}", intent.spec),
+        )
+        .with_context(|| format!("moving {target} (did it move meanwhile?)"))?;
+    }
+    Ok(())
+}
+
+/// After a failure before the point of no return: files back, backup and intent gone.
+fn roll_back_refused(ws: &Workspace, paths: &SpecPaths, intent: &Intent) -> anyhow::Result<()> {
+    roll_back(ws, intent)?;
+    backup::delete(&ws.main.repo, &intent.backup)?;
+    lifecycle::clear(paths)
+}
+
+/// Put the main worktree's files and index back to the target's old tree, for the paths the
+/// merge changes only, and only where they are still the old or the merged version (anything
+/// else was written by someone since, and is left for a person).
+pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+    if !intent.main_files {
+        return Ok(());
+    }
+    let oid = |s: &Option<String>| -> anyhow::Result<Oid> {
+        Ok(Oid::from_str(
+            s.as_deref().context("intent without a tree")?,
+        )?)
+    };
+    let repo = &ws.main.repo;
+    let before = repo.find_commit(oid(&intent.target_before)?)?.tree()?;
+    let merged = repo.find_tree(oid(&intent.merged_tree)?)?;
+    crate::git::merge::restore_paths(repo, &ws.root, &before, &merged)
+}
+
+/// The steps after the point of no return, each skipped if already done, so that recovery can
+/// run them again after a crash: verify, then (unless `--no-commit` or `--keep-worktree`) free
+/// the slot, delete the branch, mark the plan merged; tell the journal.
+pub fn finish(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+    journal: &Journal,
+) -> anyhow::Result<()> {
+    let repo = &ws.main.repo;
+    let mode = MergeMode::from_name(intent.mode.as_deref());
+    let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
+    let target = intent
+        .target
+        .clone()
+        .context("merge intent without a target")?;
+    let branch_tip = oid(&intent.branch_tip).context("merge intent without a branch tip")?;
+    let tree_id = oid(&intent.merged_tree).context("merge intent without a tree")?;
+    let new_commit = oid(&intent.target_after);
+    // Verify before deleting anything.
+    verify(repo, mode, &target, new_commit, branch_tip, tree_id)?;
+    let cleaned_up = mode != MergeMode::NoCommit && !intent.keep_worktree;
+    if cleaned_up {
+        lifecycle::remove_own_slot(ws, intent)?;
+        crate::failpoint::hit("merge_worktree_removed");
+        if ws.main.branch_tip(&intent.branch) == Some(branch_tip) {
+            repo.find_branch(&intent.branch, git2::BranchType::Local)?
+                .delete()?;
+        }
+        crate::failpoint::hit("merge_branch_deleted");
+        paths.plan.update(|plan| {
+            plan.set_field(
+                "merged",
+                json!({"into": target, "commit": new_commit.map(|c| c.to_string()), "mode": mode.as_str(), "at": crate::clock::now(), "backup": intent.backup}),
+            );
+            Ok(())
+        })?;
+    }
+    journal.record(
+        "merged",
+        None,
+        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up}),
+    )?;
+    Ok(())
 }
 
 fn verify(

@@ -56,6 +56,9 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     );
     opts.interrupt = crate::session::Interrupt::install()?;
 
+    let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
+    // Interrupted merges, discards and undos first: they know what their half-done slots are.
+    let mut lifecycle = crate::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
         // A slot in use by a live run is that run's business.
@@ -82,7 +85,6 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         }
     }
 
-    let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
     let holder = new_holder(&run_id, None);
     let mut specs = Vec::new();
     for name in names {
@@ -131,7 +133,12 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         };
         let journal = Journal::new(&paths.dir, &run_id);
         match recover_spec(&ws, &paths, &journal, &opts).await {
-            Ok(r) => specs.push(r),
+            Ok(mut r) => {
+                if let Some(action) = lifecycle.remove(&name) {
+                    crate::recovery::lifecycle::add_to_report(&mut r, action);
+                }
+                specs.push(r)
+            }
             // With several specs, one plan that cannot be restored does not stop the others.
             Err(e)
                 if req.spec.is_none()

@@ -101,6 +101,16 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let spec_lock = take_lock(&paths.run_lock, &holder, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
+    // A merge, discard or undo of this spec cut off by a crash is finished or rolled back first:
+    // its slot and branch are in its hands until then.
+    if let Some(done) = crate::recovery::lifecycle::finish_interrupted(
+        &ws,
+        &paths,
+        &Journal::new(&paths.dir, &run_id),
+        false,
+    )? {
+        eprintln!("runner: {}: {done}", paths.name);
+    }
     // Without --slot, a spec already checked out in a slot builds there.
     let slot = match opts.slot.as_deref() {
         Some(name) => Slot::new(&ws.root, Some(name)),
@@ -721,7 +731,7 @@ fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<Option<Stri
             return Ok(None);
         }
     }
-    let refname = crate::git::refs::next_recovery_ref(repo, "_detached", &slot.name)?;
+    let refname = crate::git::refs::next_detached_ref(repo, &slot.name)?;
     repo.reference(
         &refname,
         head,

@@ -12,6 +12,7 @@ use crate::git::backup::{self, Backup};
 use crate::git::merge::{CheckedOut, where_checked_out};
 use crate::git::{Slot, SlotState, dirty_paths};
 use crate::plan::parse_plan;
+use crate::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Serialize)]
@@ -27,7 +28,37 @@ pub struct UndoOutcome {
 }
 
 /// Undo the latest backup of the spec. The caller holds the spec's run lock.
+///
+/// Refusals come first; then the intent is recorded and the steps run, each skipped if already
+/// done, so that `runner recover` (see `recovery::lifecycle`) finishes an undo cut off anywhere.
+/// The backup stays in `backup/` until the last step moves it to `undone/`.
 pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Result<UndoOutcome> {
+    // A merge or discard cut off before its point of no return is rolled back: that is its
+    // undo, and nothing older is undone with it.
+    // An undo cut off is finished: that is what was asked again.
+    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+        && (done.op == Op::Undo || done.rolled_back)
+    {
+        return Ok(UndoOutcome {
+            spec: paths.name.clone(),
+            kind: match done.op {
+                Op::Merge => "merge",
+                Op::Discard => "discard",
+                Op::Undo => "undo",
+            }
+            .into(),
+            backup: done.intent.backup.clone(),
+            restored_branch: None,
+            restored_worktree: None,
+            reset_target: None,
+            restored_plan: false,
+            notes: vec![if done.rolled_back {
+                format!("{done}: nothing of it remains, and nothing else was undone")
+            } else {
+                format!("{done}; nothing else was undone")
+            }],
+        });
+    }
     let repo = &ws.main.repo;
     let Some(b) = backup::list(repo, Some(&paths.name)).pop() else {
         return Err(RunnerError::bad_input(format!(
@@ -36,13 +67,65 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
         ))
         .into());
     };
+    // Refusals before anything changes.
+    if b.meta.kind == "merge" {
+        target_undo(ws, &b)?;
+    }
+    let mut intent = Intent {
+        branch_tip: b.meta.branch_tip.clone(),
+        slot: Some(crate::git::slot::DEFAULT_SLOT.to_string()),
+        ..Intent::new(
+            Op::Undo,
+            &paths.name,
+            b.refs_prefix.clone(),
+            b.meta.branch.clone(),
+        )
+    };
+    lifecycle::record(paths, &intent)?;
+    crate::failpoint::hit("undo_intent_recorded");
+    let outcome = undo_backup(ws, paths, journal, &b, &mut intent)?;
+    lifecycle::clear(paths)?;
+    Ok(outcome)
+}
+
+/// Finish an interrupted undo (see `recovery::lifecycle`).
+pub fn finish(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+    journal: &Journal,
+) -> anyhow::Result<()> {
+    let repo = &ws.main.repo;
+    match backup::list(repo, Some(&paths.name))
+        .into_iter()
+        .find(|b| b.refs_prefix == intent.backup)
+    {
+        Some(b) => {
+            undo_backup(ws, paths, journal, &b, &mut intent.clone())?;
+        }
+        // Its meta ref moved to `undone/` (moved last): only the other refs may be left.
+        None => backup::move_to_undone(repo, &intent.backup)?,
+    }
+    Ok(())
+}
+
+fn undo_backup(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    b: &Backup,
+    intent: &mut Intent,
+) -> anyhow::Result<UndoOutcome> {
+    let repo = &ws.main.repo;
     let mut notes = Vec::new();
     let mut reset_target = None;
     if b.meta.kind == "merge" {
-        reset_target = Some(undo_merge_target(ws, &b)?);
+        let action = target_undo(ws, b)?;
+        reset_target = Some(apply_target_undo(ws, b, action)?);
     }
+    crate::failpoint::hit("undo_target_reset");
     let branch = b.meta.branch.clone();
-    let backed_up_tip = backup::ref_target(repo, &b, "branch");
+    let backed_up_tip = backup::ref_target(repo, b, "branch");
     // The branch (and so the worktree and the plan) is restored only if it is gone or still at
     // the backed-up tip: a build that started again since is newer work, left alone.
     let mut restored_branch = None;
@@ -62,16 +145,21 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
         }
         (None, _) => true,
     };
+    crate::failpoint::hit("undo_branch_restored");
     let restored_worktree = if branch_matches {
-        restore_worktree(ws, &b, &branch, &mut notes)?
+        restore_worktree(ws, paths, b, &branch, intent, &mut notes)?
     } else {
         None
     };
+    crate::failpoint::hit("undo_worktree_restored");
     let restored_plan = match (&b.plan, branch_matches) {
         (Some(bytes), true) => match parse_plan(paths.plan.path(), bytes) {
             Ok(plan) => {
-                // The plan being replaced is kept beside it.
-                if let Ok(current) = std::fs::read(paths.plan.path()) {
+                // The plan being replaced is kept beside it (unless it is already the backup's:
+                // an undo finished after a crash).
+                if let Ok(current) = std::fs::read(paths.plan.path())
+                    && parse_plan(paths.plan.path(), &current).ok() != Some(plan.clone())
+                {
                     let aside =
                         crate::store::unused_path(&paths.plan.path().with_file_name(format!(
                             "{}.replaced-{}",
@@ -87,7 +175,8 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
         },
         _ => false,
     };
-    backup::mark_undone(repo, &b)?;
+    crate::failpoint::hit("undo_plan_restored");
+    backup::mark_undone(repo, b)?;
     journal.record(
         "undone",
         None,
@@ -107,8 +196,29 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     })
 }
 
-/// Put a merge's target back on its pre-merge tip, only if nothing was committed on top.
-fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
+/// What undoing a merge does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TargetUndo {
+    /// Check the old tree out in the main worktree, then move the ref back.
+    CheckoutThenRef {
+        before: Oid,
+        after: Oid,
+    },
+    /// Move the ref back only (not checked out, or the files were already put back).
+    RefOnly {
+        before: Oid,
+        after: Oid,
+    },
+    /// Drop the staged merge (`--no-commit`) from the main worktree.
+    DropStaged {
+        head: Oid,
+    },
+    Nothing,
+}
+
+/// Decide how to put a merge's target back, or refuse: only if nothing was committed on top,
+/// and never over changes someone made since.
+fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
     let repo = &ws.main.repo;
     let target = b
         .meta
@@ -125,7 +235,6 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
         .target_tip_after
         .as_deref()
         .and_then(|s| Oid::from_str(s).ok());
-    let target_ref = format!("refs/heads/{target}");
     let checked_out = where_checked_out(&ws.main, &target);
     match after {
         Some(after) if now == after => {
@@ -136,67 +245,101 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
                 ))
                 .into());
             }
-            if checked_out == CheckedOut::Main {
-                let dirty = dirty_paths(repo)?;
-                if !dirty.is_empty() {
-                    return Err(RunnerError::NeedsHuman(format!(
-                        "{target} is checked out with uncommitted changes ({}); commit or stash them first",
-                        dirty.join(", ")
-                    ))
-                    .into());
-                }
-                let tree = repo.find_commit(before)?.into_object();
-                let mut checkout = git2::build::CheckoutBuilder::new();
-                checkout.safe();
-                repo.checkout_tree(&tree, Some(&mut checkout))?;
+            if checked_out != CheckedOut::Main {
+                return Ok(TargetUndo::RefOnly { before, after });
             }
-            repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
+            let dirty = dirty_paths(repo)?;
+            if dirty.is_empty() {
+                crate::ops::discard::refuse_if_index_locked(repo.path())?;
+                return Ok(TargetUndo::CheckoutThenRef { before, after });
+            }
+            // An undo cut off between the files and the ref: the files are already back.
+            let before_tree = repo.find_commit(before)?.tree_id();
+            if repo.index()?.write_tree()? == before_tree && !has_unstaged(repo)? {
+                return Ok(TargetUndo::RefOnly { before, after });
+            }
+            Err(RunnerError::NeedsHuman(format!(
+                "{target} is checked out with uncommitted changes ({}); commit or stash them first",
+                dirty.join(", ")
+            ))
+            .into())
         }
         // The ref never moved: a --no-commit merge, or a merge stopped before its ref moved.
         // Only the checked-out target's index and files may have changed; they are put back
         // only if they are still exactly what the merge staged.
         _ if now == before => {
-            if checked_out == CheckedOut::Main {
-                let branch_tip =
-                    backup::ref_target(repo, b, "branch").context("backup without branch tip")?;
-                let staged = crate::git::merge::preview(repo, before, branch_tip)?.tree;
-                let index_tree = repo.index()?.write_tree()?;
-                let mut opts = git2::StatusOptions::new();
-                opts.include_untracked(true).include_ignored(false);
-                let unstaged = repo.statuses(Some(&mut opts))?.iter().any(|e| {
-                    let s = e.status();
-                    s.is_wt_new()
-                        || s.is_wt_modified()
-                        || s.is_wt_deleted()
-                        || s.is_wt_renamed()
-                        || s.is_wt_typechange()
-                });
-                let head_tree = repo.find_commit(now)?.tree_id();
-                if index_tree == head_tree && !unstaged {
-                    // Nothing of the merge reached the files: nothing to put back.
-                } else if staged == Some(index_tree) && !unstaged {
-                    let head = repo.find_object(now, None)?;
-                    repo.reset(&head, git2::ResetType::Hard, None)?;
-                } else {
-                    return Err(RunnerError::NeedsHuman(format!(
-                        "the merge's staged changes on {target} were changed since; runner will not reset them. To drop them by hand: git reset --hard (after saving what you want to keep)"
-                    ))
-                    .into());
-                }
+            if checked_out != CheckedOut::Main {
+                return Ok(TargetUndo::Nothing);
+            }
+            let branch_tip =
+                backup::ref_target(repo, b, "branch").context("backup without branch tip")?;
+            let staged = crate::git::merge::preview(repo, before, branch_tip)?.tree;
+            let index_tree = repo.index()?.write_tree()?;
+            let unstaged = has_unstaged(repo)?;
+            let head_tree = repo.find_commit(now)?.tree_id();
+            if index_tree == head_tree && !unstaged {
+                // Nothing of the merge reached the files: nothing to put back.
+                Ok(TargetUndo::Nothing)
+            } else if staged == Some(index_tree) && !unstaged {
+                crate::ops::discard::refuse_if_index_locked(repo.path())?;
+                Ok(TargetUndo::DropStaged { head: now })
+            } else {
+                Err(RunnerError::NeedsHuman(format!(
+                    "the merge's staged changes on {target} were changed since; runner will not reset them. To drop them by hand: git reset --hard (after saving what you want to keep)"
+                ))
+                .into())
             }
         }
-        Some(after) => {
-            return Err(RunnerError::NeedsHuman(format!(
-                "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
-            ))
-            .into());
+        Some(after) => Err(RunnerError::NeedsHuman(format!(
+            "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
+        ))
+        .into()),
+        None => Err(RunnerError::NeedsHuman(format!(
+            "{target} moved since the --no-commit merge was staged (it is at {now}); runner will not reset it"
+        ))
+        .into()),
+    }
+}
+
+/// Unstaged changes (untracked files included) in `repo`'s working tree.
+fn has_unstaged(repo: &git2::Repository) -> anyhow::Result<bool> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    Ok(repo.statuses(Some(&mut opts))?.iter().any(|e| {
+        let s = e.status();
+        s.is_wt_new()
+            || s.is_wt_modified()
+            || s.is_wt_deleted()
+            || s.is_wt_renamed()
+            || s.is_wt_typechange()
+    }))
+}
+
+fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::Result<String> {
+    let repo = &ws.main.repo;
+    let target = b
+        .meta
+        .target
+        .clone()
+        .context("merge backup without a target")?;
+    let target_ref = format!("refs/heads/{target}");
+    match action {
+        TargetUndo::CheckoutThenRef { before, after } => {
+            let tree = repo.find_commit(before)?.into_object();
+            let mut checkout = git2::build::CheckoutBuilder::new();
+            checkout.safe();
+            repo.checkout_tree(&tree, Some(&mut checkout))?;
+            crate::failpoint::hit("undo_target_files_reset");
+            repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
         }
-        None => {
-            return Err(RunnerError::NeedsHuman(format!(
-                "{target} moved since the --no-commit merge was staged (it is at {now}); runner will not reset it"
-            ))
-            .into());
+        TargetUndo::RefOnly { before, after } => {
+            repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
         }
+        TargetUndo::DropStaged { head } => {
+            let head = repo.find_object(head, None)?;
+            repo.reset(&head, git2::ResetType::Hard, None)?;
+        }
+        TargetUndo::Nothing => {}
     }
     Ok(target)
 }
@@ -205,8 +348,10 @@ fn undo_merge_target(ws: &Workspace, b: &Backup) -> anyhow::Result<String> {
 /// into it.
 fn restore_worktree(
     ws: &Workspace,
+    paths: &SpecPaths,
     b: &Backup,
     branch: &str,
+    intent: &mut Intent,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<String>> {
     if ws.main.branch_tip(branch).is_none() {
@@ -226,18 +371,23 @@ fn restore_worktree(
         return Ok(None);
     };
     let backed_up_tip = backup::ref_target(&ws.main.repo, b, "branch");
+    // An undo cut off while it filled the slot: what is there is its own half-done work.
+    let resuming = intent.creating_slot;
     match slot.inspect(&ws.main) {
         SlotState::Missing => {}
         // Only a worktree still exactly as the backup left it (same tip, nothing uncommitted)
         // gets the changes put back into it; anything else there is newer work.
         SlotState::Ready { branch: Some(held) }
             if held == branch
-                && slot.dirty_paths(&ws.main)?.is_empty()
+                && (resuming || slot.dirty_paths(&ws.main)?.is_empty())
                 && slot
                     .open(&ws.main)
                     .ok()
                     .and_then(|r| crate::git::head_commit(&r).ok())
                     == backed_up_tip => {}
+        SlotState::Broken { .. } | SlotState::Unregistered if resuming => {
+            crate::git::slot::remove_worktree(&ws.main, &slot)?;
+        }
         _ => {
             if let Some(u) = uncommitted {
                 notes.push(format!(
@@ -249,11 +399,17 @@ fn restore_worktree(
             return Ok(None);
         }
     }
-    if !slot.path.exists() {
+    if !resuming {
+        intent.creating_slot = true;
+        lifecycle::record(paths, intent)?;
+    }
+    if !matches!(slot.inspect(&ws.main), SlotState::Ready { .. }) {
+        crate::git::slot::remove_worktree(&ws.main, &slot)?;
         slot.create(&ws.main, branch)?;
     }
+    crate::failpoint::hit("undo_slot_created");
+    let wt = slot.open(&ws.main)?;
     if let Some(u) = uncommitted {
-        let wt = slot.open(&ws.main)?;
         let tree = wt.find_commit(u)?.tree()?;
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout.force();
@@ -263,6 +419,11 @@ fn restore_worktree(
         let mut index = wt.index()?;
         index.read_tree(&head_tree)?;
         index.write()?;
+    } else if resuming {
+        // A creation cut off mid-checkout: complete it.
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.force();
+        wt.checkout_head(Some(&mut checkout))?;
     }
     Ok(Some(slot.path.display().to_string()))
 }

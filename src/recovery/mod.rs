@@ -6,6 +6,7 @@ pub mod evaluator;
 pub mod inspect;
 pub mod integrity;
 pub mod interrupted;
+pub mod lifecycle;
 pub mod procs;
 pub mod repair;
 pub mod restore;

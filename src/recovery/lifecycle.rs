@@ -1,0 +1,522 @@
+//! Merge, discard and undo as all-or-nothing operations, even when SIGKILLed.
+//!
+//! Each writes an intent record, `.auto-claude/specs/<spec>/lifecycle.json` (atomically), before
+//! its first change, and removes it last. The record says which operation, which backup it
+//! makes, and what it needs to finish. Whoever next holds the spec's run lock (`runner recover`,
+//! or the next merge/discard/undo of that spec) finds the record and, by the rule in
+//! [`direction`], finishes the operation forward (past its point of no return) or rolls it back;
+//! both are idempotent, so a crash during recovery is recovered the same way.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::ops::{SpecPaths, Workspace};
+use crate::store::Journal;
+
+pub const INTENT_FILE: &str = "lifecycle.json";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    Merge,
+    Discard,
+    Undo,
+}
+
+/// What an interrupted operation needs to be finished or rolled back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    pub op: Op,
+    pub spec: String,
+    /// The refs prefix of the backup the operation writes (merge, discard) or undoes (undo).
+    pub backup: String,
+    pub branch: String,
+    pub branch_tip: Option<String>,
+    /// The slot (worktree name) the operation removes (merge, discard) or restores (undo).
+    #[serde(default)]
+    pub slot: Option<String>,
+    /// Merge: `merge`, `squash` or `no-commit`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub target_before: Option<String>,
+    #[serde(default)]
+    pub target_after: Option<String>,
+    /// Merge: the merged tree, written into the main worktree when the target is checked out.
+    #[serde(default)]
+    pub merged_tree: Option<String>,
+    #[serde(default)]
+    pub main_files: bool,
+    #[serde(default)]
+    pub keep_worktree: bool,
+    /// Undo: the slot was missing and undo is creating it (anything found there is its own).
+    #[serde(default)]
+    pub creating_slot: bool,
+}
+
+impl Intent {
+    /// An intent with only what every operation records; the others fill in the rest.
+    pub fn new(op: Op, spec: &str, backup: String, branch: String) -> Intent {
+        Intent {
+            op,
+            spec: spec.to_string(),
+            backup,
+            branch,
+            branch_tip: None,
+            slot: None,
+            mode: None,
+            target: None,
+            target_before: None,
+            target_after: None,
+            merged_tree: None,
+            main_files: false,
+            keep_worktree: false,
+            creating_slot: false,
+        }
+    }
+}
+
+/// Remove the slot the intent names if it is the operation's own: it holds the intent's
+/// branch, or it is what a cut-off removal left (registered but its folder gone or no longer
+/// a worktree of that branch, or only git's admin folder left). Another spec's slot, or a folder
+/// git does not know, is never touched.
+pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+    use crate::git::{Slot, SlotState, slot};
+    let Some(name) = &intent.slot else {
+        return Ok(());
+    };
+    let s = Slot::named(&ws.root, name)
+        .with_context(|| format!("{name:?} in the intent record is no worktree slot"))?;
+    let admin = slot::admin_dir(&ws.main, &s);
+    // git's half-pruned record of the slot still says whose it was.
+    let admin_head = std::fs::read_to_string(admin.join("HEAD"));
+    let admin_says_ours = admin_head
+        .as_ref()
+        .is_ok_and(|h| h.trim() == format!("ref: refs/heads/{}", intent.branch));
+    let admin_remnant =
+        admin.symlink_metadata().is_ok() && (admin_says_ours || admin_head.is_err());
+    let ours = match s.inspect(&ws.main) {
+        SlotState::Ready { branch } => branch.as_deref() == Some(intent.branch.as_str()),
+        SlotState::Broken { .. } => !s.path.exists() || admin_says_ours,
+        SlotState::Missing => admin.symlink_metadata().is_ok(),
+        // A folder git no longer knows is only removed beside its half-pruned record.
+        SlotState::Unregistered => admin_remnant,
+    };
+    if ours {
+        slot::remove_worktree(&ws.main, &s)?;
+    }
+    Ok(())
+}
+
+/// Where the target branch of an interrupted merge is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetNow {
+    Before,
+    After,
+    Elsewhere,
+}
+
+/// What is observed of an interrupted operation (gathered by `observe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// The backup's `meta` ref exists (it is written last, so the backup is whole).
+    pub backup_whole: bool,
+    /// Merge: where the target is.
+    pub target: TargetNow,
+    /// `--no-commit` merge: the main worktree's index is exactly the merged tree.
+    pub index_is_merged: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Direction {
+    /// Past the point of no return: do the remaining steps.
+    Forward,
+    /// Before it: undo what was done; the state is as if the operation never started.
+    Back,
+    /// Someone changed things since (the merge target moved elsewhere): leave it to a person.
+    Human(String),
+}
+
+/// The rule, per operation:
+/// - discard: forward once its backup is whole (everything removed later is in it), back before
+///   (nothing was removed yet; a partial backup is deleted).
+/// - merge (default, `--squash`): forward once the target ref points at the merge result, back
+///   while it is still at its old tip (files written into the main worktree are put back, the
+///   backup deleted); anywhere else, a person decides.
+/// - merge `--no-commit`: forward once the main worktree's index is the merged tree, else back.
+/// - undo: always forward; its steps only restore from a backup that stays until the last one.
+pub fn direction(intent: &Intent, facts: Facts) -> Direction {
+    match intent.op {
+        Op::Undo => Direction::Forward,
+        Op::Discard if facts.backup_whole => Direction::Forward,
+        Op::Discard => Direction::Back,
+        Op::Merge if intent.mode.as_deref() == Some("no-commit") => {
+            if facts.backup_whole && facts.index_is_merged && facts.target == TargetNow::Before {
+                Direction::Forward
+            } else if facts.target == TargetNow::Before {
+                Direction::Back
+            } else {
+                Direction::Human(target_moved(intent))
+            }
+        }
+        Op::Merge => match facts.target {
+            TargetNow::After if facts.backup_whole => Direction::Forward,
+            TargetNow::Before => Direction::Back,
+            _ => Direction::Human(target_moved(intent)),
+        },
+    }
+}
+
+fn target_moved(intent: &Intent) -> String {
+    format!(
+        "the merge of {} was interrupted and {} moved since (the merge went from {} to {}); runner will not touch it. Its backup is {}",
+        intent.spec,
+        intent.target.as_deref().unwrap_or("the target"),
+        intent.target_before.as_deref().unwrap_or("?"),
+        intent.target_after.as_deref().unwrap_or("(no commit)"),
+        intent.backup
+    )
+}
+
+pub fn intent_path(paths: &SpecPaths) -> PathBuf {
+    paths.dir.join(INTENT_FILE)
+}
+
+/// Record the operation durably before its first change.
+pub fn record(paths: &SpecPaths, intent: &Intent) -> anyhow::Result<()> {
+    let path = intent_path(paths);
+    crate::store::write_atomic(&path, &serde_json::to_vec_pretty(intent)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Forget the record: the operation is complete (or rolled back). Removed durably.
+pub fn clear(paths: &SpecPaths) -> anyhow::Result<()> {
+    let path = intent_path(paths);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+    if let Ok(dir) = std::fs::File::open(&paths.dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// The record of an interrupted operation, if any. A record that does not read is reported,
+/// never guessed at.
+pub fn load(paths: &SpecPaths) -> anyhow::Result<Option<Intent>> {
+    let path = intent_path(paths);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let unusable = |why: String| -> anyhow::Error {
+        crate::error::RunnerError::NeedsHuman(format!(
+            "{} (the record of an interrupted merge, discard or undo) {why}. Check `runner undo --list` and git's state, then delete the file",
+            path.display()
+        ))
+        .into()
+    };
+    let intent: Intent =
+        serde_json::from_slice(&bytes).map_err(|e| unusable(format!("does not read: {e}")))?;
+    if let Some(why) = foreign_names(&intent, &paths.name) {
+        return Err(unusable(why));
+    }
+    Ok(Some(intent))
+}
+
+/// Why an intent names things that are not its spec's own (it is a file anyone can write, and
+/// finishing it deletes refs and branches), if it does.
+pub fn foreign_names(intent: &Intent, spec: &str) -> Option<String> {
+    use crate::git::backup::BACKUP_PREFIX;
+    use crate::git::refs::{legacy_ref_component, ref_component};
+    if intent.spec != spec {
+        return Some(format!("is for spec {:?}", intent.spec));
+    }
+    if intent.branch != crate::git::branch_for(spec) {
+        return Some(format!("names the branch {:?}", intent.branch));
+    }
+    let own_backup = [ref_component(spec), legacy_ref_component(spec)]
+        .iter()
+        .any(|c| {
+            intent
+                .backup
+                .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
+                .is_some_and(|stamp| !stamp.is_empty() && !stamp.contains('/'))
+        });
+    if !own_backup {
+        return Some(format!("names {:?}, no backup of this spec", intent.backup));
+    }
+    None
+}
+
+/// What an interrupted operation was left in, seen in git.
+pub fn observe(ws: &Workspace, intent: &Intent) -> Facts {
+    let repo = &ws.main.repo;
+    let backup_whole = repo
+        .find_reference(&format!("{}/meta", intent.backup))
+        .is_ok();
+    let oid = |s: &Option<String>| s.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
+    let now = intent.target.as_deref().and_then(|t| ws.main.branch_tip(t));
+    let target = match now {
+        Some(now) if Some(now) == oid(&intent.target_after) => TargetNow::After,
+        Some(now) if Some(now) == oid(&intent.target_before) => TargetNow::Before,
+        _ => TargetNow::Elsewhere,
+    };
+    let index_is_merged = repo
+        .index()
+        .and_then(|mut i| i.write_tree())
+        .ok()
+        .is_some_and(|t| Some(t) == oid(&intent.merged_tree));
+    Facts {
+        backup_whole,
+        target,
+        index_is_merged,
+    }
+}
+
+/// What `finish_interrupted` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub op: Op,
+    pub intent: Intent,
+    pub rolled_back: bool,
+    /// One line for the report.
+    pub message: String,
+}
+
+impl std::fmt::Display for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Finish or roll back the spec's interrupted merge, discard or undo, if there is one. The
+/// caller holds the spec's run lock. Returns what was done, for the report.
+pub fn finish_interrupted(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    dry_run: bool,
+) -> anyhow::Result<Option<Finished>> {
+    let Some(intent) = load(paths)? else {
+        return Ok(None);
+    };
+    let what = match intent.op {
+        Op::Merge => "merge",
+        Op::Discard => "discard",
+        Op::Undo => "undo",
+    };
+    let direction = direction(&intent, observe(ws, &intent));
+    let done = |rolled_back: bool, message: String| {
+        Ok(Some(Finished {
+            op: intent.op,
+            intent: intent.clone(),
+            rolled_back,
+            message,
+        }))
+    };
+    if dry_run {
+        return match direction {
+            Direction::Forward => done(false, format!("an interrupted {what} would be finished")),
+            Direction::Back => done(true, format!("an interrupted {what} would be rolled back")),
+            Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
+        };
+    }
+    match direction {
+        Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
+        Direction::Forward => {
+            match intent.op {
+                Op::Merge => crate::ops::merge::finish(ws, paths, &intent, journal)?,
+                Op::Discard => crate::ops::discard::finish(ws, paths, &intent, journal)?,
+                Op::Undo => crate::ops::undo::finish(ws, paths, &intent, journal)?,
+            }
+            clear(paths)?;
+            done(false, format!("finished an interrupted {what}"))
+        }
+        Direction::Back => {
+            if intent.op == Op::Merge {
+                crate::ops::merge::roll_back(ws, &intent)?;
+            }
+            crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
+            clear(paths)?;
+            journal.record(
+                "lifecycle_rolled_back",
+                None,
+                serde_json::json!({"op": what, "backup": intent.backup}),
+            )?;
+            done(true, format!("rolled back an interrupted {what}"))
+        }
+    }
+}
+
+/// `runner recover`, before it repairs slots: finish or roll back every spec's interrupted
+/// merge, discard or undo, each under the spec's run lock (a spec being run is skipped: its
+/// holder finishes it). Returns one action per spec that had one; a cut-off operation that
+/// needs a person gives a `lifecycle_needs_human` action, not an error.
+pub fn finish_all(
+    ws: &Workspace,
+    names: &[String],
+    run_id: &str,
+    dry_run: bool,
+) -> anyhow::Result<std::collections::BTreeMap<String, super::Action>> {
+    let mut out = std::collections::BTreeMap::new();
+    for name in names {
+        let paths = ws.spec(name);
+        if intent_path(&paths).symlink_metadata().is_err() {
+            continue;
+        }
+        let Some(_lock) = crate::store::FileLock::try_acquire(&paths.run_lock)? else {
+            continue;
+        };
+        let journal = Journal::new(&paths.dir, run_id);
+        let (kind, detail) = match finish_interrupted(ws, &paths, &journal, dry_run) {
+            Ok(Some(done)) => ("lifecycle", done.message),
+            Ok(None) => continue,
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::NEEDS_HUMAN => {
+                ("lifecycle_needs_human", format!("{e:#}"))
+            }
+            Err(e) => return Err(e),
+        };
+        out.insert(
+            name.clone(),
+            super::Action {
+                kind: kind.into(),
+                chunk: None,
+                decision: None,
+                detail,
+                if_verification: None,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Put `action` (from `finish_all`) first in the spec's report.
+pub fn add_to_report(report: &mut super::SpecRecovery, action: super::Action) {
+    if action.kind == "lifecycle_needs_human" {
+        report.outcome = "needs_human".into();
+    } else if report.outcome == "clean" {
+        report.outcome = "recovered".into();
+    }
+    report.actions.insert(0, action);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intent(op: Op, mode: Option<&str>) -> Intent {
+        Intent {
+            mode: mode.map(str::to_string),
+            target: Some("main".into()),
+            main_files: true,
+            ..Intent::new(
+                op,
+                "001-x",
+                "refs/auto-claude/backup/001-x/s".into(),
+                "auto-claude/001-x".into(),
+            )
+        }
+    }
+
+    fn facts(backup_whole: bool, target: TargetNow, index_is_merged: bool) -> Facts {
+        Facts {
+            backup_whole,
+            target,
+            index_is_merged,
+        }
+    }
+
+    #[test]
+    fn discard_goes_forward_only_with_a_whole_backup() {
+        let d = intent(Op::Discard, None);
+        assert_eq!(
+            direction(&d, facts(true, TargetNow::Elsewhere, false)),
+            Direction::Forward
+        );
+        assert_eq!(
+            direction(&d, facts(false, TargetNow::Elsewhere, false)),
+            Direction::Back
+        );
+    }
+
+    #[test]
+    fn a_merge_goes_forward_once_the_target_moved_to_the_result() {
+        for mode in ["merge", "squash"] {
+            let m = intent(Op::Merge, Some(mode));
+            assert_eq!(
+                direction(&m, facts(true, TargetNow::After, false)),
+                Direction::Forward
+            );
+            assert_eq!(
+                direction(&m, facts(true, TargetNow::Before, true)),
+                Direction::Back
+            );
+            assert_eq!(
+                direction(&m, facts(false, TargetNow::Before, false)),
+                Direction::Back
+            );
+            assert!(matches!(
+                direction(&m, facts(true, TargetNow::Elsewhere, false)),
+                Direction::Human(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn a_no_commit_merge_goes_forward_once_the_index_is_the_merge() {
+        let m = intent(Op::Merge, Some("no-commit"));
+        assert_eq!(
+            direction(&m, facts(true, TargetNow::Before, true)),
+            Direction::Forward
+        );
+        assert_eq!(
+            direction(&m, facts(true, TargetNow::Before, false)),
+            Direction::Back
+        );
+        assert!(matches!(
+            direction(&m, facts(true, TargetNow::Elsewhere, true)),
+            Direction::Human(_)
+        ));
+    }
+
+    #[test]
+    fn an_intent_naming_another_specs_refs_is_refused() {
+        let own = intent(Op::Discard, None);
+        assert_eq!(foreign_names(&own, "001-x"), None);
+        assert!(foreign_names(&own, "001-y").is_some());
+        for backup in [
+            "refs/heads",
+            "refs/auto-claude/backup/001-x",
+            "refs/auto-claude/backup/001-x/a/b",
+            "refs/auto-claude/backup/001-xy/s",
+        ] {
+            let bad = Intent {
+                backup: backup.into(),
+                ..own.clone()
+            };
+            assert!(foreign_names(&bad, "001-x").is_some(), "{backup}");
+        }
+        let bad = Intent {
+            branch: "main".into(),
+            ..own
+        };
+        assert!(foreign_names(&bad, "001-x").is_some());
+    }
+
+    #[test]
+    fn undo_always_goes_forward() {
+        let u = intent(Op::Undo, None);
+        assert_eq!(
+            direction(&u, facts(false, TargetNow::Elsewhere, false)),
+            Direction::Forward
+        );
+    }
+}

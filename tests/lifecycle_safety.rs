@@ -1,0 +1,647 @@
+//! Merge, discard and undo: all-or-nothing (refused, failed or SIGKILLed at any step, then
+//! `runner recover`), and backups and recovery refs that belong to exactly one spec.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Output;
+
+use common::*;
+
+/// Two spec names the old ref mapping (every other byte → `_`) gave the same refs.
+const DOT: &str = "001-a.b";
+const UNDERSCORE: &str = "001-a_b";
+
+fn branch(spec: &str) -> String {
+    format!("auto-claude/{spec}")
+}
+
+fn rev(repo: &TestRepo, what: &str) -> Option<String> {
+    git_result(&repo.root, &["rev-parse", "--verify", "-q", what])
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Every ref under `prefix` whose commit has `path` with `content`.
+fn refs_holding(repo: &TestRepo, prefix: &str, path: &str, content: &str) -> Vec<String> {
+    repo.git(&["for-each-ref", "--format=%(refname)", prefix])
+        .lines()
+        .filter(|r| {
+            git_result(&repo.root, &["show", &format!("{r}:{path}")])
+                .ok()
+                .as_deref()
+                == Some(content)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The spec component of `refs/auto-claude/<kind>/<spec>/…`.
+fn spec_component(refname: &str) -> String {
+    refname.split('/').nth(3).unwrap().to_string()
+}
+
+#[test]
+fn specs_whose_names_differ_only_in_punctuation_never_share_refs_or_backups() {
+    let repo = TestRepo::new();
+    repo.add_spec(DOT);
+    repo.add_spec(UNDERSCORE);
+
+    // Recovery refs: each spec's leftovers are saved when the slot switches to the other.
+    assert_exit(&repo.run_spec(DOT, &[]), 0);
+    std::fs::write(repo.worktree().join("scratch.txt"), "dot's leftovers").unwrap();
+    assert_exit(&repo.run_spec(UNDERSCORE, &[]), 0);
+    std::fs::write(
+        repo.worktree().join("scratch.txt"),
+        "underscore's leftovers",
+    )
+    .unwrap();
+    assert_exit(&repo.run_spec(DOT, &[]), 0);
+    let dot_saved = refs_holding(
+        &repo,
+        "refs/auto-claude/recovery",
+        "scratch.txt",
+        "dot's leftovers",
+    );
+    let us_saved = refs_holding(
+        &repo,
+        "refs/auto-claude/recovery",
+        "scratch.txt",
+        "underscore's leftovers",
+    );
+    assert_eq!(
+        (dot_saved.len(), us_saved.len()),
+        (1, 1),
+        "{dot_saved:?} {us_saved:?}"
+    );
+    assert_ne!(
+        spec_component(&dot_saved[0]),
+        spec_component(&us_saved[0]),
+        "the recovery refs of {DOT} and {UNDERSCORE} share a folder: {dot_saved:?} {us_saved:?}"
+    );
+
+    // Backups: discard both (the dot first), then undo only the dot. Both builds can make the
+    // same commits within one second: one more commit tells their tips apart.
+    git_in(
+        &repo.worktree(),
+        &["commit", "-q", "--allow-empty", "-m", "only on the dot"],
+    );
+    let dot_tip = rev(&repo, &branch(DOT)).unwrap();
+    let us_tip = rev(&repo, &branch(UNDERSCORE)).unwrap();
+    assert_ne!(dot_tip, us_tip);
+    let dot_plan = repo.plan(DOT);
+    let us_plan = repo.plan(UNDERSCORE);
+    assert_exit(&repo.runner(&["discard", "--spec", DOT, "--yes"]), 0);
+    assert_exit(&repo.runner(&["discard", "--spec", UNDERSCORE, "--yes"]), 0);
+    let us_plan_discarded = repo.plan(UNDERSCORE);
+    assert_ne!(us_plan_discarded, us_plan);
+    let backups = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/auto-claude/backup",
+    ]);
+    let components: std::collections::BTreeSet<String> =
+        backups.lines().map(spec_component).collect();
+    assert_eq!(components.len(), 2, "{backups}");
+
+    let out = repo.runner(&["undo", "--spec", DOT, "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(rev(&repo, &branch(DOT)).as_deref(), Some(dot_tip.as_str()));
+    assert_eq!(repo.plan(DOT), dot_plan, "the dot's own plan is back");
+    assert_eq!(
+        rev(&repo, &branch(UNDERSCORE)),
+        None,
+        "the other spec is untouched"
+    );
+    assert_eq!(repo.plan(UNDERSCORE), us_plan_discarded);
+
+    // The other spec's backup is still its own to undo.
+    assert_exit(&repo.runner(&["undo", "--spec", UNDERSCORE]), 0);
+    assert_eq!(
+        rev(&repo, &branch(UNDERSCORE)).as_deref(),
+        Some(us_tip.as_str())
+    );
+    assert_eq!(repo.plan(UNDERSCORE), us_plan);
+    let out = repo.runner(&["undo", "--spec", DOT]);
+    assert_exit(&out, 2);
+}
+
+/// Write a backup the way runner did before ref names were escaped: under the lossy component,
+/// with its spec recorded in `backup.json`.
+fn write_legacy_backup(repo: &TestRepo, spec: &str, stamp: &str, tip: &str, plan: &str) {
+    let component = spec.replace('.', "_");
+    let meta = serde_json::json!({
+        "kind": "discard", "spec": spec, "time": "2025-01-01T00:00:00Z", "stamp": stamp,
+        "branch": branch(spec), "branch_tip": tip,
+    });
+    let dir = repo.tmp.path();
+    std::fs::write(dir.join("backup.json"), meta.to_string()).unwrap();
+    std::fs::write(dir.join("plan.json"), plan).unwrap();
+    let blob = |f: &str| {
+        repo.git(&["hash-object", "-w", &dir.join(f).display().to_string()])
+            .trim()
+            .to_string()
+    };
+    let (meta_blob, plan_blob) = (blob("backup.json"), blob("plan.json"));
+    let listing = format!(
+        "100644 blob {meta_blob}\tbackup.json\n100644 blob {plan_blob}\timplementation_plan.json\n"
+    );
+    let tree = {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .arg("mktree")
+            .current_dir(&repo.root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(listing.as_bytes())
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let commit = repo
+        .git(&["commit-tree", &tree, "-m", "runner backup"])
+        .trim()
+        .to_string();
+    let prefix = format!("refs/auto-claude/backup/{component}/{stamp}");
+    repo.git(&["update-ref", &format!("{prefix}/branch"), tip]);
+    repo.git(&["update-ref", &format!("{prefix}/meta"), &commit]);
+}
+
+#[test]
+fn backups_written_under_the_old_shared_names_are_undone_for_their_own_spec_only() {
+    let repo = TestRepo::new();
+    repo.add_spec(DOT);
+    repo.add_spec(UNDERSCORE);
+    assert_exit(&repo.run_spec(DOT, &[]), 0);
+    let dot_tip = rev(&repo, &branch(DOT)).unwrap();
+    let dot_plan = std::fs::read_to_string(repo.plan_path(DOT)).unwrap();
+    assert_exit(&repo.run_spec(UNDERSCORE, &[]), 0);
+    let us_tip = rev(&repo, &branch(UNDERSCORE)).unwrap();
+    // What an old runner's discards left: both under `001-a_b`, the underscore's newer.
+    assert_exit(&repo.runner(&["discard", "--spec", DOT, "--yes"]), 0);
+    assert_exit(&repo.runner(&["discard", "--spec", UNDERSCORE, "--yes"]), 0);
+    for r in repo
+        .git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/backup",
+        ])
+        .lines()
+    {
+        repo.git(&["update-ref", "-d", r]);
+    }
+    write_legacy_backup(&repo, DOT, "20250101T000000Z", &dot_tip, &dot_plan);
+    write_legacy_backup(
+        &repo,
+        UNDERSCORE,
+        "20250101T000001Z",
+        &us_tip,
+        "{\"broken\": ",
+    );
+
+    let list = repo.runner(&["undo", "--list", "--spec", DOT, "--json"]);
+    assert_exit(&list, 0);
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["meta"]["spec"], DOT);
+
+    assert_exit(&repo.runner(&["undo", "--spec", DOT]), 0);
+    assert_eq!(rev(&repo, &branch(DOT)).as_deref(), Some(dot_tip.as_str()));
+    let restored: serde_json::Value = repo.plan(DOT);
+    assert_eq!(
+        restored,
+        serde_json::from_str::<serde_json::Value>(&dot_plan).unwrap()
+    );
+    assert_eq!(rev(&repo, &branch(UNDERSCORE)), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// All or nothing: refusals, and SIGKILL at every step followed by `runner recover`.
+// ---------------------------------------------------------------------------------------------
+
+const SPEC: &str = "001-feature";
+
+/// A repository whose spec is built on its branch, with uncommitted changes (an edit and an
+/// untracked file) in its worktree when `dirty`.
+fn built(dirty: bool) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.add_spec(SPEC);
+    assert_exit(&repo.run_spec(SPEC, &[]), 0);
+    if dirty {
+        std::fs::write(repo.worktree().join("work/core-a.txt"), "edited\n").unwrap();
+        std::fs::write(repo.worktree().join("untracked.txt"), "new\n").unwrap();
+    }
+    repo
+}
+
+fn killed(out: &Output) -> bool {
+    out.status.signal() == Some(libc::SIGKILL)
+}
+
+fn with_failpoint(repo: &TestRepo, args: &[&str], point: &str) -> Output {
+    repo.cmd(args)
+        .env("RUNNER_FAILPOINTS", point)
+        .output()
+        .unwrap()
+}
+
+fn main_state(repo: &TestRepo) -> (String, String, Vec<u8>) {
+    (
+        repo.git(&["rev-parse", "main"]),
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        std::fs::read(repo.path(".git/index")).unwrap(),
+    )
+}
+
+/// Git's worktree records are consistent: nothing for `git worktree prune` to do, no
+/// registered worktree whose folder is gone or empty, no intent record left.
+fn assert_consistent(repo: &TestRepo, what: &str) {
+    let prune = repo.git(&["worktree", "prune", "--dry-run", "-v"]);
+    assert_eq!(prune.trim(), "", "{what}: git worktree prune would act");
+    for line in repo.git(&["worktree", "list", "--porcelain"]).lines() {
+        if let Some(path) = line.strip_prefix("worktree ") {
+            let p = std::path::Path::new(path);
+            assert!(
+                p.join(".git").exists(),
+                "{what}: registered worktree {path} is missing or empty"
+            );
+        }
+    }
+    let admin = repo.path(".git/worktrees");
+    if let Ok(entries) = std::fs::read_dir(&admin) {
+        for e in entries.flatten() {
+            assert!(
+                e.path().join("gitdir").exists(),
+                "{what}: half-pruned {}",
+                e.path().display()
+            );
+        }
+    }
+    assert!(
+        !repo.spec_dir(SPEC).join("lifecycle.json").exists(),
+        "{what}: the intent record is left"
+    );
+}
+
+/// `commit` is on a branch or one of runner's refs.
+fn assert_reachable(repo: &TestRepo, commit: &str, what: &str) {
+    let holders = repo.git(&[
+        "for-each-ref",
+        "--contains",
+        commit,
+        "refs/heads",
+        "refs/auto-claude",
+    ]);
+    assert!(!holders.trim().is_empty(), "{what}: {commit} is lost");
+}
+
+fn recover(repo: &TestRepo, what: &str) {
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 0);
+    let _ = what;
+}
+
+#[test]
+fn a_merge_refused_for_a_held_index_lock_names_it_and_changes_nothing() {
+    for extra in [&[][..], &["--squash"][..], &["--no-commit"][..]] {
+        let repo = built(false);
+        std::fs::write(repo.path(".git/index.lock"), "").unwrap();
+        let before = main_state(&repo);
+        let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+        let mut args = vec!["merge", "--spec", SPEC, "--yes"];
+        args.extend_from_slice(extra);
+        let out = repo.runner(&args);
+        assert_exit(&out, 3);
+        assert!(
+            stderr(&out).contains(".git/index.lock"),
+            "{extra:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            main_state(&repo),
+            before,
+            "{extra:?}: the main worktree changed"
+        );
+        assert_eq!(
+            repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+            refs,
+            "{extra:?}: refs changed"
+        );
+        assert!(
+            !repo.path("work").exists(),
+            "{extra:?}: merged files were written"
+        );
+        // Once the lock is gone the merge works at once.
+        std::fs::remove_file(repo.path(".git/index.lock")).unwrap();
+        assert_exit(&repo.runner(&args), 0);
+    }
+}
+
+#[test]
+fn a_discard_refused_for_a_held_worktree_index_lock_names_it_and_changes_nothing() {
+    let repo = built(true);
+    let lock = repo.path(".git/worktrees/auto-claude/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let out = repo.runner(&["discard", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("index.lock"), "{}", stderr(&out));
+    assert!(repo.worktree().join("untracked.txt").exists());
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        refs
+    );
+    std::fs::remove_file(&lock).unwrap();
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+}
+
+const MERGE_POINTS: &[&str] = &[
+    "merge_intent_recorded",
+    "backup_refs_written",
+    "merge_after_backup",
+    "merge_files_written",
+    "merge_after_ref",
+    "worktree_folder_removed",
+    "merge_worktree_removed",
+    "merge_branch_deleted",
+];
+
+#[test]
+fn a_merge_killed_at_any_step_is_finished_or_rolled_back_by_recover() {
+    for (mode, extra) in [
+        ("merge", &[][..]),
+        ("squash", &["--squash"][..]),
+        ("no-commit", &["--no-commit"][..]),
+    ] {
+        let mut args = vec!["merge", "--spec", SPEC, "--yes"];
+        args.extend_from_slice(extra);
+        for point in MERGE_POINTS {
+            let what = format!("{mode} killed at {point}");
+            let repo = built(false);
+            let tip = rev(&repo, &branch(SPEC)).unwrap();
+            let main_before = main_state(&repo);
+            let out = with_failpoint(&repo, &args, point);
+            if !killed(&out) {
+                // A step --no-commit does not have.
+                assert_eq!(mode, "no-commit", "{what}: {}", stderr(&out));
+                assert_exit(&out, 0);
+                continue;
+            }
+            recover(&repo, &what);
+            assert_consistent(&repo, &what);
+            assert_reachable(&repo, &tip, &what);
+            let main_now = repo.git(&["rev-parse", "main"]);
+            let staged = repo.git(&["diff", "--cached", "--name-only"]);
+            let rolled_back = main_now == main_before.0 && staged.trim().is_empty();
+            if rolled_back {
+                assert_eq!(main_state(&repo).1, main_before.1, "{what}: files left");
+                assert!(!repo.path("work").exists(), "{what}: merged files left");
+                assert_eq!(
+                    repo.git(&["for-each-ref", "refs/auto-claude/backup"])
+                        .trim(),
+                    "",
+                    "{what}: a rolled-back merge leaves no backup"
+                );
+                assert_exit(&repo.runner(&args), 0);
+            } else if mode == "no-commit" {
+                assert_eq!(main_now, main_before.0, "{what}");
+                assert!(staged.contains("work/core-a.txt"), "{what}: {staged}");
+                assert_eq!(rev(&repo, &branch(SPEC)).as_deref(), Some(tip.as_str()));
+            } else {
+                assert_eq!(
+                    repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+                    "",
+                    "{what}"
+                );
+                assert!(repo.path("work/core-a.txt").exists(), "{what}");
+                assert_eq!(rev(&repo, &branch(SPEC)), None, "{what}: branch kept");
+                assert!(!repo.worktree().exists(), "{what}: slot kept");
+                assert!(repo.plan(SPEC).get("merged").is_some(), "{what}");
+                if mode == "merge" {
+                    repo.git(&["merge-base", "--is-ancestor", &tip, "main"]);
+                }
+                // What is landed can be undone at once.
+                assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+                assert_eq!(repo.git(&["rev-parse", "main"]), main_before.0, "{what}");
+                assert_eq!(rev(&repo, &branch(SPEC)).as_deref(), Some(tip.as_str()));
+            }
+            assert_consistent(&repo, &what);
+        }
+    }
+}
+
+const DISCARD_POINTS: &[&str] = &[
+    "discard_intent_recorded",
+    "backup_refs_written",
+    "discard_after_backup",
+    "worktree_folder_removed",
+    "discard_worktree_removed",
+    "discard_branch_deleted",
+    "discard_plan_reset",
+];
+
+fn assert_discard_undone(repo: &TestRepo, tip: &str, what: &str) {
+    assert_eq!(rev(repo, &branch(SPEC)).as_deref(), Some(tip), "{what}");
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("work/core-a.txt")).unwrap(),
+        "edited\n",
+        "{what}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.worktree().join("untracked.txt")).unwrap(),
+        "new\n",
+        "{what}"
+    );
+    assert!(
+        repo.statuses(SPEC).iter().all(|(_, s)| s == "completed"),
+        "{what}: {:?}",
+        repo.statuses(SPEC)
+    );
+}
+
+#[test]
+fn a_discard_killed_at_any_step_is_finished_or_rolled_back_by_recover() {
+    for point in DISCARD_POINTS {
+        let what = format!("discard killed at {point}");
+        let repo = built(true);
+        let tip = rev(&repo, &branch(SPEC)).unwrap();
+        let out = with_failpoint(&repo, &["discard", "--spec", SPEC, "--yes"], point);
+        assert!(killed(&out), "{what}: {}", stderr(&out));
+        recover(&repo, &what);
+        assert_consistent(&repo, &what);
+        assert_reachable(&repo, &tip, &what);
+        if rev(&repo, &branch(SPEC)).is_some() {
+            // Rolled back: everything as before, no backup; the discard then works at once.
+            assert_discard_undone(&repo, &tip, &what);
+            assert_eq!(
+                repo.git(&["for-each-ref", "refs/auto-claude/backup"])
+                    .trim(),
+                "",
+                "{what}"
+            );
+            assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+        } else {
+            assert!(!repo.worktree().exists(), "{what}");
+            assert!(
+                repo.statuses(SPEC).iter().all(|(_, s)| s == "pending"),
+                "{what}"
+            );
+        }
+        assert_consistent(&repo, &what);
+        // Either way one discard is done, and undoing it brings every change back.
+        assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+        assert_discard_undone(&repo, &tip, &what);
+        assert_consistent(&repo, &what);
+    }
+}
+
+const UNDO_POINTS: &[&str] = &[
+    "undo_intent_recorded",
+    "undo_target_files_reset",
+    "undo_target_reset",
+    "undo_branch_restored",
+    "undo_slot_created",
+    "undo_worktree_restored",
+    "undo_plan_restored",
+    "undo_ref_moved",
+    "undo_ref_moved@2",
+];
+
+#[test]
+fn an_undo_killed_at_any_step_is_finished_by_recover() {
+    for kind in ["discard", "merge"] {
+        for point in UNDO_POINTS {
+            let what = format!("undo of a {kind} killed at {point}");
+            let repo = built(kind == "discard");
+            let tip = rev(&repo, &branch(SPEC)).unwrap();
+            let main_before = repo.git(&["rev-parse", "main"]);
+            assert_exit(&repo.runner(&[kind, "--spec", SPEC, "--yes"]), 0);
+            let out = with_failpoint(&repo, &["undo", "--spec", SPEC], point);
+            if !killed(&out) {
+                // A step this undo does not have (no target to reset for a discard).
+                assert_exit(&out, 0);
+                assert!(point.contains("target"), "{what}: {}", stderr(&out));
+                continue;
+            }
+            recover(&repo, &what);
+            assert_consistent(&repo, &what);
+            assert_reachable(&repo, &tip, &what);
+            if kind == "discard" {
+                assert_discard_undone(&repo, &tip, &what);
+            } else {
+                assert_eq!(repo.git(&["rev-parse", "main"]), main_before, "{what}");
+                assert_eq!(rev(&repo, &branch(SPEC)).as_deref(), Some(tip.as_str()));
+                assert!(repo.worktree().exists(), "{what}");
+                assert!(repo.plan(SPEC).get("merged").is_none(), "{what}");
+            }
+            assert_eq!(
+                repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+                "",
+                "{what}: the main worktree"
+            );
+            assert_eq!(
+                repo.git(&["for-each-ref", "refs/auto-claude/backup"])
+                    .trim(),
+                "",
+                "{what}: the backup is not marked undone"
+            );
+            // The operation can be done again at once.
+            assert_exit(&repo.runner(&[kind, "--spec", SPEC, "--yes"]), 0);
+            assert_consistent(&repo, &what);
+        }
+    }
+}
+
+#[test]
+fn retrying_at_once_after_a_cut_off_backup_gets_a_distinct_backup() {
+    let repo = built(true);
+    let out = with_failpoint(
+        &repo,
+        &["discard", "--spec", SPEC, "--yes"],
+        "backup_refs_written",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    // No recover in between, in the same second: the retry rolls the cut-off one back first.
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+    assert_exit(&repo.runner(&["discard", "--spec", SPEC, "--yes"]), 0);
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+    let metas = repo.git(&["for-each-ref", "--format=%(refname)", "refs/auto-claude/"]);
+    let metas: Vec<&str> = metas.lines().filter(|r| r.ends_with("/meta")).collect();
+    assert_eq!(metas.len(), 2, "{metas:?}");
+    assert_discard_undone(&repo, &rev(&repo, &branch(SPEC)).unwrap(), "retry");
+}
+
+#[test]
+fn an_intent_record_naming_other_refs_is_reported_and_never_acted_on() {
+    let repo = built(false);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let record = serde_json::json!({
+        "op": "discard", "spec": SPEC, "backup": "refs/heads",
+        "branch": branch(SPEC), "branch_tip": rev(&repo, &branch(SPEC)),
+        "slot": "auto-claude",
+    });
+    std::fs::write(
+        repo.spec_dir(SPEC).join("lifecycle.json"),
+        record.to_string(),
+    )
+    .unwrap();
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 3);
+    assert!(stdout(&out).contains("lifecycle.json"), "{}", stdout(&out));
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        refs
+    );
+    assert!(repo.worktree().join(".git").exists());
+    let out = repo.runner(&["discard", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("lifecycle.json"), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+        refs
+    );
+}
+
+/// A removal cut off inside a step: the folder half deleted and git's admin folder half pruned
+/// (its `gitdir` and `commondir` files gone), as a kill during `remove_dir_all` or a prune
+/// leaves them. Recover removes both completely; nothing is left for `git worktree prune`.
+#[test]
+fn a_half_deleted_worktree_and_half_pruned_admin_folder_are_removed_by_recover() {
+    for (command, point) in [
+        ("discard", "discard_after_backup"),
+        ("merge", "merge_after_ref"),
+    ] {
+        let what = format!("{command} killed at {point}, then half removed");
+        let repo = built(command == "discard");
+        let tip = rev(&repo, &branch(SPEC)).unwrap();
+        let out = with_failpoint(&repo, &[command, "--spec", SPEC, "--yes"], point);
+        assert!(killed(&out), "{what}: {}", stderr(&out));
+        std::fs::remove_dir_all(repo.worktree().join("work")).unwrap();
+        std::fs::remove_file(repo.worktree().join(".git")).unwrap();
+        let admin = repo.path(".git/worktrees/auto-claude");
+        std::fs::remove_file(admin.join("gitdir")).unwrap();
+        std::fs::remove_file(admin.join("commondir")).unwrap();
+        recover(&repo, &what);
+        assert_consistent(&repo, &what);
+        assert_reachable(&repo, &tip, &what);
+        assert!(!repo.worktree().exists(), "{what}");
+        assert!(!admin.exists(), "{what}");
+        assert_eq!(rev(&repo, &branch(SPEC)), None, "{what}");
+        assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+        assert_eq!(
+            rev(&repo, &branch(SPEC)).as_deref(),
+            Some(tip.as_str()),
+            "{what}"
+        );
+        assert_consistent(&repo, &what);
+    }
+}
