@@ -350,10 +350,7 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
 }
 
 fn empty_plan() -> Plan {
-    Plan {
-        raw: Default::default(),
-        phases: Vec::new(),
-    }
+    Plan::default()
 }
 
 /// `--spec` resolved, or the only spec there is.

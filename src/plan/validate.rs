@@ -1,9 +1,9 @@
 //! The rules that make a parsed plan runnable: unique ids, dependencies that name real phases,
 //! no dependency cycles.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use super::model::Plan;
+use super::model::{PhaseRef, Plan};
 
 /// Appends one line per broken rule to `problems`.
 pub fn check(plan: &Plan, problems: &mut Vec<String>) {
@@ -52,8 +52,60 @@ fn check_unique_ids(plan: &Plan, problems: &mut Vec<String>) {
     }
 }
 
+/// Every phase by the names a `depends_on` entry can use: built once, so that resolving all
+/// dependencies is linear in the size of the plan (a scan per reference was quadratic).
+struct PhaseIndex<'a> {
+    by_id: HashMap<&'a str, Vec<usize>>,
+    by_number: HashMap<i64, Vec<usize>>,
+}
+
+impl<'a> PhaseIndex<'a> {
+    fn new(plan: &'a Plan) -> Self {
+        let mut by_id: HashMap<&str, Vec<usize>> = HashMap::with_capacity(plan.phases.len());
+        let mut by_number: HashMap<i64, Vec<usize>> = HashMap::with_capacity(plan.phases.len());
+        for (i, phase) in plan.phases.iter().enumerate() {
+            if let Some(id) = &phase.key.id {
+                by_id.entry(id.as_str()).or_default().push(i);
+            }
+            if let Some(n) = phase.key.number {
+                by_number.entry(n).or_default().push(i);
+            }
+        }
+        PhaseIndex { by_id, by_number }
+    }
+
+    /// The phases `dep` names, in file order: exactly those for which `PhaseRef::matches`
+    /// holds (a unit test checks the two agree).
+    fn targets(&self, dep: &PhaseRef) -> Vec<usize> {
+        let (by_id, by_number) = match dep {
+            PhaseRef::Name(s) => (
+                self.by_id.get(s.as_str()),
+                // A name matches a number only in its exact decimal form ("1", not "01").
+                s.parse::<i64>()
+                    .ok()
+                    .filter(|n| n.to_string() == *s)
+                    .and_then(|n| self.by_number.get(&n)),
+            ),
+            PhaseRef::Number(n) => (
+                self.by_id.get(n.to_string().as_str()),
+                self.by_number.get(n),
+            ),
+        };
+        let mut out: Vec<usize> = by_id
+            .into_iter()
+            .chain(by_number)
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 /// For each phase, the indexes of the phases it depends on; `None` if a reference is broken.
 pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<Vec<Vec<usize>>> {
+    let index = PhaseIndex::new(plan);
     let mut ok = true;
     let edges = plan
         .phases
@@ -63,31 +115,26 @@ pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<V
             phase
                 .depends_on
                 .iter()
-                .filter_map(|dep| {
-                    let targets: Vec<usize> = (0..plan.phases.len())
-                        .filter(|&j| dep.matches(&plan.phases[j].key))
-                        .collect();
-                    match targets.as_slice() {
-                        [one] => Some(*one),
-                        [] => {
-                            ok = false;
-                            problems.push(format!(
-                                "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
-                                phase.label(i)
-                            ));
-                            None
-                        }
-                        several => {
-                            ok = false;
-                            let names: Vec<String> =
-                                several.iter().map(|&j| plan.phases[j].label(j)).collect();
-                            problems.push(format!(
-                                "phases[{i}] ({}).depends_on: {dep} could mean any of {}; give those phases distinct ids and numbers",
-                                phase.label(i),
-                                names.join(", ")
-                            ));
-                            None
-                        }
+                .filter_map(|dep| match index.targets(dep).as_slice() {
+                    [one] => Some(*one),
+                    [] => {
+                        ok = false;
+                        problems.push(format!(
+                            "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
+                            phase.label(i)
+                        ));
+                        None
+                    }
+                    several => {
+                        ok = false;
+                        let names: Vec<String> =
+                            several.iter().map(|&j| plan.phases[j].label(j)).collect();
+                        problems.push(format!(
+                            "phases[{i}] ({}).depends_on: {dep} could mean any of {}; give those phases distinct ids and numbers",
+                            phase.label(i),
+                            names.join(", ")
+                        ));
+                        None
                     }
                 })
                 .collect()
@@ -96,49 +143,58 @@ pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<V
     ok.then_some(edges)
 }
 
+/// Reports the first dependency cycle found. Depth-first with an explicit stack: a chain of
+/// tens of thousands of phases must not overflow the thread's stack.
 fn check_cycles(plan: &Plan, edges: &[Vec<usize>], problems: &mut Vec<String>) {
+    if let Some(cycle) = find_cycle(edges) {
+        let names: Vec<String> = cycle.iter().map(|&n| plan.phases[n].label(n)).collect();
+        problems.push(format!(
+            "phase dependencies form a cycle: {}",
+            names.join(" -> ")
+        ));
+    }
+}
+
+/// A cycle as the phases along it, the first one repeated at the end (`a -> b -> a`).
+fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
         Open,
         Done,
     }
-    fn visit(n: usize, edges: &[Vec<usize>], marks: &mut [Mark], stack: &mut Vec<usize>) -> bool {
-        match marks[n] {
-            Mark::Done => return false,
-            Mark::Open => {
-                stack.push(n);
-                return true;
-            }
-            Mark::New => {}
-        }
-        marks[n] = Mark::Open;
-        stack.push(n);
-        for &m in &edges[n] {
-            if visit(m, edges, marks, stack) {
-                return true;
-            }
-        }
-        stack.pop();
-        marks[n] = Mark::Done;
-        false
-    }
     let mut marks = vec![Mark::New; edges.len()];
+    // The current path: each phase with the index of the next edge to follow from it.
+    let mut path: Vec<(usize, usize)> = Vec::new();
     for start in 0..edges.len() {
-        let mut stack = Vec::new();
-        if visit(start, edges, &mut marks, &mut stack) {
-            // The cycle is the part of the stack from the first visit of the repeated phase.
-            let last = *stack.last().unwrap_or(&start);
-            let from = stack.iter().position(|&n| n == last).unwrap_or(0);
-            let names: Vec<String> = stack[from..]
-                .iter()
-                .map(|&n| plan.phases[n].label(n))
-                .collect();
-            problems.push(format!(
-                "phase dependencies form a cycle: {}",
-                names.join(" -> ")
-            ));
-            return;
+        if marks[start] != Mark::New {
+            continue;
+        }
+        marks[start] = Mark::Open;
+        path.push((start, 0));
+        while let Some(top) = path.last_mut() {
+            let (node, next) = *top;
+            let Some(&to) = edges[node].get(next) else {
+                marks[node] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            top.1 += 1;
+            match marks[to] {
+                Mark::Done => {}
+                Mark::New => {
+                    marks[to] = Mark::Open;
+                    path.push((to, 0));
+                }
+                Mark::Open => {
+                    // `to` is on the path: the cycle runs from there to here and back.
+                    let from = path.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                    let mut cycle: Vec<usize> = path[from..].iter().map(|&(n, _)| n).collect();
+                    cycle.push(to);
+                    return Some(cycle);
+                }
+            }
         }
     }
+    None
 }
