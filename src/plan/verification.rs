@@ -47,7 +47,7 @@ pub(super) fn check(at: &str, verification: &Value, problems: &mut Vec<String>) 
     };
     let strings = [
         (TYPE, "a string such as \"command\""),
-        (COMMAND, "the command as one string, run with sh -c"),
+        (COMMAND, "the command as one string (run with sh -c)"),
         (EXPECT_OUTPUT, "a string the output must contain"),
     ];
     for (keys, wanted) in strings {
