@@ -143,7 +143,7 @@ fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<
     let id = match raw.get("id") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            check_id(&format!("{at}.id"), "phase", s, problems);
+            check_id(&format_args!("{at}.id"), "phase", s, problems);
             Some(s.clone())
         }
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -239,7 +239,7 @@ fn read_chunk_lists(
         items
             .into_iter()
             .enumerate()
-            .filter_map(|(j, v)| read_chunk(&format!("{prefix}{key}[{j}]"), v, problems))
+            .filter_map(|(j, v)| read_chunk(&format_args!("{prefix}{key}[{j}]"), v, problems))
             .collect()
     };
     let mut found = found.into_iter();
@@ -332,8 +332,7 @@ pub const MAX_ID_BYTES: usize = 200;
 /// Ids must be printable: they reach environment variables (where NUL cannot go), ref and file
 /// names, commit subjects and the terminal (where control characters, line breaks and
 /// direction overrides would forge or hide text).
-fn check_id(at: &str, what: &str, id: &str, problems: &mut Vec<String>) {
-    let shown = short(&format!("{id:?}"), 60);
+fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<String>) {
     let problem = if id.len() > MAX_ID_BYTES {
         Some(format!(
             "is {} bytes long; at most {MAX_ID_BYTES} are allowed",
@@ -353,6 +352,7 @@ fn check_id(at: &str, what: &str, id: &str, problems: &mut Vec<String>) {
         })
     };
     if let Some(problem) = problem {
+        let shown = short(&format!("{id:?}"), 60);
         problems.push(format!(
             "{at}: {what} id {shown} {problem} (ids reach environment variables, git refs and file names)"
         ));
@@ -374,7 +374,11 @@ fn is_printable(c: char) -> bool {
 
 /// A chunk's id: `id`, else Auto-Claude's alias `subtask_id` when `id` is missing, null or
 /// blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
-fn read_chunk_id(at: &str, raw: &Map<String, Value>, problems: &mut Vec<String>) -> Option<String> {
+fn read_chunk_id(
+    at: &dyn fmt::Display,
+    raw: &Map<String, Value>,
+    problems: &mut Vec<String>,
+) -> Option<String> {
     let blank = |v: Option<&Value>| match v {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => s.trim().is_empty(),
@@ -403,7 +407,7 @@ fn read_chunk_id(at: &str, raw: &Map<String, Value>, problems: &mut Vec<String>)
         }
     };
     let mut own = Vec::new();
-    check_id(&format!("{at}.{key}"), "chunk", &id, &mut own);
+    check_id(&format_args!("{at}.{key}"), "chunk", &id, &mut own);
     if !own.is_empty() {
         problems.append(&mut own);
         return None;
@@ -411,13 +415,26 @@ fn read_chunk_id(at: &str, raw: &Map<String, Value>, problems: &mut Vec<String>)
     Some(id)
 }
 
-fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chunk> {
+/// A chunk as problems name it, `<path> (<id>)`; formatted only when there is a problem (a plan
+/// has tens of thousands of chunks, and no problem, most of the time).
+struct ChunkAt<'a> {
+    path: &'a dyn fmt::Display,
+    id: &'a str,
+}
+
+impl fmt::Display for ChunkAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.path, short(self.id, 60))
+    }
+}
+
+fn read_chunk(at: &dyn fmt::Display, value: Value, problems: &mut Vec<String>) -> Option<Chunk> {
     let Value::Object(mut raw) = value else {
         problems.push(format!("{at}: expected an object, found {}", kind(&value)));
         return None;
     };
     let id = read_chunk_id(at, &raw, problems)?;
-    let at = format!("{at} ({})", short(&id, 60));
+    let at = ChunkAt { path: at, id: &id };
     let has_text = |k: &str| matches!(raw.get(k), Some(Value::String(s)) if !s.trim().is_empty());
     if !has_text("description") && !has_text("title") {
         problems.push(format!(
@@ -451,7 +468,7 @@ fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chun
         ));
     }
     if let Some(v) = raw.get("verification") {
-        verification::check(&format!("{at}.verification"), v, problems);
+        verification::check(&format_args!("{at}.verification"), v, problems);
     }
     // Write the canonical spelling back so that a save normalises synonyms.
     if raw.contains_key("status") {

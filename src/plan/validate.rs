@@ -74,33 +74,58 @@ impl<'a> PhaseIndex<'a> {
         PhaseIndex { by_id, by_number }
     }
 
-    /// The phases `dep` names, in file order: exactly those for which `PhaseRef::matches`
-    /// holds (a unit test checks the two agree).
-    fn targets(&self, dep: &PhaseRef) -> Vec<usize> {
+    /// The one phase `dep` names, or else every phase it names (none, or several), in file
+    /// order: exactly those for which `PhaseRef::matches` holds (a unit test checks that the
+    /// two agree). The usual case allocates nothing.
+    fn target(&self, dep: &PhaseRef) -> Result<usize, Vec<usize>> {
         let (by_id, by_number) = match dep {
             PhaseRef::Name(s) => (
                 self.by_id.get(s.as_str()),
-                // A name matches a number only in its exact decimal form ("1", not "01").
-                s.parse::<i64>()
-                    .ok()
-                    .filter(|n| n.to_string() == *s)
-                    .and_then(|n| self.by_number.get(&n)),
+                canonical_integer(s).and_then(|n| self.by_number.get(&n)),
             ),
-            PhaseRef::Number(n) => (
-                self.by_id.get(n.to_string().as_str()),
-                self.by_number.get(n),
-            ),
+            PhaseRef::Number(n) => {
+                let mut buf = [0u8; 24];
+                let text = decimal(*n, &mut buf);
+                (self.by_id.get(text), self.by_number.get(n))
+            }
         };
-        let mut out: Vec<usize> = by_id
+        let mut all = by_id.into_iter().chain(by_number).flatten().copied();
+        if let Some(first) = all.next()
+            && all.clone().all(|j| j == first)
+        {
+            return Ok(first);
+        }
+        let mut every: Vec<usize> = by_id
             .into_iter()
             .chain(by_number)
             .flatten()
             .copied()
             .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        every.sort_unstable();
+        every.dedup();
+        Err(every)
     }
+}
+
+/// `s` as a number if it is exactly how that number is written (`n.to_string() == s`): "1" and
+/// "-1", not "01", "+1" or "-0". A name matches a numbered phase only in that form.
+fn canonical_integer(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && !(digits == "0" && s.starts_with('-'));
+    if canonical { s.parse().ok() } else { None }
+}
+
+/// `n` in decimal, written into `buf` (no allocation).
+fn decimal(n: i64, buf: &mut [u8; 24]) -> &str {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    // 24 bytes hold any i64 ("-9223372036854775808" is 20).
+    let _ = write!(cursor, "{n}");
+    let len = cursor.position() as usize;
+    std::str::from_utf8(&buf[..len]).unwrap_or_default()
 }
 
 /// For each phase, the indexes of the phases it depends on; `None` if a reference is broken.
@@ -115,9 +140,9 @@ pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<V
             phase
                 .depends_on
                 .iter()
-                .filter_map(|dep| match index.targets(dep).as_slice() {
-                    [one] => Some(*one),
-                    [] => {
+                .filter_map(|dep| match index.target(dep) {
+                    Ok(one) => Some(one),
+                    Err(none) if none.is_empty() => {
                         ok = false;
                         problems.push(format!(
                             "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
@@ -125,7 +150,7 @@ pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<V
                         ));
                         None
                     }
-                    several => {
+                    Err(several) => {
                         ok = false;
                         let names: Vec<String> =
                             several.iter().map(|&j| plan.phases[j].label(j)).collect();

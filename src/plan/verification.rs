@@ -33,7 +33,7 @@ fn field<'a>(v: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
 
 /// Appends a problem for each field runner reads that has the wrong type. `at` is the JSON
 /// path of the verification. A text verification is prose for the agent; null is none.
-pub(super) fn check(at: &str, verification: &Value, problems: &mut Vec<String>) {
+pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: &mut Vec<String>) {
     let v = match verification {
         Value::Null | Value::String(_) => return,
         Value::Object(v) => v,
