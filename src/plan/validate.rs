@@ -55,20 +55,73 @@ fn check_unique_ids(plan: &Plan, problems: &mut Vec<String>) {
 /// Every phase by the names a `depends_on` entry can use: built once, so that resolving all
 /// dependencies is linear in the size of the plan (a scan per reference was quadratic).
 struct PhaseIndex<'a> {
-    by_id: HashMap<&'a str, Vec<usize>>,
-    by_number: HashMap<i64, Vec<usize>>,
+    by_id: Positions<&'a str>,
+    by_number: Positions<i64>,
+}
+
+/// Where each key occurs: the first place in a plain map (no allocation per key), any further
+/// places (a broken plan) aside.
+struct Positions<K> {
+    first: HashMap<K, usize>,
+    more: HashMap<K, Vec<usize>>,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Positions<K> {
+    fn with_capacity(n: usize) -> Self {
+        Positions {
+            first: HashMap::with_capacity(n),
+            more: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, key: K, at: usize) {
+        if self.first.try_insert_or_keep(key, at) {
+            return;
+        }
+        self.more.entry(key).or_default().push(at);
+    }
+
+    fn get<Q>(&self, key: &Q) -> impl Iterator<Item = usize> + Clone + use<'_, K, Q>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        let more = self.more.get(key).map(Vec::as_slice).unwrap_or_default();
+        self.first
+            .get(key)
+            .copied()
+            .into_iter()
+            .chain(more.iter().copied())
+    }
+}
+
+/// `HashMap::try_insert` (unstable) in stable words: insert unless present; true if inserted.
+trait InsertNew<K, V> {
+    fn try_insert_or_keep(&mut self, key: K, value: V) -> bool;
+}
+
+impl<K: std::hash::Hash + Eq, V> InsertNew<K, V> for HashMap<K, V> {
+    fn try_insert_or_keep(&mut self, key: K, value: V) -> bool {
+        match self.entry(key) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(value);
+                true
+            }
+            std::collections::hash_map::Entry::Occupied(_) => false,
+        }
+    }
 }
 
 impl<'a> PhaseIndex<'a> {
     fn new(plan: &'a Plan) -> Self {
-        let mut by_id: HashMap<&str, Vec<usize>> = HashMap::with_capacity(plan.phases.len());
-        let mut by_number: HashMap<i64, Vec<usize>> = HashMap::with_capacity(plan.phases.len());
+        let mut by_id = Positions::with_capacity(plan.phases.len());
+        let mut by_number = Positions::with_capacity(plan.phases.len());
         for (i, phase) in plan.phases.iter().enumerate() {
             if let Some(id) = &phase.key.id {
-                by_id.entry(id.as_str()).or_default().push(i);
+                by_id.add(id.as_str(), i);
             }
             if let Some(n) = phase.key.number {
-                by_number.entry(n).or_default().push(i);
+                by_number.add(n, i);
             }
         }
         PhaseIndex { by_id, by_number }
@@ -78,29 +131,20 @@ impl<'a> PhaseIndex<'a> {
     /// order: exactly those for which `PhaseRef::matches` holds (a unit test checks that the
     /// two agree). The usual case allocates nothing.
     fn target(&self, dep: &PhaseRef) -> Result<usize, Vec<usize>> {
-        let (by_id, by_number) = match dep {
-            PhaseRef::Name(s) => (
-                self.by_id.get(s.as_str()),
-                canonical_integer(s).and_then(|n| self.by_number.get(&n)),
-            ),
-            PhaseRef::Number(n) => {
-                let mut buf = [0u8; 24];
-                let text = decimal(*n, &mut buf);
-                (self.by_id.get(text), self.by_number.get(n))
-            }
+        let mut buf = [0u8; 24];
+        let (id, number) = match dep {
+            PhaseRef::Name(s) => (s.as_str(), canonical_integer(s)),
+            PhaseRef::Number(n) => (decimal(*n, &mut buf), Some(*n)),
         };
-        let mut all = by_id.into_iter().chain(by_number).flatten().copied();
-        if let Some(first) = all.next()
-            && all.clone().all(|j| j == first)
+        let by_number = number.into_iter().flat_map(|n| self.by_number.get(&n));
+        let all = self.by_id.get(id).chain(by_number);
+        let mut rest = all.clone();
+        if let Some(first) = rest.next()
+            && rest.all(|j| j == first)
         {
             return Ok(first);
         }
-        let mut every: Vec<usize> = by_id
-            .into_iter()
-            .chain(by_number)
-            .flatten()
-            .copied()
-            .collect();
+        let mut every: Vec<usize> = all.collect();
         every.sort_unstable();
         every.dedup();
         Err(every)
