@@ -514,3 +514,40 @@ fn chunk_fail_on_a_completed_chunk_clears_completed_at() {
     assert_exit(&out, 0);
     assert!(repo.chunk("001-fail", "a")["completed_at"].is_string());
 }
+
+#[test]
+fn a_spec_md_deleted_during_the_run_stops_it_before_the_next_session() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-gone");
+    let plan = json!({"phases": [{"id": "p", "subtasks": [
+        {"id": "c1", "description": "first"},
+        {"id": "c2", "description": "second"}
+    ]}]});
+    write_json(&repo.plan_path("001-gone"), &plan);
+    repo.script("c1 * slow 1\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let child = repo
+        .cmd(&["run", "--spec", "001-gone", "--agent-command", &agent])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("c1's session", || {
+        repo.agent_log().iter().any(|l| l.starts_with("coder c1 "))
+    });
+    std::fs::remove_file(dir.join("spec.md")).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("is missing"), "{}", stderr(&out));
+    assert_eq!(
+        repo.agent_log().len(),
+        1,
+        "no session for c2: {:?}",
+        repo.agent_log()
+    );
+    assert_eq!(repo.chunk("001-gone", "c1")["status"], "completed");
+    // c2 was taken, but its agent never ran: it is pending again, not left in progress.
+    let c2 = repo.chunk("001-gone", "c2");
+    assert_eq!(c2["status"], "pending", "{c2}");
+    assert_eq!(c2["attempts"][0]["outcome"], "not_started", "{c2}");
+}
