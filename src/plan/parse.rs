@@ -268,7 +268,6 @@ fn read_chunk_lists(
         });
     }
     // Equal once read (say `"done"` in one list, `"completed"` in the other) is equal too.
-    let (first_raw, second_raw) = (items.clone(), other.clone());
     let mut own = Vec::new();
     let chunks = read_list(key, items, &mut own);
     let others = read_list(mirror, other, &mut own);
@@ -283,38 +282,33 @@ fn read_chunk_lists(
             chunks,
         });
     }
+    let (a_at, b_at) = (format!("{prefix}{key}"), format!("{prefix}{mirror}"));
     problems.push(format!(
-        "{prefix}{key} and {prefix}{mirror} differ ({}). Auto-Claude writes the two lists equal; make them equal, or delete the one that is wrong",
-        first_difference(&format!("{prefix}{key}"), &first_raw, &format!("{prefix}{mirror}"), &second_raw)
+        "{a_at} and {b_at} differ ({}). Auto-Claude writes the two lists equal; make them equal, or delete the one that is wrong",
+        first_difference(&a_at, &chunks, &b_at, &others)
     ));
     None
 }
 
-/// Where two chunk lists first differ, with both paths, for the user to compare.
-fn first_difference(a_at: &str, a: &[Value], b_at: &str, b: &[Value]) -> String {
+/// Where two chunk lists (read, statuses in canonical spelling) first differ, with both paths,
+/// for the user to compare.
+fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String {
     let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) else {
         return format!("{a_at} has {} chunks, {b_at} has {}", a.len(), b.len());
     };
-    let (x, y) = (&a[i], &b[i]);
-    let field = match (x, y) {
-        (Value::Object(x), Value::Object(y)) => x
-            .keys()
-            .chain(y.keys())
-            .find(|k| x.get(*k) != y.get(*k))
-            .map(|k| format!(".{k}")),
-        _ => None,
-    }
-    .unwrap_or_default();
+    let (x, y) = (&a[i].raw, &b[i].raw);
+    let Some(field) = x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)) else {
+        return format!("{a_at}[{i}] and {b_at}[{i}] differ");
+    };
     let show = |v: Option<&Value>| match v {
         None => "missing".to_string(),
         Some(v) => short(&v.to_string(), 60),
     };
-    let (vx, vy) = if field.is_empty() {
-        (show(Some(x)), show(Some(y)))
-    } else {
-        (show(x.get(&field[1..])), show(y.get(&field[1..])))
-    };
-    format!("{a_at}[{i}]{field} is {vx}, {b_at}[{i}]{field} is {vy}")
+    format!(
+        "{a_at}[{i}].{field} is {}, {b_at}[{i}].{field} is {}",
+        show(x.get(field)),
+        show(y.get(field))
+    )
 }
 
 /// `text` cut to at most `max` characters, with `…` when cut.
@@ -394,7 +388,7 @@ fn read_chunk_id(
         Some(Value::Number(n)) => n.to_string(),
         None => {
             problems.push(format!(
-                "{at}.id: missing (every chunk needs an id; Auto-Claude's \"subtask_id\" is read too)"
+                "{at}.id: missing (every chunk needs an id); Auto-Claude's \"subtask_id\" is read too"
             ));
             return None;
         }

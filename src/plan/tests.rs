@@ -1988,3 +1988,20 @@ fn a_long_dependency_chain_loads_and_a_cycle_through_it_is_found() {
         )],
     );
 }
+
+#[test]
+fn the_difference_named_is_one_of_meaning_not_of_status_spelling() {
+    let err = parse_err(
+        r#"{"phases": [{"id": "p",
+        "subtasks": [{"id": "a", "description": "x", "status": "done"},
+                     {"id": "b", "description": "y", "files_to_modify": ["one.rs"]}],
+        "chunks": [{"id": "a", "description": "x", "status": "completed"},
+                   {"id": "b", "description": "y", "files_to_modify": ["two.rs"]}]}]}"#,
+    );
+    assert_problem(
+        &err,
+        &[
+            "phases[0].subtasks[1].files_to_modify is [\"one.rs\"], phases[0].chunks[1].files_to_modify is [\"two.rs\"]",
+        ],
+    );
+}
