@@ -5,8 +5,16 @@
 //! fsyncs).
 //!
 //! Run with `cargo bench --bench plan`. See BENCHMARKS.md.
+//!
+//! Before the divan benches, `main` checks that loading a plan scales linearly with the number
+//! of phases (dependency resolution was quadratic): 50,000 one-chunk phases against 5,000 must
+//! take at most `MAX_RATIO` times as long, and 50,000 must load in under `MAX_LARGE_LOAD` (the
+//! fastest of several runs each, the least disturbed on a shared machine; medians are printed
+//! too). A missed target makes the bench exit 1, loudly. Under `cargo test --benches` (no `--bench`
+//! argument, a debug build) the check runs once on a small plan, without a verdict.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 // The same allocator as the runner binary (src/main.rs), so the figures are the binary's.
 #[global_allocator]
@@ -24,12 +32,166 @@ const CHUNKS_PER_PHASE: usize = 20;
 const COMPLETED: usize = 250;
 
 fn main() {
+    let timed = std::env::args().any(|a| a == "--bench");
+    let scaling = if timed {
+        Some(check_scaling())
+    } else {
+        smoke_scaling();
+        None
+    };
     let bytes = plan_bytes();
     println!(
         "plan: {PHASES} phases × {CHUNKS_PER_PHASE} chunks, {COMPLETED} completed, {} bytes",
         bytes.len()
     );
     divan::main();
+    if let Some(Err(missed)) = scaling {
+        eprintln!("\n!!! plan bench: TARGET MISSED: {missed}\n");
+        std::process::exit(1);
+    }
+}
+
+/// Phases in the two plans the scaling check compares.
+const SMALL_PHASES: usize = 5_000;
+const LARGE_PHASES: usize = 50_000;
+/// Linear is 10×; the margin covers noise and cache effects of a plan ten times the size.
+const MAX_RATIO: f64 = 15.0;
+const MAX_LARGE_LOAD: Duration = Duration::from_millis(500);
+
+/// `n` one-chunk phases, each depending on the one before, alternately by string `id` and by
+/// numeric `phase` (both styles Auto-Claude wrote), with the first half of the chunks done.
+fn chain_plan_bytes(n: usize) -> Vec<u8> {
+    let phases: Vec<Value> = (1..=n)
+        .map(|p| {
+            let depends_on = match p {
+                1 => json!([]),
+                p if p % 2 == 0 => json!([format!("phase-{}", p - 1)]),
+                p => json!([p - 1]),
+            };
+            json!({
+                "id": format!("phase-{p}"),
+                "phase": p,
+                "name": format!("Phase {p}"),
+                "depends_on": depends_on,
+                "subtasks": [{
+                    "id": format!("subtask-{p}-1"),
+                    "description": format!("Step {p}"),
+                    "status": if p <= n / 2 { "completed" } else { "pending" },
+                }],
+            })
+        })
+        .collect();
+    serde_json::to_vec_pretty(&json!({ "feature": "a long chain", "phases": phases }))
+        .expect("serialise")
+}
+
+/// What a run does first with a plan on disk: `PlanFile::load` (read, parse, validate:
+/// unique ids, dependencies, cycles) and `next_step`.
+fn load_and_next(file: &PlanFile, n: usize) -> Duration {
+    let start = Instant::now();
+    let plan = file.load().expect("load").expect("present");
+    let step = next_step(&plan);
+    let took = start.elapsed();
+    let want = format!("subtask-{}-1", n / 2 + 1);
+    assert!(
+        matches!(step, NextStep::Chunk(pos) if plan.chunk(pos).id == want),
+        "the chain's next chunk is {want}"
+    );
+    took
+}
+
+/// The fastest and the median of `runs` timings, after a warm-up (page cache, allocator).
+/// The verdicts use the fastest: on a shared machine it is the run least disturbed by others.
+fn fastest_and_median(runs: usize, mut time: impl FnMut() -> Duration) -> (Duration, Duration) {
+    time();
+    let mut times: Vec<Duration> = (0..runs).map(|_| time()).collect();
+    times.sort();
+    (times[0], times[runs / 2])
+}
+
+/// Timings of one plan size, in milliseconds where printed.
+struct Timing {
+    phases: usize,
+    bytes: usize,
+    fastest: Duration,
+    median: Duration,
+    /// The JSON layer alone (`serde_json::Value`), median, for scale.
+    json: Duration,
+}
+
+impl std::fmt::Display for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "{} phases ({} bytes): fastest {:.2} ms, median {:.2} ms (JSON layer alone, median: {:.2} ms)",
+            self.phases,
+            self.bytes,
+            ms(self.fastest),
+            ms(self.median),
+            ms(self.json)
+        )
+    }
+}
+
+/// `runs` timed loads of an `n`-phase chain plan written to a temp dir.
+fn time_load(n: usize, runs: usize) -> Timing {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let bytes = chain_plan_bytes(n);
+    std::fs::write(tmp.path().join(PLAN_FILE), &bytes).expect("write plan");
+    let file = PlanFile::in_spec_dir(tmp.path());
+    let (fastest, median) = fastest_and_median(runs, || load_and_next(&file, n));
+    let (_, json) = fastest_and_median(runs, || {
+        let start = Instant::now();
+        divan::black_box(serde_json::from_slice::<Value>(&bytes).expect("JSON"));
+        start.elapsed()
+    });
+    Timing {
+        phases: n,
+        bytes: bytes.len(),
+        fastest,
+        median,
+        json,
+    }
+}
+
+/// The scaling targets: `Err` says which was missed.
+fn check_scaling() -> Result<(), String> {
+    let small_timing = time_load(SMALL_PHASES, 21);
+    let large_timing = time_load(LARGE_PHASES, 9);
+    let (small, large) = (small_timing.fastest, large_timing.fastest);
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    println!(
+        "scaling, load + next_step:\n  {small_timing}\n  {large_timing}\n  ratio of the fastest runs \
+         {ratio:.1}× (targets: ratio ≤ {MAX_RATIO}×, {LARGE_PHASES} phases < {} ms)",
+        MAX_LARGE_LOAD.as_millis()
+    );
+    let mut missed = Vec::new();
+    if ratio > MAX_RATIO {
+        missed.push(format!(
+            "{LARGE_PHASES} phases took {ratio:.1}× as long as {SMALL_PHASES} (at most {MAX_RATIO}×): loading is not linear"
+        ));
+    }
+    if large > MAX_LARGE_LOAD {
+        missed.push(format!(
+            "{LARGE_PHASES} phases took {:.0} ms to load (at most {} ms)",
+            large.as_secs_f64() * 1e3,
+            MAX_LARGE_LOAD.as_millis()
+        ));
+    }
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        let text = missed.join("; ");
+        eprintln!("\n!!! plan bench: TARGET MISSED: {text}\n");
+        Err(text)
+    }
+}
+
+/// `cargo test --benches`: the same code once, small, in a debug build: no verdict.
+fn smoke_scaling() {
+    let timing = time_load(500, 1);
+    println!("scaling smoke test: {timing} (no verdict outside cargo bench)");
 }
 
 /// The plan as Auto-Claude (subtasks era) and runner would have left it half way through.

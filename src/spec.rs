@@ -114,6 +114,32 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
     }
 }
 
+/// The spec's text (`spec.md`), the "feature" of every planner and coder prompt. Read as
+/// bytes, invalid UTF-8 replaced with U+FFFD: one stray byte must not lose the whole feature.
+/// Missing, unreadable or blank is bad input: no session may start without the feature.
+pub fn read_text(path: &Path) -> Result<String, RunnerError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        RunnerError::bad_input(match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",
+                path.display()
+            ),
+            _ => format!(
+                "cannot read {}: {e}. It must be a readable file describing the feature to build (every planner and coder session is given it)",
+                path.display()
+            ),
+        })
+    })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if text.trim().is_empty() {
+        return Err(RunnerError::bad_input(format!(
+            "{} is empty: describe the feature to build in it (every planner and coder session is given it)",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,9 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
     ws.check_spec_folder(&spec_name)?;
     let paths = ws.spec(&spec_name);
+    // Every session is given the feature: a spec.md that cannot be read stops the run here,
+    // before anything is changed.
+    crate::spec::read_text(&paths.spec_md)?;
     let agent = match &opts.agent_command {
         Some(text) => parse_agent_command(text)?,
         None => config.agent.command.clone(),
@@ -155,10 +158,14 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     }
 
     let existing = paths.plan.load()?;
-    if existing.is_none() && !paths.spec_md.exists() {
+    // A plan with nothing to do is not "complete 0/0": it is what the planner is sent back for.
+    if let Some(problems) = existing.as_ref().map(check_planner_output)
+        && !problems.is_empty()
+    {
         return Err(RunnerError::bad_input(format!(
-            "spec {spec_name} has neither a plan nor a spec.md: write {} describing the feature",
-            paths.spec_md.display()
+            "the plan {} cannot be run ({}); fix it, or move it away to have the planner write a new one",
+            paths.plan.path().display(),
+            problems.join("; ")
         ))
         .into());
     }
@@ -383,10 +390,7 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
 }
 
 fn empty_plan() -> Plan {
-    Plan {
-        raw: Default::default(),
-        phases: Vec::new(),
-    }
+    Plan::default()
 }
 
 /// `--spec` resolved, or the only spec there is.
@@ -1070,8 +1074,7 @@ impl Run {
     }
 
     async fn plan_feature(&mut self, mut resumed_prompt: Option<String>) -> anyhow::Result<()> {
-        let spec_text = std::fs::read_to_string(&self.paths.spec_md)
-            .with_context(|| format!("reading {}", self.paths.spec_md.display()))?;
+        let spec_text = crate::spec::read_text(&self.paths.spec_md)?;
         // A new plan starts: the copies of an old one (last-good, journal snapshots) must never
         // be "restored" over it. The old copy is kept aside; the journal gets a barrier.
         let last_good = self.paths.plan.last_good_path().to_path_buf();
@@ -1339,9 +1342,13 @@ impl Run {
             taken.chunk.description(),
             taken.attempt
         ));
-        let prompt = match prompt_override {
-            Some(p) => p,
-            None => self.coder_prompt(plan, &taken)?,
+        let prompt = match prompt_override.map_or_else(|| self.coder_prompt(plan, &taken), Ok) {
+            Ok(prompt) => prompt,
+            Err(e) => {
+                // No prompt (say, spec.md was deleted meanwhile): the agent never ran.
+                self.release_chunk(&id, "not_started", &format!("{e:#}"))?;
+                return Err(e);
+            }
         };
         let end = match self
             .session(
@@ -1396,7 +1403,7 @@ impl Run {
 
     fn coder_prompt(&self, plan: &Plan, taken: &Taken) -> anyhow::Result<String> {
         let chunk = &taken.chunk;
-        let spec_text = std::fs::read_to_string(&self.paths.spec_md).unwrap_or_default();
+        let spec_text = crate::spec::read_text(&self.paths.spec_md)?;
         let failures = self.previous_failures(chunk);
         let partial = crate::recovery::partial_work_note(chunk);
         let leftovers = if taken.attempt > 1 {

@@ -9,9 +9,11 @@ mod validate;
 pub mod verification;
 
 pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile};
-pub use model::{Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, chunk_id_of_commit};
+pub use model::{
+    Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit,
+};
 pub use next::{NextStep, next_chunk_id, next_step};
-pub use parse::{PlanError, parse_plan, plan_to_bytes};
+pub use parse::{MAX_ID_BYTES, PlanError, parse_plan, plan_to_bytes};
 pub use status::Status;
 pub use validate::check_planner_output;
 

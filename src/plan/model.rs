@@ -49,11 +49,25 @@ impl std::fmt::Display for PhaseRef {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
-    /// The whole top-level object; `phases` in it is stale and rebuilt on save.
+    /// The whole top-level object; `phases` in it (or, for `PlanShape::TopLevelChunks`, the
+    /// chunk lists) is stale and rebuilt on save.
     pub raw: Map<String, Value>,
     pub phases: Vec<Phase>,
+    pub shape: PlanShape,
+}
+
+/// Where the file keeps its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlanShape {
+    /// In `phases[].subtasks` / `phases[].chunks`: every plan a planner writes.
+    #[default]
+    Phases,
+    /// In a top-level `subtasks` (or `chunks`) list and no `phases`, as Auto-Claude's QA fixes
+    /// write it. It reads as one phase (`phases[0]`, with an empty `raw`) and is written back
+    /// in the same shape.
+    TopLevelChunks,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +75,12 @@ pub struct Phase {
     pub raw: Map<String, Value>,
     pub key: PhaseKey,
     pub depends_on: Vec<PhaseRef>,
-    /// `"chunks"` or `"subtasks"`, whichever the file used; `None` if it had neither.
+    /// `"chunks"` or `"subtasks"`, whichever the file used (`"subtasks"` when it had both);
+    /// `None` if it had neither.
     pub chunks_key: Option<&'static str>,
+    /// Current Auto-Claude writes every phase with both lists, equal: the second key, written
+    /// back with the same chunks so that the two stay equal.
+    pub mirror_key: Option<&'static str>,
     pub chunks: Vec<Chunk>,
 }
 
@@ -79,11 +97,18 @@ impl Serialize for Plan {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(Some(self.raw.len()))?;
+        // The one implicit phase of a top-level chunk list writes its chunks back there.
+        let top_level = match self.shape {
+            PlanShape::TopLevelChunks => self.phases.first(),
+            PlanShape::Phases => None,
+        };
         for (key, value) in &self.raw {
-            if key == "phases" {
-                map.serialize_entry(key, &self.phases)?;
-            } else {
-                map.serialize_entry(key, value)?;
+            match top_level {
+                Some(phase) if phase.holds_chunks(key) => {
+                    map.serialize_entry(key, &phase.chunks)?
+                }
+                None if key == "phases" => map.serialize_entry(key, &self.phases)?,
+                _ => map.serialize_entry(key, value)?,
             }
         }
         map.end()
@@ -95,7 +120,7 @@ impl Serialize for Phase {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(Some(self.raw.len()))?;
         for (key, value) in &self.raw {
-            if Some(key.as_str()) == self.chunks_key {
+            if self.holds_chunks(key) {
                 map.serialize_entry(key, &self.chunks)?;
             } else {
                 map.serialize_entry(key, value)?;
@@ -222,6 +247,11 @@ impl Phase {
     pub fn is_complete(&self) -> bool {
         self.chunks.iter().all(|c| c.status == Status::Completed)
     }
+
+    /// Is `key` one of the lists this phase's chunks are written to?
+    pub fn holds_chunks(&self, key: &str) -> bool {
+        self.chunks_key == Some(key) || self.mirror_key == Some(key)
+    }
 }
 
 impl Chunk {
@@ -237,10 +267,15 @@ impl Chunk {
         self.raw.get(key).and_then(Value::as_str)
     }
 
+    /// Set the status. `completed_at` belongs to completed chunks only: any other status
+    /// clears it, as Auto-Claude's `fail()` and `start()` do.
     pub fn set_status(&mut self, status: Status) {
         self.status = status;
         self.raw
             .insert("status".into(), Value::String(status.as_str().into()));
+        if status != Status::Completed {
+            self.remove("completed_at");
+        }
     }
 
     pub fn set_str(&mut self, key: &str, value: &str) {

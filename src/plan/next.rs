@@ -19,8 +19,10 @@ pub enum NextStep {
 pub fn next_step(plan: &Plan) -> NextStep {
     let edges = resolve_dependencies(plan, &mut Vec::new())
         .unwrap_or_else(|| vec![Vec::new(); plan.phases.len()]);
+    // Once per phase, not once per reference to it: linear in the size of the plan.
+    let complete: Vec<bool> = plan.phases.iter().map(|p| p.is_complete()).collect();
     for (p, phase) in plan.phases.iter().enumerate() {
-        let ready = edges[p].iter().all(|&d| plan.phases[d].is_complete());
+        let ready = edges[p].iter().all(|&d| complete[d]);
         if !ready {
             continue;
         }
@@ -47,10 +49,10 @@ pub fn next_step(plan: &Plan) -> NextStep {
     for (p, phase) in plan.phases.iter().enumerate() {
         let waiting: Vec<String> = edges[p]
             .iter()
-            .filter(|&&d| !plan.phases[d].is_complete())
+            .filter(|&&d| !complete[d])
             .map(|&d| plan.phases[d].label(d))
             .collect();
-        if !phase.is_complete() && !waiting.is_empty() {
+        if !complete[p] && !waiting.is_empty() {
             reasons.push(format!(
                 "{} waits for {}",
                 phase.label(p),

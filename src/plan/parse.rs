@@ -5,10 +5,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan};
-use super::{Status, validate};
+use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
+use super::{Status, validate, verification};
 
 /// Why a plan cannot be used. Carries everything the user needs to find the problem.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +83,28 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
         ));
         return None;
     };
+    if !raw.contains_key("phases")
+        && CHUNK_KEYS
+            .iter()
+            .any(|k| raw.get(*k).is_some_and(Value::is_array))
+    {
+        // Auto-Claude's QA fixes write a bare top-level list; it reads as one phase.
+        let lists = read_chunk_lists("", &mut raw, problems)?;
+        let phase = Phase {
+            raw: Map::new(),
+            key: PhaseKey::default(),
+            depends_on: Vec::new(),
+            chunks_key: lists.key,
+            mirror_key: lists.mirror,
+            chunks: lists.chunks,
+        };
+        let plan = Plan {
+            raw,
+            phases: vec![phase],
+            shape: PlanShape::TopLevelChunks,
+        };
+        return Some((plan, true));
+    }
     let phases = match raw.get_mut("phases").map(Value::take) {
         Some(Value::Array(items)) => items,
         Some(other) => {
@@ -90,7 +112,10 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
             return None;
         }
         None => {
-            problems.push("phases: missing (expected a list of phases)".into());
+            problems.push(
+                "phases: missing (expected a list of phases, or a top-level \"subtasks\" list)"
+                    .into(),
+            );
             return None;
         }
     };
@@ -101,7 +126,12 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
         .filter_map(|(i, v)| read_phase(i, v, problems))
         .collect();
     let whole = phases.len() == in_file;
-    Some((Plan { raw, phases }, whole))
+    let plan = Plan {
+        raw,
+        phases,
+        shape: PlanShape::Phases,
+    };
+    Some((plan, whole))
 }
 
 fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<Phase> {
@@ -112,7 +142,10 @@ fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<
     };
     let id = match raw.get("id") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => {
+            check_id(&format_args!("{at}.id"), "phase", s, problems);
+            Some(s.clone())
+        }
         Some(Value::Number(n)) => Some(n.to_string()),
         Some(other) => {
             problems.push(format!("{at}.id: expected a string, found {}", kind(other)));
@@ -160,72 +193,242 @@ fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<
             Vec::new()
         }
     };
-    let chunks_key = match (raw.contains_key("chunks"), raw.contains_key("subtasks")) {
-        (true, true) => {
-            problems.push(format!(
-                "{at}: has both \"chunks\" and \"subtasks\"; keep one"
-            ));
-            return None;
-        }
-        (true, false) => Some("chunks"),
-        (false, true) => Some("subtasks"),
-        (false, false) => None,
-    };
-    let mut chunks_key = chunks_key;
-    let chunks = match chunks_key.and_then(|k| raw.get_mut(k)).map(Value::take) {
-        None => Vec::new(),
-        Some(Value::Null) => {
-            // `"chunks": null` stays null on save: nothing to write back into it.
-            chunks_key = None;
-            Vec::new()
-        }
-        Some(Value::Array(items)) => {
-            let key = chunks_key.unwrap_or("chunks");
-            items
-                .into_iter()
-                .enumerate()
-                .filter_map(|(j, v)| read_chunk(&format!("{at}.{key}[{j}]"), v, problems))
-                .collect()
-        }
-        Some(other) => {
-            problems.push(format!(
-                "{at}.{}: expected a list, found {}",
-                chunks_key.unwrap_or("chunks"),
-                kind(&other)
-            ));
-            Vec::new()
-        }
-    };
+    let lists = read_chunk_lists(&format!("{at}."), &mut raw, problems)?;
     Some(Phase {
         raw,
         key: PhaseKey { id, number },
         depends_on,
-        chunks_key,
-        chunks,
+        chunks_key: lists.key,
+        mirror_key: lists.mirror,
+        chunks: lists.chunks,
     })
 }
 
-fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chunk> {
-    let Value::Object(mut raw) = value else {
-        problems.push(format!("{at}: expected an object, found {}", kind(&value)));
-        return None;
+/// The two keys a level may keep its chunks under: the subtasks era's first, as Auto-Claude
+/// reads it.
+const CHUNK_KEYS: [&str; 2] = ["subtasks", "chunks"];
+
+/// The chunks of one level (a phase, or a plan without phases) and where they were written.
+struct ChunkLists {
+    key: Option<&'static str>,
+    mirror: Option<&'static str>,
+    chunks: Vec<Chunk>,
+}
+
+/// Read a level's `subtasks` and/or `chunks`. Current Auto-Claude writes both, equal: then they
+/// are one list, written back to both keys. Lists that differ are an error naming both (which
+/// one is right cannot be guessed); `None` then, as the level cannot be read.
+/// A `null` list stays null on save and counts as no list.
+fn read_chunk_lists(
+    prefix: &str,
+    raw: &mut Map<String, Value>,
+    problems: &mut Vec<String>,
+) -> Option<ChunkLists> {
+    let mut found: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for key in CHUNK_KEYS {
+        match raw.get_mut(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => found.push((key, std::mem::take(items))),
+            Some(other) => problems.push(format!(
+                "{prefix}{key}: expected a list, found {}",
+                kind(other)
+            )),
+        }
+    }
+    let read_list = |key: &str, items: Vec<Value>, problems: &mut Vec<String>| -> Vec<Chunk> {
+        items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(j, v)| read_chunk(&format_args!("{prefix}{key}[{j}]"), v, problems))
+            .collect()
     };
-    let id = match raw.get("id") {
+    let mut found = found.into_iter();
+    let Some((key, items)) = found.next() else {
+        return Some(ChunkLists {
+            key: None,
+            mirror: None,
+            chunks: Vec::new(),
+        });
+    };
+    let Some((mirror, other)) = found.next() else {
+        let chunks = read_list(key, items, problems);
+        return Some(ChunkLists {
+            key: Some(key),
+            mirror: None,
+            chunks,
+        });
+    };
+    if items == other {
+        // The usual case: read once, so each problem is reported once.
+        let chunks = read_list(key, items, problems);
+        return Some(ChunkLists {
+            key: Some(key),
+            mirror: Some(mirror),
+            chunks,
+        });
+    }
+    // Equal once read (say `"done"` in one list, `"completed"` in the other) is equal too.
+    let mut own = Vec::new();
+    let chunks = read_list(key, items, &mut own);
+    let others = read_list(mirror, other, &mut own);
+    if !own.is_empty() {
+        problems.append(&mut own);
+        return None;
+    }
+    if chunks == others {
+        return Some(ChunkLists {
+            key: Some(key),
+            mirror: Some(mirror),
+            chunks,
+        });
+    }
+    let (a_at, b_at) = (format!("{prefix}{key}"), format!("{prefix}{mirror}"));
+    problems.push(format!(
+        "{a_at} and {b_at} differ ({}). Auto-Claude writes the two lists equal; make them equal, or delete the one that is wrong",
+        first_difference(&a_at, &chunks, &b_at, &others)
+    ));
+    None
+}
+
+/// Where two chunk lists (read, statuses in canonical spelling) first differ, with both paths,
+/// for the user to compare.
+fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String {
+    let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) else {
+        return format!("{a_at} has {} chunks, {b_at} has {}", a.len(), b.len());
+    };
+    let (x, y) = (&a[i].raw, &b[i].raw);
+    let Some(field) = x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)) else {
+        return format!("{a_at}[{i}] and {b_at}[{i}] differ");
+    };
+    let show = |v: Option<&Value>| match v {
+        None => "missing".to_string(),
+        Some(v) => short(&v.to_string(), 60),
+    };
+    format!(
+        "{a_at}[{i}].{field} is {}, {b_at}[{i}].{field} is {}",
+        show(x.get(field)),
+        show(y.get(field))
+    )
+}
+
+/// `text` cut to at most `max` characters, with `…` when cut.
+fn short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// Longest chunk or phase id, in bytes. Ids reach environment variables, git refs, file names
+/// and commit subjects; a page of text is not an id.
+pub const MAX_ID_BYTES: usize = 200;
+
+/// Ids must be printable: they reach environment variables (where NUL cannot go), ref and file
+/// names, commit subjects and the terminal (where control characters, line breaks and
+/// direction overrides would forge or hide text).
+fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<String>) {
+    let problem = if id.len() > MAX_ID_BYTES {
+        Some(format!(
+            "is {} bytes long; at most {MAX_ID_BYTES} are allowed",
+            id.len()
+        ))
+    } else {
+        id.chars().find(|&c| !is_printable(c)).map(|c| {
+            format!(
+                "contains {} (U+{:04X}); use printable characters only",
+                if c.is_control() {
+                    "a control character"
+                } else {
+                    "an invisible or direction-changing character"
+                },
+                c as u32
+            )
+        })
+    };
+    if let Some(problem) = problem {
+        let shown = short(&format!("{id:?}"), 60);
+        problems.push(format!(
+            "{at}: {what} id {shown} {problem} (ids reach environment variables, git refs and file names)"
+        ));
+    }
+}
+
+fn is_printable(c: char) -> bool {
+    !c.is_control()
+        && !matches!(c,
+            '\u{AD}'                        // soft hyphen
+            | '\u{200B}'..='\u{200F}'       // zero-width characters, direction marks
+            | '\u{2028}' | '\u{2029}'       // line and paragraph separators
+            | '\u{202A}'..='\u{202E}'       // direction embeddings and overrides
+            | '\u{2060}'..='\u{2064}'       // word joiner, invisible operators
+            | '\u{2066}'..='\u{2069}'       // direction isolates
+            | '\u{FEFF}'                    // zero-width no-break space
+            | '\u{FFF9}'..='\u{FFFB}') // interlinear annotation
+}
+
+/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id` when `id` is missing, null or
+/// blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
+fn read_chunk_id(
+    at: &dyn fmt::Display,
+    raw: &Map<String, Value>,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    let blank = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(_) => false,
+    };
+    let key = if blank(raw.get("id")) && !blank(raw.get("subtask_id")) {
+        "subtask_id"
+    } else {
+        "id"
+    };
+    let id = match raw.get(key) {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
+        None => {
+            problems.push(format!(
+                "{at}.id: missing (every chunk needs an id); Auto-Claude's \"subtask_id\" is read too"
+            ));
+            return None;
+        }
         Some(other) => {
             problems.push(format!(
-                "{at}.id: expected a non-empty string, found {}",
+                "{at}.{key}: expected a non-empty string, found {}",
                 kind(other)
             ));
             return None;
         }
-        None => {
-            problems.push(format!("{at}.id: missing (every chunk needs an id)"));
-            return None;
-        }
     };
-    let at = format!("{at} ({id})");
+    let mut own = Vec::new();
+    check_id(&format_args!("{at}.{key}"), "chunk", &id, &mut own);
+    if !own.is_empty() {
+        problems.append(&mut own);
+        return None;
+    }
+    Some(id)
+}
+
+/// A chunk as problems name it, `<path> (<id>)`; formatted only when there is a problem (a plan
+/// has tens of thousands of chunks, and no problem, most of the time).
+struct ChunkAt<'a> {
+    path: &'a dyn fmt::Display,
+    id: &'a str,
+}
+
+impl fmt::Display for ChunkAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.path, short(self.id, 60))
+    }
+}
+
+fn read_chunk(at: &dyn fmt::Display, value: Value, problems: &mut Vec<String>) -> Option<Chunk> {
+    let Value::Object(mut raw) = value else {
+        problems.push(format!("{at}: expected an object, found {}", kind(&value)));
+        return None;
+    };
+    let id = read_chunk_id(at, &raw, problems)?;
+    let at = ChunkAt { path: at, id: &id };
     let has_text = |k: &str| matches!(raw.get(k), Some(Value::String(s)) if !s.trim().is_empty());
     if !has_text("description") && !has_text("title") {
         problems.push(format!(
@@ -258,6 +461,9 @@ fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chun
             "{at}.attempts: runner keeps its attempt records here; expected a list of objects with a number \"n\""
         ));
     }
+    if let Some(v) = raw.get("verification") {
+        verification::check(&format_args!("{at}.verification"), v, problems);
+    }
     // Write the canonical spelling back so that a save normalises synonyms.
     if raw.contains_key("status") {
         raw.insert("status".into(), Value::String(status.as_str().into()));
@@ -265,7 +471,7 @@ fn read_chunk(at: &str, value: Value, problems: &mut Vec<String>) -> Option<Chun
     Some(Chunk { raw, id, status })
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

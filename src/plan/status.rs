@@ -34,6 +34,10 @@ impl Status {
     /// Reads any spelling seen in real plans. Case, `-`, `_` and spaces do not matter.
     /// Anything else is `None`: the caller reports it, runner never guesses.
     pub fn parse(raw: &str) -> Option<Status> {
+        // The spelling runner writes, without building a normalised copy: most plans.
+        if let Some(&status) = Status::ALL.iter().find(|s| s.as_str() == raw) {
+            return Some(status);
+        }
         let key: String = raw
             .trim()
             .chars()

@@ -932,13 +932,40 @@ fn dependency_cycles_are_an_error() {
 }
 
 #[test]
-fn chunks_and_subtasks_in_one_phase_is_an_error() {
+fn chunks_and_subtasks_that_differ_are_an_error_naming_both() {
     let err = parse_err(
         r#"{"phases": [{"id": "p",
         "chunks": [{"id": "a", "description": "x"}],
         "subtasks": [{"id": "b", "description": "y"}]}]}"#,
     );
-    assert_problem(&err, &["phases[0]: has both \"chunks\" and \"subtasks\""]);
+    assert_problem(
+        &err,
+        &[
+            "phases[0].subtasks and phases[0].chunks differ",
+            "phases[0].subtasks[0].id is \"b\", phases[0].chunks[0].id is \"a\"",
+        ],
+    );
+    // A list longer than the other, and a status that differs in meaning.
+    let err = parse_err(
+        r#"{"phases": [{"id": "p",
+        "subtasks": [{"id": "a", "description": "x"}, {"id": "b", "description": "y"}],
+        "chunks": [{"id": "a", "description": "x"}]}]}"#,
+    );
+    assert_problem(
+        &err,
+        &["phases[0].subtasks has 2 chunks, phases[0].chunks has 1"],
+    );
+    let err = parse_err(
+        r#"{"phases": [{"id": "p",
+        "subtasks": [{"id": "a", "description": "x", "status": "completed"}],
+        "chunks": [{"id": "a", "description": "x", "status": "pending"}]}]}"#,
+    );
+    assert_problem(
+        &err,
+        &[
+            "phases[0].subtasks[0].status is \"completed\", phases[0].chunks[0].status is \"pending\"",
+        ],
+    );
 }
 
 #[test]
@@ -1184,11 +1211,6 @@ fn command_check_expect_status_and_output() {
         3
     );
     assert_eq!(
-        check(json!({"type": "command", "command": "x", "expect_status": "1"})).expect_status,
-        0,
-        "a non-number status is ignored"
-    );
-    assert_eq!(
         check(json!({"command": "x", "expect_output": "ok"}))
             .expect_output
             .as_deref(),
@@ -1217,7 +1239,6 @@ fn non_command_verifications_are_not_checks() {
         json!({"type": "e2e", "steps": ["a"]}),
         json!({"type": "command"}),
         json!({"type": "command", "command": "   "}),
-        json!({"type": "command", "command": ["not", "a", "string"]}),
         json!("run the tests"),
         Value::Null,
     ] {
@@ -1440,9 +1461,9 @@ fn plan_raw_keeps_everything_but_the_phases() {
 #[test]
 fn a_phase_that_cannot_be_read_does_not_shift_the_positions_of_the_others() {
     let err = parse_err(
-        r#"{"phases":[{"id":"bad","chunks":[],"subtasks":[]},{"id":"b","depends_on":["nope"]},{"id":"b"}]}"#,
+        r#"{"phases":[{"id":"bad","chunks":[{"id":"c","description":"d"}],"subtasks":[]},{"id":"b","depends_on":["nope"]},{"id":"b"}]}"#,
     );
-    assert_problem(&err, &["phases[0]", "both \"chunks\" and \"subtasks\""]);
+    assert_problem(&err, &["phases[0].subtasks and phases[0].chunks differ"]);
     // Validation, which names phases by position, waits until every phase reads.
     assert!(
         err.problems.iter().all(|p| !p.contains("phases[1]")),
@@ -1486,4 +1507,501 @@ fn a_byte_order_mark_is_accepted_and_not_written_back() {
     bytes.extend_from_slice(one_phase(json!([{ "id": "a", "description": "x" }])).as_bytes());
     let plan = parse_plan(Path::new(PATH), &bytes).expect("a BOM is not an error");
     assert!(!plan_to_bytes(&plan).starts_with(b"\xEF\xBB\xBF"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 8: hostile input and real Auto-Claude files
+// ---------------------------------------------------------------------------------------------
+
+/// A phase as current Auto-Claude saves it: `subtasks` and `chunks`, equal.
+fn both_lists_phase(id: &str, chunks: Value) -> Value {
+    json!({ "id": id, "subtasks": chunks.clone(), "chunks": chunks })
+}
+
+#[test]
+fn both_lists_equal_read_as_one_and_write_back_equal() {
+    let chunks = json!([
+        { "id": "a", "description": "x", "status": "done", "extra": {"kept": true} },
+        { "id": "b", "description": "y" }
+    ]);
+    let text = json!({
+        "feature": "f",
+        "phases": [both_lists_phase("p1", chunks)],
+        "qa_signoff": null
+    })
+    .to_string();
+    // Round trip: both lists kept, in place, statuses normalised in both.
+    assert_round_trip(&text);
+    let mut plan = parse(&text);
+    assert_eq!(plan.total(), 2, "the two lists are one, not four chunks");
+    assert_eq!(plan.phases[0].chunks_key, Some("subtasks"));
+    assert_eq!(plan.phases[0].mirror_key, Some("chunks"));
+    // A change reaches both lists.
+    let pos = plan.find_chunk("b").unwrap();
+    plan.chunk_mut(pos).set_status(Status::InProgress);
+    plan.chunk_mut(pos).set_attempts(&[attempt(1)]);
+    let saved = to_value(&plan);
+    let phase = &saved["phases"][0];
+    assert_eq!(phase["subtasks"], phase["chunks"]);
+    assert_eq!(phase["chunks"][1]["status"], "in_progress");
+    assert_eq!(phase["chunks"][1]["attempts"][0]["n"], 1);
+    assert_eq!(phase["subtasks"][0]["extra"], json!({"kept": true}));
+    // What was written reads back the same.
+    let again = parse(&String::from_utf8(plan_to_bytes(&plan)).unwrap());
+    assert_eq!(again, plan);
+}
+
+#[test]
+fn both_lists_equal_in_meaning_are_accepted() {
+    // Auto-Claude's auto-fix normalises the spelling of statuses in `subtasks` only.
+    let text = r#"{"phases": [{"phase": 1,
+        "subtasks": [{"id": "a", "description": "x", "status": "completed"}],
+        "chunks": [{"id": "a", "description": "x", "status": "done"}]}]}"#;
+    let plan = parse(text);
+    assert_eq!(plan.total(), 1);
+    let saved = to_value(&plan);
+    assert_eq!(saved["phases"][0]["chunks"][0]["status"], "completed");
+    assert_eq!(saved["phases"][0]["subtasks"], saved["phases"][0]["chunks"]);
+}
+
+#[test]
+fn a_null_second_list_is_no_list() {
+    let text = r#"{"phases": [{"id": "p", "chunks": null,
+        "subtasks": [{"id": "a", "description": "x"}]}]}"#;
+    let plan = parse(text);
+    assert_eq!(plan.phases[0].chunks_key, Some("subtasks"));
+    assert_eq!(plan.phases[0].mirror_key, None);
+    assert_eq!(to_value(&plan)["phases"][0]["chunks"], Value::Null);
+}
+
+#[test]
+fn problems_inside_both_lists_are_reported_once() {
+    let chunks = json!([{ "id": "a", "description": "x", "status": "maybe" }]);
+    let err = parse_err(&json!({ "phases": [both_lists_phase("p", chunks)] }).to_string());
+    assert_eq!(err.problems.len(), 1, "{:#?}", err.problems);
+    assert_problem(&err, &["phases[0].subtasks[0] (a).status", "\"maybe\""]);
+}
+
+#[test]
+fn a_top_level_subtasks_list_is_one_implicit_phase() {
+    let text = r#"{"feature": "qa fixes", "subtasks": [
+        {"id": "fix-1", "description": "x", "status": "completed"},
+        {"id": "fix-2", "description": "y", "status": "todo"}
+    ], "qa_signoff": {"status": "rejected"}}"#;
+    assert_round_trip_top_level(text);
+    let mut plan = parse(text);
+    assert_eq!(plan.shape, PlanShape::TopLevelChunks);
+    assert_eq!(plan.phases.len(), 1);
+    assert_eq!(plan.total(), 2);
+    assert_eq!(next_id(&plan), Some("fix-2"));
+    let pos = plan.find_chunk("fix-2").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Completed);
+    let saved = to_value(&plan);
+    assert!(saved.get("phases").is_none(), "no phases added: {saved}");
+    assert_eq!(saved["subtasks"][1]["status"], "completed");
+    let keys: Vec<&String> = saved.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["feature", "subtasks", "qa_signoff"]);
+    assert_eq!(next_step(&plan), NextStep::Complete);
+
+    // `chunks` too, and both, kept equal.
+    let plan = parse(r#"{"chunks": [{"id": "a", "description": "x"}]}"#);
+    assert_eq!(plan.shape, PlanShape::TopLevelChunks);
+    assert_eq!(plan.phases[0].chunks_key, Some("chunks"));
+    let mut plan = parse(
+        r#"{"subtasks": [{"id": "a", "description": "x"}], "chunks": [{"id": "a", "description": "x"}]}"#,
+    );
+    let pos = plan.find_chunk("a").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Failed);
+    let saved = to_value(&plan);
+    assert_eq!(saved["subtasks"], saved["chunks"]);
+    assert_eq!(saved["chunks"][0]["status"], "failed");
+
+    // Problems name the top-level path.
+    let err = parse_err(r#"{"subtasks": [{"description": "no id"}]}"#);
+    assert_problem(&err, &["subtasks[0].id: missing"]);
+    assert!(
+        !err.problems[0].starts_with("phases"),
+        "{:#?}",
+        err.problems
+    );
+    let err = parse_err(
+        r#"{"subtasks": [{"id": "a", "description": "x"}], "chunks": [{"id": "b", "description": "x"}]}"#,
+    );
+    assert_problem(
+        &err,
+        &["subtasks and chunks differ", "subtasks[0].id is \"a\""],
+    );
+}
+
+/// `assert_round_trip` for a plan without `phases`.
+fn assert_round_trip_top_level(text: &str) {
+    let plan = parse(text);
+    let written = to_value(&plan);
+    let mut want = value_of(text);
+    for chunk in want["subtasks"].as_array_mut().unwrap() {
+        if let Some(Value::String(s)) = chunk.get_mut("status") {
+            *s = Status::parse(s).unwrap().as_str().into();
+        }
+    }
+    assert_eq!(written, want);
+    assert_same_key_order(&want, &written, "$");
+}
+
+#[test]
+fn phases_win_over_a_top_level_list() {
+    // As in Auto-Claude: a top-level list beside `phases` is not read (and is kept).
+    let text = r#"{"phases": [{"id": "p", "chunks": [{"id": "a", "description": "x"}]}],
+        "subtasks": [{"id": "stray", "description": "y"}]}"#;
+    let plan = parse(text);
+    assert_eq!(plan.shape, PlanShape::Phases);
+    assert_eq!(plan.total(), 1);
+    assert_eq!(to_value(&plan)["subtasks"][0]["id"], "stray");
+    // Without either, the message names both ways.
+    let err = parse_err(r#"{"feature": "x"}"#);
+    assert_problem(&err, &["phases: missing", "top-level \"subtasks\""]);
+}
+
+#[test]
+fn auto_claude_aliases_subtask_id_and_title() {
+    let text = one_phase(json!([
+        { "subtask_id": "s-1", "title": "From the title" },
+        { "id": null, "subtask_id": 7, "description": "", "title": "Numbered" },
+        { "id": "  ", "subtask_id": "s-3", "description": "d" },
+        { "id": "real", "subtask_id": "ignored", "description": "d" }
+    ]));
+    let plan = parse(&text);
+    let ids: Vec<&str> = plan.chunks().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["s-1", "7", "s-3", "real"]);
+    assert_eq!(
+        plan.chunks().next().unwrap().description(),
+        "From the title"
+    );
+    // The file keeps its own keys: no `id` or `description` is added.
+    assert_round_trip(&text);
+    let saved = to_value(&plan);
+    assert!(saved["phases"][0]["chunks"][0].get("id").is_none());
+    assert!(saved["phases"][0]["chunks"][0].get("description").is_none());
+    // Aliases take part in the rules: unique ids, `runner chunk` lookups.
+    let err = parse_err(&one_phase(json!([
+        { "subtask_id": "dup", "description": "x" },
+        { "id": "dup", "description": "y" }
+    ])));
+    assert_problem(&err, &["chunk id \"dup\" is used more than once"]);
+    // A broken alias is named by its own key.
+    let err = parse_err(&one_phase(
+        json!([{ "subtask_id": ["x"], "description": "x" }]),
+    ));
+    assert_problem(
+        &err,
+        &["phases[0].chunks[0].subtask_id: expected a non-empty string"],
+    );
+    let err = parse_err(&one_phase(
+        json!([{ "subtask_id": "", "description": "x" }]),
+    ));
+    assert_problem(&err, &["phases[0].chunks[0].id: missing"]);
+}
+
+#[test]
+fn chunk_ids_must_be_printable_and_short() {
+    let bad = [
+        ("nul\u{0}byte", "U+0000"),
+        ("bell\u{7}", "U+0007"),
+        ("two\nlines", "U+000A"),
+        ("tab\there", "U+0009"),
+        ("\u{1b}[31mred", "U+001B"),
+        ("del\u{7f}", "U+007F"),
+        ("c1\u{85}", "U+0085"),
+        ("evil\u{202e}txt", "U+202E"),
+        ("zero\u{200b}width", "U+200B"),
+        ("line\u{2028}sep", "U+2028"),
+    ];
+    for (id, code) in bad {
+        let err = parse_err(&one_phase(json!([{ "id": id, "description": "x" }])));
+        assert_problem(&err, &["phases[0].chunks[0].id: chunk id", code]);
+        // The message itself is printable: the id is shown escaped.
+        assert!(
+            err.problems
+                .iter()
+                .all(|p| p.chars().all(|c| !c.is_control())),
+            "{:#?}",
+            err.problems
+        );
+        let err = parse_err(&one_phase(
+            json!([{ "subtask_id": id, "description": "x" }]),
+        ));
+        assert_problem(&err, &["phases[0].chunks[0].subtask_id: chunk id", code]);
+    }
+    // Length is counted in bytes.
+    let at_limit = "x".repeat(MAX_ID_BYTES);
+    parse(&one_phase(json!([{ "id": at_limit, "description": "x" }])));
+    let over = "x".repeat(MAX_ID_BYTES + 1);
+    let err = parse_err(&one_phase(json!([{ "id": over, "description": "x" }])));
+    assert_problem(
+        &err,
+        &["phases[0].chunks[0].id", "201 bytes long", "at most 200"],
+    );
+    let wide = "é".repeat(101); // 202 bytes, 101 characters
+    let err = parse_err(&one_phase(json!([{ "id": wide, "description": "x" }])));
+    assert_problem(&err, &["202 bytes long"]);
+    // Printable ids of any alphabet, with characters git refuses in refs, are fine: refs are
+    // built from an escaped form (`git::refs::ref_component`).
+    let fine = [
+        "subtask-1-1",
+        "with space",
+        "a~b^c:d",
+        "dots..here",
+        "ünïcødé-日本",
+        "x/../y",
+    ];
+    for id in fine {
+        let plan = parse(&one_phase(json!([{ "id": id, "description": "x" }])));
+        assert_eq!(plan.chunks().next().unwrap().id, id);
+    }
+}
+
+#[test]
+fn phase_ids_must_be_printable_and_short() {
+    let err = parse_err(r#"{"phases": [{"id": "p\u0000", "chunks": []}]}"#);
+    assert_problem(&err, &["phases[0].id: phase id", "U+0000"]);
+    let long = "p".repeat(MAX_ID_BYTES + 1);
+    let err = parse_err(&json!({"phases": [{"id": long}]}).to_string());
+    assert_problem(&err, &["phases[0].id: phase id", "201 bytes long"]);
+}
+
+#[test]
+fn malformed_verifications_are_errors_with_their_path() {
+    let cases = [
+        (
+            json!({"type": "command", "command": ["make", "test"]}),
+            "verification.command: expected the command as one string",
+            "a list",
+        ),
+        (
+            json!({"type": "command", "run": 42}),
+            "verification.run: expected the command as one string",
+            "a number",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expect_status": "1"}),
+            "verification.expect_status: expected the exit status as a whole number",
+            "a string",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expect_status": 1.5}),
+            "verification.expect_status",
+            "1.5",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expected_status": 4294967296_u64}),
+            "verification.expected_status",
+            "4294967296",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expected_exit_code": true}),
+            "verification.expected_exit_code",
+            "a boolean",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expect_output": {"contains": "ok"}}),
+            "verification.expect_output: expected a string",
+            "an object",
+        ),
+        (
+            json!({"type": "command", "command": "x", "expect_stdout": 1}),
+            "verification.expect_stdout",
+            "a number",
+        ),
+        (
+            json!({"type": 1, "command": "x"}),
+            "verification.type: expected a string",
+            "a number",
+        ),
+        (
+            json!(["make test"]),
+            "verification: expected an object",
+            "a list",
+        ),
+        (json!(3), "verification: expected an object", "a number"),
+    ];
+    for (v, path, found) in cases {
+        let text = json!({"phases": [{"id": "p", "subtasks": [
+            {"id": "ok", "description": "x"},
+            {"id": "c", "description": "x", "verification": v}
+        ]}]})
+        .to_string();
+        let err = parse_err(&text);
+        assert_problem(&err, &[&format!("phases[0].subtasks[1] (c).{path}"), found]);
+    }
+    // Also in a type runner does not run: the field is still malformed.
+    let err = parse_err(&one_phase(json!([
+        { "id": "c", "description": "x", "verification": {"type": "api", "expect_status": "200"} }
+    ])));
+    assert_problem(&err, &["(c).verification.expect_status"]);
+}
+
+#[test]
+fn null_verification_fields_count_as_absent() {
+    let check = verification::command_check(&chunk_with(json!({
+        "type": null, "command": null, "run": "make test",
+        "expect_status": null, "expected_status": 2, "expect_output": null
+    })))
+    .expect("a command check");
+    assert_eq!(
+        check,
+        CommandCheck {
+            command: "make test".into(),
+            expect_status: 2,
+            expect_output: None
+        }
+    );
+    // Prose and null verifications are fine.
+    chunk_with(json!("run the tests by hand"));
+    chunk_with(Value::Null);
+}
+
+#[test]
+fn set_status_clears_completed_at_unless_completed() {
+    let mut plan = parse(&one_phase(json!([
+        { "id": "a", "description": "x", "status": "completed", "completed_at": "2026-01-01T00:00:00Z", "notes": "n" }
+    ])));
+    let pos = plan.find_chunk("a").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Completed);
+    assert!(plan.chunk(pos).raw.contains_key("completed_at"));
+    for status in [
+        Status::Failed,
+        Status::Pending,
+        Status::InProgress,
+        Status::Blocked,
+    ] {
+        let mut p = plan.clone();
+        p.chunk_mut(pos).set_status(status);
+        assert!(!p.chunk(pos).raw.contains_key("completed_at"), "{status}");
+        assert_eq!(p.chunk(pos).str_field("notes"), Some("n"));
+    }
+}
+
+#[test]
+fn dependency_index_agrees_with_phase_ref_matching() {
+    // Phases keyed every way a reference can name them, including look-alikes ("01", "+1").
+    let phases = json!([
+        {"id": "1"}, {"phase": 1}, {"id": "01"}, {"phase": 2, "id": "two"}, {"id": "+3"},
+        {"phase": 3}, {"id": "x", "phase": 4}, {"phase": -5}, {"id": "-5"}, {"id": "a b"}
+    ]);
+    let plan = parse(&json!({"phases": phases}).to_string());
+    let refs = [
+        PhaseRef::Name("1".into()),
+        PhaseRef::Number(1),
+        PhaseRef::Name("01".into()),
+        PhaseRef::Name("two".into()),
+        PhaseRef::Name("2".into()),
+        PhaseRef::Number(2),
+        PhaseRef::Name("+3".into()),
+        PhaseRef::Name("3".into()),
+        PhaseRef::Number(3),
+        PhaseRef::Name("4".into()),
+        PhaseRef::Name("x".into()),
+        PhaseRef::Number(-5),
+        PhaseRef::Name("-5".into()),
+        PhaseRef::Name("a b".into()),
+        PhaseRef::Name("nothing".into()),
+        PhaseRef::Number(99),
+    ];
+    for dep in refs {
+        let by_scan: Vec<usize> = (0..plan.phases.len())
+            .filter(|&j| dep.matches(&plan.phases[j].key))
+            .collect();
+        let mut one = plan.clone();
+        one.phases.push(Phase {
+            raw: Map::new(),
+            key: PhaseKey {
+                id: Some("probe".into()),
+                number: None,
+            },
+            depends_on: vec![dep.clone()],
+            chunks_key: None,
+            mirror_key: None,
+            chunks: Vec::new(),
+        });
+        let mut problems = Vec::new();
+        let resolved = super::validate::resolve_dependencies(&one, &mut problems);
+        match by_scan.as_slice() {
+            [j] => assert_eq!(resolved.unwrap().last().unwrap(), &vec![*j], "{dep}"),
+            [] => assert!(
+                problems[0].contains("names no phase"),
+                "{dep}: {problems:?}"
+            ),
+            _ => assert!(
+                problems[0].contains("could mean any of"),
+                "{dep}: {problems:?}"
+            ),
+        }
+    }
+}
+
+/// `n` one-chunk phases, each depending on the one before (by id), as JSON text; `extra` adds
+/// one more dependency to one phase.
+fn chain(n: usize, extra: Option<(usize, &str)>) -> String {
+    let phases: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut deps: Vec<String> =
+                (i > 0).then(|| format!("p{}", i - 1)).into_iter().collect();
+            if let Some((at, dep)) = extra
+                && at == i
+            {
+                deps.push(dep.to_string());
+            }
+            json!({"id": format!("p{i}"), "depends_on": deps,
+                   "chunks": [{"id": format!("c{i}"), "description": "x"}]})
+        })
+        .collect();
+    json!({ "phases": phases }).to_string()
+}
+
+#[test]
+fn a_long_dependency_chain_loads_and_a_cycle_through_it_is_found() {
+    // Deep enough to overflow the stack of a test thread with a recursive search.
+    let n = 50_000;
+    let plan = parse(&chain(n, None));
+    assert_eq!(plan.total(), n);
+    assert_eq!(next_id(&plan), Some("c0"));
+    let last = format!("p{}", n - 1);
+    let err = parse_err(&chain(n, Some((3, &last))));
+    assert_problem(
+        &err,
+        &[&format!(
+            "phase dependencies form a cycle: p3 -> {last} -> p{} -> ",
+            n - 2
+        )],
+    );
+    let cycle = err.problems.iter().find(|p| p.contains("cycle")).unwrap();
+    assert!(
+        cycle.ends_with("p5 -> p4 -> p3"),
+        "{}",
+        &cycle[cycle.len() - 40..]
+    );
+    let err = parse_err(&chain(n, Some((n - 1, "ghost"))));
+    assert_problem(
+        &err,
+        &[&format!(
+            "phases[{}] ({last}).depends_on: \"ghost\" names no phase",
+            n - 1
+        )],
+    );
+}
+
+#[test]
+fn the_difference_named_is_one_of_meaning_not_of_status_spelling() {
+    let err = parse_err(
+        r#"{"phases": [{"id": "p",
+        "subtasks": [{"id": "a", "description": "x", "status": "done"},
+                     {"id": "b", "description": "y", "files_to_modify": ["one.rs"]}],
+        "chunks": [{"id": "a", "description": "x", "status": "completed"},
+                   {"id": "b", "description": "y", "files_to_modify": ["two.rs"]}]}]}"#,
+    );
+    assert_problem(
+        &err,
+        &[
+            "phases[0].subtasks[1].files_to_modify is [\"one.rs\"], phases[0].chunks[1].files_to_modify is [\"two.rs\"]",
+        ],
+    );
 }

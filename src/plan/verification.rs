@@ -4,10 +4,14 @@
 //! so it is shown to the agent but not compared; the exit status decides (`expect_status`,
 //! default 0). `expect_output` / `expect_stdout`, if present, must appear in the output.
 //! Browser, e2e and manual verifications are instructions for the agent, not checks.
+//!
+//! A field runner reads that has the wrong JSON type is a plan error (`check`), never a check
+//! quietly skipped or run with a default in its place.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::model::Chunk;
+use super::parse::kind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandCheck {
@@ -16,30 +20,80 @@ pub struct CommandCheck {
     pub expect_output: Option<String>,
 }
 
+/// The spellings of each field runner reads, the first present (non-null) one wins.
+const TYPE: &[&str] = &["type"];
+const COMMAND: &[&str] = &["command", "run"];
+const EXPECT_STATUS: &[&str] = &["expect_status", "expected_status", "expected_exit_code"];
+const EXPECT_OUTPUT: &[&str] = &["expect_output", "expect_stdout"];
+
+/// The value of the first of `keys` that is present and not null.
+fn field<'a>(v: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| v.get(*k).filter(|x| !x.is_null()))
+}
+
+/// Appends a problem for each field runner reads that has the wrong type. `at` is the JSON
+/// path of the verification. A text verification is prose for the agent; null is none.
+pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: &mut Vec<String>) {
+    let v = match verification {
+        Value::Null | Value::String(_) => return,
+        Value::Object(v) => v,
+        other => {
+            problems.push(format!(
+                "{at}: expected an object (such as {{\"type\": \"command\", \"command\": \"make test\"}}) or a text, found {}",
+                kind(other)
+            ));
+            return;
+        }
+    };
+    let strings = [
+        (TYPE, "a string such as \"command\""),
+        (COMMAND, "the command as one string (run with sh -c)"),
+        (EXPECT_OUTPUT, "a string the output must contain"),
+    ];
+    for (keys, wanted) in strings {
+        for key in keys {
+            match v.get(*key) {
+                None | Some(Value::Null | Value::String(_)) => {}
+                Some(other) => problems.push(format!(
+                    "{at}.{key}: expected {wanted}, found {}",
+                    kind(other)
+                )),
+            }
+        }
+    }
+    for key in EXPECT_STATUS {
+        match v.get(*key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|n| i32::try_from(n).is_ok()) => {}
+            Some(other) => problems.push(format!(
+                "{at}.{key}: expected the exit status as a whole number, found {}",
+                match other {
+                    Value::Number(n) => format!("{n}"),
+                    other => kind(other).to_string(),
+                }
+            )),
+        }
+    }
+}
+
 /// The command runner should run after the chunk, or `None` if there is nothing to run.
+/// The plan was validated (`check`), so every field read here has its type.
 pub fn command_check(chunk: &Chunk) -> Option<CommandCheck> {
     let Value::Object(v) = chunk.raw.get("verification")? else {
         return None;
     };
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or("command");
+    let kind = field(v, TYPE).and_then(Value::as_str).unwrap_or("command");
     if !kind.eq_ignore_ascii_case("command") {
         return None;
     }
-    let command = v
-        .get("command")
-        .or_else(|| v.get("run"))
+    let command = field(v, COMMAND)
         .and_then(Value::as_str)
         .filter(|c| !c.trim().is_empty())?;
-    let expect_status = v
-        .get("expect_status")
-        .or_else(|| v.get("expected_status"))
-        .or_else(|| v.get("expected_exit_code"))
+    let expect_status = field(v, EXPECT_STATUS)
         .and_then(Value::as_i64)
         .and_then(|n| i32::try_from(n).ok())
         .unwrap_or(0);
-    let expect_output = v
-        .get("expect_output")
-        .or_else(|| v.get("expect_stdout"))
+    let expect_output = field(v, EXPECT_OUTPUT)
         .and_then(Value::as_str)
         .map(str::to_string);
     Some(CommandCheck {

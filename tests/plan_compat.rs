@@ -1,0 +1,553 @@
+//! Real Auto-Claude files as Auto-Claude writes them, and hostile or broken plans and specs,
+//! through the real binary (issue 8, §3 and §4).
+//!
+//! The reference plans are read from `../shared/reference/auto-claude-plans/` and transformed
+//! here; their text is never copied into the project.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use runner::plan::Status;
+use serde_json::{Map, Value, json};
+
+/// Every reference plan, sorted by file name.
+fn reference_plans() -> Vec<PathBuf> {
+    let mut plans: Vec<PathBuf> = std::fs::read_dir(reference_plans_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    plans.sort();
+    assert!(!plans.is_empty(), "no reference plans");
+    plans
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The plan as current Auto-Claude saves it (`Phase.to_dict`): each phase's chunk list under
+/// both `subtasks` and `chunks`, in that order, where the file had its one list.
+fn with_both_lists(plan: &Value) -> Value {
+    let mut plan = plan.clone();
+    for phase in plan["phases"].as_array_mut().unwrap() {
+        let old = std::mem::take(phase.as_object_mut().unwrap());
+        let list = old
+            .get("subtasks")
+            .or_else(|| old.get("chunks"))
+            .cloned()
+            .expect("every reference phase has a chunk list");
+        let mut new = Map::new();
+        for (key, value) in old {
+            if key == "subtasks" || key == "chunks" {
+                if !new.contains_key("subtasks") {
+                    new.insert("subtasks".into(), list.clone());
+                    new.insert("chunks".into(), list.clone());
+                }
+            } else {
+                new.insert(key, value);
+            }
+        }
+        *phase = Value::Object(new);
+    }
+    plan
+}
+
+/// (completed, total) counted from the file's own data, one list per phase.
+fn counts(plan: &Value) -> (usize, usize) {
+    let chunks: Vec<&Value> = plan["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            p.get("subtasks")
+                .or_else(|| p.get("chunks"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    let done = chunks
+        .iter()
+        .filter(|c| {
+            c["status"]
+                .as_str()
+                .and_then(Status::parse)
+                .is_some_and(|s| s == Status::Completed)
+        })
+        .count();
+    (done, chunks.len())
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+fn spec_status(repo: &TestRepo, spec: &str) -> Value {
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    v["specs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == spec)
+        .cloned()
+        .unwrap_or_else(|| panic!("no spec {spec} in {v}"))
+}
+
+/// Asserts that `runner run` refused with exit 2 before any session, leaving the plan as it was.
+fn assert_refused_untouched(repo: &TestRepo, spec: &str, before: &[u8], wanted: &[&str]) {
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    for w in wanted {
+        assert!(err.contains(w), "stderr lacks {w:?}:\n{err}");
+    }
+    assert_eq!(
+        std::fs::read(repo.plan_path(spec)).unwrap(),
+        before,
+        "the plan must be left untouched"
+    );
+    assert!(
+        repo.agent_log().is_empty(),
+        "no session may start: {:?}",
+        repo.agent_log()
+    );
+}
+
+#[test]
+fn real_plans_saved_with_both_lists_are_read_counted_once_and_written_back_equal() {
+    for path in reference_plans() {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let spec = format!("001-{}", &name[..2]);
+        let repo = TestRepo::new();
+        let dir = repo.add_spec(&spec);
+        let original = read_json(&path);
+        let both = with_both_lists(&original);
+        write_json(&dir.join("implementation_plan.json"), &both);
+
+        let status = spec_status(&repo, &spec);
+        let (done, total) = counts(&original);
+        assert_ne!(status["status"], "invalid_plan", "{name}: {status}");
+        assert_eq!(status["chunks"]["total"], total, "{name}: counted once");
+        assert_eq!(status["chunks"]["completed"], done, "{name}");
+
+        // A write through the binary (a person's override) reaches both lists.
+        let next = status["next_chunk"]
+            .as_str()
+            .expect("a next chunk")
+            .to_string();
+        let out = repo.runner(&["chunk", "done", &next, "--spec", &spec]);
+        assert_exit(&out, 0);
+        let saved = repo.plan(&spec);
+        for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(phase["subtasks"], phase["chunks"], "{name}: phases[{i}]");
+            let keys: Vec<&String> = phase.as_object().unwrap().keys().collect();
+            let want: Vec<&String> = both["phases"][i].as_object().unwrap().keys().collect();
+            assert_eq!(keys, want, "{name}: phases[{i}] keeps its keys in place");
+        }
+        assert_eq!(repo.chunk(&spec, &next)["status"], "completed");
+        assert_eq!(spec_status(&repo, &spec)["chunks"]["completed"], done + 1);
+    }
+}
+
+#[test]
+fn a_real_chunks_era_plan_with_both_lists_runs_to_the_end() {
+    // The chunks-era reference plan: its pending chunks have no command to check, so the fake
+    // agent can finish them.
+    let path = reference_plans_dir().join("01-chunks-era-refactor-midflight.json");
+    let original = read_json(&path);
+    let both = with_both_lists(&original);
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-both");
+    write_json(&dir.join("implementation_plan.json"), &both);
+
+    let out = repo.run_spec("001-both", &[]);
+    assert_exit(&out, 0);
+    let (done, total) = counts(&original);
+    let ran: Vec<String> = repo.agent_log();
+    assert_eq!(
+        ran.len(),
+        total - done,
+        "one session per pending chunk: {ran:?}"
+    );
+
+    let saved = repo.plan("001-both");
+    for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(phase["subtasks"], phase["chunks"], "phases[{i}]");
+        let was = both["phases"][i]["chunks"].as_array().unwrap();
+        let now = phase["chunks"].as_array().unwrap();
+        assert_eq!(now.len(), was.len());
+        for (c, w) in now.iter().zip(was) {
+            assert_eq!(c["status"], "completed", "{c}");
+            // Every field the chunk had is still there (runner only adds its own).
+            for (k, v) in w.as_object().unwrap() {
+                if k != "status" {
+                    assert_eq!(&c[k], v, "{}.{k}", w["id"]);
+                }
+            }
+        }
+    }
+    for (k, v) in both.as_object().unwrap() {
+        if k != "phases" {
+            assert_eq!(&saved[k], v, "top-level {k} kept");
+        }
+    }
+    // One commit per chunk that ran, named by its id.
+    let log = repo.branch_log("auto-claude/001-both");
+    assert_eq!(log.len(), total - done, "{log:?}");
+    assert!(log[0].starts_with("auto-claude: cleanup - "), "{log:?}");
+}
+
+#[test]
+fn lists_that_differ_are_refused_naming_both_paths() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-differ");
+    let plan = json!({"phases": [
+        {"id": "p1", "subtasks": [{"id": "a", "description": "x"}],
+                     "chunks": [{"id": "a", "description": "x"}]},
+        {"id": "p2", "depends_on": ["p1"],
+         "subtasks": [{"id": "b", "description": "y", "status": "completed"}],
+         "chunks": [{"id": "b", "description": "y", "status": "pending"}]}
+    ]});
+    let bytes = serde_json::to_vec_pretty(&plan).unwrap();
+    std::fs::write(repo.plan_path("001-differ"), &bytes).unwrap();
+    assert_refused_untouched(
+        &repo,
+        "001-differ",
+        &bytes,
+        &[
+            "phases[1].subtasks and phases[1].chunks differ",
+            "phases[1].subtasks[0].status is \"completed\", phases[1].chunks[0].status is \"pending\"",
+        ],
+    );
+    // `runner chunk` refuses it too, and writes nothing.
+    let out = repo.runner(&["chunk", "done", "a", "--spec", "001-differ"]);
+    assert_exit(&out, 2);
+    assert_eq!(std::fs::read(repo.plan_path("001-differ")).unwrap(), bytes);
+}
+
+#[test]
+fn auto_claude_aliases_run_and_the_file_keeps_its_keys() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-alias");
+    let plan = json!({"feature": "aliases", "phases": [{"phase": 1, "subtasks": [
+        {"subtask_id": "s-1", "title": "First by title", "status": "pending"},
+        {"id": null, "subtask_id": "s-2", "description": "Second", "status": "pending"}
+    ]}]});
+    write_json(&repo.plan_path("001-alias"), &plan);
+    let out = repo.run_spec("001-alias", &[]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        repo.branch_log("auto-claude/001-alias"),
+        [
+            "auto-claude: s-1 - First by title",
+            "auto-claude: s-2 - Second"
+        ]
+    );
+    let saved = repo.plan("001-alias");
+    let chunks = saved["phases"][0]["subtasks"].as_array().unwrap();
+    assert!(chunks[0].get("id").is_none(), "no id added: {}", chunks[0]);
+    assert!(chunks[0].get("description").is_none(), "{}", chunks[0]);
+    assert_eq!(chunks[1]["id"], Value::Null, "null id kept as it was");
+    assert!(chunks.iter().all(|c| c["status"] == "completed"));
+    // The agent saw the alias as the chunk id.
+    let ran: Vec<String> = repo.agent_log();
+    assert!(ran[0].starts_with("coder s-1 1 "), "{ran:?}");
+}
+
+#[test]
+fn a_top_level_subtasks_plan_runs_and_keeps_its_shape() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-flat");
+    let plan = json!({
+        "feature": "QA fixes",
+        "subtasks": [
+            {"id": "fix-1", "description": "Fix one", "status": "completed"},
+            {"id": "fix-2", "description": "Fix two", "status": "pending"}
+        ],
+        "qa_signoff": {"status": "rejected", "issues": ["x"]}
+    });
+    write_json(&repo.plan_path("001-flat"), &plan);
+    let status = spec_status(&repo, "001-flat");
+    assert_eq!(status["chunks"]["total"], 2, "{status}");
+    assert_eq!(status["next_chunk"], "fix-2");
+
+    let out = repo.run_spec("001-flat", &[]);
+    assert_exit(&out, 0);
+    let saved = repo.plan("001-flat");
+    let keys: Vec<&String> = saved.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["feature", "subtasks", "qa_signoff", "base_branch"],
+        "no phases added; runner's base_branch pinned at the end"
+    );
+    assert_eq!(saved["subtasks"][1]["status"], "completed");
+    assert_eq!(saved["qa_signoff"], plan["qa_signoff"]);
+    assert_eq!(
+        repo.branch_log("auto-claude/001-flat"),
+        ["auto-claude: fix-2 - Fix two"]
+    );
+}
+
+#[test]
+fn malformed_verifications_stop_the_run_with_their_path() {
+    let cases = [
+        (
+            json!({"type": "command", "command": ["make", "test"]}),
+            "phases[0].subtasks[0] (c1).verification.command: expected the command as one string (run with sh -c), found a list",
+        ),
+        (
+            json!({"type": "command", "run": "make test", "expect_status": "0"}),
+            "phases[0].subtasks[0] (c1).verification.expect_status: expected the exit status as a whole number, found a string",
+        ),
+        (
+            json!({"type": "command", "command": "make", "expect_output": ["ok"]}),
+            "phases[0].subtasks[0] (c1).verification.expect_output: expected a string",
+        ),
+        (
+            json!({"type": ["command"], "command": "make"}),
+            "phases[0].subtasks[0] (c1).verification.type: expected a string",
+        ),
+    ];
+    for (i, (verification, wanted)) in cases.into_iter().enumerate() {
+        let repo = TestRepo::new();
+        let spec = format!("00{i}-verify");
+        repo.add_spec(&spec);
+        let plan = json!({"phases": [{"id": "p", "subtasks": [
+            {"id": "c1", "description": "x", "verification": verification}
+        ]}]});
+        let bytes = serde_json::to_vec_pretty(&plan).unwrap();
+        std::fs::write(repo.plan_path(&spec), &bytes).unwrap();
+        assert_refused_untouched(&repo, &spec, &bytes, &[wanted]);
+    }
+}
+
+#[test]
+fn chunk_ids_with_control_characters_or_too_long_are_refused() {
+    let long = "x".repeat(201);
+    let cases: [(&str, &str); 4] = [
+        // JSON escapes, as an agent would write them into the file.
+        (r#""a\u0000b""#, "contains a control character (U+0000)"),
+        (r#""line\nbreak""#, "contains a control character (U+000A)"),
+        (
+            r#""\u001b[2Jclear""#,
+            "contains a control character (U+001B)",
+        ),
+        (&format!("\"{long}\""), "is 201 bytes long; at most 200"),
+    ];
+    for (i, (id_json, wanted)) in cases.into_iter().enumerate() {
+        let repo = TestRepo::new();
+        let spec = format!("00{i}-ids");
+        repo.add_spec(&spec);
+        let text = format!(
+            r#"{{"phases": [{{"id": "p", "subtasks": [{{"id": "ok", "description": "x"}}, {{"id": {id_json}, "description": "y"}}]}}]}}"#
+        );
+        std::fs::write(repo.plan_path(&spec), &text).unwrap();
+        assert_refused_untouched(
+            &repo,
+            &spec,
+            text.as_bytes(),
+            &["phases[0].subtasks[1].id: chunk id", wanted],
+        );
+    }
+}
+
+#[test]
+fn an_empty_plan_is_not_complete_for_run() {
+    for (i, plan) in [
+        json!({"feature": "f", "phases": []}),
+        json!({"phases": [{"id": "p1", "subtasks": []}, {"id": "p2", "chunks": null}]}),
+        json!({"subtasks": []}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let repo = TestRepo::new();
+        let spec = format!("00{i}-empty");
+        repo.add_spec(&spec);
+        let bytes = serde_json::to_vec_pretty(&plan).unwrap();
+        std::fs::write(repo.plan_path(&spec), &bytes).unwrap();
+        assert_refused_untouched(&repo, &spec, &bytes, &["the plan has no chunks"]);
+    }
+    // A planner that writes a plan without chunks is sent back with the problem.
+    let repo = TestRepo::new();
+    repo.add_spec("009-planner");
+    let empty = repo.tmp.path().join("empty-plan.json");
+    std::fs::write(&empty, r#"{"phases": [{"id": "p", "subtasks": []}]}"#).unwrap();
+    repo.script(&format!("planner * plan {}\n", empty.display()));
+    repo.write_config("[run]\nmax_attempts = 2\n");
+    let out = repo.run_spec("009-planner", &[]);
+    assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("the plan has no chunks"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.agent_log().len(), 2, "two planner attempts, no coder");
+}
+
+#[test]
+fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
+    let plan = json!({"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "x"}]}]});
+    let bytes = serde_json::to_vec_pretty(&plan).unwrap();
+    type Breaker = fn(&Path);
+    let breakers: [(&str, Breaker, &str); 4] = [
+        (
+            "missing",
+            |p| std::fs::remove_file(p).unwrap(),
+            "is missing",
+        ),
+        (
+            "dangling-link",
+            |p| {
+                std::fs::remove_file(p).unwrap();
+                std::os::unix::fs::symlink("nowhere.md", p).unwrap();
+            },
+            "is missing",
+        ),
+        (
+            "a-folder",
+            |p| {
+                std::fs::remove_file(p).unwrap();
+                std::fs::create_dir(p).unwrap();
+            },
+            "cannot read",
+        ),
+        (
+            "blank",
+            |p| std::fs::write(p, " \n\t\n").unwrap(),
+            "is empty",
+        ),
+    ];
+    for (i, (what, breaker, wanted)) in breakers.into_iter().enumerate() {
+        let repo = TestRepo::new();
+        let spec = format!("00{i}-{what}");
+        let dir = repo.add_spec(&spec);
+        std::fs::write(repo.plan_path(&spec), &bytes).unwrap();
+        breaker(&dir.join("spec.md"));
+        assert_refused_untouched(&repo, &spec, &bytes, &["spec.md", wanted]);
+        // Nothing was set up for the run either.
+        assert!(!repo.worktree().exists(), "{what}: no worktree");
+    }
+    // Without a plan too: no planner starts.
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("009-noplan");
+    std::fs::remove_file(dir.join("spec.md")).unwrap();
+    let out = repo.run_spec("009-noplan", &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("is missing"), "{}", stderr(&out));
+    assert!(repo.agent_log().is_empty());
+}
+
+#[test]
+fn a_spec_md_with_invalid_utf8_still_reaches_planner_and_coder() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-latin1");
+    // "café" in Latin-1: one byte that is not UTF-8, between text that must survive.
+    let mut spec =
+        b"# Menu\n\nThe caf\xe9 page lists the DAILY-SPECIALS from the kitchen.\n".to_vec();
+    spec.extend_from_slice(b"Keep the ORDER-BUTTON.\n");
+    std::fs::write(dir.join("spec.md"), &spec).unwrap();
+    let out = repo.run_spec("001-latin1", &[]);
+    assert_exit(&out, 0);
+    let prompts_dir = repo.tmp.path().join("prompts");
+    let mut prompts: Vec<(String, String)> = std::fs::read_dir(&prompts_dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    prompts.sort();
+    assert!(
+        prompts.iter().any(|(n, _)| n.contains("-planner-")),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts.iter().any(|(n, _)| n.contains("-coder-")),
+        "{prompts:?}"
+    );
+    for (name, text) in &prompts {
+        assert!(
+            text.contains("The caf\u{FFFD} page lists the DAILY-SPECIALS")
+                && text.contains("Keep the ORDER-BUTTON."),
+            "{name} lacks the feature:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn chunk_fail_on_a_completed_chunk_clears_completed_at() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-fail");
+    // One list here, so that only `completed_at` is under test (the first test of this file
+    // covers writes to both lists).
+    let plan = json!({"phases": [{"id": "p", "subtasks": [
+        {"id": "a", "description": "x", "status": "completed",
+         "completed_at": "2026-01-10T10:12:00Z", "notes": "kept"}
+    ]}]});
+    write_json(&repo.plan_path("001-fail"), &plan);
+    let out = repo.runner(&[
+        "chunk",
+        "fail",
+        "a",
+        "--reason",
+        "regressed",
+        "--spec",
+        "001-fail",
+    ]);
+    assert_exit(&out, 0);
+    let chunk = repo.chunk("001-fail", "a");
+    assert_eq!(chunk["status"], "failed");
+    assert!(chunk.get("completed_at").is_none(), "{chunk}");
+    assert_eq!(chunk["failure_reason"], "regressed");
+    assert_eq!(chunk["notes"], "kept");
+    // And back: done sets it again.
+    let out = repo.runner(&["chunk", "done", "a", "--spec", "001-fail"]);
+    assert_exit(&out, 0);
+    assert!(repo.chunk("001-fail", "a")["completed_at"].is_string());
+}
+
+#[test]
+fn a_spec_md_deleted_during_the_run_stops_it_before_the_next_session() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-gone");
+    let plan = json!({"phases": [{"id": "p", "subtasks": [
+        {"id": "c1", "description": "first"},
+        {"id": "c2", "description": "second"}
+    ]}]});
+    write_json(&repo.plan_path("001-gone"), &plan);
+    repo.script("c1 * slow 1\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let child = repo
+        .cmd(&["run", "--spec", "001-gone", "--agent-command", &agent])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("c1's session", || {
+        repo.agent_log().iter().any(|l| l.starts_with("coder c1 "))
+    });
+    std::fs::remove_file(dir.join("spec.md")).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("is missing"), "{}", stderr(&out));
+    assert_eq!(
+        repo.agent_log().len(),
+        1,
+        "no session for c2: {:?}",
+        repo.agent_log()
+    );
+    assert_eq!(repo.chunk("001-gone", "c1")["status"], "completed");
+    // c2 was taken, but its agent never ran: it is pending again, not left in progress.
+    let c2 = repo.chunk("001-gone", "c2");
+    assert_eq!(c2["status"], "pending", "{c2}");
+    assert_eq!(c2["attempts"][0]["outcome"], "not_started", "{c2}");
+}
