@@ -355,3 +355,71 @@ fn a_verification_that_prints_a_flood_is_capped_and_still_judged_on_every_byte()
     assert!(String::from_utf8_lossy(&log).contains("bytes of output cut here"));
     assert_eq!(repo.chunk("001-x", "core-b")["status"], "completed");
 }
+
+/// Every path below `dir` with its length and first bytes (folders and links as markers), for
+/// "nothing here changed".
+fn snapshot(dir: &Path) -> Vec<(String, String)> {
+    list_tree(dir)
+        .into_iter()
+        .map(|rel| {
+            let p = dir.join(&rel);
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let bytes = if meta.is_file() {
+                std::fs::read(&p).unwrap()
+            } else {
+                format!("<{:?}>", meta.file_type()).into_bytes()
+            };
+            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
+            (rel, format!("{} bytes: {head}", bytes.len()))
+        })
+        .collect()
+}
+
+/// A folder outside the repository shaped like the ones runner writes in, so that a write
+/// through a link to it would land on an existing name.
+fn outside_folder(repo: &TestRepo) -> std::path::PathBuf {
+    let outside = repo.tmp.path().join("outside-folder");
+    for sub in ["", "sessions", "specs/001-x/sessions"] {
+        let d = outside.join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        for name in [
+            "events.jsonl",
+            "output.log",
+            "verification.log",
+            "prompt.md",
+        ] {
+            std::fs::write(d.join(name), "precious\n").unwrap();
+        }
+    }
+    let plan = std::fs::read(fixture("plans/two-phases.json")).unwrap();
+    for sub in ["", "specs/001-x"] {
+        std::fs::write(outside.join(sub).join("implementation_plan.json"), &plan).unwrap();
+        std::fs::write(outside.join(sub).join("spec.md"), "# x\n").unwrap();
+    }
+    outside
+}
+
+#[test]
+fn a_folder_swapped_for_a_link_mid_run_stops_the_run_and_nothing_outside_changes() {
+    for what in ["spec", "state", "session"] {
+        let repo = TestRepo::new();
+        repo.add_spec("001-x");
+        let outside = outside_folder(&repo);
+        let before = snapshot(&outside);
+        repo.script(&format!("core-b * swap-link {what}\n"));
+        // core-b has a check: after its session runner writes verification.log in the session
+        // folder, the journal and the plan in the spec folder.
+        let plan = std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap();
+        assert!(plan.contains("test -f work/core-b.txt"));
+        let agent = fixture("fake-agent").display().to_string();
+        let out = repo
+            .cmd(&["run", "--spec", "001", "--agent-command", &agent])
+            .env("FAKE_AGENT_OUTSIDE", &outside)
+            .output()
+            .unwrap();
+        assert_eq!(snapshot(&outside), before, "{what}: runner wrote outside");
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains("symbolic link"), "{what}: {err}");
+    }
+}

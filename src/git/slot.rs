@@ -195,7 +195,7 @@ impl Slot {
             .find_reference(&refname)?
             .peel(git2::ObjectType::Commit)?;
         if let Some(dir) = marker.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::store::safe::create_dirs(dir)?;
         }
         crate::store::write_atomic(marker, branch.as_bytes())?;
         crate::failpoint::hit("slot_switch_marked");
@@ -203,7 +203,7 @@ impl Slot {
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
         crate::failpoint::hit("slot_switch_checked_out");
         repo.set_head(&refname)?;
-        let _ = std::fs::remove_file(marker);
+        let _ = crate::store::safe::remove(marker);
         Ok(())
     }
 
@@ -232,7 +232,7 @@ impl Slot {
                 )
             })?;
         }
-        std::fs::remove_file(marker)?;
+        crate::store::safe::remove(marker)?;
         Ok(Some(branch))
     }
 

@@ -83,8 +83,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     ws.main.ensure_excluded()?;
     let config = ws.config()?;
     let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
-    ws.check_spec_folder(&spec_name)?;
-    let paths = ws.spec(&spec_name);
+    let paths = ws.spec(&spec_name)?;
     let agent = match &opts.agent_command {
         Some(text) => parse_agent_command(text)?,
         None => config.agent.command.clone(),
@@ -331,7 +330,8 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
     let listed = crate::recovery::interrupted::specs(&ws.state_dir);
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
     for name in crate::spec::list(&ws.specs_dir) {
-        let paths = ws.spec(&name);
+        // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
+        let Ok(paths) = ws.spec(&name) else { continue };
         if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
             continue;
         }
@@ -550,7 +550,7 @@ async fn prepare_slot(
             // Held while the slot switches: the other spec must not start meanwhile.
             let mut _other_lock = None;
             if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
-                let other = ws.spec(other_spec);
+                let other = ws.spec(other_spec)?;
                 let Some(other_lock) = FileLock::try_acquire(&other.run_lock)? else {
                     return Err(RunnerError::Busy(format!(
                         "the slot {} holds spec {other_spec}, which is being run: {}",
@@ -663,7 +663,7 @@ fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<Option<Stri
 fn save_and_clean_slot(ws: &Workspace, slot: &Slot, spec: &str) -> anyhow::Result<String> {
     let wt = slot.open(&ws.main)?;
     let chunk = ws
-        .spec(spec)
+        .spec(spec)?
         .plan
         .load()
         .ok()
@@ -980,7 +980,7 @@ impl Run {
                 crate::plan::LAST_GOOD_FILE,
                 crate::clock::stamp()
             )));
-            std::fs::rename(&last_good, &aside)
+            crate::store::safe::rename(&last_good, &aside)
                 .with_context(|| format!("moving {} aside", last_good.display()))?;
         }
         self.journal.record("plan_reset", None, json!({}))?;
@@ -1093,7 +1093,7 @@ impl Run {
             crate::plan::PLAN_FILE,
             crate::clock::stamp()
         )));
-        std::fs::rename(path, &aside)
+        crate::store::safe::rename(path, &aside)
             .with_context(|| format!("moving {} aside", path.display()))?;
         self.reporter.line(format!(
             "The interrupted planner left an incomplete plan; it is kept as {}.",
@@ -1380,10 +1380,11 @@ impl Run {
         let Some(check) = verification::command_check(chunk) else {
             return Ok(None);
         };
+        // Through the safe session-folder helper, like every session file (`store::safe`).
         let log_path = self
             .paths
-            .sessions_dir
-            .join(session_id)
+            .session_dir(session_id)
+            .with_context(|| format!("creating the session folder of {session_id}"))?
             .join("verification.log");
         let spec = ChildSpec {
             argv: vec!["sh".into(), "-c".into(), check.command.clone()],

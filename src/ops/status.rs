@@ -60,7 +60,7 @@ pub struct SlotStatus {
 pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
     let mut specs = Vec::new();
     for name in crate::spec::list(&ws.specs_dir) {
-        let paths = ws.spec(&name);
+        let paths = ws.spec(&name)?;
         let running = match lock::probe(&paths.run_lock)? {
             LockState::Free => None,
             LockState::Held(holder) => Some(Running {

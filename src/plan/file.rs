@@ -141,13 +141,8 @@ impl PlanFile {
 
 fn overwrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let file = crate::store::safe::open(
-        path,
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )?;
+    // Never through a link, never into a hard-linked file (see `store::safe`).
+    let file = crate::store::safe::open(path, crate::store::safe::Mode::InPlace)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
 }

@@ -6,7 +6,7 @@
 //! reader never sees a half-old, half-new record, and a missing or garbled record only means
 //! runner knows less, never that it decides wrong.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -36,18 +36,11 @@ pub struct Holder {
 
 fn open(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        super::safe::create_dirs(parent)?;
     }
-    // Never through a link: an agent could plant one to make runner create or lock a file
-    // elsewhere.
-    super::safe::open(
-        path,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )
+    // Never through a link, never a FIFO or a hard-linked file: an agent could plant one to
+    // make runner create, lock or overwrite a file elsewhere (see `store::safe`).
+    super::safe::open(path, super::safe::Mode::InPlace)
 }
 
 impl FileLock {
