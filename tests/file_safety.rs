@@ -423,3 +423,48 @@ fn a_folder_swapped_for_a_link_mid_run_stops_the_run_and_nothing_outside_changes
         assert!(err.contains("symbolic link"), "{what}: {err}");
     }
 }
+
+/// Move spec `name`'s folder outside the repository and leave a link to it in its place.
+fn move_spec_outside(repo: &TestRepo, name: &str) -> std::path::PathBuf {
+    let outside = repo.tmp.path().join(format!("outside-{name}"));
+    std::fs::rename(repo.spec_dir(name), &outside).unwrap();
+    plant_link(&outside, &repo.spec_dir(name));
+    outside
+}
+
+#[test]
+fn every_command_checks_the_spec_folder_however_the_spec_was_picked() {
+    // The only spec, picked without --spec.
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let outside = move_spec_outside(&repo, "001-x");
+    let before = snapshot(&outside);
+    for args in [
+        vec!["review"],
+        vec!["merge", "--yes"],
+        vec!["discard", "--yes"],
+        vec!["undo"],
+    ] {
+        let out = repo.runner(&args);
+        assert_eq!(snapshot(&outside), before, "{args:?} wrote outside");
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).contains("outside"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+
+    // The other spec a slot holds, recovered when the slot switches to this one.
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    repo.add_spec("002-y");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let outside = move_spec_outside(&repo, "001-x");
+    let before = snapshot(&outside);
+    let out = repo.run_spec("002", &[]);
+    assert_eq!(snapshot(&outside), before, "the slot switch wrote outside");
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("outside"), "{}", stderr(&out));
+}
