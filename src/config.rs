@@ -132,7 +132,7 @@ impl RunConfig {
 impl Config {
     /// The config at `path`, or the defaults if there is no file.
     pub fn load(path: &Path) -> Result<Config, RunnerError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::store::safe::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => {

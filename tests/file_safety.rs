@@ -468,3 +468,86 @@ fn every_command_checks_the_spec_folder_however_the_spec_was_picked() {
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("outside"), "{}", stderr(&out));
 }
+
+/// `runner run --spec 001` with the fake agent and `FAKE_AGENT_OUTSIDE`, killed (and the test
+/// failed) if it has not ended within 60 s: a FIFO must never make runner wait forever.
+fn run_bounded(repo: &TestRepo, outside: &Path) -> std::process::Output {
+    let agent = fixture("fake-agent").display().to_string();
+    let mut child = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent])
+        .env("FAKE_AGENT_OUTSIDE", outside)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("runner hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// (where, relative to the spec folder; planted before the run or by the agent)
+const PLANTED: &[(&str, bool)] = &[
+    ("events.jsonl", true),
+    ("run.lock", true),
+    ("plan.lock", true),
+    ("sessions/SESSION/verification.log", false),
+];
+
+#[test]
+fn a_hard_link_where_runner_writes_in_place_is_refused() {
+    for &(rel, before_run) in PLANTED {
+        let repo = TestRepo::new();
+        let spec = repo.add_spec("001-x");
+        let outside = outside_file(&repo, "hard-linked");
+        if before_run {
+            std::fs::hard_link(&outside, spec.join(rel)).unwrap();
+        } else {
+            repo.script(&format!("core-b * plant hard {rel}\n"));
+        }
+        let out = run_bounded(&repo, &outside);
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "precious\n",
+            "runner wrote into the file hard-linked at {rel}"
+        );
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains("hard link"), "{rel}: {err}");
+    }
+    // The last-good copy is advisory: runner goes on without it, and leaves it alone.
+    let repo = TestRepo::new();
+    let spec = repo.add_spec("001-x");
+    let outside = outside_file(&repo, "hard-linked");
+    std::fs::hard_link(&outside, spec.join("implementation_plan.json.last-good")).unwrap();
+    repo.script("core-a * plant hard implementation_plan.json.last-good\n");
+    run_bounded(&repo, &outside);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+}
+
+#[test]
+fn a_fifo_where_runner_writes_is_refused_and_never_blocks() {
+    for &(rel, before_run) in PLANTED {
+        let repo = TestRepo::new();
+        let spec = repo.add_spec("001-x");
+        if before_run {
+            let made = std::process::Command::new("mkfifo")
+                .arg(spec.join(rel))
+                .status()
+                .unwrap();
+            assert!(made.success());
+        } else {
+            repo.script(&format!("core-b * plant fifo {rel}\n"));
+        }
+        let out = run_bounded(&repo, Path::new("/nonexistent"));
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains("not a regular file"), "{rel}: {err}");
+    }
+}

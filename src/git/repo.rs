@@ -53,7 +53,7 @@ impl MainRepo {
     pub fn ensure_excluded(&self) -> anyhow::Result<()> {
         let info = self.repo.commondir().join("info");
         let path = info.join("exclude");
-        let current = match std::fs::read(&path) {
+        let current = match crate::store::safe::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),

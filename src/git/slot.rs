@@ -129,7 +129,7 @@ impl Slot {
             .join("worktrees")
             .join(&self.name)
             .join("HEAD");
-        let text = std::fs::read_to_string(head).ok()?;
+        let text = crate::store::safe::read_to_string(head).ok()?;
         text.trim()
             .strip_prefix("ref: refs/heads/")
             .map(str::to_string)
@@ -215,7 +215,7 @@ impl Slot {
         main: &MainRepo,
         marker: &Path,
     ) -> anyhow::Result<Option<String>> {
-        let Ok(branch) = std::fs::read_to_string(marker) else {
+        let Ok(branch) = crate::store::safe::read_to_string(marker) else {
             return Ok(None);
         };
         let branch = branch.trim().to_string();

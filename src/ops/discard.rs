@@ -79,7 +79,7 @@ pub fn discard(
     if let Some(u) = uncommitted {
         refs.push(("uncommitted", u));
     }
-    let plan_bytes = std::fs::read(paths.plan.path()).ok();
+    let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
     let prefix = backup::write(repo, &meta, &refs, plan_bytes.as_deref())?;
     crate::failpoint::hit("discard_after_backup");
 

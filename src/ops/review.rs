@@ -157,7 +157,9 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
 
 /// The time of the journal's last event.
 pub fn last_activity(paths: &SpecPaths) -> Option<String> {
-    let text = std::fs::read_to_string(paths.dir.join(crate::store::journal::JOURNAL_FILE)).ok()?;
+    let text =
+        crate::store::safe::read_to_string(paths.dir.join(crate::store::journal::JOURNAL_FILE))
+            .ok()?;
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<Value>(l).ok())

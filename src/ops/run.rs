@@ -825,7 +825,7 @@ impl Run {
         &self,
         entry: &crate::recovery::interrupted::InterruptedSession,
     ) -> Option<String> {
-        let original = std::fs::read_to_string(&entry.prompt_path).ok()?;
+        let original = crate::store::safe::read_to_string(&entry.prompt_path).ok()?;
         let mut note = format!(
             "\n\n## Note: this session was interrupted\n\nThis is the prompt of session {}, which was cut off at {} when runner was stopped. Work it did may already be in the worktree",
             entry.session_id, entry.time
@@ -969,7 +969,7 @@ impl Run {
     }
 
     async fn plan_feature(&mut self, mut resumed_prompt: Option<String>) -> anyhow::Result<()> {
-        let spec_text = std::fs::read_to_string(&self.paths.spec_md)
+        let spec_text = crate::store::safe::read_to_string(&self.paths.spec_md)
             .with_context(|| format!("reading {}", self.paths.spec_md.display()))?;
         // A new plan starts: the copies of an old one (last-good, journal snapshots) must never
         // be "restored" over it. The old copy is kept aside; the journal gets a barrier.
@@ -1295,7 +1295,7 @@ impl Run {
 
     fn coder_prompt(&self, plan: &Plan, taken: &Taken) -> anyhow::Result<String> {
         let chunk = &taken.chunk;
-        let spec_text = std::fs::read_to_string(&self.paths.spec_md).unwrap_or_default();
+        let spec_text = crate::store::safe::read_to_string(&self.paths.spec_md).unwrap_or_default();
         let failures = self.previous_failures(chunk);
         let partial = crate::recovery::partial_work_note(chunk);
         let leftovers = if taken.attempt > 1 {

@@ -71,7 +71,7 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
         (Some(bytes), true) => match parse_plan(paths.plan.path(), bytes) {
             Ok(plan) => {
                 // The plan being replaced is kept beside it.
-                if let Ok(current) = std::fs::read(paths.plan.path()) {
+                if let Ok(current) = crate::store::safe::read(paths.plan.path()) {
                     let aside =
                         crate::store::unused_path(&paths.plan.path().with_file_name(format!(
                             "{}.replaced-{}",

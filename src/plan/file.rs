@@ -43,7 +43,7 @@ impl PlanFile {
 
     /// `Ok(None)` if there is no plan yet; a `PlanError` inside the error if it is invalid.
     pub fn load(&self) -> anyhow::Result<Option<Plan>> {
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match crate::store::safe::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -78,7 +78,7 @@ impl PlanFile {
                 self.path.display()
             ))
         };
-        let mut old = match std::fs::File::open(&self.path) {
+        let mut old = match crate::store::safe::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),

@@ -492,7 +492,7 @@ pub fn settle_after_session(
     let by_person = changed_by_person(&events, session);
     let last_good = || -> Option<Plan> {
         let path = paths.plan.last_good_path();
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = crate::store::safe::read(path).ok()?;
         crate::plan::parse_plan(path, &bytes).ok()
     };
     let plan_path = paths.plan.path().to_path_buf();

@@ -39,7 +39,7 @@ pub fn preview(prompt: &str, n: usize) -> String {
 }
 
 fn read(path: &Path) -> FileBody {
-    std::fs::read(path)
+    crate::store::safe::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()

@@ -57,7 +57,7 @@ pub fn read_events(spec_dir: &Path) -> Vec<Value> {
 
 /// The events whose line contains `needle` (cheap pre-filter before parsing a long journal).
 pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
-    let Ok(text) = std::fs::read_to_string(spec_dir.join(JOURNAL_FILE)) else {
+    let Ok(text) = crate::store::safe::read_to_string(spec_dir.join(JOURNAL_FILE)) else {
         return Vec::new();
     };
     text.lines()

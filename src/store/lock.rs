@@ -103,7 +103,10 @@ pub fn probe(path: &Path) -> std::io::Result<LockState> {
 
 pub fn read_holder(path: &Path) -> Option<Holder> {
     let mut text = String::new();
-    File::open(path).ok()?.read_to_string(&mut text).ok()?;
+    super::safe::open_read(path)
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
     serde_json::from_str(text.trim()).ok()
 }
 

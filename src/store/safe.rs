@@ -138,6 +138,18 @@ fn stat_fd(fd: BorrowedFd) -> std::io::Result<libc::stat> {
     Ok(st)
 }
 
+/// Back to blocking I/O once the file is known to be regular.
+fn clear_nonblock(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: `fd` is open; F_GETFL/F_SETFL take and return plain flags.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
     let Ok(c) = cstring(name) else { return false };
     // SAFETY: as in `stat_fd`.
@@ -302,13 +314,7 @@ fn open_in(dir: &Dir, name: &OsStr, mode: Mode) -> std::io::Result<File> {
     if mode != Mode::New && st.st_nlink > 1 {
         return Err(hard_linked(&path));
     }
-    // SAFETY: `fd` is open; F_GETFL/F_SETFL take and return plain flags.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    clear_nonblock(&fd)?;
     let file = File::from(fd);
     if mode == Mode::Truncate {
         file.set_len(0)?;
@@ -411,6 +417,43 @@ pub fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
 pub fn remove(path: &Path) -> std::io::Result<()> {
     let (dir, name) = parent(path)?;
     unlink_in(&dir, name)
+}
+
+/// Open `path` to read it, refusing anything but a regular file: reading a FIFO planted where
+/// runner keeps state would wait for a writer forever. (Reads may follow links: what runner
+/// reads is judged before use, and nothing is written through them.)
+pub fn open_read(path: impl AsRef<Path>) -> std::io::Result<File> {
+    let path = path.as_ref();
+    let c = cstring(path.as_os_str())?;
+    // SAFETY: a valid NUL-terminated path.
+    let fd = retry(|| unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let st = stat_fd(fd.as_fd())?;
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return Err(not_regular(path));
+    }
+    clear_nonblock(&fd)?;
+    Ok(File::from(fd))
+}
+
+/// `std::fs::read` of a regular file only (see `open_read`).
+pub fn read(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_read(path)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// `std::fs::read_to_string` of a regular file only (see `open_read`).
+pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    String::from_utf8(read(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Refuse if `path` is a link (a folder runner owns and creates itself).
