@@ -551,3 +551,54 @@ fn a_fifo_where_runner_writes_is_refused_and_never_blocks() {
         assert!(err.contains("not a regular file"), "{rel}: {err}");
     }
 }
+
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_under_the_logs_does_not_fail_a_passing_check() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Mounting needs root; capture::tests::a_failed_log_write_changes_no_verdict covers
+        // the same rule without a mount.
+        eprintln!("not root: no tmpfs, covered by the unit test");
+        return;
+    }
+    let repo = TestRepo::new();
+    let spec = repo.add_spec("001-x");
+    let sessions = spec.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&sessions)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let _tmpfs = Tmpfs(sessions.clone());
+    // core-b's agent fills the session folder's disk; its check prints the expected word.
+    repo.script("core-b * fill-disk\n");
+    run_with_core_b_check(
+        &repo,
+        "\"command\": \"head -c 5000 /dev/zero; echo ALL-GOOD; test -f work/core-b.txt\", \"expect_output\": \"ALL-GOOD\"",
+    );
+    let check = repo
+        .events("001-x")
+        .into_iter()
+        .find(|e| e["event"] == "verification")
+        .expect("the check ran");
+    assert_eq!(check["passed"], true, "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("log is incomplete"),
+        "{check}"
+    );
+    assert_eq!(repo.chunk("001-x", "core-b")["status"], "completed");
+}

@@ -1413,6 +1413,10 @@ impl Run {
             detail.push_str(&format!("; its output lacks {want:?}"));
         }
         detail.push_str(&format!(" (log: {})", log_path.display()));
+        if let Some(e) = &end.output.log_incomplete {
+            // Judged on every byte all the same; only the log misses some.
+            detail.push_str(&format!("; the log is incomplete: {e}"));
+        }
         let result = CheckResult {
             command: check.command,
             passed: status_ok && output_ok,

@@ -10,6 +10,9 @@
 //!
 //! The stream is also searched, as bytes, for a verification's expected output, so the check
 //! sees every byte, even the ones cut from the log, and a non-UTF-8 byte cannot hide a match.
+//!
+//! Logging never changes a verdict: a log write that fails (a full disk) stops the logging,
+//! not the counting and the search, and the summary says the log is incomplete.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -24,6 +27,8 @@ pub struct OutputSummary {
     pub cut: u64,
     /// Whether the watched-for bytes appeared anywhere in the output.
     pub found: bool,
+    /// Why the log misses some of the output (a write failed), if it does.
+    pub log_incomplete: Option<String>,
 }
 
 /// The log of one child: see the module doc.
@@ -38,6 +43,8 @@ pub struct CappedLog<W: Write + Seek + SetLen> {
     /// The last `needle.len() - 1` bytes seen, to find a match across two reads.
     carry: Vec<u8>,
     found: bool,
+    /// The first log write that failed; nothing more is written after it.
+    failed: Option<std::io::Error>,
 }
 
 /// Cutting a log back to its head (a `File`; a `Cursor<Vec<u8>>` in tests).
@@ -73,17 +80,22 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
             needle: watch_for.to_vec(),
             carry: Vec::new(),
             found: watch_for.is_empty(),
+            failed: None,
         }
     }
 
-    pub fn feed(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    /// Take the next bytes of output. Never fails: a failed log write is remembered (see the
+    /// module doc) and the bytes still count and are still searched.
+    pub fn feed(&mut self, bytes: &[u8]) {
         self.watch(bytes);
         let before = self.total;
         self.total += bytes.len() as u64;
         // Straight to the log while under the cap.
-        if before < self.cap {
+        if before < self.cap && self.failed.is_none() {
             let room = (self.cap - before).min(bytes.len() as u64) as usize;
-            self.out.write_all(&bytes[..room])?;
+            if let Err(e) = self.out.write_all(&bytes[..room]) {
+                self.failed = Some(e);
+            }
         }
         // Past the head, also into the ring of the last bytes.
         let skip = self.head.saturating_sub(before).min(bytes.len() as u64) as usize;
@@ -92,7 +104,6 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
         let overflow = (self.tail.len() + keep.len()).saturating_sub(self.tail_cap);
         self.tail.drain(..overflow);
         self.tail.extend(keep);
-        Ok(())
     }
 
     fn watch(&mut self, bytes: &[u8]) {
@@ -107,11 +118,30 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
     }
 
     /// End of output: if it was longer than the cap, cut the log back to its head, add the
-    /// marker and the tail. Gives back the log's writer.
-    pub fn finish(mut self) -> std::io::Result<(OutputSummary, W)> {
-        let mut cut = 0;
-        if self.total > self.cap {
-            cut = self.total - self.head - self.tail.len() as u64;
+    /// marker and the tail. Always gives the summary (and back the log's writer); a write that
+    /// failed only marks the log incomplete.
+    pub fn finish(mut self) -> (OutputSummary, W) {
+        let cut = if self.total > self.cap {
+            self.total - self.head - self.tail.len() as u64
+        } else {
+            0
+        };
+        if self.failed.is_none()
+            && let Err(e) = self.write_end(cut)
+        {
+            self.failed = Some(e);
+        }
+        let summary = OutputSummary {
+            total: self.total,
+            cut,
+            found: self.found,
+            log_incomplete: self.failed.map(|e| e.to_string()),
+        };
+        (summary, self.out)
+    }
+
+    fn write_end(&mut self, cut: u64) -> std::io::Result<()> {
+        if cut > 0 {
             self.out.set_len(self.head)?;
             self.out.seek(SeekFrom::Start(self.head))?;
             let marker = format!(
@@ -125,13 +155,7 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
             self.out.write_all(a)?;
             self.out.write_all(b)?;
         }
-        self.out.flush()?;
-        let summary = OutputSummary {
-            total: self.total,
-            cut,
-            found: self.found,
-        };
-        Ok((summary, self.out))
+        self.out.flush()
     }
 }
 
@@ -143,9 +167,9 @@ mod tests {
     fn log_of(chunks: &[&[u8]], cap: u64, needle: &[u8]) -> (Vec<u8>, OutputSummary) {
         let mut log = CappedLog::new(Cursor::new(Vec::new()), cap, needle);
         for c in chunks {
-            log.feed(c).unwrap();
+            log.feed(c);
         }
-        let (summary, out) = log.finish().unwrap();
+        let (summary, out) = log.finish();
         (out.into_inner(), summary)
     }
 
@@ -186,5 +210,67 @@ mod tests {
         }
         let (_, s) = log_of(&[b"PAS", b"\xffS"], 100, b"PASS");
         assert!(!s.found);
+    }
+
+    /// A log on a disk that fills up after `room` bytes.
+    struct FullDisk {
+        room: usize,
+        written: Vec<u8>,
+    }
+
+    impl Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.written.len() >= self.room {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let n = buf.len().min(self.room - self.written.len());
+            self.written.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Seek for FullDisk {
+        fn seek(&mut self, _: SeekFrom) -> std::io::Result<u64> {
+            Ok(self.written.len() as u64)
+        }
+    }
+
+    impl SetLen for FullDisk {
+        fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+            self.written.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_log_write_changes_no_verdict() {
+        let mut data = vec![b'x'; 5000];
+        data[4000..4004].copy_from_slice(b"PASS");
+        for cap in [100_000, 1000] {
+            let mut log = CappedLog::new(
+                FullDisk {
+                    room: 10,
+                    written: Vec::new(),
+                },
+                cap,
+                b"PASS",
+            );
+            for c in data.chunks(64) {
+                log.feed(c);
+            }
+            let (s, out) = log.finish();
+            assert!(s.found, "cap {cap}: the search stopped with the log");
+            assert_eq!(s.total, 5000);
+            assert!(
+                s.log_incomplete
+                    .as_deref()
+                    .is_some_and(|e| e.contains("space")),
+                "{s:?}"
+            );
+            assert_eq!(out.written.len(), 10);
+        }
     }
 }
