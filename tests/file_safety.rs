@@ -602,3 +602,23 @@ fn a_full_disk_under_the_logs_does_not_fail_a_passing_check() {
     );
     assert_eq!(repo.chunk("001-x", "core-b")["status"], "completed");
 }
+
+#[test]
+fn an_exclude_line_git_reads_differently_is_not_taken_for_runners() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    // git keeps the leading space: this pattern does not hide .auto-claude/.
+    let original: &[u8] = b" /.auto-claude/\n/.worktrees/  \n";
+    let exclude = repo.path(".git/info/exclude");
+    std::fs::write(&exclude, original).unwrap();
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let now = std::fs::read(&exclude).unwrap();
+    assert!(now.starts_with(original), "{now:?}");
+    assert_eq!(
+        &now[original.len()..],
+        b"# runner: state and build worktrees\n/.auto-claude/\n",
+        "{now:?}"
+    );
+    let status = repo.git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!status.contains(".auto-claude"), "{status}");
+}
