@@ -622,3 +622,72 @@ fn an_exclude_line_git_reads_differently_is_not_taken_for_runners() {
     let status = repo.git(&["status", "--porcelain", "--untracked-files=all"]);
     assert!(!status.contains(".auto-claude"), "{status}");
 }
+
+#[test]
+fn runs_starting_at_once_add_runners_exclude_block_once() {
+    for round in 0..2 {
+        let repo = TestRepo::new();
+        repo.add_spec("001-x");
+        let exclude = repo.path(".git/info/exclude");
+        std::fs::write(&exclude, "*.key\n").unwrap();
+        let agent = fixture("fake-agent").display().to_string();
+        // Each pauses between reading the file and appending to it (debug builds).
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                repo.cmd(&["run", "--spec", "001", "--agent-command", &agent])
+                    .env("RUNNER_FAILPOINTS", "exclude_before_append~300")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            c.wait().unwrap();
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&exclude).unwrap()).into_owned();
+        assert_eq!(
+            text.matches("/.auto-claude/").count(),
+            1,
+            "round {round}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_the_exclude_file_as_it_was() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: no tmpfs to fill");
+        return;
+    }
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    let info = repo.path(".git/info");
+    let saved = std::fs::read(info.join("exclude")).unwrap_or_default();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&info)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let _tmpfs = Tmpfs(info.clone());
+    // The file fills the disk but for 20 bytes: runner's block (about 60) fits only in part.
+    let mut original = saved;
+    let line = b"# a comment line that fills the disk\n";
+    while original.len() + line.len() < 1024 * 1024 - 20 {
+        original.extend_from_slice(line);
+    }
+    original.resize(1024 * 1024 - 20, b'#');
+    original.push(b'\n');
+    std::fs::write(info.join("exclude"), &original).unwrap();
+    let out = repo.run_spec("001", &[]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exclude"), "{}", stderr(&out));
+    let now = std::fs::read(info.join("exclude")).unwrap();
+    assert!(
+        now == original,
+        "a partial line was left: {:?}",
+        &now[original.len()..]
+    );
+}

@@ -12,6 +12,9 @@ use crate::store::safe;
 /// Paths runner keeps out of git through `.git/info/exclude` (never the user's `.gitignore`).
 pub const EXCLUDED: [&str; 2] = ["/.auto-claude/", "/.worktrees/"];
 
+/// The lock taken around reading and extending `.git/info/exclude` (beside it).
+const EXCLUDE_LOCK: &str = "exclude.runner-lock";
+
 /// The main repository: the one whose working directory holds `.auto-claude/`.
 pub struct MainRepo {
     pub repo: Repository,
@@ -49,10 +52,15 @@ impl MainRepo {
 
     /// Add runner's folders to `.git/info/exclude` if they are not there yet. The file is the
     /// user's: it is read and extended as bytes (whatever its encoding), only ever appended to,
-    /// never rewritten, and never written through a link (see `exclude_addition`).
+    /// never rewritten, and never written through a link (see `exclude_addition`). Read, check
+    /// and append happen under a lock, so two runs starting at once add the block once; an
+    /// append that fails (a full disk) is undone, so no partial line is left.
     pub fn ensure_excluded(&self) -> anyhow::Result<()> {
         let info = self.repo.commondir().join("info");
         let path = info.join("exclude");
+        let lock_path = info.join(EXCLUDE_LOCK);
+        let _lock = crate::store::FileLock::acquire(&lock_path)
+            .with_context(|| format!("locking {}", lock_path.display()))?;
         let current = match crate::store::safe::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -70,10 +78,15 @@ impl MainRepo {
             ))
             .into());
         }
-        std::fs::create_dir_all(&info)?;
         crate::failpoint::hit("exclude_before_append");
-        safe::append(&path, &addition, true)
-            .with_context(|| format!("adding runner's folders to {}", path.display()))
+        safe::append_or_undo(&path, &addition).with_context(|| {
+            format!(
+                "adding runner's folders to {} (the file is as it was; free some space or add \
+                 these lines yourself, then run again:\n{})",
+                path.display(),
+                EXCLUDED.join("\n")
+            )
+        })
     }
 
     /// The branch checked out in the main worktree, if any (not detached, not unborn).

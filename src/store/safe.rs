@@ -354,6 +354,30 @@ pub fn append(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Append `bytes` to the file at `path` (created if missing) all or nothing: if the write fails
+/// part way (a full disk), the file is cut back to its old length, so no partial line is left.
+/// Durable (file and, when new, folder fsynced). Only for a file no one else appends to at the
+/// same time (the caller holds a lock): the cut would drop their bytes too.
+pub fn append_or_undo(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, name) = parent(path)?;
+    let existed = exists_at(dir.fd.as_fd(), name);
+    let mut file = open_in(&dir, name, Mode::Append)?;
+    let old_len = file.metadata()?.len();
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        return match file.set_len(old_len).and_then(|()| file.sync_all()) {
+            Ok(()) => Err(e),
+            Err(undo) => Err(std::io::Error::other(format!(
+                "{e}; cutting {} back to {old_len} bytes failed too: {undo}",
+                path.display()
+            ))),
+        };
+    }
+    if !existed {
+        dir.sync()?;
+    }
+    Ok(())
+}
+
 /// A copy of `from` at `to`, which must not exist yet (not even as a dangling link), fsynced.
 pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
     let bytes = std::fs::read(from)?;
