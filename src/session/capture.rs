@@ -39,10 +39,7 @@ pub struct CappedLog<W: Write + Seek + SetLen> {
     total: u64,
     tail: VecDeque<u8>,
     tail_cap: usize,
-    needle: Vec<u8>,
-    /// The last `needle.len() - 1` bytes seen, to find a match across two reads.
-    carry: Vec<u8>,
-    found: bool,
+    search: StreamSearch,
     /// The first log write that failed; nothing more is written after it.
     failed: Option<std::io::Error>,
 }
@@ -77,9 +74,7 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
             total: 0,
             tail: VecDeque::new(),
             tail_cap: usize::try_from(cap - head).unwrap_or(usize::MAX),
-            needle: watch_for.to_vec(),
-            carry: Vec::new(),
-            found: watch_for.is_empty(),
+            search: StreamSearch::new(watch_for),
             failed: None,
         }
     }
@@ -87,7 +82,7 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
     /// Take the next bytes of output. Never fails: a failed log write is remembered (see the
     /// module doc) and the bytes still count and are still searched.
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.watch(bytes);
+        self.search.feed(bytes);
         let before = self.total;
         self.total += bytes.len() as u64;
         // Straight to the log while under the cap.
@@ -104,17 +99,6 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
         let overflow = (self.tail.len() + keep.len()).saturating_sub(self.tail_cap);
         self.tail.drain(..overflow);
         self.tail.extend(keep);
-    }
-
-    fn watch(&mut self, bytes: &[u8]) {
-        if self.found {
-            return;
-        }
-        let n = self.needle.len();
-        self.carry.extend_from_slice(bytes);
-        self.found = self.carry.windows(n).any(|w| w == self.needle.as_slice());
-        let keep_from = self.carry.len().saturating_sub(n - 1);
-        self.carry.drain(..keep_from);
     }
 
     /// End of output: if it was longer than the cap, cut the log back to its head, add the
@@ -134,7 +118,7 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
         let summary = OutputSummary {
             total: self.total,
             cut,
-            found: self.found,
+            found: self.search.found,
             log_incomplete: self.failed.map(|e| e.to_string()),
         };
         (summary, self.out)
@@ -156,6 +140,84 @@ impl<W: Write + Seek + SetLen> CappedLog<W> {
             self.out.write_all(b)?;
         }
         self.out.flush()
+    }
+}
+
+/// A search for `needle` in a stream that arrives in pieces of any size, in time linear in the
+/// stream whatever the needle's length or the pieces' sizes (an output of `aaaa…` against an
+/// expected `aaa…ab` must not cost length × needle).
+///
+/// A match inside one piece is found with `memchr::memmem` (SIMD, already in the build through
+/// serde_json). A match across pieces is found by Knuth–Morris–Pratt: its state is the longest
+/// prefix of the needle that the stream ends with, stepped byte by byte only over the first
+/// and last `needle.len() - 1` bytes of a large piece (and over all of a small one).
+struct StreamSearch {
+    needle: Vec<u8>,
+    /// `border[i]`: length of the longest proper prefix of `needle[..=i]` that ends it.
+    border: Vec<usize>,
+    finder: memchr::memmem::Finder<'static>,
+    /// How much of the needle the stream seen so far ends with.
+    state: usize,
+    found: bool,
+}
+
+impl StreamSearch {
+    fn new(needle: &[u8]) -> StreamSearch {
+        let mut border = vec![0; needle.len()];
+        let mut k = 0;
+        for i in 1..needle.len() {
+            while k > 0 && needle[i] != needle[k] {
+                k = border[k - 1];
+            }
+            if needle[i] == needle[k] {
+                k += 1;
+            }
+            border[i] = k;
+        }
+        StreamSearch {
+            needle: needle.to_vec(),
+            border,
+            finder: memchr::memmem::Finder::new(needle).into_owned(),
+            state: 0,
+            found: needle.is_empty(),
+        }
+    }
+
+    fn step_over(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            let mut k = self.state;
+            while k > 0 && self.needle[k] != b {
+                k = self.border[k - 1];
+            }
+            if self.needle[k] == b {
+                k += 1;
+            }
+            if k == self.needle.len() {
+                self.found = true;
+                return;
+            }
+            self.state = k;
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.found {
+            return;
+        }
+        let edge = self.needle.len() - 1;
+        if bytes.len() <= 2 * edge {
+            self.step_over(bytes);
+            return;
+        }
+        // A match that began in earlier pieces ends within this one's first `edge` bytes.
+        self.step_over(&bytes[..edge]);
+        if self.found || self.finder.find(bytes).is_some() {
+            self.found = true;
+            return;
+        }
+        // No match inside: the state at the end depends only on the last `edge` bytes.
+        self.state = 0;
+        self.step_over(&bytes[bytes.len() - edge..]);
     }
 }
 
@@ -271,6 +333,57 @@ mod tests {
                 "{s:?}"
             );
             assert_eq!(out.written.len(), 10);
+        }
+    }
+
+    #[test]
+    fn a_long_expected_output_is_searched_in_linear_time() {
+        // The worst case for a naive search: a long run of `a` against `aaa…ab`.
+        let needle = [vec![b'a'; 20_000], vec![b'b']].concat();
+        let data = vec![b'a'; 1_000_000];
+        let started = std::time::Instant::now();
+        for size in [1, 4096, 65536] {
+            let mut search = StreamSearch::new(&needle);
+            for c in data.chunks(size) {
+                search.feed(c);
+            }
+            assert!(!search.found);
+            search.feed(b"b");
+            assert!(search.found, "chunk size {size}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn the_stream_search_agrees_with_a_plain_search() {
+        // Small alphabets and needles with repeats, pieces of every size.
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..300 {
+            let needle: Vec<u8> = (0..1 + next() % 6)
+                .map(|_| b'a' + (next() % 2) as u8)
+                .collect();
+            let data: Vec<u8> = (0..next() % 60)
+                .map(|_| b'a' + (next() % 2) as u8)
+                .collect();
+            let want = data.windows(needle.len()).any(|w| w == needle.as_slice());
+            let mut search = StreamSearch::new(&needle);
+            let mut rest = data.as_slice();
+            while !rest.is_empty() {
+                let (piece, tail) = rest.split_at((1 + next() % 12).min(rest.len()));
+                search.feed(piece);
+                rest = tail;
+            }
+            assert_eq!(search.found, want, "{needle:?} in {data:?}");
         }
     }
 }
