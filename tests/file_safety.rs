@@ -691,3 +691,18 @@ fn a_full_disk_leaves_the_exclude_file_as_it_was() {
         &now[original.len()..]
     );
 }
+
+#[test]
+fn a_log_cap_beyond_one_gib_is_refused_before_anything_runs() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    repo.write_config("[agent]\nmax_log_bytes = 1000000000000\n");
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("agent.max_log_bytes"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.agent_log().is_empty());
+}
