@@ -706,3 +706,23 @@ fn a_log_cap_beyond_one_gib_is_refused_before_anything_runs() {
     );
     assert!(repo.agent_log().is_empty());
 }
+
+#[test]
+fn recover_of_every_spec_refuses_one_linked_outside_and_goes_on() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    repo.add_spec("002-y");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let outside = move_spec_outside(&repo, "001-x");
+    let before = snapshot(&outside);
+    let out = repo.runner(&["recover", "--json"]);
+    assert_eq!(snapshot(&outside), before, "recover wrote outside");
+    assert_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let text = report.to_string();
+    assert!(
+        text.contains("refused") && text.contains("outside"),
+        "{text}"
+    );
+    assert!(text.contains("002-y"), "{text}");
+}
