@@ -715,6 +715,9 @@ fn recover_of_every_spec_refuses_one_linked_outside_and_goes_on() {
     assert_exit(&repo.run_spec("001", &[]), 0);
     let outside = move_spec_outside(&repo, "001-x");
     let before = snapshot(&outside);
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("refused"), "{}", stdout(&out));
     let out = repo.runner(&["recover", "--json"]);
     assert_eq!(snapshot(&outside), before, "recover wrote outside");
     assert_exit(&out, 0);
