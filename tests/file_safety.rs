@@ -561,26 +561,33 @@ impl Drop for Tmpfs {
     }
 }
 
-#[test]
-fn a_full_disk_under_the_logs_does_not_fail_a_passing_check() {
+/// A 1 MiB tmpfs mounted on `dir` (which must exist), or `None` when not root (mounting needs
+/// root; the test then says so and stops).
+fn small_tmpfs(dir: &Path) -> Option<Tmpfs> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        // Mounting needs root; capture::tests::a_failed_log_write_changes_no_verdict covers
-        // the same rule without a mount.
-        eprintln!("not root: no tmpfs, covered by the unit test");
-        return;
+        eprintln!("not root: no tmpfs to fill");
+        return None;
     }
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    Some(Tmpfs(dir.to_path_buf()))
+}
+
+#[test]
+fn a_full_disk_under_the_logs_does_not_fail_a_passing_check() {
+    // Without root, capture::tests::a_failed_log_write_changes_no_verdict covers the rule.
     let repo = TestRepo::new();
     let spec = repo.add_spec("001-x");
     let sessions = spec.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&sessions)
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    let _tmpfs = Tmpfs(sessions.clone());
+    let Some(_tmpfs) = small_tmpfs(&sessions) else {
+        return;
+    };
     // core-b's agent fills the session folder's disk; its check prints the expected word.
     repo.script("core-b * fill-disk\n");
     run_with_core_b_check(
@@ -656,22 +663,13 @@ fn runs_starting_at_once_add_runners_exclude_block_once() {
 
 #[test]
 fn a_full_disk_leaves_the_exclude_file_as_it_was() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: no tmpfs to fill");
-        return;
-    }
     let repo = TestRepo::new();
     repo.add_spec("001-x");
     let info = repo.path(".git/info");
     let saved = std::fs::read(info.join("exclude")).unwrap_or_default();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&info)
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    let _tmpfs = Tmpfs(info.clone());
+    let Some(_tmpfs) = small_tmpfs(&info) else {
+        return;
+    };
     // The file fills the disk but for 20 bytes: runner's block (about 60) fits only in part.
     let mut original = saved;
     let line = b"# a comment line that fills the disk\n";
