@@ -518,7 +518,8 @@ pub fn settle_after_session(
                     crate::plan::PLAN_FILE,
                     crate::clock::stamp()
                 )));
-                std::fs::copy(&plan_path, &aside)
+                // Never through a link, never over an existing file (see `store::safe`).
+                crate::store::safe::copy_new(&plan_path, &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
                 let (plan, from) = copy();
                 source = Some(from);

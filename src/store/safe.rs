@@ -380,7 +380,7 @@ pub fn append_or_undo(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// A copy of `from` at `to`, which must not exist yet (not even as a dangling link), fsynced.
 pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
-    let bytes = std::fs::read(from)?;
+    let bytes = read(from)?;
     let (dir, name) = parent(to)?;
     let mut file = open_in(&dir, name, Mode::New)?;
     file.write_all(&bytes)?;
