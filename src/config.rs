@@ -73,6 +73,10 @@ pub const DEFAULT_MAX_LOG_BYTES: u64 = 50 * 1024 * 1024;
 /// Below this a log could not even hold a useful head and tail.
 const MIN_LOG_BYTES: u64 = 1024;
 
+/// 1 GiB. Above this the kept tail (half the cap, held in memory while the output streams)
+/// would risk runner's memory, and such a log is past reading anyway.
+const MAX_LOG_BYTES: u64 = 1024 * 1024 * 1024;
+
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
@@ -132,7 +136,7 @@ impl RunConfig {
 impl Config {
     /// The config at `path`, or the defaults if there is no file.
     pub fn load(path: &Path) -> Result<Config, RunnerError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::store::safe::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => {
@@ -168,9 +172,11 @@ impl Config {
         if self.run.session_timeout == 0 {
             return bad("run.session_timeout must be at least 1 second");
         }
-        if self.agent.max_log_bytes < MIN_LOG_BYTES {
+        if !(MIN_LOG_BYTES..=MAX_LOG_BYTES).contains(&self.agent.max_log_bytes) {
             return bad(&format!(
-                "agent.max_log_bytes must be at least {MIN_LOG_BYTES} (the default is {DEFAULT_MAX_LOG_BYTES}, 50 MiB)"
+                "agent.max_log_bytes must be between {MIN_LOG_BYTES} and {MAX_LOG_BYTES} (1 GiB); \
+                 it is {} (the default is {DEFAULT_MAX_LOG_BYTES}, 50 MiB)",
+                self.agent.max_log_bytes
             ));
         }
         Ok(())
@@ -237,10 +243,14 @@ mod tests {
         let path = dir.path().join("config.toml");
         std::fs::write(&path, "[agent]\nmax_log_bytes = 65536\n").unwrap();
         assert_eq!(Config::load(&path).unwrap().agent.max_log_bytes, 65536);
-        std::fs::write(&path, "[agent]\nmax_log_bytes = 10\n").unwrap();
-        let err = Config::load(&path).unwrap_err();
-        assert!(err.to_string().contains("agent.max_log_bytes"), "{err}");
-        assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+        for bad in ["10", "1073741825", "18446744073709551615"] {
+            std::fs::write(&path, format!("[agent]\nmax_log_bytes = {bad}\n")).unwrap();
+            let err = Config::load(&path).unwrap_err();
+            assert!(err.to_string().contains("agent.max_log_bytes"), "{err}");
+            assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+        }
+        std::fs::write(&path, "[agent]\nmax_log_bytes = 1073741824\n").unwrap();
+        assert!(Config::load(&path).is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Failpoints for crash tests: in debug builds, `RUNNER_FAILPOINTS=name` (or `name@N` for the
 //! N-th time it is reached; several separated by commas) makes the process SIGKILL itself at
-//! that point, exactly as a crash or `kill -9` would. Release builds compile this to nothing.
+//! that point, exactly as a crash or `kill -9` would. `name~MS` instead pauses there for MS
+//! milliseconds, to widen a race window in a test. Release builds compile this to nothing.
 
 #[cfg(debug_assertions)]
 pub fn hit(name: &str) {
@@ -21,6 +22,12 @@ pub fn hit(name: &str) {
         *c
     };
     for point in spec.split(',').map(str::trim) {
+        if let Some((point_name, ms)) = point.split_once('~') {
+            if point_name == name {
+                std::thread::sleep(std::time::Duration::from_millis(ms.parse().unwrap_or(0)));
+            }
+            continue;
+        }
         let (point_name, nth) = match point.split_once('@') {
             Some((n, k)) => (n, k.parse().unwrap_or(1)),
             None => (point, 1),

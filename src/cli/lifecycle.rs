@@ -20,7 +20,7 @@ fn locked_spec(
 ) -> anyhow::Result<(Workspace, SpecPaths, FileLock, Journal)> {
     let ws = Workspace::open(cwd)?;
     let name = pick_spec(&ws, spec)?;
-    let paths = ws.spec(&name);
+    let paths = ws.spec(&name)?;
     let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
         return Err(RunnerError::Busy(format!(
             "spec {name} is being run, so {what} did not start (nothing was changed): {}",
@@ -48,7 +48,7 @@ pub struct ReviewArgs {
 pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
     let name = pick_spec(&ws, args.spec.as_deref())?;
-    let paths = ws.spec(&name);
+    let paths = ws.spec(&name)?;
     let r = crate::ops::review::review(&ws, &paths)?;
     if args.json {
         let mut v = serde_json::to_value(&r)?;

@@ -12,6 +12,9 @@ use crate::store::safe;
 /// Paths runner keeps out of git through `.git/info/exclude` (never the user's `.gitignore`).
 pub const EXCLUDED: [&str; 2] = ["/.auto-claude/", "/.worktrees/"];
 
+/// The lock taken around reading and extending `.git/info/exclude` (beside it).
+const EXCLUDE_LOCK: &str = "exclude.runner-lock";
+
 /// The main repository: the one whose working directory holds `.auto-claude/`.
 pub struct MainRepo {
     pub repo: Repository,
@@ -49,11 +52,16 @@ impl MainRepo {
 
     /// Add runner's folders to `.git/info/exclude` if they are not there yet. The file is the
     /// user's: it is read and extended as bytes (whatever its encoding), only ever appended to,
-    /// never rewritten, and never written through a link (see `exclude_addition`).
+    /// never rewritten, and never written through a link (see `exclude_addition`). Read, check
+    /// and append happen under a lock, so two runs starting at once add the block once; an
+    /// append that fails (a full disk) is undone, so no partial line is left.
     pub fn ensure_excluded(&self) -> anyhow::Result<()> {
         let info = self.repo.commondir().join("info");
         let path = info.join("exclude");
-        let current = match std::fs::read(&path) {
+        let lock_path = info.join(EXCLUDE_LOCK);
+        let _lock = crate::store::FileLock::acquire(&lock_path)
+            .with_context(|| format!("locking {}", lock_path.display()))?;
+        let current = match crate::store::safe::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
@@ -70,10 +78,15 @@ impl MainRepo {
             ))
             .into());
         }
-        std::fs::create_dir_all(&info)?;
         crate::failpoint::hit("exclude_before_append");
-        safe::append(&path, &addition, true)
-            .with_context(|| format!("adding runner's folders to {}", path.display()))
+        safe::append_or_undo(&path, &addition).with_context(|| {
+            format!(
+                "adding runner's folders to {} (the file is as it was; free some space or add \
+                 these lines yourself, then run again:\n{})",
+                path.display(),
+                EXCLUDED.join("\n")
+            )
+        })
     }
 
     /// The branch checked out in the main worktree, if any (not detached, not unborn).
@@ -205,16 +218,38 @@ pub fn open_worktree_exactly(path: &Path, common_dir: &Path) -> Result<Repositor
     Ok(repo)
 }
 
+/// The pattern git reads from one line of an exclude file, as `add_patterns_from_buf` and
+/// `trim_trailing_spaces` in git's dir.c do: one CR at the end is dropped, then the trailing
+/// spaces that no backslash escapes. Leading whitespace and tabs are part of the pattern, so
+/// ` /.auto-claude/` is not runner's pattern.
+fn git_pattern(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut end = line.len();
+    while end > 0 && line[end - 1] == b' ' {
+        end -= 1;
+    }
+    // An odd run of backslashes before the first trailing space escapes it: it stays.
+    let backslashes = line[..end]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count();
+    if end < line.len() && backslashes % 2 == 1 {
+        end += 1;
+    }
+    &line[..end]
+}
+
 /// The bytes to append to an exclude file holding `current` so that every `EXCLUDED` pattern is
-/// in it, or `None` if they all are. Lines are compared as bytes, ignoring surrounding
-/// whitespace and a CR (git does the same), so a file in any encoding is read right. The
-/// addition uses the file's line ending (CRLF if it has any) and starts with a line break if
-/// the file does not end with one.
+/// in it, or `None` if they all are. Lines are compared as bytes by git's own rules
+/// (`git_pattern`; a UTF-8 byte-order mark at the start is skipped, as git does), so a file in
+/// any encoding is read right. The addition uses the file's line ending (CRLF if it has any)
+/// and starts with a line break if the file does not end with one.
 pub fn exclude_addition(current: &[u8]) -> Option<Vec<u8>> {
+    let text = current.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(current);
     let has = |pattern: &str| {
-        current
-            .split(|&b| b == b'\n')
-            .any(|line| line.trim_ascii() == pattern.as_bytes())
+        text.split(|&b| b == b'\n')
+            .any(|line| git_pattern(line) == pattern.as_bytes())
     };
     let missing: Vec<&str> = EXCLUDED.iter().copied().filter(|p| !has(p)).collect();
     if missing.is_empty() {
@@ -258,7 +293,7 @@ mod tests {
         assert!(add.ends_with(b"/.worktrees/\r\n"), "{add:?}");
         assert!(!add.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'));
         assert_eq!(
-            exclude_addition(b"\xff\r\n /.auto-claude/ \r\n/.worktrees/\r\n"),
+            exclude_addition(b"\xff\r\n/.auto-claude/  \r\n/.worktrees/\r\n"),
             None
         );
         let half = exclude_addition(b"/.worktrees/\n").unwrap();
@@ -266,5 +301,25 @@ mod tests {
             half,
             b"# runner: state and build worktrees\n/.auto-claude/\n"
         );
+    }
+
+    /// git keeps leading whitespace and tabs in a pattern; it drops one CR and trailing spaces
+    /// not escaped by a backslash; it skips a UTF-8 BOM.
+    #[test]
+    fn reads_lines_by_gits_rules() {
+        let mine = |line: &[u8]| {
+            let file = [line, b"\n/.worktrees/\n"].concat();
+            exclude_addition(&file).is_none()
+        };
+        assert!(mine(b"/.auto-claude/"));
+        assert!(mine(b"/.auto-claude/   "));
+        assert!(mine(b"/.auto-claude/ \r"));
+        assert!(mine(b"\xEF\xBB\xBF/.auto-claude/"));
+        assert!(!mine(b" /.auto-claude/"));
+        assert!(!mine(b"\t/.auto-claude/"));
+        assert!(!mine(b"/.auto-claude/\t"));
+        assert!(!mine(b"/.auto-claude/\r "));
+        assert!(!mine(b"/.auto-claude/\\ "));
+        assert!(!mine(b"x/.auto-claude/"));
     }
 }

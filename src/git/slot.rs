@@ -145,7 +145,7 @@ impl Slot {
             .join("worktrees")
             .join(&self.name)
             .join("HEAD");
-        let text = std::fs::read_to_string(head).ok()?;
+        let text = crate::store::safe::read_to_string(head).ok()?;
         text.trim()
             .strip_prefix("ref: refs/heads/")
             .map(str::to_string)
@@ -213,7 +213,7 @@ impl Slot {
             .find_reference(&refname)?
             .peel(git2::ObjectType::Commit)?;
         if let Some(dir) = marker.parent() {
-            std::fs::create_dir_all(dir).map_err(crate::store::at(dir))?;
+            crate::store::safe::create_dirs(dir).map_err(crate::store::at(dir))?;
         }
         crate::store::write_atomic(marker, branch.as_bytes())?;
         crate::failpoint::hit("slot_switch_marked");
@@ -221,7 +221,7 @@ impl Slot {
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
         crate::failpoint::hit("slot_switch_checked_out");
         repo.set_head(&refname)?;
-        let _ = std::fs::remove_file(marker);
+        let _ = crate::store::safe::remove(marker);
         Ok(())
     }
 
@@ -233,7 +233,7 @@ impl Slot {
         main: &MainRepo,
         marker: &Path,
     ) -> anyhow::Result<Option<String>> {
-        let Ok(branch) = std::fs::read_to_string(marker) else {
+        let Ok(branch) = crate::store::safe::read_to_string(marker) else {
             return Ok(None);
         };
         let branch = branch.trim().to_string();
@@ -250,7 +250,7 @@ impl Slot {
                 )
             })?;
         }
-        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
+        crate::store::safe::remove(marker).map_err(crate::store::at(marker))?;
         Ok(Some(branch))
     }
 

@@ -16,7 +16,7 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
     let ws = Workspace::open(cwd)?;
     if let Some(q) = spec {
         let name = crate::spec::resolve(&ws.specs_dir, q)?;
-        let paths = ws.spec(&name);
+        let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
     if let Some(dir) = std::env::var_os("RUNNER_SPEC_DIR") {
@@ -26,8 +26,7 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
             .and_then(|n| n.to_str())
             .ok_or_else(|| RunnerError::bad_input("RUNNER_SPEC_DIR has no folder name"))?;
         crate::spec::check_name(name)?;
-        ws.check_spec_folder(name)?;
-        let paths = ws.spec(name);
+        let paths = ws.spec(name)?;
         if !paths.dir.is_dir() {
             return Err(RunnerError::bad_input(format!(
                 "RUNNER_SPEC_DIR names spec {name}, which is not in {}",
@@ -43,8 +42,7 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
         .and_then(|b| crate::git::spec_of_branch(&b).map(str::to_string));
     if let Some(name) = from_branch {
         crate::spec::check_name(&name)?;
-        ws.check_spec_folder(&name)?;
-        let paths = ws.spec(&name);
+        let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
     Err(RunnerError::bad_input(

@@ -100,7 +100,7 @@ pub fn discard(
     };
     lifecycle::record(paths, &intent)?;
     crate::failpoint::hit("discard_intent_recorded");
-    let plan_bytes = std::fs::read(paths.plan.path()).ok();
+    let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
     let prefix = match backup::write(repo, &meta, &refs, plan_bytes.as_deref()) {
         Ok(prefix) => prefix,
         Err(e) => {

@@ -197,7 +197,7 @@ pub fn merge(
         mode: Some(mode.as_str().into()),
         uncommitted: None,
     };
-    let plan_bytes = std::fs::read(paths.plan.path()).ok();
+    let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
     let tree = repo.find_tree(tree_id)?;
     let sig = signature(repo)?;
     let ours = repo.find_commit(target_tip)?;

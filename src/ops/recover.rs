@@ -88,8 +88,27 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     let holder = new_holder(&run_id, None);
     let mut specs = Vec::new();
     for name in names {
-        ws.check_spec_folder(&name)?;
-        let paths = ws.spec(&name);
+        let paths = match ws.spec(&name) {
+            Ok(paths) => paths,
+            // With several specs, one whose folder links outside the repository is refused
+            // and the others are recovered.
+            Err(e) if req.spec.is_none() => {
+                specs.push(SpecRecovery {
+                    spec: name,
+                    outcome: "refused".into(),
+                    actions: vec![crate::recovery::Action {
+                        kind: "refused".into(),
+                        chunk: None,
+                        decision: None,
+                        detail: e.to_string(),
+                        if_verification: None,
+                    }],
+                    plan_source: None,
+                });
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let Some(lock) = acquire(&paths.run_lock, req.spec.is_some())? else {
             if req.spec.is_some() {
                 return Err(RunnerError::Busy(format!(

@@ -83,8 +83,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     ws.main.ensure_excluded()?;
     let config = ws.config()?;
     let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
-    ws.check_spec_folder(&spec_name)?;
-    let paths = ws.spec(&spec_name);
+    let paths = ws.spec(&spec_name)?;
     // Every session is given the feature: a spec.md that cannot be read stops the run here,
     // before anything is changed.
     crate::spec::read_text(&paths.spec_md)?;
@@ -365,7 +364,8 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
     let listed = crate::recovery::interrupted::specs(&ws.state_dir);
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
     for name in crate::spec::list(&ws.specs_dir) {
-        let paths = ws.spec(&name);
+        // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
+        let Ok(paths) = ws.spec(&name) else { continue };
         if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
             continue;
         }
@@ -637,7 +637,7 @@ async fn prepare_slot(
             // Held while the slot switches: the other spec must not start meanwhile.
             let mut _other_lock = None;
             if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
-                let other = ws.spec(other_spec);
+                let other = ws.spec(other_spec)?;
                 let Some(other_lock) = FileLock::try_acquire(&other.run_lock)? else {
                     return Err(RunnerError::Busy(format!(
                         "the slot {} holds spec {other_spec}, which is being run: {}",
@@ -750,7 +750,7 @@ fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<Option<Stri
 fn save_and_clean_slot(ws: &Workspace, slot: &Slot, spec: &str) -> anyhow::Result<String> {
     let wt = slot.open(&ws.main)?;
     let chunk = ws
-        .spec(spec)
+        .spec(spec)?
         .plan
         .load()
         .ok()
@@ -922,7 +922,7 @@ impl Run {
         &self,
         entry: &crate::recovery::interrupted::InterruptedSession,
     ) -> Option<String> {
-        let original = std::fs::read_to_string(&entry.prompt_path).ok()?;
+        let original = crate::store::safe::read_to_string(&entry.prompt_path).ok()?;
         let mut note = format!(
             "\n\n## Note: this session was interrupted\n\nThis is the prompt of session {}, which was cut off at {} when runner was stopped. Work it did may already be in the worktree",
             entry.session_id, entry.time
@@ -1084,7 +1084,7 @@ impl Run {
                 crate::plan::LAST_GOOD_FILE,
                 crate::clock::stamp()
             )));
-            std::fs::rename(&last_good, &aside)
+            crate::store::safe::rename(&last_good, &aside)
                 .with_context(|| format!("moving {} aside", last_good.display()))?;
         }
         self.journal.record("plan_reset", None, json!({}))?;
@@ -1197,7 +1197,7 @@ impl Run {
             crate::plan::PLAN_FILE,
             crate::clock::stamp()
         )));
-        std::fs::rename(path, &aside)
+        crate::store::safe::rename(path, &aside)
             .with_context(|| format!("moving {} aside", path.display()))?;
         self.reporter.line(format!(
             "The interrupted planner left an incomplete plan; it is kept as {}.",
@@ -1488,10 +1488,11 @@ impl Run {
         let Some(check) = verification::command_check(chunk) else {
             return Ok(None);
         };
+        // Through the safe session-folder helper, like every session file (`store::safe`).
         let log_path = self
             .paths
-            .sessions_dir
-            .join(session_id)
+            .session_dir(session_id)
+            .with_context(|| format!("creating the session folder of {session_id}"))?
             .join("verification.log");
         let spec = ChildSpec {
             argv: vec!["sh".into(), "-c".into(), check.command.clone()],
@@ -1520,6 +1521,10 @@ impl Run {
             detail.push_str(&format!("; its output lacks {want:?}"));
         }
         detail.push_str(&format!(" (log: {})", log_path.display()));
+        if let Some(e) = &end.output.log_incomplete {
+            // Judged on every byte all the same; only the log misses some.
+            detail.push_str(&format!("; the log is incomplete: {e}"));
+        }
         let result = CheckResult {
             command: check.command,
             passed: status_ok && output_ok,

@@ -17,7 +17,7 @@ pub struct StatusReport {
 pub struct SpecStatus {
     pub name: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
-    /// blocked, complete, merged
+    /// blocked, complete, merged, refused (its folder links outside the repository)
     pub status: String,
     pub branch: Option<String>,
     pub worktree: Option<String>,
@@ -64,7 +64,24 @@ pub struct SlotStatus {
 pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
     let mut specs = Vec::new();
     for name in crate::spec::list(&ws.specs_dir) {
-        let paths = ws.spec(&name);
+        let paths = match ws.spec(&name) {
+            Ok(paths) => paths,
+            // A spec folder linked outside the repository: listed, never opened.
+            Err(e) => {
+                specs.push(SpecStatus {
+                    status: "refused".into(),
+                    branch: None,
+                    worktree: None,
+                    chunks: Counts::default(),
+                    next_chunk: None,
+                    current_chunk: None,
+                    running: None,
+                    error: Some(e.to_string()),
+                    name,
+                });
+                continue;
+            }
+        };
         let running = match lock::probe(&paths.run_lock)? {
             LockState::Free => None,
             LockState::Held(holder) => Some(Running {

@@ -157,7 +157,7 @@ fn undo_backup(
             Ok(plan) => {
                 // The plan being replaced is kept beside it (unless it is already the backup's:
                 // an undo finished after a crash).
-                if let Ok(current) = std::fs::read(paths.plan.path())
+                if let Ok(current) = crate::store::safe::read(paths.plan.path())
                     && parse_plan(paths.plan.path(), &current).ok() != Some(plan.clone())
                 {
                     let aside =

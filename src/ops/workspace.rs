@@ -2,9 +2,22 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 use crate::config::{CONFIG_FILE, Config};
 use crate::git::MainRepo;
 use crate::plan::PlanFile;
+
+/// Where a folder that is a link (already checked to stay inside the repository) really is;
+/// any other path as it is.
+fn real_location(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    }
+}
 
 pub const STATE_DIR: &str = ".auto-claude";
 
@@ -39,13 +52,20 @@ impl Workspace {
         let main = MainRepo::discover(cwd)?;
         let root = main.root.clone();
         let state_dir = root.join(STATE_DIR);
-        let ws = Workspace {
+        let mut ws = Workspace {
             specs_dir: state_dir.join("specs"),
             state_dir,
             root,
             main,
         };
         ws.check_links()?;
+        // From here on every write below the root is resolved from a handle on it, refusing
+        // any link on the way (`store::safe`); so the folders the user may link inside the
+        // repository are replaced by where they really are, once, now.
+        crate::store::safe::anchor(&ws.root)
+            .with_context(|| format!("opening {}", ws.root.display()))?;
+        ws.state_dir = real_location(&ws.state_dir);
+        ws.specs_dir = real_location(&ws.state_dir.join("specs"));
         Ok(ws)
     }
 
@@ -53,16 +73,21 @@ impl Workspace {
         Ok(Config::load(&self.state_dir.join(CONFIG_FILE))?)
     }
 
-    pub fn spec(&self, name: &str) -> SpecPaths {
+    /// The files of spec `name`. The one way a spec is opened: its folder may be a link only
+    /// to a place inside the repository (see `store::safe`), and is then used where it really
+    /// is, so no command can skip that check.
+    pub fn spec(&self, name: &str) -> Result<SpecPaths, crate::error::RunnerError> {
         let dir = self.specs_dir.join(name);
-        SpecPaths {
+        crate::store::safe::check_link_inside(&self.root, &dir)?;
+        let dir = real_location(&dir);
+        Ok(SpecPaths {
             name: name.to_string(),
             plan: PlanFile::in_spec_dir(&dir),
             spec_md: dir.join("spec.md"),
             run_lock: dir.join("run.lock"),
             sessions_dir: dir.join("sessions"),
             dir,
-        }
+        })
     }
 
     pub fn slot_lock(&self, slot_name: &str) -> PathBuf {
@@ -87,11 +112,6 @@ impl Workspace {
         crate::store::safe::check_link_inside(&self.root, &slots)?;
         crate::store::safe::refuse_link(&self.state_dir.join("slots"))
             .map_err(|e| crate::error::RunnerError::bad_input(e.to_string()))
-    }
-
-    /// The spec folder may be a link only into the repository (see `store::safe`).
-    pub fn check_spec_folder(&self, name: &str) -> Result<(), crate::error::RunnerError> {
-        crate::store::safe::check_link_inside(&self.root, &self.specs_dir.join(name))
     }
 
     pub fn templates_dir(&self) -> PathBuf {

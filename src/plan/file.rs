@@ -43,7 +43,7 @@ impl PlanFile {
 
     /// `Ok(None)` if there is no plan yet; a `PlanError` inside the error if it is invalid.
     pub fn load(&self) -> anyhow::Result<Option<Plan>> {
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match crate::store::safe::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -78,7 +78,7 @@ impl PlanFile {
                 self.path.display()
             ))
         };
-        let mut old = match std::fs::File::open(&self.path) {
+        let mut old = match crate::store::safe::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
@@ -141,13 +141,8 @@ impl PlanFile {
 
 fn overwrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let file = crate::store::safe::open(
-        path,
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )?;
+    // Never through a link, never into a hard-linked file (see `store::safe`).
+    let file = crate::store::safe::open(path, crate::store::safe::Mode::InPlace)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
 }

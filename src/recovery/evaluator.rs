@@ -98,7 +98,8 @@ pub async fn ask(
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
     // The log is capped, and its tail (where the answer is) kept; a non-UTF-8 byte must not
     // lose the answer.
-    let output = crate::store::read_lossy(&log_path);
+    let output = String::from_utf8_lossy(&crate::store::safe::read(&log_path).unwrap_or_default())
+        .into_owned();
     parse_answer(&output).ok_or_else(|| {
         "the agent's answer had no JSON object with a known \"decision\"".to_string()
     })

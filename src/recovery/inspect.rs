@@ -54,7 +54,7 @@ pub fn conflicts(wt: &Repository, dirty: &[String]) -> Vec<String> {
 /// A `<<<<<<< ` line followed later by `=======` and `>>>>>>> ` lines. Files over 2 MB are
 /// not read.
 fn has_conflict_markers(path: &std::path::Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok(file) = crate::store::safe::open_read(path) else {
         return false;
     };
     let mut text = String::new();

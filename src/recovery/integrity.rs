@@ -492,7 +492,7 @@ pub fn settle_after_session(
     let by_person = changed_by_person(&events, session);
     let last_good = || -> Option<Plan> {
         let path = paths.plan.last_good_path();
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = crate::store::safe::read(path).ok()?;
         crate::plan::parse_plan(path, &bytes).ok()
     };
     let plan_path = paths.plan.path().to_path_buf();
@@ -518,7 +518,8 @@ pub fn settle_after_session(
                     crate::plan::PLAN_FILE,
                     crate::clock::stamp()
                 )));
-                std::fs::copy(&plan_path, &aside)
+                // Never through a link, never over an existing file (see `store::safe`).
+                crate::store::safe::copy_new(&plan_path, &aside)
                     .with_context(|| format!("keeping the broken plan as {}", aside.display()))?;
                 let (plan, from) = copy();
                 source = Some(from);

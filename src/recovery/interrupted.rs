@@ -39,7 +39,7 @@ pub fn preview(prompt: &str, n: usize) -> String {
 }
 
 fn read(path: &Path) -> FileBody {
-    std::fs::read(path)
+    crate::store::safe::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
@@ -59,7 +59,7 @@ fn modify<T>(
         return Ok(out);
     }
     if body.sessions.is_empty() {
-        match std::fs::remove_file(&path) {
+        match crate::store::safe::remove(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),

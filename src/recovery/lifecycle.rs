@@ -368,7 +368,10 @@ pub fn finish_all(
 ) -> anyhow::Result<std::collections::BTreeMap<String, super::Action>> {
     let mut out = std::collections::BTreeMap::new();
     for name in names {
-        let paths = ws.spec(name);
+        // A spec folder refused (linked outside the repository) is reported by the caller.
+        let Ok(paths) = ws.spec(name) else {
+            continue;
+        };
         if intent_path(&paths).symlink_metadata().is_err() {
             continue;
         }

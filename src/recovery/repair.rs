@@ -35,7 +35,7 @@ pub fn stale_temp_files(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
         if !is_temp_file(name) || temp_writer(name).is_some_and(alive) {
             continue;
         }
-        if dry_run || std::fs::remove_file(entry.path()).is_ok() {
+        if dry_run || crate::store::safe::remove(&entry.path()).is_ok() {
             out.push(entry.path());
         }
     }

@@ -194,12 +194,9 @@ impl Capture {
                 let Ok(mut slot) = shared.lock() else {
                     continue;
                 };
-                if let Some(log) = slot.as_mut()
-                    && let Err(e) = log.feed(&buf[..n])
-                {
-                    // A full disk: stop logging, go on draining.
-                    tracing::warn!(error = %e, "cannot write the session log");
-                    *slot = None;
+                // A full disk stops the logging inside `feed`, never the search or the drain.
+                if let Some(log) = slot.as_mut() {
+                    log.feed(&buf[..n]);
                 }
             }
             if let Some(summary) = take_and_finish(&shared) {
@@ -221,13 +218,11 @@ impl Capture {
 /// Finish the log if nobody has yet (exactly one of the reader and the waiter does).
 fn take_and_finish(log: &Mutex<Option<CappedLog<std::fs::File>>>) -> Option<OutputSummary> {
     let log = log.lock().ok()?.take()?;
-    match log.finish() {
-        Ok((summary, _)) => Some(summary),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot finish the session log");
-            None
-        }
+    let (summary, _) = log.finish();
+    if let Some(e) = &summary.log_incomplete {
+        tracing::warn!(error = %e, "the session log is incomplete");
     }
+    Some(summary)
 }
 
 fn exit_of(status: std::process::ExitStatus) -> Ended {

@@ -29,7 +29,7 @@ impl Prompts {
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_loader(move |name| {
-            if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+            if let Ok(text) = crate::store::safe::read_to_string(dir.join(name)) {
                 return Ok(Some(text));
             }
             Ok(EMBEDDED

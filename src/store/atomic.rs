@@ -1,4 +1,5 @@
-//! Durable replacement of a file: temp file in the same folder, fsync, rename, fsync the folder.
+//! Durable replacement of a file: temp file in the same folder, fsync, rename, fsync the folder
+//! (done in `safe::write_atomic`, from the folder's handle).
 //! A reader sees the old bytes or the new ones, never a mix, even after a power cut.
 //!
 //! Written here rather than with the `atomicwrites` crate: that crate makes, fsyncs and removes
@@ -7,8 +8,6 @@
 //! beside the target, named `.<name>.tmp-<pid>-<n>`, so recovery can find leftovers of a write
 //! that was cut short (`is_temp_file`).
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,31 +15,14 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 const TEMP_MARK: &str = ".tmp-";
 
+/// See `safe::write_atomic`: the temp file and the rename are resolved from the folder's
+/// handle, never through a link.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other(format!("{} has no file name", path.display())))?;
-    let temp = temp_path(dir, &name.to_string_lossy());
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        crate::failpoint::hit("atomic_before_rename");
-        std::fs::rename(&temp, path)?;
-        crate::failpoint::hit("atomic_after_rename");
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.map_err(super::at(path))
+    let temp = temp_path(Path::new(""), &name.to_string_lossy());
+    super::safe::write_atomic(path, bytes, temp.as_os_str()).map_err(super::at(path))
 }
 
 fn temp_path(dir: &Path, name: &str) -> PathBuf {

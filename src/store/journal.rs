@@ -71,7 +71,8 @@ pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
 /// reason, a hand edit) spoils only its own line, which then fails to parse and is skipped
 /// like a torn one, never the whole journal. `None` if there is no journal.
 pub fn read_text(spec_dir: &Path) -> Option<String> {
-    let bytes = std::fs::read(spec_dir.join(JOURNAL_FILE)).ok()?;
+    // Never through a FIFO or a link an agent planted (see `store::safe`).
+    let bytes = crate::store::safe::read(spec_dir.join(JOURNAL_FILE)).ok()?;
     Some(crate::store::lossy(bytes))
 }
 

@@ -6,7 +6,7 @@
 //! reader never sees a half-old, half-new record, and a missing or garbled record only means
 //! runner knows less, never that it decides wrong.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -37,19 +37,11 @@ pub struct Holder {
 /// Open (creating) a lock file; an error names it.
 fn open(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(super::at(parent))?;
+        super::safe::create_dirs(parent).map_err(super::at(parent))?;
     }
-    // Never through a link: an agent could plant one to make runner create or lock a file
-    // elsewhere.
-    super::safe::open(
-        path,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )
-    .map_err(super::at(path))
+    // Never through a link, never a FIFO or a hard-linked file: an agent could plant one to
+    // make runner create, lock or overwrite a file elsewhere (see `store::safe`).
+    super::safe::open(path, super::safe::Mode::InPlace).map_err(super::at(path))
 }
 
 impl FileLock {
@@ -116,7 +108,10 @@ pub fn probe(path: &Path) -> std::io::Result<LockState> {
 
 pub fn read_holder(path: &Path) -> Option<Holder> {
     let mut text = String::new();
-    File::open(path).ok()?.read_to_string(&mut text).ok()?;
+    super::safe::open_read(path)
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
     serde_json::from_str(text.trim()).ok()
 }
 

@@ -1,57 +1,339 @@
-//! The one way runner opens a file to write it: never through a symbolic link.
+//! The one way runner writes a state file: never through a link, never outside the repository,
+//! never into a file that is not its own.
 //!
-//! An agent can edit any file, `.auto-claude/` included, so it can plant a link where runner is
-//! about to write (a log, the journal, a lock) pointing at a file elsewhere on the machine.
-//! Every open for writing here adds `O_NOFOLLOW`: a link at the final component makes the open
-//! fail (ELOOP) instead of writing to the link's target. Replacing a file by rename
-//! (`write_atomic`) replaces a link rather than writing through it, and its temp file is created
-//! with `O_EXCL`, which does not follow links either.
+//! An agent can edit any file, `.auto-claude/` included, and it runs *while* runner writes: it
+//! can plant a link where runner is about to write (a log, the journal, a lock), or swap a
+//! whole folder (the spec folder, `.auto-claude/`, a session folder) for a link to a folder
+//! elsewhere, even right after runner created it. Checking a path and then opening it would
+//! race with that. So every write here is resolved from a directory handle:
 //!
-//! Folders: the ones runner creates (`sessions/`, `sessions/<id>/`, `slots/`) must be real
-//! folders (`create_real_dirs`, `refuse_link`); the ones the user owns (`.auto-claude/`, its
-//! `specs/`, a spec folder) may be links only to a place inside the repository
-//! (`check_link_inside`).
+//! - `anchor` opens the repository's root once, when a command starts (`Workspace::open`).
+//! - A path below the root is walked from that handle one folder at a time with
+//!   `openat(dir, name, O_NOFOLLOW | O_DIRECTORY)`: a link anywhere on the way (put there at
+//!   any moment) makes the walk fail instead of leaving the repository. Folders the user may
+//!   link inside the repository (`.auto-claude/`, `specs/`, a spec folder) are checked and
+//!   replaced by their real location when the command starts (`Workspace`), so the walk meets
+//!   real folders only; a link that appears later is a swap and is refused.
+//! - The file itself is opened with `openat(dir, name, O_NOFOLLOW | O_NONBLOCK)`, then
+//!   checked with `fstat`: it must be a regular file (a FIFO would block runner forever, a
+//!   device is not runner's), and a file written in place must not have another hard link (it
+//!   would be someone else's file too). `O_TRUNC` is applied only after those checks.
+//! - A durable replacement is a temp file created with `O_EXCL` in the folder's handle, fsync,
+//!   `renameat` within that same handle, fsync of the handle.
 //!
 //! A refusal is an `io::Error` carrying a `RunnerError::BadInput` (exit 2) that names the path
-//! and says what to do.
+//! and says what to do. Paths not below the anchored root (unit tests, `runner demo`'s new
+//! folder) keep the last-component rules only.
 
-use std::fs::{File, OpenOptions};
+use std::ffi::{CString, OsStr};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use crate::error::RunnerError;
 
+fn refusal(msg: String) -> std::io::Error {
+    std::io::Error::other(RunnerError::bad_input(msg))
+}
+
 /// The error for a link where runner writes.
 pub fn link_refused(path: &Path) -> std::io::Error {
-    std::io::Error::other(RunnerError::bad_input(format!(
+    refusal(format!(
         "{} is a symbolic link; runner never writes through a link it did not create. \
          Remove it (`rm {}`) and run again",
         path.display(),
         path.display()
-    )))
+    ))
 }
 
-/// Open `path` with `opts`, never following a link at its last component.
-pub fn open(path: &Path, opts: &mut OpenOptions) -> std::io::Result<File> {
-    match opts
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(link_refused(path)),
-        other => other,
+fn not_regular(path: &Path) -> std::io::Error {
+    refusal(format!(
+        "{} is not a regular file (a FIFO, a device or a socket); runner only writes its own \
+         files. Remove it and run again",
+        path.display()
+    ))
+}
+
+fn hard_linked(path: &Path) -> std::io::Error {
+    refusal(format!(
+        "{} has other hard links; writing it in place would change another file too. \
+         Remove it (`rm {}`) and run again",
+        path.display(),
+        path.display()
+    ))
+}
+
+fn in_the_way(path: &Path) -> std::io::Error {
+    refusal(format!(
+        "{} is in the way: runner needs a folder there. Move it away and run again",
+        path.display()
+    ))
+}
+
+/// The repository root, opened once: every write below it is resolved from this handle.
+struct Anchor {
+    /// The root as the command found it, and canonical (paths may be built from either).
+    root: PathBuf,
+    canonical: PathBuf,
+    fd: OwnedFd,
+}
+
+static ANCHOR: RwLock<Option<Arc<Anchor>>> = RwLock::new(None);
+
+/// Resolve every later write below `root` from a handle on it (see the module comment).
+/// runner works on one repository per process; a later call replaces the anchor.
+pub fn anchor(root: &Path) -> std::io::Result<()> {
+    let file = File::open(root)?;
+    let canonical = root.canonicalize()?;
+    let anchor = Anchor {
+        root: root.to_path_buf(),
+        canonical,
+        fd: OwnedFd::from(file),
+    };
+    *ANCHOR.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(anchor));
+    Ok(())
+}
+
+fn current_anchor() -> Option<Arc<Anchor>> {
+    ANCHOR.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn cstring(name: &OsStr) -> std::io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| std::io::Error::other(format!("{name:?} contains a NUL byte")))
+}
+
+fn retry<T: PartialOrd + Default>(mut f: impl FnMut() -> T) -> std::io::Result<T> {
+    loop {
+        let r = f();
+        if r >= T::default() {
+            return Ok(r);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
-/// A new or truncated file at `path` (a session's log).
-pub fn create(path: &Path) -> std::io::Result<File> {
-    open(
-        path,
-        OpenOptions::new().write(true).create(true).truncate(true),
-    )
+fn openat(dir: BorrowedFd, name: &OsStr, flags: libc::c_int) -> std::io::Result<OwnedFd> {
+    let c = cstring(name)?;
+    let mode: libc::c_uint = 0o666;
+    // SAFETY: `c` is a valid NUL-terminated string; `dir` is an open descriptor.
+    let fd = retry(|| unsafe {
+        libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC, mode)
+    })?;
+    // SAFETY: `openat` returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `std::fs::write` that does not follow a link (a session's prompt: advisory, not fsynced).
+fn stat_fd(fd: BorrowedFd) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open; `st` is a valid out pointer.
+    retry(|| unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(st)
+}
+
+/// Back to blocking I/O once the file is known to be regular.
+fn clear_nonblock(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: `fd` is open; F_GETFL/F_SETFL take and return plain flags.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
+    let Ok(c) = cstring(name) else { return false };
+    // SAFETY: as in `stat_fd`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor, string and out pointer.
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFLNK
+}
+
+fn exists_at(dir: BorrowedFd, name: &OsStr) -> bool {
+    let Ok(c) = cstring(name) else { return false };
+    // SAFETY: as in `is_link_at`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor, string and out pointer.
+    unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0
+    }
+}
+
+/// An open folder and the path it was reached by (for messages).
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Dir {
+    fn sync(&self) -> std::io::Result<()> {
+        // SAFETY: `fd` is open.
+        retry(|| unsafe { libc::fsync(self.fd.as_raw_fd()) }).map(|_| ())
+    }
+
+    /// The folder `name` inside this one, created first with `create`; never a link.
+    fn child(&self, name: &OsStr, create: bool) -> std::io::Result<Dir> {
+        let path = self.path.join(name);
+        if create {
+            let c = cstring(name)?;
+            // SAFETY: valid descriptor and string.
+            let r = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o777) };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(e);
+                }
+            }
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        match openat(self.fd.as_fd(), name, flags) {
+            Ok(fd) => Ok(Dir { fd, path }),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                if is_link_at(self.fd.as_fd(), name) {
+                    Err(link_refused(&path))
+                } else {
+                    Err(in_the_way(&path))
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The folder at `path`, walked from the anchor without following any link (see the module
+/// comment); with `create`, missing folders are made on the way.
+pub fn dir(path: &Path, create: bool) -> std::io::Result<Dir> {
+    let below = current_anchor().and_then(|a| {
+        let rel = path
+            .strip_prefix(&a.root)
+            .or_else(|_| path.strip_prefix(&a.canonical))
+            .ok()?
+            .to_path_buf();
+        Some((a, rel))
+    });
+    let Some((anchor, rel)) = below else {
+        if create {
+            std::fs::create_dir_all(path)?;
+        }
+        let file = File::open(path)?;
+        return Ok(Dir {
+            fd: OwnedFd::from(file),
+            path: path.to_path_buf(),
+        });
+    };
+    let mut dir = Dir {
+        fd: anchor.fd.try_clone()?,
+        path: anchor.root.clone(),
+    };
+    for part in rel.components() {
+        match part {
+            Component::Normal(name) => dir = dir.child(name, create)?,
+            Component::CurDir => {}
+            _ => {
+                return Err(refusal(format!(
+                    "{} leads out of the repository; runner writes only inside it",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(dir)
+}
+
+/// The folder holding `path` and the file's name in it.
+fn parent(path: &Path) -> std::io::Result<(Dir, &OsStr)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{} has no file name", path.display())))?;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Ok((dir(folder, false)?, name))
+}
+
+/// How a file is opened for writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Created if missing, emptied (a session's log).
+    Truncate,
+    /// Created if missing, every write at the end (the journal).
+    Append,
+    /// Created if missing, read and written in place (a lock, the last-good copy).
+    InPlace,
+    /// Must not exist yet (a copy kept aside, a temp file).
+    New,
+}
+
+fn open_in(dir: &Dir, name: &OsStr, mode: Mode) -> std::io::Result<File> {
+    let path = dir.path.join(name);
+    let access = match mode {
+        Mode::Truncate => libc::O_WRONLY | libc::O_CREAT,
+        Mode::Append => libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND,
+        Mode::InPlace => libc::O_RDWR | libc::O_CREAT,
+        Mode::New => libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+    };
+    // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader forever.
+    let fd = match openat(
+        dir.fd.as_fd(),
+        name,
+        access | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    ) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(link_refused(&path)),
+        // A FIFO with no reader, a socket.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular(&path)),
+        Err(e) => return Err(e),
+    };
+    let st = stat_fd(fd.as_fd())?;
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return Err(not_regular(&path));
+    }
+    if mode != Mode::New && st.st_nlink > 1 {
+        return Err(hard_linked(&path));
+    }
+    clear_nonblock(&fd)?;
+    let file = File::from(fd);
+    if mode == Mode::Truncate {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// Open `path` for writing (see `Mode`), by the rules in the module comment.
+pub fn open(path: &Path, mode: Mode) -> std::io::Result<File> {
+    let (dir, name) = parent(path)?;
+    open_in(&dir, name, mode)
+}
+
+/// A new or emptied file at `path` (a session's log).
+pub fn create(path: &Path) -> std::io::Result<File> {
+    open(path, Mode::Truncate)
+}
+
+/// `std::fs::write` by the rules above (a session's prompt: advisory, not fsynced).
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     create(path)?.write_all(bytes)
 }
@@ -59,32 +341,143 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Append `bytes` with one `O_APPEND` write; with `durable`, fsync the file (and the folder
 /// when the file was new).
 pub fn append(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    let existed = std::fs::symlink_metadata(path).is_ok();
-    let mut file = open(path, OpenOptions::new().create(true).append(true))?;
+    let (dir, name) = parent(path)?;
+    let existed = exists_at(dir.fd.as_fd(), name);
+    let mut file = open_in(&dir, name, Mode::Append)?;
     file.write_all(bytes)?;
     if durable {
         file.sync_all()?;
         if !existed {
-            sync_parent(path)?;
+            dir.sync()?;
         }
+    }
+    Ok(())
+}
+
+/// Append `bytes` to the file at `path` (created if missing) all or nothing: if the write fails
+/// part way (a full disk), the file is cut back to its old length, so no partial line is left.
+/// Durable (file and, when new, folder fsynced). Only for a file no one else appends to at the
+/// same time (the caller holds a lock): the cut would drop their bytes too.
+pub fn append_or_undo(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, name) = parent(path)?;
+    let existed = exists_at(dir.fd.as_fd(), name);
+    let mut file = open_in(&dir, name, Mode::Append)?;
+    let old_len = file.metadata()?.len();
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        return match file.set_len(old_len).and_then(|()| file.sync_all()) {
+            Ok(()) => Err(e),
+            Err(undo) => Err(std::io::Error::other(format!(
+                "{e}; cutting {} back to {old_len} bytes failed too: {undo}",
+                path.display()
+            ))),
+        };
+    }
+    if !existed {
+        dir.sync()?;
     }
     Ok(())
 }
 
 /// A copy of `from` at `to`, which must not exist yet (not even as a dangling link), fsynced.
 pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
-    let bytes = std::fs::read(from)?;
-    let mut file = open(to, OpenOptions::new().write(true).create_new(true))?;
+    let bytes = read(from)?;
+    let (dir, name) = parent(to)?;
+    let mut file = open_in(&dir, name, Mode::New)?;
     file.write_all(&bytes)?;
     file.sync_all()?;
-    sync_parent(to)
+    dir.sync()
 }
 
-fn sync_parent(path: &Path) -> std::io::Result<()> {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => File::open(dir)?.sync_all(),
-        _ => Ok(()),
+/// Replace `path` durably: a temp file beside it (`temp_name`), fsync, rename within the
+/// folder's handle, fsync of the folder. A reader sees the old bytes or the new ones.
+pub fn write_atomic(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
+    let (dir, name) = parent(path)?;
+    let result = (|| {
+        let mut file = open_in(&dir, temp_name, Mode::New)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        crate::failpoint::hit("atomic_before_rename");
+        rename_in(&dir, temp_name, &dir, name)?;
+        crate::failpoint::hit("atomic_after_rename");
+        dir.sync()
+    })();
+    if result.is_err() {
+        let _ = unlink_in(&dir, temp_name);
     }
+    result
+}
+
+fn rename_in(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> std::io::Result<()> {
+    let (a, b) = (cstring(from)?, cstring(to)?);
+    // SAFETY: valid descriptors and strings.
+    retry(|| unsafe {
+        libc::renameat(
+            from_dir.fd.as_raw_fd(),
+            a.as_ptr(),
+            to_dir.fd.as_raw_fd(),
+            b.as_ptr(),
+        )
+    })
+    .map(|_| ())
+}
+
+fn unlink_in(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
+    let c = cstring(name)?;
+    // SAFETY: valid descriptor and string.
+    retry(|| unsafe { libc::unlinkat(dir.fd.as_raw_fd(), c.as_ptr(), 0) }).map(|_| ())
+}
+
+/// Rename `from` to `to` (a file kept aside), both resolved by the rules above; the folder is
+/// fsynced.
+pub fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
+    let (from_dir, from_name) = parent(from)?;
+    let (to_dir, to_name) = parent(to)?;
+    rename_in(&from_dir, from_name, &to_dir, to_name)?;
+    to_dir.sync()
+}
+
+/// Remove the file at `path` (a marker, a lock), resolved by the rules above: a link on the
+/// way is refused, so nothing outside the repository is removed.
+pub fn remove(path: &Path) -> std::io::Result<()> {
+    let (dir, name) = parent(path)?;
+    unlink_in(&dir, name)
+}
+
+/// Open `path` to read it, refusing anything but a regular file: reading a FIFO planted where
+/// runner keeps state would wait for a writer forever. (Reads may follow links: what runner
+/// reads is judged before use, and nothing is written through them.)
+pub fn open_read(path: impl AsRef<Path>) -> std::io::Result<File> {
+    let path = path.as_ref();
+    let c = cstring(path.as_os_str())?;
+    // SAFETY: a valid NUL-terminated path.
+    let fd = retry(|| unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let st = stat_fd(fd.as_fd())?;
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return Err(not_regular(path));
+    }
+    clear_nonblock(&fd)?;
+    Ok(File::from(fd))
+}
+
+/// `std::fs::read` of a regular file only (see `open_read`).
+pub fn read(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_read(path)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// `std::fs::read_to_string` of a regular file only (see `open_read`).
+pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    String::from_utf8(read(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Refuse if `path` is a link (a folder runner owns and creates itself).
@@ -97,28 +490,18 @@ pub fn refuse_link(path: &Path) -> std::io::Result<()> {
 
 /// Create the folders of `rel` under `base` one by one, refusing any that is a link, so that
 /// nothing is created or written through a link planted inside runner's own folders.
-pub fn create_real_dirs(base: &Path, rel: &[&str]) -> std::io::Result<std::path::PathBuf> {
-    let mut dir = base.to_path_buf();
+pub fn create_real_dirs(base: &Path, rel: &[&str]) -> std::io::Result<PathBuf> {
+    let mut dir = dir(base, false)?;
     for part in rel {
-        dir.push(part);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let meta = std::fs::symlink_metadata(&dir)?;
-                if meta.file_type().is_symlink() {
-                    return Err(link_refused(&dir));
-                }
-                if !meta.is_dir() {
-                    return Err(std::io::Error::other(format!(
-                        "{} is in the way: runner needs a folder there",
-                        dir.display()
-                    )));
-                }
-            }
-            Err(e) => return Err(e),
-        }
+        dir = dir.child(OsStr::new(part), true)?;
     }
-    Ok(dir)
+    Ok(dir.path)
+}
+
+/// Create the folder `path` and any missing folder on the way (below the anchor: none of them
+/// may be a link).
+pub fn create_dirs(path: &Path) -> std::io::Result<()> {
+    dir(path, true).map(|_| ())
 }
 
 /// A folder the user owns (`.auto-claude/`, `specs/`, a spec folder) may be a link, but only to
