@@ -405,7 +405,7 @@ fn restore_worktree(
     }
     if !matches!(slot.inspect(&ws.main), SlotState::Ready { .. }) {
         crate::git::slot::remove_worktree(&ws.main, &slot)?;
-        slot.create(&ws.main, branch)?;
+        slot.create(&ws.main, branch, &ws.slot_create_marker(&slot.name))?;
     }
     crate::failpoint::hit("undo_slot_created");
     let wt = slot.open(&ws.main)?;
