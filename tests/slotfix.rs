@@ -64,3 +64,78 @@ fn a_plan_rebuilt_from_commits_completes_the_chunk_whose_id_holds_the_separator(
         stderr(&out)
     );
 }
+
+/// Files named `pwned*` anywhere under `dir`: what a chunk id run as a command would make.
+fn pwned_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p);
+            } else if e.file_name().to_string_lossy().starts_with("pwned") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A hostile plan's chunk ids reach the agent's shell only as one quoted word: the coder's
+/// prompt quotes them in every command it gives, and an agent that runs the report command
+/// as told reports the right chunk (spaces, `;`, `$( )`, a quote, a leading dash) and runs
+/// nothing else.
+#[test]
+fn hostile_chunk_ids_are_quoted_in_the_commands_the_prompt_gives() {
+    let repo = TestRepo::new();
+    let spec = "001-hostile";
+    repo.add_spec(spec);
+    let ids = [
+        "x; touch pwned-semicolon",
+        "two words",
+        "it's $(touch pwned-subst)",
+        "-n `touch pwned-backtick`",
+    ];
+    let plan = json!({
+        "feature": "Hostile ids",
+        "phases": [{"id": "p", "name": "P", "subtasks": ids.iter().map(|id| json!({
+            "id": id, "description": "do it", "status": "pending"
+        })).collect::<Vec<_>>()}]
+    });
+    repo.write_plan(spec, &serde_json::to_string_pretty(&plan).unwrap());
+    repo.script("");
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent])
+        .env("FAKE_AGENT_DEFAULT", "as-told")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let statuses = repo.statuses(spec);
+    assert!(
+        statuses.iter().all(|(_, s)| s == "completed"),
+        "{statuses:?}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        pwned_files(repo.tmp.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
+
+    let prompts: Vec<String> = std::fs::read_dir(repo.tmp.path().join("prompts"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    let done = "- Report success with: `runner chunk done --notes \"what you did\" -- 'x; touch pwned-semicolon'`";
+    assert!(
+        prompts.iter().any(|p| p.contains(done)),
+        "no prompt has the line {done}"
+    );
+    let fail = "`runner chunk fail --reason \"why\" -- 'it'\\''s $(touch pwned-subst)'`";
+    assert!(
+        prompts.iter().any(|p| p.contains(fail)),
+        "no prompt has {fail}"
+    );
+}
