@@ -297,7 +297,12 @@ impl Slot {
         let Ok(entries) = std::fs::read_dir(&self.path) else {
             return false;
         };
-        let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+        // Temp files of `create`'s atomic writes cut off by the crash are its own too.
+        let names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| !n.to_str().is_some_and(crate::store::is_temp_file))
+            .collect();
         let gitlink = self.path.join(".git");
         let ours = || {
             let admin = admin_dir(main, self);
