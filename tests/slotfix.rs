@@ -139,3 +139,26 @@ fn hostile_chunk_ids_are_quoted_in_the_commands_the_prompt_gives() {
         "no prompt has {fail}"
     );
 }
+
+/// `recover --dry-run` names a slot registration a crash left unfinished and leaves it; `recover`
+/// removes it.
+#[test]
+fn recover_reports_an_unfinished_slot_registration_and_dry_run_keeps_it() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-x");
+    let admin = repo.root.join(".git/worktrees/auto-claude");
+    std::fs::create_dir_all(&admin).unwrap();
+    std::fs::create_dir_all(repo.root.join(".worktrees/auto-claude")).unwrap();
+    let out = repo.runner(&["recover", "--dry-run"]);
+    assert!(
+        stdout(&out).contains("registration in .git/worktrees was left unfinished")
+            && stdout(&out).contains("(would be done)"),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(admin.is_dir());
+    let out = repo.runner(&["recover"]);
+    assert!(!admin.exists(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(!repo.root.join(".worktrees/auto-claude").exists());
+}

@@ -180,8 +180,9 @@ pub fn unfinished_creation(
     } else {
         return Ok(None);
     };
+    let would = if dry_run { " (would be done)" } else { "" };
     Ok(Some(format!(
-        "the worktree slot {}: {what}",
+        "the worktree slot {}: {what}{would}",
         slot.path.display()
     )))
 }
