@@ -400,6 +400,7 @@ fn finish_and_compare(
     }
     problems.extend(facts.check_commits(repo, spec));
     problems.extend(facts.check_dirty(repo, spec));
+    problems.extend(base_files_deleted(repo, spec));
     let tree = tree_of(repo, spec);
     if tree != reference.tree {
         let listing = repo.git(&["ls-tree", "-r", &branch(spec)]);
@@ -412,6 +413,37 @@ fn finish_and_compare(
             ours.difference(&theirs).collect::<Vec<_>>(),
             theirs.difference(&ours).collect::<Vec<_>>()
         ));
+    }
+    problems
+}
+
+/// Commits of the spec's branch that delete a file of `main` (no agent here deletes any: such
+/// a commit took in a checkout a crash cut short).
+fn base_files_deleted(repo: &TestRepo, spec: &str) -> Vec<String> {
+    let base: BTreeSet<String> = repo
+        .git(&["ls-tree", "-r", "--name-only", "main"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let log = repo.git(&[
+        "log",
+        "--format=commit %H %s",
+        "--diff-filter=D",
+        "--name-only",
+        &format!("main..{}", branch(spec)),
+        "--",
+    ]);
+    let mut problems = Vec::new();
+    let mut commit = String::new();
+    for line in log.lines().filter(|l| !l.is_empty()) {
+        if let Some(c) = line.strip_prefix("commit ") {
+            commit = c.to_string();
+        } else if base.contains(line) {
+            problems.push(format!(
+                "the commit {commit} of {} deletes {line}, a file of main no agent deleted",
+                branch(spec)
+            ));
+        }
     }
     problems
 }
@@ -549,6 +581,33 @@ const CASES: &[Case] = &[
     Case {
         name: "slot prepared",
         crashes: &[(A, Step::Run, "after_prepare_slot@1")],
+    },
+    Case {
+        name: "slot creation marked, nothing made yet",
+        crashes: &[(A, Step::Run, "slot_create_marked@1")],
+    },
+    Case {
+        name: "slot registered, nothing checked out",
+        crashes: &[(A, Step::Run, "slot_registered@1")],
+    },
+    Case {
+        name: "slot checkout cut off before its first file",
+        crashes: &[(A, Step::Run, "slot_checkout_file@1")],
+    },
+    Case {
+        name: "slot checkout cut off after its first file, before the index",
+        crashes: &[(A, Step::Run, "slot_checkout_file@2")],
+    },
+    Case {
+        name: "slot checked out, its creation marker not yet removed",
+        crashes: &[(A, Step::Run, "slot_checked_out@1")],
+    },
+    Case {
+        name: "slot creation cut off twice in a row",
+        crashes: &[
+            (A, Step::Run, "slot_checkout_file@1"),
+            (A, Step::Run, "slot_registered@1"),
+        ],
     },
     Case {
         name: "planner spawned",
@@ -713,6 +772,10 @@ const ALL_POINTS: &[&str] = &[
     "after_recovery_decision",
     "slot_switch_marked",
     "slot_switch_checked_out",
+    "slot_create_marked",
+    "slot_registered",
+    "slot_checkout_file",
+    "slot_checked_out",
 ];
 
 /// Failpoints of merge, discard and undo, exercised in tests/lifecycle.rs and
@@ -1141,4 +1204,82 @@ fn two_hundred_random_kills_lose_nothing() {
         fail(problems.join("\n"), &repo);
     }
     drop(std::mem::ManuallyDrop::into_inner(repo));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Slots a crash left half created, by hand (as an older runner or `git worktree add` killed
+//    on its way leaves them, with no marker of runner's).
+// ---------------------------------------------------------------------------------------------
+
+/// A repository whose `main` has two files, spec A with `crash_plan`, and its branch.
+fn repo_for_a_half_created_slot() -> (TestRepo, Agent) {
+    let repo = TestRepo::new();
+    repo.write("docs/guide.md", "# guide\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "guide"]);
+    repo.add_spec(A);
+    repo.write_plan(A, &serde_json::to_string_pretty(&crash_plan()).unwrap());
+    repo.script(CRASH_SCRIPT);
+    repo.git(&["branch", &branch(A), "main"]);
+    let cfg = Agent {
+        plan_file: repo.tmp.path().join("unused-plan.json"),
+        default: "idem",
+        default_args: "",
+    };
+    (repo, cfg)
+}
+
+fn finish_and_check_no_base_file_deleted(repo: &TestRepo, cfg: &Agent) {
+    let out = run_cmd(repo, cfg, A, None).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let deleted = base_files_deleted(repo, A);
+    assert!(deleted.is_empty(), "{deleted:?}\n{}", output_text(&out));
+    for file in ["README.md", "docs/guide.md"] {
+        assert!(
+            blob_at(repo, &branch(A), file).is_some(),
+            "{file} is gone from {}",
+            branch(A)
+        );
+    }
+}
+
+#[test]
+fn a_slot_whose_checkout_was_cut_off_is_finished_not_committed_from() {
+    let (repo, cfg) = repo_for_a_half_created_slot();
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        ".worktrees/auto-claude",
+        &branch(A),
+    ]);
+    // A checkout killed on its way: one file written, no index yet.
+    std::fs::remove_file(repo.root.join(".git/worktrees/auto-claude/index")).unwrap();
+    std::fs::remove_file(repo.root.join(".worktrees/auto-claude/README.md")).unwrap();
+    finish_and_check_no_base_file_deleted(&repo, &cfg);
+}
+
+#[test]
+fn an_unfinished_slot_registration_does_not_block_its_creation() {
+    let (repo, cfg) = repo_for_a_half_created_slot();
+    // `worktree add` killed after making the registration's folder, before its `gitdir`.
+    std::fs::create_dir_all(repo.root.join(".git/worktrees/auto-claude")).unwrap();
+    std::fs::create_dir_all(repo.root.join(".worktrees/auto-claude")).unwrap();
+    finish_and_check_no_base_file_deleted(&repo, &cfg);
+}
+
+#[test]
+fn a_folder_with_files_beside_an_unfinished_registration_is_moved_aside_not_deleted() {
+    let (repo, cfg) = repo_for_a_half_created_slot();
+    std::fs::create_dir_all(repo.root.join(".git/worktrees/auto-claude")).unwrap();
+    repo.write(".worktrees/auto-claude/notes.txt", "mine\n");
+    finish_and_check_no_base_file_deleted(&repo, &cfg);
+    let kept: Vec<PathBuf> = std::fs::read_dir(repo.root.join(".worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("notes.txt"))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(std::fs::read_to_string(&kept[0]).unwrap(), "mine\n");
 }

@@ -508,6 +508,9 @@ const UNDO_POINTS: &[&str] = &[
     "undo_target_files_reset",
     "undo_target_reset",
     "undo_branch_restored",
+    // Inside the slot's creation (see Slot::create): its marker must not outlive the undo.
+    "slot_registered",
+    "slot_checkout_file",
     "undo_slot_created",
     "undo_worktree_restored",
     "undo_plan_restored",

@@ -154,7 +154,7 @@ fn coder_prompt_carries_spec_chunk_files_and_progress() {
         core_b.contains("1 of 3 steps are done"),
         "progress missing:\n{core_b}"
     );
-    assert!(core_b.contains("runner chunk done core-b"));
+    assert!(core_b.contains("runner chunk done --notes \"what you did\" -- core-b"));
     let core_a = text
         .iter()
         .find(|t| t.contains("Your step: core-a"))

@@ -142,12 +142,20 @@ pub fn snapshot_worktree(
     message: &str,
 ) -> anyhow::Result<Option<Oid>> {
     let head = wt.head()?.peel_to_commit()?;
+    // A checkout that never completed has no index: staging its folder as it is would record
+    // the files not yet written as deleted. Start from HEAD's tree then, and take no deletion.
+    let unfinished = crate::git::repo::unfinished_checkout(wt);
     let mut index = wt.index().context("opening the index")?;
     // Stage everything in memory only: the index file is never written, and it is re-read
     // from disk afterwards so that this handle forgets the in-memory staging too.
     let staged = (|| -> Result<Oid, git2::Error> {
+        if let Some(tree) = &unfinished {
+            index.read_tree(tree)?;
+        }
         index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-        index.update_all(["*"], None)?;
+        if unfinished.is_none() {
+            index.update_all(["*"], None)?;
+        }
         index.write_tree()
     })();
     let _ = index.read(true);

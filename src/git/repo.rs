@@ -152,8 +152,48 @@ pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// HEAD's tree, if `repo` is a working tree whose checkout never completed: it has no index
+/// file though HEAD has files (git writes the index last).
+pub fn unfinished_checkout(repo: &Repository) -> Option<git2::Tree<'_>> {
+    if repo.is_bare() || repo.path().join("index").symlink_metadata().is_ok() {
+        return None;
+    }
+    // Unborn or unreadable: nothing was to be checked out.
+    let tree = repo.head().and_then(|h| h.peel_to_tree()).ok()?;
+    (!tree.is_empty()).then_some(tree)
+}
+
+/// Finish a checkout that never completed: a worktree with commits but no index file (git
+/// writes the index last, so a checkout killed on its way, or a worktree whose creation was cut
+/// off, has none). Staging such a worktree as it is would record every file not yet written as
+/// deleted, though no one deleted it. So the files missing from the folder are written from
+/// HEAD (files that are there are left as they are) and the index is set to HEAD's tree.
+/// Returns whether there was one to finish.
+pub fn finish_incomplete_checkout(repo: &Repository) -> anyhow::Result<bool> {
+    let Some(tree) = unfinished_checkout(repo) else {
+        return Ok(false);
+    };
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout
+        .safe()
+        .recreate_missing(true)
+        .allow_conflicts(true)
+        .update_index(false);
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        .context("writing the files an unfinished checkout left out")?;
+    let mut index = repo.index().context("opening the index")?;
+    index
+        .read_tree(&tree)
+        .context("reading HEAD into the index")?;
+    index.write().context("writing the index")?;
+    Ok(true)
+}
+
 /// Commit everything uncommitted in `repo`'s working tree; `None` if there was nothing.
+/// A checkout that never completed is finished first (see `finish_incomplete_checkout`): the
+/// commit must not delete files no one deleted.
 pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
+    finish_incomplete_checkout(repo)?;
     let mut index = repo.index().context("opening the index")?;
     index
         .add_all(["*"], IndexAddOption::DEFAULT, None)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use git2::build::CheckoutBuilder;
-use git2::{Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{Repository, WorktreePruneOptions};
 
 use super::repo::{MainRepo, dirty_paths, head_branch, open_worktree_exactly};
 
@@ -170,24 +170,157 @@ impl Slot {
         Ok(repo)
     }
 
-    /// Create the worktree on an existing branch.
-    pub fn create(&self, main: &MainRepo, branch: &str) -> anyhow::Result<()> {
+    /// Create the worktree on an existing branch, step by step, so that a crash at any point
+    /// leaves a state `finish_interrupted_create` recognises and undoes: `marker` (written
+    /// durably first, removed last) says a creation is under way. (libgit2's one-shot
+    /// `worktree add` leaves, when killed, a registration with no `gitdir` file that blocks
+    /// every later creation, or a registered worktree with part of its files and no index,
+    /// from which a commit would delete the files not yet written.)
+    ///
+    /// The steps are git's own layout of a linked worktree: `.git/worktrees/<name>/` with
+    /// `commondir` and `HEAD`, the folder with its `.git` file, then `gitdir` (from which on git
+    /// knows the worktree), then a checkout of HEAD, which writes the index last.
+    pub fn create(&self, main: &MainRepo, branch: &str, marker: &Path) -> anyhow::Result<()> {
+        let refname = format!("refs/heads/{branch}");
+        main.repo
+            .find_reference(&refname)
+            .with_context(|| format!("finding branch {branch}"))?;
+        let admin = admin_dir(main, self);
+        for taken in [&self.path, &admin] {
+            if taken.symlink_metadata().is_ok() {
+                anyhow::bail!(
+                    "cannot create the worktree {}: {} already exists",
+                    self.path.display(),
+                    taken.display()
+                );
+            }
+        }
+        if let Some(dir) = marker.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::store::at(dir))?;
+        }
+        crate::store::write_atomic(marker, branch.as_bytes())?;
+        crate::failpoint::hit("slot_create_marked");
+
         let slots = main.root.join(SLOT_DIR);
         std::fs::create_dir_all(&slots).map_err(crate::store::at(&slots))?;
-        // libgit2 fails with "directory exists" when two runs create the first worktrees at
-        // the same moment (its mkdir of .git/worktrees is not idempotent): make it first.
+        // create_dir_all: two runs may make the first worktrees at the same moment.
         let worktrees = main.repo.commondir().join("worktrees");
         std::fs::create_dir_all(&worktrees).map_err(crate::store::at(&worktrees))?;
-        let reference = main
-            .repo
-            .find_reference(&format!("refs/heads/{branch}"))
-            .with_context(|| format!("finding branch {branch}"))?;
-        let mut opts = WorktreeAddOptions::new();
-        opts.reference(Some(&reference));
-        main.repo
-            .worktree(&self.name, &self.path, Some(&opts))
-            .with_context(|| format!("creating worktree {}", self.path.display()))?;
+        std::fs::create_dir(&admin).map_err(crate::store::at(&admin))?;
+        let admin = admin.canonicalize().map_err(crate::store::at(&admin))?;
+        let common = main.repo.commondir();
+        let common = common.canonicalize().map_err(crate::store::at(common))?;
+        let line = |p: &Path| {
+            let mut bytes = p.as_os_str().as_encoded_bytes().to_vec();
+            bytes.push(b'\n');
+            bytes
+        };
+        crate::store::write_atomic(&admin.join("commondir"), &line(&common))?;
+        crate::store::write_atomic(&admin.join("HEAD"), format!("ref: {refname}\n").as_bytes())?;
+        std::fs::create_dir(&self.path).map_err(crate::store::at(&self.path))?;
+        let folder = self
+            .path
+            .canonicalize()
+            .map_err(crate::store::at(&self.path))?;
+        let mut gitlink = b"gitdir: ".to_vec();
+        gitlink.extend(line(&admin));
+        crate::store::write_atomic(&folder.join(".git"), &gitlink)?;
+        crate::store::write_atomic(&admin.join("gitdir"), &line(&folder.join(".git")))?;
+        crate::failpoint::hit("slot_registered");
+
+        let repo = self.open(main)?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .progress(|_, _, _| crate::failpoint::hit("slot_checkout_file"));
+        repo.checkout_head(Some(&mut checkout))
+            .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
+        crate::failpoint::hit("slot_checked_out");
+        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
         Ok(())
+    }
+
+    /// Undo a creation a crash interrupted (see `create`), so that the slot can be created
+    /// afresh: no agent has worked in it yet, so nothing in it is work. Returns whether there
+    /// was one.
+    pub fn finish_interrupted_create(
+        &self,
+        main: &MainRepo,
+        marker: &Path,
+    ) -> anyhow::Result<bool> {
+        if marker.symlink_metadata().is_err() {
+            return Ok(false);
+        }
+        self.remove_half_created(main, true)?;
+        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
+        Ok(true)
+    }
+
+    /// A registration git cannot read (`.git/worktrees/<name>` without its `gitdir`,
+    /// `commondir` or `HEAD`): what a creation cut off before its end leaves, with or without
+    /// runner's marker (an older runner, `git worktree add` killed). It blocks every later
+    /// creation of the slot. Removed, with the folder if it holds nothing but what creation
+    /// wrote; a folder holding anything else is moved aside, never deleted. Returns whether
+    /// there was one.
+    pub fn clear_unreadable_registration(&self, main: &MainRepo) -> anyhow::Result<bool> {
+        let admin = admin_dir(main, self);
+        if !admin.is_dir() || main.repo.find_worktree(&self.name).is_ok() {
+            return Ok(false);
+        }
+        self.remove_half_created(main, false)?;
+        Ok(true)
+    }
+
+    /// Remove the slot's folder and registration. The folder is deleted only if it holds
+    /// nothing but what `create` wrote (see `holds_only_creation`); otherwise it is moved to
+    /// `<name>.unregistered-<stamp>` first.
+    fn remove_half_created(&self, main: &MainRepo, created_by_us: bool) -> anyhow::Result<()> {
+        if self.path.symlink_metadata().is_ok() && !self.holds_only_creation(main, created_by_us) {
+            let to = self.path.with_file_name(format!(
+                "{}.unregistered-{}",
+                self.name,
+                crate::clock::stamp()
+            ));
+            std::fs::rename(&self.path, &to)
+                .with_context(|| format!("moving {} aside", self.path.display()))?;
+        }
+        remove_worktree(main, self)
+    }
+
+    /// Does the slot's folder hold nothing but what `create` writes: a `.git` file naming this
+    /// slot's registration and (`created_by_us`: the marker proves no agent ran there) files
+    /// of the checkout?
+    fn holds_only_creation(&self, main: &MainRepo, created_by_us: bool) -> bool {
+        if !self.path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return false;
+        };
+        // Temp files of `create`'s atomic writes cut off by the crash are its own too.
+        let names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| !n.to_str().is_some_and(crate::store::is_temp_file))
+            .collect();
+        let gitlink = self.path.join(".git");
+        let ours = || {
+            let admin = admin_dir(main, self);
+            std::fs::read(&gitlink).is_ok_and(|text| {
+                let text = String::from_utf8_lossy(&text);
+                text.trim()
+                    .strip_prefix("gitdir: ")
+                    .map(Path::new)
+                    .and_then(|p| p.canonicalize().ok())
+                    .zip(admin.canonicalize().ok())
+                    .is_some_and(|(a, b)| a == b)
+            })
+        };
+        match names.as_slice() {
+            [] => true,
+            [one] if one == ".git" => ours(),
+            _ => created_by_us && ours(),
+        }
     }
 
     /// Forget a registered worktree whose folder is gone. The branch and its commits stay.

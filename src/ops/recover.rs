@@ -65,6 +65,10 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         let Some(_slot_lock) = FileLock::try_acquire(&ws.slot_lock(&slot.name))? else {
             continue;
         };
+        let creating = ws.slot_create_marker(&slot.name);
+        if let Some(what) = repair::unfinished_creation(&ws.main, &slot, &creating, req.dry_run)? {
+            slots.push(what);
+        }
         if let Some(r) = repair::repair_slot(&ws.main, &slot, req.dry_run)? {
             slots.push(r.describe());
         }

@@ -68,6 +68,22 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
         })
 }
 
+/// The chunk a commit landed: matched against the plan's ids when there is a plan (an id may
+/// hold ` - `), else read from the subject.
+fn chunk_of(
+    repo: &git2::Repository,
+    plan: Option<&Plan>,
+    oid: git2::Oid,
+    summary: &str,
+) -> Option<String> {
+    let Some(plan) = plan else {
+        return crate::plan::chunk_id_of_commit(summary).map(str::to_string);
+    };
+    let commit = repo.find_commit(oid).ok()?;
+    let pos = plan.chunk_of_commit(commit.message()?)?;
+    Some(plan.chunk(pos).id.clone())
+}
+
 pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let plan = paths.plan.load()?;
     let branch = branch_for(&paths.name);
@@ -88,7 +104,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
         .into_iter()
         .map(|(oid, summary)| CommitLine {
             commit: oid.to_string(),
-            chunk: crate::plan::chunk_id_of_commit(&summary).map(str::to_string),
+            chunk: chunk_of(repo, plan.as_ref(), oid, &summary),
             summary,
         })
         .collect();

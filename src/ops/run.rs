@@ -565,6 +565,7 @@ async fn prepare_slot(
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
+    finish_unfinished_creation(ws, slot, journal, reporter)?;
     if matches!(slot.inspect(main), SlotState::Ready { .. })
         && let Some(to) =
             slot.finish_interrupted_switch(main, &ws.slot_switch_marker(&slot.name))?
@@ -608,7 +609,7 @@ async fn prepare_slot(
         .into());
     }
     match slot.inspect(main) {
-        SlotState::Missing => create_slot(main, slot, &branch, journal, reporter),
+        SlotState::Missing => create_slot(ws, slot, &branch, journal, reporter),
         SlotState::Broken { reason } if !slot.path.exists() => {
             // The folder is gone; the work is safe on the branch. Forget the registration.
             reporter.line(format!(
@@ -617,7 +618,7 @@ async fn prepare_slot(
             ));
             slot.prune_missing(main)?;
             journal.record("slot_pruned", None, json!({"slot": slot.name, "reason": reason}))?;
-            create_slot(main, slot, &branch, journal, reporter)
+            create_slot(ws, slot, &branch, journal, reporter)
         }
         SlotState::Broken { reason } => Err(RunnerError::bad_input(format!(
             "the worktree slot {} is broken ({reason}). Move the folder away, run `git worktree prune`, and run again",
@@ -629,7 +630,7 @@ async fn prepare_slot(
                 reporter.line(format!("Repaired: {}.", repair.describe()));
                 journal.record("slot_repaired", None, json!({"slot": slot.name, "repair": repair.describe()}))?;
             }
-            create_slot(main, slot, &branch, journal, reporter)
+            create_slot(ws, slot, &branch, journal, reporter)
         }
         SlotState::Ready { branch: Some(b) } if b == branch => Ok(()),
         SlotState::Ready { branch: held } => {
@@ -773,14 +774,35 @@ fn save_and_clean_slot(ws: &Workspace, slot: &Slot, spec: &str) -> anyhow::Resul
     Ok(refname)
 }
 
+/// See `repair::unfinished_creation`: before anything else looks at the slot.
+fn finish_unfinished_creation(
+    ws: &Workspace,
+    slot: &Slot,
+    journal: &Journal,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    let marker = ws.slot_create_marker(&slot.name);
+    if let Some(what) =
+        crate::recovery::repair::unfinished_creation(&ws.main, slot, &marker, false)?
+    {
+        reporter.line(format!("{what}."));
+        journal.record(
+            "slot_creation_finished",
+            None,
+            json!({"slot": slot.name, "what": what}),
+        )?;
+    }
+    Ok(())
+}
+
 fn create_slot(
-    main: &crate::git::MainRepo,
+    ws: &Workspace,
     slot: &Slot,
     branch: &str,
     journal: &Journal,
     reporter: &Reporter,
 ) -> anyhow::Result<()> {
-    slot.create(main, branch)?;
+    slot.create(&ws.main, branch, &ws.slot_create_marker(&slot.name))?;
     reporter.line(format!(
         "Created worktree {} on branch {branch}.",
         slot.path.display()

@@ -370,6 +370,9 @@ fn restore_worktree(
         ));
         return Ok(None);
     };
+    // A creation cut off (this undo's or a run's) left a half-made slot no one worked in:
+    // removed here, it is made afresh below, never taken for a slot to fill.
+    slot.finish_interrupted_create(&ws.main, &ws.slot_create_marker(&slot.name))?;
     let backed_up_tip = backup::ref_target(&ws.main.repo, b, "branch");
     // An undo cut off while it filled the slot: what is there is its own half-done work.
     let resuming = intent.creating_slot;
@@ -405,7 +408,7 @@ fn restore_worktree(
     }
     if !matches!(slot.inspect(&ws.main), SlotState::Ready { .. }) {
         crate::git::slot::remove_worktree(&ws.main, &slot)?;
-        slot.create(&ws.main, branch)?;
+        slot.create(&ws.main, branch, &ws.slot_create_marker(&slot.name))?;
     }
     crate::failpoint::hit("undo_slot_created");
     let wt = slot.open(&ws.main)?;

@@ -103,6 +103,13 @@ impl Workspace {
             .join(format!("{slot_name}.switching"))
     }
 
+    /// Marks a slot's creation under way (see `Slot::create`).
+    pub fn slot_create_marker(&self, slot_name: &str) -> PathBuf {
+        self.state_dir
+            .join("slots")
+            .join(format!("{slot_name}.creating"))
+    }
+
     /// Refuse `.auto-claude/`, its `specs/` or `.worktrees/` as a link leading outside the
     /// repository, and `slots/` (runner's own) as any link: runner writes below them.
     fn check_links(&self) -> Result<(), crate::error::RunnerError> {

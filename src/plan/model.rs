@@ -170,10 +170,42 @@ pub struct Attempt {
 
 const COMMIT_PREFIX: &str = "auto-claude: ";
 
-/// The chunk id in an `auto-claude: <chunk-id> - <description>` commit subject.
+/// The chunk id in an `auto-claude: <chunk-id> - <description>` commit subject, when the
+/// plan is not at hand: up to the first ` - `, which is wrong for an id holding one. With a
+/// plan, use `Plan::chunk_of_commit`.
 pub fn chunk_id_of_commit(subject: &str) -> Option<&str> {
     let (id, _) = subject.strip_prefix(COMMIT_PREFIX)?.split_once(" - ")?;
     Some(id)
+}
+
+/// Which of `chunks` landed in the commit with `message`. A subject `auto-claude: <id> - <desc>`
+/// cannot be split by itself when an id or a description holds ` - ` (`x - y - z` is chunk `x`
+/// or chunk `x - y`), so the plan's own ids are matched: the chunk whose id the subject starts
+/// with, if only one does; else the one of those whose whole commit message is the commit's;
+/// else none — never a guess, since the caller marks the chunk completed.
+pub fn chunk_of_commit<'a>(
+    chunks: impl IntoIterator<Item = &'a Chunk>,
+    message: &str,
+) -> Option<&'a Chunk> {
+    let rest = message.strip_prefix(COMMIT_PREFIX)?;
+    let candidates: Vec<&Chunk> = chunks
+        .into_iter()
+        .filter(|c| {
+            rest.strip_prefix(c.id.as_str())
+                .is_some_and(|after| after.starts_with(" - "))
+        })
+        .collect();
+    if let [only] = candidates.as_slice() {
+        return Some(only);
+    }
+    let message = message.trim_end();
+    let mut exact = candidates
+        .into_iter()
+        .filter(|c| c.commit_message().trim_end() == message);
+    match (exact.next(), exact.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 /// Where a chunk sits in the plan.
@@ -190,6 +222,13 @@ impl Plan {
 
     pub fn chunk_mut(&mut self, pos: ChunkPos) -> &mut Chunk {
         &mut self.phases[pos.phase].chunks[pos.chunk]
+    }
+
+    /// The chunk that landed in the commit with `message` (see `chunk_of_commit`).
+    pub fn chunk_of_commit(&self, message: &str) -> Option<ChunkPos> {
+        let chunks = self.positions().map(|pos| self.chunk(pos));
+        let id = &chunk_of_commit(chunks, message)?.id;
+        self.find_chunk(id)
     }
 
     pub fn find_chunk(&self, id: &str) -> Option<ChunkPos> {

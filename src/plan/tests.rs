@@ -2005,3 +2005,34 @@ fn the_difference_named_is_one_of_meaning_not_of_status_spelling() {
         ],
     );
 }
+
+#[test]
+fn a_commit_is_matched_to_the_chunk_whose_id_holds_the_separator() {
+    let plan = parse(&one_phase(json!([
+        {"id": "x", "description": "second"},
+        {"id": "x - y", "description": "first"},
+        {"id": "a", "description": "b - c"},
+        {"id": "a - b", "description": "c"},
+        {"id": "solo", "description": "alone"},
+    ])));
+    let id_of = |message: &str| {
+        plan.chunk_of_commit(message)
+            .map(|p| plan.chunk(p).id.clone())
+    };
+    // The old parse read "x" here, and would have marked the wrong chunk completed.
+    assert_eq!(id_of("auto-claude: x - y - first"), Some("x - y".into()));
+    assert_eq!(id_of("auto-claude: x - second"), Some("x".into()));
+    assert_eq!(id_of("auto-claude: x - second\n"), Some("x".into()));
+    // Truly ambiguous (both chunks' messages are this one): neither is claimed.
+    assert_eq!(id_of("auto-claude: a - b - c"), None);
+    // Matching no chunk's id, or not runner's subject at all.
+    assert_eq!(id_of("auto-claude: z - first"), None);
+    assert_eq!(id_of("x - y - first"), None);
+    // Only one id starts the subject: it is that chunk, whatever its description is now.
+    assert_eq!(
+        id_of("auto-claude: solo - edited later"),
+        Some("solo".into())
+    );
+    // Two do, and neither message is the commit's: neither is claimed.
+    assert_eq!(id_of("auto-claude: x - y - edited later"), None);
+}

@@ -686,11 +686,20 @@ pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
     if rec["decision"] != "continue" {
         return None;
     }
+    // Both go into git commands the prompt gives the agent, and come from the plan, which
+    // anyone can edit: only a commit id and one of runner's recovery refs are passed on (the
+    // template also quotes them), never an option such as `--output=...`.
+    let start_commit = last
+        .start_commit
+        .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
+    let saved_ref = rec["saved_ref"].as_str().filter(|r| {
+        r.starts_with(crate::git::refs::RECOVERY_PREFIX) && git2::Reference::is_valid_name(r)
+    });
     Some(json!({
         "attempt": last.n,
         "new_commits": rec["new_commits"],
-        "start_commit": last.start_commit,
-        "saved_ref": rec["saved_ref"],
+        "start_commit": start_commit,
+        "saved_ref": saved_ref,
         "dirty": rec["dirty"],
     }))
 }

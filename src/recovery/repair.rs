@@ -147,6 +147,46 @@ impl SlotRepair {
     }
 }
 
+/// Undo or finish what a crash left of a slot's creation, before anything else looks at the
+/// slot: a creation runner marked in `marker` (removed, to be made afresh: no agent ran there
+/// yet), a registration git cannot read (removed, as it would block every creation; a folder
+/// with anything in it is moved aside), a worktree whose checkout never completed (the missing
+/// files written from HEAD, so that no commit records them as deleted). Returns what was (or,
+/// in a dry run, would be) done.
+pub fn unfinished_creation(
+    main: &MainRepo,
+    slot: &Slot,
+    marker: &Path,
+    dry_run: bool,
+) -> anyhow::Result<Option<String>> {
+    let admin = crate::git::slot::admin_dir(main, slot);
+    let what = if marker.symlink_metadata().is_ok() {
+        if !dry_run {
+            slot.finish_interrupted_create(main, marker)?;
+        }
+        "its creation was cut off: removed, to be created afresh"
+    } else if admin.is_dir() && main.repo.find_worktree(&slot.name).is_err() {
+        if !dry_run {
+            slot.clear_unreadable_registration(main)?;
+        }
+        "its registration in .git/worktrees was left unfinished: removed, to be created afresh"
+    } else if matches!(slot.inspect(main), SlotState::Ready { .. })
+        && crate::git::repo::unfinished_checkout(&slot.open(main)?).is_some()
+    {
+        if !dry_run {
+            crate::git::repo::finish_incomplete_checkout(&slot.open(main)?)?;
+        }
+        "its checkout was never completed: the missing files were written from its branch"
+    } else {
+        return Ok(None);
+    };
+    let would = if dry_run { " (would be done)" } else { "" };
+    Ok(Some(format!(
+        "the worktree slot {}: {what}{would}",
+        slot.path.display()
+    )))
+}
+
 /// Repair one slot if it is broken or unknown to git.
 pub fn repair_slot(
     main: &MainRepo,

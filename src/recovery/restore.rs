@@ -93,12 +93,11 @@ pub fn rebuild(
         let Ok(commit) = main.repo.find_commit(oid) else {
             continue;
         };
-        let Some(id) = commit.summary().and_then(crate::plan::chunk_id_of_commit) else {
+        // Matched against the plan's own ids: an id may hold the ` - ` that ends it.
+        let Some(pos) = commit.message().and_then(|m| plan.chunk_of_commit(m)) else {
             continue;
         };
-        if let Some(pos) = plan.find_chunk(id) {
-            plan.chunk_mut(pos).set_status(Status::Completed);
-        }
+        plan.chunk_mut(pos).set_status(Status::Completed);
     }
     Some((plan, Source::Commits))
 }

@@ -18,6 +18,18 @@ const EMBEDDED: [(&str, &str); 4] = [
     (RECOVERY, include_str!("../../templates/recovery.md")),
 ];
 
+/// The `shell_quote` filter: `value` as one word of a POSIX shell command line (single-quoted
+/// when it holds anything but plain characters). Every plan text put into a command the agent
+/// is told to run goes through it: a chunk id such as `x; rm -rf ~` comes from the plan, which
+/// the planner (or anyone) wrote, and must not reach the agent's shell as a command.
+fn shell_quote(value: &minijinja::Value) -> String {
+    let text = match value.as_str() {
+        Some(s) => s.to_string(),
+        None => value.to_string(),
+    };
+    shell_words::quote(&text).into_owned()
+}
+
 pub struct Prompts {
     env: Environment<'static>,
 }
@@ -28,6 +40,7 @@ impl Prompts {
         let dir: PathBuf = override_dir.to_path_buf();
         let mut env = Environment::new();
         env.set_trim_blocks(true);
+        env.add_filter("shell_quote", shell_quote);
         env.set_loader(move |name| {
             if let Ok(text) = crate::store::safe::read_to_string(dir.join(name)) {
                 return Ok(Some(text));
