@@ -202,32 +202,124 @@ fn a_real_chunks_era_plan_with_both_lists_runs_to_the_end() {
     assert!(log[0].starts_with("auto-claude: cleanup - "), "{log:?}");
 }
 
+/// The reference subtasks-era plan as Auto-Claude leaves it mid-run: saved with both lists
+/// (`Phase.to_dict`), then one subtask updated by Auto-Claude's `update_subtask_status`, which
+/// edits `subtasks` alone (status, notes, updated_at) and leaves `chunks` stale.
+fn midflight_with_stale_chunks() -> (Value, String) {
+    let path = reference_plans_dir().join("03-subtasks-era-feature-midflight.json");
+    let mut plan = with_both_lists(&read_json(&path));
+    let (p, c) = plan["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .find_map(|(p, phase)| {
+            phase["subtasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|c| c["status"] == "pending")
+                .map(|c| (p, c))
+        })
+        .expect("a pending subtask");
+    let subtask = &mut plan["phases"][p]["subtasks"][c];
+    subtask["status"] = json!("completed");
+    subtask["notes"] = json!("done by Auto-Claude");
+    subtask["updated_at"] = json!("2026-01-01T00:00:00+00:00");
+    let id = subtask["id"].as_str().unwrap().to_string();
+    (plan, id)
+}
+
 #[test]
-fn lists_that_differ_are_refused_naming_both_paths() {
+fn lists_that_differ_read_subtasks_as_auto_claude_does_warn_and_are_written_back_equal() {
     let repo = TestRepo::new();
-    repo.add_spec("001-differ");
-    let plan = json!({"phases": [
-        {"id": "p1", "subtasks": [{"id": "a", "description": "x"}],
-                     "chunks": [{"id": "a", "description": "x"}]},
-        {"id": "p2", "depends_on": ["p1"],
-         "subtasks": [{"id": "b", "description": "y", "status": "completed"}],
-         "chunks": [{"id": "b", "description": "y", "status": "pending"}]}
-    ]});
-    let bytes = serde_json::to_vec_pretty(&plan).unwrap();
-    std::fs::write(repo.plan_path("001-differ"), &bytes).unwrap();
-    assert_refused_untouched(
-        &repo,
-        "001-differ",
-        &bytes,
-        &[
-            "phases[1].subtasks and phases[1].chunks differ",
-            "phases[1].subtasks[0].status is \"completed\", phases[1].chunks[0].status is \"pending\"",
-        ],
+    let dir = repo.add_spec("001-differ");
+    let (plan, edited) = midflight_with_stale_chunks();
+    write_json(&dir.join("implementation_plan.json"), &plan);
+    let (done, total) = counts(&plan);
+
+    // `status` reads `subtasks` (the edited one counts as completed) and reports the difference.
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("subtasks and phases[3].chunks differ")
+            && err.contains("phases[3].subtasks[1].status is \"completed\""),
+        "a warning naming both lists and the first difference:\n{err}"
     );
-    // `runner chunk` refuses it too, and writes nothing.
-    let out = repo.runner(&["chunk", "done", "a", "--spec", "001-differ"]);
-    assert_exit(&out, 2);
-    assert_eq!(std::fs::read(repo.plan_path("001-differ")).unwrap(), bytes);
+    let status = spec_status(&repo, "001-differ");
+    assert_eq!(status["status"], "in_progress", "{status}");
+    assert_eq!(status["chunks"]["total"], total);
+    assert_eq!(status["chunks"]["completed"], done, "{status}");
+    let warnings = status["warnings"].as_array().expect("a warnings list");
+    assert!(
+        warnings.len() == 1
+            && warnings[0]
+                .as_str()
+                .unwrap()
+                .contains("phases[3].subtasks and phases[3].chunks differ"),
+        "{warnings:?}"
+    );
+    assert_eq!(status["next_chunk"], "subtask-4-3");
+    assert_eq!(edited, "subtask-4-2");
+
+    // `run` works from there, and leaves both lists equal.
+    let out = repo.run_spec("001-differ", &[]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        repo.agent_log().len(),
+        total - done,
+        "{:?}",
+        repo.agent_log()
+    );
+    let saved = repo.plan("001-differ");
+    for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(phase["subtasks"], phase["chunks"], "phases[{i}]");
+    }
+    let chunk = repo.chunk("001-differ", &edited);
+    assert_eq!(chunk["notes"], "done by Auto-Claude");
+    assert_eq!(chunk["status"], "completed");
+    let status = spec_status(&repo, "001-differ");
+    assert_eq!(status["status"], "complete", "{status}");
+    assert_eq!(status["warnings"], json!([]));
+}
+
+/// An agent that edits the plan Auto-Claude's way (another chunk's status in `subtasks` only)
+/// has edited the plan: the edit is undone like any other, not taken for a broken plan.
+#[test]
+fn an_agent_editing_only_subtasks_is_undone_like_any_other_edit() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-edit");
+    let plan = with_both_lists(&read_json(
+        &reference_plans_dir().join("03-subtasks-era-feature-midflight.json"),
+    ));
+    write_json(&dir.join("implementation_plan.json"), &plan);
+    repo.script("subtask-4-2 * update-subtask subtask-4-4 completed\n");
+    let out = repo.run_spec("001-edit", &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("The agent edited the plan directly; undone: subtask-4-4 completed → pending"),
+        "{err}\n{:#?}",
+        repo.events("001-edit")
+    );
+    assert!(!err.contains("broken"), "not a broken plan: {err}");
+    let saved = repo.plan("001-edit");
+    for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(phase["subtasks"], phase["chunks"], "phases[{i}]");
+    }
+    // subtask-4-4 was put back to pending, so it got its own session.
+    let ran: Vec<String> = repo.agent_log();
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert!(ran[2].contains("subtask-4-4"), "{ran:?}");
+    let other = repo.chunk("001-edit", "subtask-4-4");
+    assert_eq!(other["status"], "completed");
+    assert_ne!(other["notes"], "set by the agent", "{other}");
+    assert!(
+        repo.events("001-edit")
+            .iter()
+            .any(|e| e["event"] == "plan_edit_undone")
+    );
 }
 
 #[test]

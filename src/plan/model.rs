@@ -56,6 +56,9 @@ pub struct Plan {
     pub raw: Map<String, Value>,
     pub phases: Vec<Phase>,
     pub shape: PlanShape,
+    /// What the file has that runner reads but Auto-Claude would not have written so (a phase
+    /// whose `subtasks` and `chunks` differ): one line each, with the JSON paths. Never saved.
+    pub warnings: Vec<String>,
 }
 
 /// Where the file keeps its chunks.
@@ -75,8 +78,8 @@ pub struct Phase {
     pub raw: Map<String, Value>,
     pub key: PhaseKey,
     pub depends_on: Vec<PhaseRef>,
-    /// `"chunks"` or `"subtasks"`, whichever the file used (`"subtasks"` when it had both);
-    /// `None` if it had neither.
+    /// `"chunks"` or `"subtasks"`, whichever the file used (with both, the one read:
+    /// `"subtasks"` unless it was empty and `chunks` was not); `None` if it had neither.
     pub chunks_key: Option<&'static str>,
     /// Current Auto-Claude writes every phase with both lists, equal: the second key, written
     /// back with the same chunks so that the two stay equal.
