@@ -4,7 +4,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
@@ -481,7 +480,7 @@ fn read_chunk(at: &dyn fmt::Display, value: Value, problems: &mut Vec<String>) -
         }
     };
     if let Some(attempts) = raw.get("attempts")
-        && Vec::<Attempt>::deserialize(attempts).is_err()
+        && Attempt::list_from_value(attempts).is_none()
     {
         problems.push(format!(
             "{at}.attempts: runner keeps its attempt records here; expected a list of objects with a number \"n\""

@@ -2113,3 +2113,79 @@ fn the_difference_named_is_one_of_meaning_not_of_status_spelling() {
         ],
     );
 }
+
+/// Numbers runner does not read keep their exact text through a write (serde_json's
+/// `arbitrary_precision`): big integers, exponents, trailing zeros.
+#[test]
+fn unknown_numbers_keep_their_exact_text_through_a_write() {
+    let text = r#"{"x_big": 123456789012345678901234567890, "x_u64_plus_one": 18446744073709551616,
+        "x_exp": 1E2, "x_float": 1.50, "x_neg": -0.0,
+        "phases": [{"id": "p", "x_n": 99999999999999999999,
+            "subtasks": [{"id": "a", "description": "x", "x_c": 3.14159265358979323846264338}]}]}"#;
+    let mut plan = parse(text);
+    let pos = plan.find_chunk("a").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Completed);
+    let bytes = String::from_utf8(plan_to_bytes(&plan)).unwrap();
+    for number in [
+        "123456789012345678901234567890",
+        "18446744073709551616",
+        "1.50",
+        "-0.0",
+        "99999999999999999999",
+        "3.14159265358979323846264338",
+    ] {
+        assert!(
+            bytes.contains(&format!(": {number}")),
+            "{number} lost:\n{bytes}"
+        );
+    }
+    // serde_json spells an exponent its own way; the value stays exact (not 100.0).
+    assert!(bytes.contains("\"x_exp\": 1e+2,"), "{bytes}");
+}
+
+/// An attempt record runner updates keeps its key order, its nulls and the keys runner does
+/// not know (they went through a struct that dropped nulls and reordered keys).
+#[test]
+fn an_updated_attempt_keeps_its_order_nulls_and_unknown_keys() {
+    let text = one_phase(json!([{
+        "id": "c", "description": "x", "status": "in_progress",
+        "attempts": [
+            { "x_first": 1, "reason": null, "n": 1, "outcome": "interrupted", "x_big": 1 },
+            { "started_at": "t0", "x_null": null, "n": 2, "session_id": "s2", "ended_at": null }
+        ]
+    }]))
+    // (compact JSON text: put a number in it that no f64 holds)
+    .replace("\"x_big\":1", "\"x_big\":123456789012345678901234567890");
+    let mut plan = parse(&text);
+    let pos = ChunkPos { phase: 0, chunk: 0 };
+    plan.chunk_mut(pos).update_last_attempt(|a| {
+        a.outcome = Some("completed".into());
+        a.extra.insert("x_added".into(), json!(true));
+    });
+    let bytes = String::from_utf8(plan_to_bytes(&plan)).unwrap();
+    let v: Value = serde_json::from_str(&bytes).unwrap();
+    let records = v["phases"][0]["chunks"][0]["attempts"].as_array().unwrap();
+    let keys =
+        |i: usize| -> Vec<String> { records[i].as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(0), ["x_first", "reason", "n", "outcome", "x_big"]);
+    assert_eq!(records[0]["reason"], Value::Null);
+    assert!(
+        bytes.contains("\"x_big\": 123456789012345678901234567890"),
+        "{bytes}"
+    );
+    assert_eq!(
+        keys(1),
+        [
+            "started_at",
+            "x_null",
+            "n",
+            "session_id",
+            "ended_at",
+            "outcome",
+            "x_added"
+        ]
+    );
+    assert_eq!(records[1]["x_null"], Value::Null);
+    assert_eq!(records[1]["ended_at"], Value::Null);
+    assert_eq!(records[1]["outcome"], "completed");
+}
