@@ -2189,3 +2189,48 @@ fn an_updated_attempt_keeps_its_order_nulls_and_unknown_keys() {
     assert_eq!(records[1]["ended_at"], Value::Null);
     assert_eq!(records[1]["outcome"], "completed");
 }
+
+/// Every Default_Ignorable_Code_Point and bidi control is refused in an id, not only the
+/// common zero-width and direction characters.
+#[test]
+fn ids_with_any_invisible_or_direction_changing_character_are_refused() {
+    let bad = [
+        '\u{34F}',
+        '\u{61C}',
+        '\u{115F}',
+        '\u{1160}',
+        '\u{17B4}',
+        '\u{180E}',
+        '\u{2065}',
+        '\u{206A}',
+        '\u{206F}',
+        '\u{2800}',
+        '\u{3164}',
+        '\u{FE00}',
+        '\u{FE0F}',
+        '\u{FFA0}',
+        '\u{1BCA0}',
+        '\u{1D173}',
+        '\u{E0001}',
+        '\u{E007F}',
+        '\u{E0100}',
+        '\u{E01EF}',
+    ];
+    for c in bad {
+        let id = format!("a{c}b");
+        let err = parse_err(&one_phase(json!([{ "id": id, "description": "x" }])));
+        assert_problem(
+            &err,
+            &[
+                "an invisible or direction-changing character",
+                &format!("U+{:04X}", c as u32),
+            ],
+        );
+        let err = parse_err(&json!({"phases": [{"id": id, "chunks": []}]}).to_string());
+        assert_problem(&err, &["phases[0].id: phase id"]);
+    }
+    // Printable neighbours stay allowed.
+    for ok in ["a\u{2801}b", "日本語", "a b", "é", "a\u{3000}b"] {
+        parse(&one_phase(json!([{ "id": ok, "description": "x" }])));
+    }
+}
