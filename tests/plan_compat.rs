@@ -487,7 +487,7 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
     let plan = json!({"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "x"}]}]});
     let bytes = serde_json::to_vec_pretty(&plan).unwrap();
     type Breaker = fn(&Path);
-    let breakers: [(&str, Breaker, &str); 4] = [
+    let breakers: [(&str, Breaker, &str); 9] = [
         (
             "missing",
             |p| std::fs::remove_file(p).unwrap(),
@@ -514,6 +514,36 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
             |p| std::fs::write(p, " \n\t\n").unwrap(),
             "is empty",
         ),
+        // Nothing visible is blank too: a byte-order mark alone, zero-width characters, NULs,
+        // bytes that are not UTF-8.
+        (
+            "bom",
+            |p| std::fs::write(p, "\u{FEFF}\n").unwrap(),
+            "is empty",
+        ),
+        (
+            "zero-width",
+            |p| std::fs::write(p, "\u{200B}\u{2060}\u{FEFF}\u{3164}").unwrap(),
+            "is empty",
+        ),
+        (
+            "nuls",
+            |p| std::fs::write(p, [0u8; 64]).unwrap(),
+            "is empty",
+        ),
+        (
+            "invalid-bytes",
+            |p| std::fs::write(p, [0xFFu8, 0xFE, 0x80, b'\n']).unwrap(),
+            "is empty",
+        ),
+        (
+            "too-big",
+            |p| {
+                let f = std::fs::File::create(p).unwrap();
+                f.set_len(10 * 1024 * 1024 + 1).unwrap();
+            },
+            "is bigger than 10 MB",
+        ),
     ];
     for (i, (what, breaker, wanted)) in breakers.into_iter().enumerate() {
         let repo = TestRepo::new();
@@ -527,11 +557,48 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
     }
     // Without a plan too: no planner starts.
     let repo = TestRepo::new();
-    let dir = repo.add_spec("009-noplan");
+    let dir = repo.add_spec("019-noplan");
     std::fs::remove_file(dir.join("spec.md")).unwrap();
-    let out = repo.run_spec("009-noplan", &[]);
+    let out = repo.run_spec("019-noplan", &[]);
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("is missing"), "{}", stderr(&out));
+    assert!(repo.agent_log().is_empty());
+}
+
+/// A FIFO at spec.md (nobody writing) made `run` wait forever on the read.
+#[test]
+fn a_fifo_at_spec_md_stops_run_at_once() {
+    let plan = json!({"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "x"}]}]});
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-fifo");
+    write_json(&repo.plan_path("001-fifo"), &plan);
+    let spec_md = dir.join("spec.md");
+    std::fs::remove_file(&spec_md).unwrap();
+    let fifo = std::ffi::CString::new(spec_md.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let agent = fixture("fake-agent").display().to_string();
+    let mut child = repo
+        .cmd(&["run", "--spec", "001-fifo", "--agent-command", &agent])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("runner run hung on a FIFO at spec.md");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("spec.md") && err.contains("a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
     assert!(repo.agent_log().is_empty());
 }
 
