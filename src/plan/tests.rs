@@ -1308,8 +1308,9 @@ fn non_command_verifications_are_not_checks() {
         json!({"type": "browser", "scenario": "works"}),
         json!({"type": "manual", "instructions": "look", "command": "not run"}),
         json!({"type": "e2e", "steps": ["a"]}),
-        json!({"type": "command"}),
-        json!({"type": "command", "command": "   "}),
+        json!({"type": "none"}),
+        json!({"type": "api", "endpoint": "/health"}),
+        json!({"type": "Unknown-Thing", "steps": ["no command: instructions"]}),
         json!("run the tests"),
         Value::Null,
     ] {
@@ -1322,6 +1323,52 @@ fn non_command_verifications_are_not_checks() {
     let plan = parse(&one_phase(json!([{ "id": "c", "description": "x" }])));
     assert_eq!(verification::command_check(&plan.phases[0].chunks[0]), None);
     assert_eq!(verification::describe(&plan.phases[0].chunks[0]), None);
+}
+
+/// A command verification is never silently skipped: the type is read trimmed and in any case,
+/// an empty `command` does not hide `run`, and what cannot be run is a plan error.
+#[test]
+fn command_verifications_are_never_silently_skipped() {
+    let exit7 = |v: Value| verification::command_check(&chunk_with(v)).map(|c| c.command);
+    assert_eq!(
+        exit7(json!({"type": "command ", "command": "exit 7"})).as_deref(),
+        Some("exit 7")
+    );
+    assert_eq!(
+        exit7(json!({"type": " COMMAND", "command": "exit 7"})).as_deref(),
+        Some("exit 7")
+    );
+    assert_eq!(
+        exit7(json!({"type": "command", "command": "", "run": "exit 7"})).as_deref(),
+        Some("exit 7")
+    );
+    assert_eq!(
+        exit7(json!({"command": "  ", "run": "exit 7"})).as_deref(),
+        Some("exit 7")
+    );
+    for (v, wanted) in [
+        (
+            json!({"type": "command"}),
+            "verification: a command verification without a command",
+        ),
+        (
+            json!({"type": "Command", "command": "   ", "run": ""}),
+            "verification: a command verification without a command",
+        ),
+        (
+            json!({"type": "shell", "command": "exit 7"}),
+            "verification.type: unknown verification type \"shell\" with a command",
+        ),
+        (
+            json!({"type": "cmd", "run": "exit 7"}),
+            "verification.type: unknown verification type \"cmd\" with a command",
+        ),
+    ] {
+        let err = parse_err(&one_phase(json!([
+            { "id": "c1", "description": "x", "verification": v }
+        ])));
+        assert_problem(&err, &["phases[0].chunks[0] (c1).", wanted]);
+    }
 }
 
 #[test]
