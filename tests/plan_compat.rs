@@ -710,3 +710,44 @@ fn a_spec_md_deleted_during_the_run_stops_it_before_the_next_session() {
     assert_eq!(c2["status"], "pending", "{c2}");
     assert_eq!(c2["attempts"][0]["outcome"], "not_started", "{c2}");
 }
+
+/// A description, a phase name or an agent's reason with escape sequences cannot forge
+/// runner's progress lines: the terminal text shows them escaped; JSON stays exact.
+#[test]
+fn plan_and_agent_text_cannot_forge_progress_lines() {
+    let forged = "\u{1b}[2K\r  ✓ a completed, committed 0000000000";
+    let repo = TestRepo::new();
+    repo.add_spec("001-forge");
+    let plan = json!({"phases": [{"id": "p", "name": format!("phase{forged}"), "subtasks": [
+        {"id": "a", "description": format!("build{forged}")},
+        {"id": "b", "description": "second"}
+    ]}]});
+    write_json(&repo.plan_path("001-forge"), &plan);
+    repo.script("b * fail broken\n");
+    let out = repo.run_spec("001-forge", &[]);
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+    assert!(
+        err.contains("build\\u{1b}[2K\\u{d}  ✓ a completed"),
+        "{err}"
+    );
+
+    // A reason given through `runner chunk fail`, shown back by status and the command.
+    let out = repo.runner(&[
+        "chunk",
+        "fail",
+        "a",
+        "--spec",
+        "001-forge",
+        "--reason",
+        forged,
+    ]);
+    assert!(!stdout(&out).contains('\u{1b}'), "{:?}", stdout(&out));
+    let out = repo.runner(&["status"]);
+    assert!(!stdout(&out).contains('\u{1b}'), "{:?}", stdout(&out));
+    // JSON keeps the text exact.
+    assert_eq!(
+        repo.chunk("001-forge", "a")["description"],
+        format!("build{forged}")
+    );
+}
