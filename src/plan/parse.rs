@@ -382,8 +382,8 @@ fn is_printable(c: char) -> bool {
     !c.is_control() && !crate::text::is_invisible(c)
 }
 
-/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id` when `id` is missing, null or
-/// blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
+/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id`, trimmed, when `id` is missing,
+/// null or blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
 fn read_chunk_id(
     at: &dyn fmt::Display,
     raw: &Map<String, Value>,
@@ -400,6 +400,8 @@ fn read_chunk_id(
         "id"
     };
     let id = match raw.get(key) {
+        // Auto-Claude strips `subtask_id` when it copies it into `id`; `id` it takes as is.
+        Some(Value::String(s)) if key == "subtask_id" => s.trim().to_string(),
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         None => {

@@ -1865,7 +1865,7 @@ fn chunk_ids_must_be_printable_and_short() {
         ("tab\there", "U+0009"),
         ("\u{1b}[31mred", "U+001B"),
         ("del\u{7f}", "U+007F"),
-        ("c1\u{85}", "U+0085"),
+        ("c1\u{85}next", "U+0085"),
         ("evil\u{202e}txt", "U+202E"),
         ("zero\u{200b}width", "U+200B"),
         ("line\u{2028}sep", "U+2028"),
@@ -2280,4 +2280,17 @@ fn ids_with_any_invisible_or_direction_changing_character_are_refused() {
     for ok in ["a\u{2801}b", "日本語", "a b", "é", "a\u{3000}b"] {
         parse(&one_phase(json!([{ "id": ok, "description": "x" }])));
     }
+}
+
+/// Auto-Claude strips `subtask_id` when it takes it as the id; the file keeps it as written.
+#[test]
+fn a_subtask_id_alias_is_trimmed() {
+    let text = one_phase(json!([{ "subtask_id": "  s-9\t", "description": "d" }]));
+    let plan = parse(&text);
+    assert_eq!(plan.chunks().next().unwrap().id, "s-9");
+    assert!(plan.find_chunk("s-9").is_some());
+    assert_eq!(
+        to_value(&plan)["phases"][0]["chunks"][0]["subtask_id"],
+        "  s-9\t"
+    );
 }
