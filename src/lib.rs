@@ -40,3 +40,4 @@ pub mod recovery;
 pub mod session;
 pub mod spec;
 pub mod store;
+pub mod text;

@@ -23,7 +23,11 @@ fn main() {
                     format_args!("runner: interrupted; run it again to resume where it stopped\n"),
                 );
             } else {
-                runner::write_quietly(&mut stderr, format_args!("runner: {err:#}\n"));
+                let message = format!("{err:#}");
+                runner::write_quietly(
+                    &mut stderr,
+                    format_args!("runner: {}\n", runner::text::for_terminal(&message)),
+                );
             }
             code
         }

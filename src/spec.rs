@@ -114,30 +114,95 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
     }
 }
 
+/// The largest `spec.md` read: a feature description, not a data file (every session's prompt
+/// carries it).
+pub const MAX_SPEC_BYTES: u64 = 10 * 1024 * 1024;
+
 /// The spec's text (`spec.md`), the "feature" of every planner and coder prompt. Read as
 /// bytes, invalid UTF-8 replaced with U+FFFD: one stray byte must not lose the whole feature.
-/// Missing, unreadable or blank is bad input: no session may start without the feature.
+/// Missing, unreadable, not a regular file (a FIFO would block the read forever), bigger than
+/// `MAX_SPEC_BYTES`, or blank (nothing visible in it) is bad input: no session may start
+/// without the feature.
 pub fn read_text(path: &Path) -> Result<String, RunnerError> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        RunnerError::bad_input(match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",
-                path.display()
-            ),
-            _ => format!(
-                "cannot read {}: {e}. It must be a readable file describing the feature to build (every planner and coder session is given it)",
-                path.display()
-            ),
-        })
+    let why = "It must be a readable file describing the feature to build (every planner and coder session is given it)";
+    let cannot = |what: String| {
+        RunnerError::bad_input(format!("cannot read {}: {what}. {why}", path.display()))
+    };
+    let file = open_nonblocking(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => RunnerError::bad_input(format!(
+            "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",
+            path.display()
+        )),
+        _ => cannot(e.to_string()),
     })?;
+    let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(cannot(format!(
+            "it is {}, not a regular file",
+            file_kind(&meta)
+        )));
+    }
+    let too_big = || {
+        RunnerError::bad_input(format!(
+            "{} is bigger than {} MB: it should describe the feature, not hold data (every session's prompt carries it)",
+            path.display(),
+            MAX_SPEC_BYTES / (1024 * 1024)
+        ))
+    };
+    if meta.len() > MAX_SPEC_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    // `take`: the file may grow between the check and the read.
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&file, MAX_SPEC_BYTES + 1),
+        &mut bytes,
+    )
+    .map_err(|e| cannot(e.to_string()))?;
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(too_big());
+    }
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    if text.trim().is_empty() {
+    if is_blank(&text) {
         return Err(RunnerError::bad_input(format!(
-            "{} is empty: describe the feature to build in it (every planner and coder session is given it)",
+            "{} is empty (nothing visible in it): describe the feature to build in it (every planner and coder session is given it)",
             path.display()
         )));
     }
     Ok(text)
+}
+
+/// Open for reading without blocking: opening a FIFO with no writer would wait forever.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
+}
+
+/// Nothing a reader would see: whitespace, control characters (NUL …), invisible characters
+/// (a byte-order mark, zero-width spaces …) and replaced invalid bytes (U+FFFD) only.
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| {
+        c.is_whitespace() || c.is_control() || crate::text::is_invisible(c) || c == '\u{FFFD}'
+    })
 }
 
 #[cfg(test)]
@@ -170,6 +235,25 @@ mod tests {
         assert_eq!(resolve_among(&n, "zzz"), Resolution::None);
         // "00" is no exact name and no folder starts with "00-": substring matches all three.
         assert!(matches!(resolve_among(&n, "00"), Resolution::Many(m) if m.len() == 2));
+    }
+
+    #[test]
+    fn a_spec_with_nothing_visible_is_blank() {
+        for blank in [
+            "",
+            " \n\t",
+            "\u{FEFF}",
+            "\u{FEFF}\n",
+            "\u{200B}\u{200D}\u{2060}",
+            "\0\0\0",
+            "\u{FFFD}\u{FFFD}",
+            "\u{3164}\u{2800}",
+        ] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in ["x", "\u{FEFF}# Feature", "日本", "\0a"] {
+            assert!(!is_blank(text), "{text:?}");
+        }
     }
 
     #[test]

@@ -202,32 +202,124 @@ fn a_real_chunks_era_plan_with_both_lists_runs_to_the_end() {
     assert!(log[0].starts_with("auto-claude: cleanup - "), "{log:?}");
 }
 
+/// The reference subtasks-era plan as Auto-Claude leaves it mid-run: saved with both lists
+/// (`Phase.to_dict`), then one subtask updated by Auto-Claude's `update_subtask_status`, which
+/// edits `subtasks` alone (status, notes, updated_at) and leaves `chunks` stale.
+fn midflight_with_stale_chunks() -> (Value, String) {
+    let path = reference_plans_dir().join("03-subtasks-era-feature-midflight.json");
+    let mut plan = with_both_lists(&read_json(&path));
+    let (p, c) = plan["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .find_map(|(p, phase)| {
+            phase["subtasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|c| c["status"] == "pending")
+                .map(|c| (p, c))
+        })
+        .expect("a pending subtask");
+    let subtask = &mut plan["phases"][p]["subtasks"][c];
+    subtask["status"] = json!("completed");
+    subtask["notes"] = json!("done by Auto-Claude");
+    subtask["updated_at"] = json!("2026-01-01T00:00:00+00:00");
+    let id = subtask["id"].as_str().unwrap().to_string();
+    (plan, id)
+}
+
 #[test]
-fn lists_that_differ_are_refused_naming_both_paths() {
+fn lists_that_differ_read_subtasks_as_auto_claude_does_warn_and_are_written_back_equal() {
     let repo = TestRepo::new();
-    repo.add_spec("001-differ");
-    let plan = json!({"phases": [
-        {"id": "p1", "subtasks": [{"id": "a", "description": "x"}],
-                     "chunks": [{"id": "a", "description": "x"}]},
-        {"id": "p2", "depends_on": ["p1"],
-         "subtasks": [{"id": "b", "description": "y", "status": "completed"}],
-         "chunks": [{"id": "b", "description": "y", "status": "pending"}]}
-    ]});
-    let bytes = serde_json::to_vec_pretty(&plan).unwrap();
-    std::fs::write(repo.plan_path("001-differ"), &bytes).unwrap();
-    assert_refused_untouched(
-        &repo,
-        "001-differ",
-        &bytes,
-        &[
-            "phases[1].subtasks and phases[1].chunks differ",
-            "phases[1].subtasks[0].status is \"completed\", phases[1].chunks[0].status is \"pending\"",
-        ],
+    let dir = repo.add_spec("001-differ");
+    let (plan, edited) = midflight_with_stale_chunks();
+    write_json(&dir.join("implementation_plan.json"), &plan);
+    let (done, total) = counts(&plan);
+
+    // `status` reads `subtasks` (the edited one counts as completed) and reports the difference.
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("subtasks and phases[3].chunks differ")
+            && err.contains("phases[3].subtasks[1].status is \"completed\""),
+        "a warning naming both lists and the first difference:\n{err}"
     );
-    // `runner chunk` refuses it too, and writes nothing.
-    let out = repo.runner(&["chunk", "done", "a", "--spec", "001-differ"]);
-    assert_exit(&out, 2);
-    assert_eq!(std::fs::read(repo.plan_path("001-differ")).unwrap(), bytes);
+    let status = spec_status(&repo, "001-differ");
+    assert_eq!(status["status"], "in_progress", "{status}");
+    assert_eq!(status["chunks"]["total"], total);
+    assert_eq!(status["chunks"]["completed"], done, "{status}");
+    let warnings = status["warnings"].as_array().expect("a warnings list");
+    assert!(
+        warnings.len() == 1
+            && warnings[0]
+                .as_str()
+                .unwrap()
+                .contains("phases[3].subtasks and phases[3].chunks differ"),
+        "{warnings:?}"
+    );
+    assert_eq!(status["next_chunk"], "subtask-4-3");
+    assert_eq!(edited, "subtask-4-2");
+
+    // `run` works from there, and leaves both lists equal.
+    let out = repo.run_spec("001-differ", &[]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        repo.agent_log().len(),
+        total - done,
+        "{:?}",
+        repo.agent_log()
+    );
+    let saved = repo.plan("001-differ");
+    for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(phase["subtasks"], phase["chunks"], "phases[{i}]");
+    }
+    let chunk = repo.chunk("001-differ", &edited);
+    assert_eq!(chunk["notes"], "done by Auto-Claude");
+    assert_eq!(chunk["status"], "completed");
+    let status = spec_status(&repo, "001-differ");
+    assert_eq!(status["status"], "complete", "{status}");
+    assert_eq!(status["warnings"], json!([]));
+}
+
+/// An agent that edits the plan Auto-Claude's way (another chunk's status in `subtasks` only)
+/// has edited the plan: the edit is undone like any other, not taken for a broken plan.
+#[test]
+fn an_agent_editing_only_subtasks_is_undone_like_any_other_edit() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-edit");
+    let plan = with_both_lists(&read_json(
+        &reference_plans_dir().join("03-subtasks-era-feature-midflight.json"),
+    ));
+    write_json(&dir.join("implementation_plan.json"), &plan);
+    repo.script("subtask-4-2 * update-subtask subtask-4-4 completed\n");
+    let out = repo.run_spec("001-edit", &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("The agent edited the plan directly; undone: subtask-4-4 completed → pending"),
+        "{err}\n{:#?}",
+        repo.events("001-edit")
+    );
+    assert!(!err.contains("broken"), "not a broken plan: {err}");
+    let saved = repo.plan("001-edit");
+    for (i, phase) in saved["phases"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(phase["subtasks"], phase["chunks"], "phases[{i}]");
+    }
+    // subtask-4-4 was put back to pending, so it got its own session.
+    let ran: Vec<String> = repo.agent_log();
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert!(ran[2].contains("subtask-4-4"), "{ran:?}");
+    let other = repo.chunk("001-edit", "subtask-4-4");
+    assert_eq!(other["status"], "completed");
+    assert_ne!(other["notes"], "set by the agent", "{other}");
+    assert!(
+        repo.events("001-edit")
+            .iter()
+            .any(|e| e["event"] == "plan_edit_undone")
+    );
 }
 
 #[test]
@@ -395,7 +487,7 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
     let plan = json!({"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "x"}]}]});
     let bytes = serde_json::to_vec_pretty(&plan).unwrap();
     type Breaker = fn(&Path);
-    let breakers: [(&str, Breaker, &str); 4] = [
+    let breakers: [(&str, Breaker, &str); 9] = [
         (
             "missing",
             |p| std::fs::remove_file(p).unwrap(),
@@ -422,6 +514,36 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
             |p| std::fs::write(p, " \n\t\n").unwrap(),
             "is empty",
         ),
+        // Nothing visible is blank too: a byte-order mark alone, zero-width characters, NULs,
+        // bytes that are not UTF-8.
+        (
+            "bom",
+            |p| std::fs::write(p, "\u{FEFF}\n").unwrap(),
+            "is empty",
+        ),
+        (
+            "zero-width",
+            |p| std::fs::write(p, "\u{200B}\u{2060}\u{FEFF}\u{3164}").unwrap(),
+            "is empty",
+        ),
+        (
+            "nuls",
+            |p| std::fs::write(p, [0u8; 64]).unwrap(),
+            "is empty",
+        ),
+        (
+            "invalid-bytes",
+            |p| std::fs::write(p, [0xFFu8, 0xFE, 0x80, b'\n']).unwrap(),
+            "is empty",
+        ),
+        (
+            "too-big",
+            |p| {
+                let f = std::fs::File::create(p).unwrap();
+                f.set_len(10 * 1024 * 1024 + 1).unwrap();
+            },
+            "is bigger than 10 MB",
+        ),
     ];
     for (i, (what, breaker, wanted)) in breakers.into_iter().enumerate() {
         let repo = TestRepo::new();
@@ -435,11 +557,48 @@ fn a_missing_unreadable_or_empty_spec_md_stops_run_before_any_session() {
     }
     // Without a plan too: no planner starts.
     let repo = TestRepo::new();
-    let dir = repo.add_spec("009-noplan");
+    let dir = repo.add_spec("019-noplan");
     std::fs::remove_file(dir.join("spec.md")).unwrap();
-    let out = repo.run_spec("009-noplan", &[]);
+    let out = repo.run_spec("019-noplan", &[]);
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("is missing"), "{}", stderr(&out));
+    assert!(repo.agent_log().is_empty());
+}
+
+/// A FIFO at spec.md (nobody writing) made `run` wait forever on the read.
+#[test]
+fn a_fifo_at_spec_md_stops_run_at_once() {
+    let plan = json!({"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "x"}]}]});
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-fifo");
+    write_json(&repo.plan_path("001-fifo"), &plan);
+    let spec_md = dir.join("spec.md");
+    std::fs::remove_file(&spec_md).unwrap();
+    let fifo = std::ffi::CString::new(spec_md.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let agent = fixture("fake-agent").display().to_string();
+    let mut child = repo
+        .cmd(&["run", "--spec", "001-fifo", "--agent-command", &agent])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("runner run hung on a FIFO at spec.md");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("spec.md") && err.contains("a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
     assert!(repo.agent_log().is_empty());
 }
 
@@ -550,4 +709,45 @@ fn a_spec_md_deleted_during_the_run_stops_it_before_the_next_session() {
     let c2 = repo.chunk("001-gone", "c2");
     assert_eq!(c2["status"], "pending", "{c2}");
     assert_eq!(c2["attempts"][0]["outcome"], "not_started", "{c2}");
+}
+
+/// A description, a phase name or an agent's reason with escape sequences cannot forge
+/// runner's progress lines: the terminal text shows them escaped; JSON stays exact.
+#[test]
+fn plan_and_agent_text_cannot_forge_progress_lines() {
+    let forged = "\u{1b}[2K\r  ✓ a completed, committed 0000000000";
+    let repo = TestRepo::new();
+    repo.add_spec("001-forge");
+    let plan = json!({"phases": [{"id": "p", "name": format!("phase{forged}"), "subtasks": [
+        {"id": "a", "description": format!("build{forged}")},
+        {"id": "b", "description": "second"}
+    ]}]});
+    write_json(&repo.plan_path("001-forge"), &plan);
+    repo.script("b * fail broken\n");
+    let out = repo.run_spec("001-forge", &[]);
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+    assert!(
+        err.contains("build\\u{1b}[2K\\u{d}  ✓ a completed"),
+        "{err}"
+    );
+
+    // A reason given through `runner chunk fail`, shown back by status and the command.
+    let out = repo.runner(&[
+        "chunk",
+        "fail",
+        "a",
+        "--spec",
+        "001-forge",
+        "--reason",
+        forged,
+    ]);
+    assert!(!stdout(&out).contains('\u{1b}'), "{:?}", stdout(&out));
+    let out = repo.runner(&["status"]);
+    assert!(!stdout(&out).contains('\u{1b}'), "{:?}", stdout(&out));
+    // JSON keeps the text exact.
+    assert_eq!(
+        repo.chunk("001-forge", "a")["description"],
+        format!("build{forged}")
+    );
 }

@@ -75,7 +75,7 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
     if json {
         super::print_json(&serde_json::json!({"ok": true, "message": message}))?;
     } else {
-        println!("{message}");
+        println!("{}", crate::text::for_terminal(&message));
     }
     Ok(0)
 }

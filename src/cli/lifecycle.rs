@@ -58,7 +58,10 @@ pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
         super::print_json(&v)?;
         return Ok(0);
     }
-    print!("{}", crate::ops::review::render(&r));
+    print!(
+        "{}",
+        crate::text::for_terminal(&crate::ops::review::render(&r))
+    );
     if args.diff {
         show_patch(&patch(&ws, &r)?)?;
     }
@@ -89,7 +92,7 @@ fn show_patch(text: &str) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    print!("\n{text}");
+    print!("\n{}", crate::text::for_terminal(text));
     Ok(())
 }
 

@@ -34,13 +34,13 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
     )?;
     for spec in report.specs.iter().filter(|s| s.outcome == "invalid_plan") {
         for a in &spec.actions {
-            eprintln!("runner: {}", a.detail);
+            eprintln!("runner: {}", crate::text::for_terminal(&a.detail));
         }
     }
     if args.json {
         super::print_json(&report)?;
     } else {
-        print!("{}", render(&report));
+        print!("{}", crate::text::for_terminal(&render(&report)));
     }
     Ok(if report.needs_human() {
         crate::error::exit::NEEDS_HUMAN

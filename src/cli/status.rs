@@ -18,7 +18,7 @@ pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     if args.json {
         super::print_json(&report)?;
     } else {
-        print!("{}", render(&report));
+        print!("{}", crate::text::for_terminal(&render(&report)));
     }
     Ok(0)
 }

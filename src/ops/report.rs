@@ -31,10 +31,13 @@ impl Reporter {
         }
     }
 
+    /// A line of the run's progress. Its plan and agent text is made safe for the terminal
+    /// here (`text::for_terminal`), the one place every progress line goes through.
     pub fn line(&self, msg: impl AsRef<str>) {
+        let msg = crate::text::for_terminal(msg.as_ref());
         match &self.bar {
             Some(bar) if self.shown.get() => bar.println(msg.as_ref()),
-            _ => eprintln!("{}", msg.as_ref()),
+            _ => eprintln!("{msg}"),
         }
     }
 
@@ -42,7 +45,7 @@ impl Reporter {
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-            bar.set_message(current.to_string());
+            bar.set_message(crate::text::for_terminal(current).into_owned());
             if !self.shown.replace(true) {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
                 bar.enable_steady_tick(Duration::from_millis(200));

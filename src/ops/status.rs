@@ -30,6 +30,9 @@ pub struct SpecStatus {
     pub running: Option<Running>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What runner read in the plan but Auto-Claude would not have written so (see
+    /// `Plan::warnings`); empty for most plans.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -77,6 +80,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                     current_chunk: None,
                     running: None,
                     error: Some(e.to_string()),
+                    warnings: Vec::new(),
                     name,
                 });
                 continue;
@@ -108,6 +112,10 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
             worktree,
             running,
             error,
+            warnings: plan
+                .as_ref()
+                .map(|p| p.warnings.clone())
+                .unwrap_or_default(),
             name,
         });
     }

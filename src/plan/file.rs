@@ -53,8 +53,12 @@ impl PlanFile {
         Ok(Some(self.parse(&bytes)?))
     }
 
+    /// Parse, and say each warning about the file on stderr (once per process: a run reads
+    /// the plan many times).
     fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
-        parse_plan(&self.path, bytes)
+        let plan = parse_plan(&self.path, bytes)?;
+        warn_once(&self.path, &plan.warnings);
+        Ok(plan)
     }
 
     /// Load, change, save, all under the plan lock. `f` sees the freshest plan (an agent may
@@ -136,6 +140,23 @@ impl PlanFile {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
         Ok(())
+    }
+}
+
+fn warn_once(path: &Path, warnings: &[String]) {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if warnings.is_empty() {
+        return;
+    }
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    let said = said.get_or_insert_with(HashSet::new);
+    for warning in warnings {
+        let line = format!("warning: plan {}: {warning}", path.display());
+        if said.insert(line.clone()) {
+            eprintln!("{line}");
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! (Auto-Claude's `qa_signoff`, `recoveryNote`, an agent's own notes …) survive a load → save
 //! round trip untouched, in their original position.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::Status;
@@ -56,6 +56,9 @@ pub struct Plan {
     pub raw: Map<String, Value>,
     pub phases: Vec<Phase>,
     pub shape: PlanShape,
+    /// What the file has that runner reads but Auto-Claude would not have written so (a phase
+    /// whose `subtasks` and `chunks` differ): one line each, with the JSON paths. Never saved.
+    pub warnings: Vec<String>,
 }
 
 /// Where the file keeps its chunks.
@@ -75,8 +78,8 @@ pub struct Phase {
     pub raw: Map<String, Value>,
     pub key: PhaseKey,
     pub depends_on: Vec<PhaseRef>,
-    /// `"chunks"` or `"subtasks"`, whichever the file used (`"subtasks"` when it had both);
-    /// `None` if it had neither.
+    /// `"chunks"` or `"subtasks"`, whichever the file used (with both, the one read:
+    /// `"subtasks"` unless it was empty and `chunks` was not); `None` if it had neither.
     pub chunks_key: Option<&'static str>,
     /// Current Auto-Claude writes every phase with both lists, equal: the second key, written
     /// back with the same chunks so that the two stay equal.
@@ -136,36 +139,132 @@ impl Serialize for Chunk {
     }
 }
 
-/// One try at a chunk, recorded by runner in the chunk's `attempts` list.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// One try at a chunk, recorded by runner in the chunk's `attempts` list. Read and written by
+/// hand (not through serde's `flatten`, which loses the exact text of numbers): a record runner
+/// updates keeps its key order, its nulls and the keys runner does not know.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Attempt {
     pub n: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// The worktree's HEAD when the attempt began: recovery compares it with the real state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_commit: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
     /// What the agent said through `runner chunk done|fail`: `"done"` or `"fail"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_notes: Option<String>,
     /// runner's verdict: `completed`, `failed`, `interrupted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     /// Fields a later runner (or a person) added: kept.
-    #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The text fields of an attempt record, in the order a new record is written.
+const ATTEMPT_TEXTS: [&str; 10] = [
+    "session_id",
+    "run_id",
+    "started_at",
+    "start_commit",
+    "ended_at",
+    "reported",
+    "report_notes",
+    "outcome",
+    "reason",
+    "commit",
+];
+
+impl Attempt {
+    fn texts_mut(&mut self) -> [&mut Option<String>; 10] {
+        [
+            &mut self.session_id,
+            &mut self.run_id,
+            &mut self.started_at,
+            &mut self.start_commit,
+            &mut self.ended_at,
+            &mut self.reported,
+            &mut self.report_notes,
+            &mut self.outcome,
+            &mut self.reason,
+            &mut self.commit,
+        ]
+    }
+
+    fn texts(&self) -> [&Option<String>; 10] {
+        [
+            &self.session_id,
+            &self.run_id,
+            &self.started_at,
+            &self.start_commit,
+            &self.ended_at,
+            &self.reported,
+            &self.report_notes,
+            &self.outcome,
+            &self.reason,
+            &self.commit,
+        ]
+    }
+
+    /// A record as runner writes it: an object with a whole number `n`, its text fields texts
+    /// (or null). `None` for anything else.
+    pub fn from_value(value: &Value) -> Option<Attempt> {
+        let Value::Object(record) = value else {
+            return None;
+        };
+        let n = record.get("n")?.as_u64()?;
+        let mut attempt = Attempt {
+            n: u32::try_from(n).ok()?,
+            ..Attempt::default()
+        };
+        for (key, slot) in ATTEMPT_TEXTS.into_iter().zip(attempt.texts_mut()) {
+            match record.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) => *slot = Some(s.clone()),
+                Some(_) => return None,
+            }
+        }
+        attempt.extra = record
+            .iter()
+            .filter(|(k, _)| *k != "n" && !ATTEMPT_TEXTS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Some(attempt)
+    }
+
+    /// A list of records, or `None` if it is not a list or one record does not read.
+    pub fn list_from_value(value: &Value) -> Option<Vec<Attempt>> {
+        match value {
+            Value::Array(items) => items.iter().map(Attempt::from_value).collect(),
+            _ => None,
+        }
+    }
+
+    /// This attempt written over `base`, the record as it is in the file (empty for a new
+    /// one): changed fields are replaced in place, an unset field that was null stays null,
+    /// keys runner does not know stay where they were.
+    fn write_over(&self, mut base: Map<String, Value>) -> Map<String, Value> {
+        base.insert("n".into(), Value::from(self.n));
+        for (key, value) in ATTEMPT_TEXTS.into_iter().zip(self.texts()) {
+            match value {
+                Some(text) => {
+                    base.insert(key.into(), Value::String(text.clone()));
+                }
+                None if base.get(key).is_some_and(|v| !v.is_null()) => {
+                    base.shift_remove(key);
+                }
+                None => {}
+            }
+        }
+        base.retain(|k, _| {
+            k == "n" || ATTEMPT_TEXTS.contains(&k.as_str()) || self.extra.contains_key(k)
+        });
+        for (key, value) in &self.extra {
+            base.insert(key.clone(), value.clone());
+        }
+        base
+    }
 }
 
 const COMMIT_PREFIX: &str = "auto-claude: ";
@@ -330,13 +429,33 @@ impl Chunk {
     pub fn attempts(&self) -> Vec<Attempt> {
         self.raw
             .get("attempts")
-            .and_then(|v| Vec::<Attempt>::deserialize(v).ok())
+            .and_then(Attempt::list_from_value)
             .unwrap_or_default()
     }
 
+    /// Write the attempt records. Each one is written over the record at its place in the file
+    /// when that has the same `n`, so that what runner did not change stays as it was.
     pub fn set_attempts(&mut self, attempts: &[Attempt]) {
-        let value = serde_json::to_value(attempts).unwrap_or(Value::Array(Vec::new()));
-        self.raw.insert("attempts".into(), value);
+        let mut old = match self.raw.get_mut("attempts") {
+            Some(Value::Array(items)) => std::mem::take(items),
+            _ => Vec::new(),
+        }
+        .into_iter();
+        let list = attempts
+            .iter()
+            .map(|attempt| {
+                let base = match old.next() {
+                    Some(Value::Object(record))
+                        if record.get("n").and_then(Value::as_u64) == Some(attempt.n.into()) =>
+                    {
+                        record
+                    }
+                    _ => Map::new(),
+                };
+                Value::Object(attempt.write_over(base))
+            })
+            .collect();
+        self.raw.insert("attempts".into(), Value::Array(list));
     }
 
     pub fn last_attempt(&self) -> Option<Attempt> {

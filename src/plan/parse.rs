@@ -4,7 +4,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
@@ -50,14 +49,15 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
         problems: vec![format!("not valid JSON: {e}")],
     })?;
     let mut problems = Vec::new();
-    let plan = read_plan(value, &mut problems);
+    let mut warnings = Vec::new();
+    let plan = read_plan(value, &mut problems, &mut warnings);
     // Validation speaks of phases by position, so it runs only when every phase was read.
     if let Some((plan, true)) = &plan {
         validate::check(plan, &mut problems);
     }
     let plan = plan.map(|(plan, _)| plan);
     match plan {
-        Some(plan) if problems.is_empty() => Ok(plan),
+        Some(plan) if problems.is_empty() => Ok(Plan { warnings, ..plan }),
         _ => Err(PlanError {
             path: path.to_path_buf(),
             line: None,
@@ -75,7 +75,11 @@ pub fn plan_to_bytes(plan: &Plan) -> Vec<u8> {
 }
 
 /// The plan, and whether every phase in the file could be read.
-fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
+fn read_plan(
+    value: Value,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Option<(Plan, bool)> {
     let Value::Object(mut raw) = value else {
         problems.push(format!(
             "the plan must be a JSON object with a \"phases\" list, found {}",
@@ -89,7 +93,7 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
             .any(|k| raw.get(*k).is_some_and(Value::is_array))
     {
         // Auto-Claude's QA fixes write a bare top-level list; it reads as one phase.
-        let lists = read_chunk_lists("", &mut raw, problems)?;
+        let lists = read_chunk_lists("", &mut raw, problems, warnings);
         let phase = Phase {
             raw: Map::new(),
             key: PhaseKey::default(),
@@ -102,6 +106,7 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
             raw,
             phases: vec![phase],
             shape: PlanShape::TopLevelChunks,
+            warnings: Vec::new(),
         };
         return Some((plan, true));
     }
@@ -123,18 +128,24 @@ fn read_plan(value: Value, problems: &mut Vec<String>) -> Option<(Plan, bool)> {
     let phases: Vec<Phase> = phases
         .into_iter()
         .enumerate()
-        .filter_map(|(i, v)| read_phase(i, v, problems))
+        .filter_map(|(i, v)| read_phase(i, v, problems, warnings))
         .collect();
     let whole = phases.len() == in_file;
     let plan = Plan {
         raw,
         phases,
         shape: PlanShape::Phases,
+        warnings: Vec::new(),
     };
     Some((plan, whole))
 }
 
-fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<Phase> {
+fn read_phase(
+    index: usize,
+    value: Value,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Option<Phase> {
     let at = format!("phases[{index}]");
     let Value::Object(mut raw) = value else {
         problems.push(format!("{at}: expected an object, found {}", kind(&value)));
@@ -193,7 +204,7 @@ fn read_phase(index: usize, value: Value, problems: &mut Vec<String>) -> Option<
             Vec::new()
         }
     };
-    let lists = read_chunk_lists(&format!("{at}."), &mut raw, problems)?;
+    let lists = read_chunk_lists(&format!("{at}."), &mut raw, problems, warnings);
     Some(Phase {
         raw,
         key: PhaseKey { id, number },
@@ -216,14 +227,18 @@ struct ChunkLists {
 }
 
 /// Read a level's `subtasks` and/or `chunks`. Current Auto-Claude writes both, equal: then they
-/// are one list, written back to both keys. Lists that differ are an error naming both (which
-/// one is right cannot be guessed); `None` then, as the level cannot be read.
+/// are one list, written back to both keys. Lists that differ are read as Auto-Claude reads
+/// them — `subtasks`, unless it is empty and `chunks` is not (its auto-fix) — because
+/// Auto-Claude's own `update_subtask_status` edits `subtasks` alone and leaves `chunks` stale.
+/// The difference is reported in `warnings` (both paths, the first difference) and the next
+/// write puts the read list under both keys.
 /// A `null` list stays null on save and counts as no list.
 fn read_chunk_lists(
     prefix: &str,
     raw: &mut Map<String, Value>,
     problems: &mut Vec<String>,
-) -> Option<ChunkLists> {
+    warnings: &mut Vec<String>,
+) -> ChunkLists {
     let mut found: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for key in CHUNK_KEYS {
         match raw.get_mut(key) {
@@ -244,50 +259,60 @@ fn read_chunk_lists(
     };
     let mut found = found.into_iter();
     let Some((key, items)) = found.next() else {
-        return Some(ChunkLists {
+        return ChunkLists {
             key: None,
             mirror: None,
             chunks: Vec::new(),
-        });
+        };
     };
     let Some((mirror, other)) = found.next() else {
         let chunks = read_list(key, items, problems);
-        return Some(ChunkLists {
+        return ChunkLists {
             key: Some(key),
             mirror: None,
             chunks,
-        });
+        };
     };
     if items == other {
         // The usual case: read once, so each problem is reported once.
         let chunks = read_list(key, items, problems);
-        return Some(ChunkLists {
+        return ChunkLists {
             key: Some(key),
             mirror: Some(mirror),
             chunks,
-        });
+        };
     }
-    // Equal once read (say `"done"` in one list, `"completed"` in the other) is equal too.
-    let mut own = Vec::new();
-    let chunks = read_list(key, items, &mut own);
-    let others = read_list(mirror, other, &mut own);
-    if !own.is_empty() {
-        problems.append(&mut own);
-        return None;
-    }
-    if chunks == others {
-        return Some(ChunkLists {
-            key: Some(key),
-            mirror: Some(mirror),
-            chunks,
-        });
-    }
+    // Auto-Claude's choice: the first key (`subtasks`), unless that list is empty.
+    let (key, items, mirror, other) = if items.is_empty() {
+        (mirror, other, key, items)
+    } else {
+        (key, items, mirror, other)
+    };
+    let chunks = read_list(key, items, problems);
+    // The other list only serves to name the difference: its own problems are not the plan's.
+    let mut ignored = Vec::new();
+    let others = read_list(mirror, other, &mut ignored);
     let (a_at, b_at) = (format!("{prefix}{key}"), format!("{prefix}{mirror}"));
-    problems.push(format!(
-        "{a_at} and {b_at} differ ({}). Auto-Claude writes the two lists equal; make them equal, or delete the one that is wrong",
-        first_difference(&a_at, &chunks, &b_at, &others)
+    // Equal once read (say `"done"` in one list, `"completed"` in the other) is equal.
+    if ignored.is_empty() && chunks == others {
+        return ChunkLists {
+            key: Some(key),
+            mirror: Some(mirror),
+            chunks,
+        };
+    }
+    let difference = match ignored.first() {
+        Some(problem) => format!("{b_at} does not read as chunks: {problem}"),
+        None => first_difference(&a_at, &chunks, &b_at, &others),
+    };
+    warnings.push(format!(
+        "{a_at} and {b_at} differ ({difference}); runner reads {a_at}, as Auto-Claude does, and writes it to both on its next change of the plan"
     ));
-    None
+    ChunkLists {
+        key: Some(key),
+        mirror: Some(mirror),
+        chunks,
+    }
 }
 
 /// Where two chunk lists (read, statuses in canonical spelling) first differ, with both paths,
@@ -354,20 +379,11 @@ fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<Stri
 }
 
 fn is_printable(c: char) -> bool {
-    !c.is_control()
-        && !matches!(c,
-            '\u{AD}'                        // soft hyphen
-            | '\u{200B}'..='\u{200F}'       // zero-width characters, direction marks
-            | '\u{2028}' | '\u{2029}'       // line and paragraph separators
-            | '\u{202A}'..='\u{202E}'       // direction embeddings and overrides
-            | '\u{2060}'..='\u{2064}'       // word joiner, invisible operators
-            | '\u{2066}'..='\u{2069}'       // direction isolates
-            | '\u{FEFF}'                    // zero-width no-break space
-            | '\u{FFF9}'..='\u{FFFB}') // interlinear annotation
+    !c.is_control() && !crate::text::is_invisible(c)
 }
 
-/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id` when `id` is missing, null or
-/// blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
+/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id`, trimmed, when `id` is missing,
+/// null or blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
 fn read_chunk_id(
     at: &dyn fmt::Display,
     raw: &Map<String, Value>,
@@ -384,6 +400,8 @@ fn read_chunk_id(
         "id"
     };
     let id = match raw.get(key) {
+        // Auto-Claude strips `subtask_id` when it copies it into `id`; `id` it takes as is.
+        Some(Value::String(s)) if key == "subtask_id" => s.trim().to_string(),
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         None => {
@@ -455,7 +473,7 @@ fn read_chunk(at: &dyn fmt::Display, value: Value, problems: &mut Vec<String>) -
         }
     };
     if let Some(attempts) = raw.get("attempts")
-        && Vec::<Attempt>::deserialize(attempts).is_err()
+        && Attempt::list_from_value(attempts).is_none()
     {
         problems.push(format!(
             "{at}.attempts: runner keeps its attempt records here; expected a list of objects with a number \"n\""

@@ -127,29 +127,43 @@ impl<'a> PhaseIndex<'a> {
         PhaseIndex { by_id, by_number }
     }
 
-    /// The one phase `dep` names, or else every phase it names (none, or several), in file
-    /// order: exactly those for which `PhaseRef::matches` holds (a unit test checks that the
-    /// two agree). The usual case allocates nothing.
+    /// The one phase `dep` names, or else the phases it names (none, or several: the first
+    /// `MAX_NAMED` of them in file order, enough to say what is wrong), exactly those for which
+    /// `PhaseRef::matches` holds (a unit test checks that the two agree). The usual case
+    /// allocates nothing, and no case costs more than `MAX_NAMED` steps per key (every
+    /// reference listing every phase of a key used thousands of times was quadratic).
     fn target(&self, dep: &PhaseRef) -> Result<usize, Vec<usize>> {
         let mut buf = [0u8; 24];
         let (id, number) = match dep {
             PhaseRef::Name(s) => (s.as_str(), canonical_integer(s)),
             PhaseRef::Number(n) => (decimal(*n, &mut buf), Some(*n)),
         };
-        let by_number = number.into_iter().flat_map(|n| self.by_number.get(&n));
-        let all = self.by_id.get(id).chain(by_number);
+        // Each key's positions are in file order; a few of each are enough.
+        let by_id = self.by_id.get(id).take(MAX_NAMED + 1);
+        let by_number = number
+            .into_iter()
+            .flat_map(|n| self.by_number.get(&n))
+            .take(MAX_NAMED + 1);
+        let all = by_id.chain(by_number);
         let mut rest = all.clone();
         if let Some(first) = rest.next()
             && rest.all(|j| j == first)
         {
             return Ok(first);
         }
-        let mut every: Vec<usize> = all.collect();
-        every.sort_unstable();
-        every.dedup();
-        Err(every)
+        let mut some: Vec<usize> = all.collect();
+        some.sort_unstable();
+        some.dedup();
+        some.truncate(MAX_NAMED);
+        Err(some)
     }
 }
+
+/// How many phases a "could mean any of" problem names.
+const MAX_NAMED: usize = 5;
+
+/// How many broken `depends_on` entries are listed; the rest are counted.
+const MAX_LISTED: usize = 20;
 
 /// `s` as a number if it is exactly how that number is written (`n.to_string() == s`): "1" and
 /// "-1", not "01", "+1" or "-0". A name matches a numbered phase only in that form.
@@ -173,43 +187,53 @@ fn decimal(n: i64, buf: &mut [u8; 24]) -> &str {
 }
 
 /// For each phase, the indexes of the phases it depends on; `None` if a reference is broken.
+/// The first `MAX_LISTED` broken references are listed, the rest counted.
 pub fn resolve_dependencies(plan: &Plan, problems: &mut Vec<String>) -> Option<Vec<Vec<usize>>> {
     let index = PhaseIndex::new(plan);
-    let mut ok = true;
-    let edges = plan
-        .phases
-        .iter()
-        .enumerate()
-        .map(|(i, phase)| {
-            phase
-                .depends_on
-                .iter()
-                .filter_map(|dep| match index.target(dep) {
-                    Ok(one) => Some(one),
-                    Err(none) if none.is_empty() => {
-                        ok = false;
-                        problems.push(format!(
-                            "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
-                            phase.label(i)
-                        ));
-                        None
+    let mut broken = 0usize;
+    let mut edges = Vec::with_capacity(plan.phases.len());
+    for (i, phase) in plan.phases.iter().enumerate() {
+        let mut to = Vec::with_capacity(phase.depends_on.len());
+        for dep in &phase.depends_on {
+            match index.target(dep) {
+                Ok(one) => to.push(one),
+                Err(some) => {
+                    broken += 1;
+                    if broken <= MAX_LISTED {
+                        problems.push(broken_dependency(plan, i, dep, &some));
                     }
-                    Err(several) => {
-                        ok = false;
-                        let names: Vec<String> =
-                            several.iter().map(|&j| plan.phases[j].label(j)).collect();
-                        problems.push(format!(
-                            "phases[{i}] ({}).depends_on: {dep} could mean any of {}; give those phases distinct ids and numbers",
-                            phase.label(i),
-                            names.join(", ")
-                        ));
-                        None
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    ok.then_some(edges)
+                }
+            }
+        }
+        edges.push(to);
+    }
+    if broken > MAX_LISTED {
+        problems.push(format!(
+            "… and {} more depends_on entries that name no phase, or several",
+            broken - MAX_LISTED
+        ));
+    }
+    (broken == 0).then_some(edges)
+}
+
+/// Why `dep` in `phases[i]` names no phase (`some` empty) or several (`some`: the first few).
+fn broken_dependency(plan: &Plan, i: usize, dep: &PhaseRef, some: &[usize]) -> String {
+    let phase = &plan.phases[i];
+    if some.is_empty() {
+        return format!(
+            "phases[{i}] ({}).depends_on: {dep} names no phase in this plan",
+            phase.label(i)
+        );
+    }
+    let mut names: Vec<String> = some.iter().map(|&j| plan.phases[j].label(j)).collect();
+    if some.len() == MAX_NAMED {
+        names.push("…".into());
+    }
+    format!(
+        "phases[{i}] ({}).depends_on: {dep} could mean any of {}; give those phases distinct ids and numbers",
+        phase.label(i),
+        names.join(", ")
+    )
 }
 
 /// Reports the first dependency cycle found. Depth-first with an explicit stack: a chain of

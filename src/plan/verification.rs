@@ -3,7 +3,10 @@
 //! Only command verifications are run. `expected` in the subtasks era is prose ("No errors"),
 //! so it is shown to the agent but not compared; the exit status decides (`expect_status`,
 //! default 0). `expect_output` / `expect_stdout`, if present, must appear in the output.
-//! Browser, e2e and manual verifications are instructions for the agent, not checks.
+//! Browser, e2e, manual, api, component and none verifications are instructions for the agent,
+//! not checks. The type is read trimmed and in any case; the command is the first non-empty of
+//! `command` and `run`. A command verification without a command, and an unknown type with a
+//! command, are plan errors: a check is never silently skipped.
 //!
 //! A field runner reads that has the wrong JSON type is a plan error (`check`), never a check
 //! quietly skipped or run with a default in its place.
@@ -31,6 +34,27 @@ fn field<'a>(v: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().find_map(|k| v.get(*k).filter(|x| !x.is_null()))
 }
 
+/// Auto-Claude's verification types that are instructions for the agent, not commands.
+const NOT_RUN: &[&str] = &["api", "browser", "component", "e2e", "manual", "none"];
+
+/// The type as written, trimmed and lower-cased (`"Command "` is `command`); `command` when
+/// there is none.
+fn type_of(v: &Map<String, Value>) -> String {
+    field(v, TYPE)
+        .and_then(Value::as_str)
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "command".into())
+}
+
+/// The first of `command` / `run` that holds a command (an empty `command` must not hide `run`).
+fn command_of(v: &Map<String, Value>) -> Option<&str> {
+    COMMAND
+        .iter()
+        .filter_map(|k| v.get(*k).and_then(Value::as_str))
+        .find(|c| !c.trim().is_empty())
+}
+
 /// Appends a problem for each field runner reads that has the wrong type. `at` is the JSON
 /// path of the verification. A text verification is prose for the agent; null is none.
 pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: &mut Vec<String>) {
@@ -45,6 +69,7 @@ pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: 
             return;
         }
     };
+    let problems_before = problems.len();
     let strings = [
         (TYPE, "a string such as \"command\""),
         (COMMAND, "the command as one string (run with sh -c)"),
@@ -59,6 +84,20 @@ pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: 
                     kind(other)
                 )),
             }
+        }
+    }
+    if problems_before == problems.len() {
+        let kind = type_of(v);
+        let command = command_of(v);
+        if kind == "command" && command.is_none() {
+            problems.push(format!(
+                "{at}: a command verification without a command: put it in \"command\" (or \"run\"), or remove the verification"
+            ));
+        } else if kind != "command" && !NOT_RUN.contains(&kind.as_str()) && command.is_some() {
+            problems.push(format!(
+                "{at}.type: unknown verification type {:?} with a command: runner runs the command of type \"command\" only; write that type to have it checked, or remove the command",
+                kind
+            ));
         }
     }
     for key in EXPECT_STATUS {
@@ -82,13 +121,10 @@ pub fn command_check(chunk: &Chunk) -> Option<CommandCheck> {
     let Value::Object(v) = chunk.raw.get("verification")? else {
         return None;
     };
-    let kind = field(v, TYPE).and_then(Value::as_str).unwrap_or("command");
-    if !kind.eq_ignore_ascii_case("command") {
+    if type_of(v) != "command" {
         return None;
     }
-    let command = field(v, COMMAND)
-        .and_then(Value::as_str)
-        .filter(|c| !c.trim().is_empty())?;
+    let command = command_of(v)?;
     let expect_status = field(v, EXPECT_STATUS)
         .and_then(Value::as_i64)
         .and_then(|n| i32::try_from(n).ok())

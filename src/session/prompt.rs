@@ -57,9 +57,34 @@ impl Prompts {
         let template = self.env.get_template(name).map_err(|e| {
             crate::error::RunnerError::bad_input(format!("prompt template {name}: {e:#}"))
         })?;
+        let context = serde_json::to_value(context).map(|v| template_value(&v))?;
         template.render(context).map_err(|e| {
             crate::error::RunnerError::bad_input(format!("rendering prompt template {name}: {e:#}"))
                 .into()
         })
+    }
+}
+
+/// A JSON value as the templates see it. Through serde, a number with serde_json's
+/// `arbitrary_precision` (kept so that plans keep their digits) reaches minijinja as a map, so
+/// `{{ attempt - 1 }}` failed: numbers are converted here, by value.
+fn template_value(v: &serde_json::Value) -> minijinja::Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => minijinja::Value::from(()),
+        J::Bool(b) => minijinja::Value::from(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => minijinja::Value::from(i),
+            (None, Some(u), _) => minijinja::Value::from(u),
+            (None, None, Some(f)) => minijinja::Value::from(f),
+            _ => minijinja::Value::from(n.to_string()),
+        },
+        J::String(s) => minijinja::Value::from(s.as_str()),
+        J::Array(items) => items.iter().map(template_value).collect(),
+        J::Object(map) => map
+            .iter()
+            .map(|(k, v)| (k.clone(), template_value(v)))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into(),
     }
 }

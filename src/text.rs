@@ -1,0 +1,78 @@
+//! Text from plans, specs and agents, judged and shown safely.
+
+/// Characters that show nothing or change the direction of the text around them: Unicode's
+/// Default_Ignorable_Code_Point set (DerivedCoreProperties.txt, Unicode 16.0), which holds every
+/// Bidi_Control character, plus the line and paragraph separators, the interlinear annotation
+/// characters and the blank braille pattern (U+2800), which all show as nothing or as space.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{AD}'                         // soft hyphen
+        | '\u{34F}'                      // combining grapheme joiner
+        | '\u{61C}'                      // Arabic letter mark (bidi)
+        | '\u{115F}' | '\u{1160}'        // Hangul choseong / jungseong fillers
+        | '\u{17B4}' | '\u{17B5}'        // Khmer inherent vowels
+        | '\u{180B}'..='\u{180F}'        // Mongolian variation selectors, vowel separator
+        | '\u{200B}'..='\u{200F}'        // zero-width characters, direction marks
+        | '\u{2028}' | '\u{2029}'        // line and paragraph separators
+        | '\u{202A}'..='\u{202E}'        // direction embeddings and overrides
+        | '\u{2060}'..='\u{206F}'        // word joiner, invisible operators, isolates, deprecated format
+        | '\u{2800}'                     // braille pattern blank
+        | '\u{3164}'                     // Hangul filler
+        | '\u{FE00}'..='\u{FE0F}'        // variation selectors
+        | '\u{FEFF}'                     // zero-width no-break space
+        | '\u{FFA0}'                     // halfwidth Hangul filler
+        | '\u{FFF0}'..='\u{FFFB}'        // unassigned specials, interlinear annotation
+        | '\u{1BCA0}'..='\u{1BCA3}'      // shorthand format controls
+        | '\u{1D173}'..='\u{1D17A}'      // musical symbol format controls
+        | '\u{E0000}'..='\u{E0FFF}') // tags, variation selectors supplement
+}
+
+/// Text for a terminal or a log line: plan and agent text (descriptions, phase names,
+/// `--reason`, `--notes`) is shown as written but cannot act on the terminal. Control
+/// characters other than tab and newline (escape sequences, carriage returns that overwrite a
+/// line, NUL …) are shown as visible escapes (`\u{1b}`); bidi controls, which reorder what
+/// follows them, are removed. JSON output is never passed through this: it stays exact.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\t' && c != '\n') || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_bidi_control(c) {
+            continue;
+        }
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Unicode's Bidi_Control characters (PropList.txt).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_text_cannot_move_the_cursor_or_reorder_text() {
+        assert_eq!(for_terminal("plain\ttext\nnext"), "plain\ttext\nnext");
+        assert_eq!(
+            for_terminal("x\u{1b}[2K\r  ✓ a completed"),
+            "x\\u{1b}[2K\\u{d}  ✓ a completed"
+        );
+        assert_eq!(
+            for_terminal("nul\0bell\u{7}c1\u{9b}"),
+            "nul\\u{0}bell\\u{7}c1\\u{9b}"
+        );
+        assert_eq!(for_terminal("a\u{202E}evil\u{2066}b\u{61C}"), "aevilb");
+        // Other invisible characters (an emoji's joiner) are kept: they do not forge anything.
+        assert_eq!(for_terminal("👩\u{200D}💻"), "👩\u{200D}💻");
+    }
+}
