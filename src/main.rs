@@ -1,3 +1,5 @@
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 use runner::cli::{Cli, dispatch};
@@ -51,6 +53,27 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| QuietStderr)
+        // Colour codes only for a person's terminal, never into a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
+        // The subscriber's own report of a failed write is an eprintln!, which panics on a
+        // closed stderr; QuietStderr never fails, and this keeps the report off anyway.
+        .log_internal_errors(false)
         .try_init();
+}
+
+/// stderr for log lines that never reports a failed write: a closed or full stderr (the
+/// reader of `runner … 2>&1 | head` went away) must not stop a run that is changing state.
+struct QuietStderr;
+
+impl std::io::Write for QuietStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }

@@ -658,3 +658,22 @@ fn on_a_terminal_repinning_a_deleted_base_is_a_question() {
     assert!(format!("{:?}", s.get_process_mut().wait().unwrap()).contains(", 0)"));
     assert_eq!(repo.plan("001-ask")["base_branch"], "main");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Review fixes (outfix)
+
+#[test]
+fn a_verbose_run_into_a_closed_stderr_completes() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-pipe");
+    let agent = fixture("fake-agent").display().to_string();
+    // -vv: the log lines go to stderr too; their failed writes must not panic (exit 101).
+    let status = repo
+        .cmd(&["-vv", "run", "--spec", "001", "--agent-command", &agent])
+        .stdout(closed_pipe())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "the run died: {status:?}");
+    assert_eq!(repo.events("001-pipe").last().unwrap()["event"], "run_end");
+}
