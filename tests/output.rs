@@ -677,3 +677,129 @@ fn a_verbose_run_into_a_closed_stderr_completes() {
     assert_eq!(status.code(), Some(0), "the run died: {status:?}");
     assert_eq!(repo.events("001-pipe").last().unwrap()["event"], "run_end");
 }
+
+/// A spec whose one chunk `c1` has a verification that takes 30 s (then passes if the agent's
+/// file is there), and a second chunk.
+fn repo_with_slow_check(spec: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec(spec);
+    std::fs::write(
+        dir.join("implementation_plan.json"),
+        r#"{"feature": "S", "phases": [{"id": "p1", "name": "P", "depends_on": [], "subtasks": [
+            {"id": "c1", "description": "one", "status": "pending",
+             "verification": {"type": "command", "command": "sleep 30; test -f work/c1.txt"}},
+            {"id": "c2", "description": "two", "status": "pending"}]}]}"#,
+    )
+    .unwrap();
+    repo
+}
+
+/// Whether a session directory whose name contains `what` exists for `spec`.
+fn session_started(repo: &TestRepo, spec: &str, what: &str) -> bool {
+    std::fs::read_dir(repo.spec_dir(spec).join("sessions"))
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().contains(what))
+        })
+        .unwrap_or(false)
+}
+
+#[track_caller]
+fn assert_left_undecided(repo: &TestRepo, spec: &str) {
+    assert_eq!(repo.chunk(spec, "c1")["status"], "in_progress");
+    let decided: Vec<Value> = repo
+        .events(spec)
+        .into_iter()
+        .filter(|e| e["event"] == "recovery_decision")
+        .collect();
+    assert!(decided.is_empty(), "{decided:?}");
+}
+
+#[test]
+fn ctrl_c_during_a_recovery_check_decides_nothing() {
+    let repo = repo_with_slow_check("001-slow");
+    // c1 reported done; runner died before its check.
+    run_killed_at(&repo, "001", "after_coder_session");
+    let mut child = repo
+        .cmd(&["recover"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    wait_for("the check", || {
+        session_started(&repo, "001-slow", "recovery-check")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sigint(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", err.lock().unwrap());
+    assert_left_undecided(&repo, "001-slow");
+}
+
+#[test]
+fn a_chunk_reported_done_in_the_drain_is_not_failed_by_a_check_cut_short() {
+    let repo = repo_with_slow_check("001-slow");
+    // On SIGTERM the agent finishes its work and reports done at once (within the drain).
+    repo.script("c1 1 graceful 60\n");
+    let mut child = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--drain-timeout",
+            "2",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-slow").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    sigint(&child);
+    // The check needs 30 s; the drain's budget is 2 s: it is cut short, not failed.
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", err.lock().unwrap());
+    assert_left_undecided(&repo, "001-slow");
+}
+
+#[test]
+fn a_second_ctrl_c_stops_the_shutdown_check_at_once() {
+    let repo = repo_with_slow_check("001-slow");
+    repo.script("c1 1 graceful 60\n");
+    let mut child = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--drain-timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-slow").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    sigint(&child);
+    wait_for("the shutdown's check", || {
+        session_started(&repo, "001-slow", "recovery-check")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    sigint(&child);
+    let status = child.wait().unwrap();
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(5),
+        "a second Ctrl-C took {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{}", err.lock().unwrap());
+    assert_left_undecided(&repo, "001-slow");
+}

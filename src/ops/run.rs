@@ -324,6 +324,7 @@ pub fn recover_options(
         max_log_bytes: config.agent.max_log_bytes,
         evaluator,
         interrupt: Default::default(),
+        shutdown: false,
     }
 }
 
@@ -1009,12 +1010,15 @@ impl Run {
             if let Some(chunk) = chunk {
                 let wt = self.open_worktree()?;
                 let opts = crate::recovery::RecoverOptions {
-                    // The user asked to stop: the check gets no longer than the drain.
+                    // The user asked to stop: the check gets no longer than the drain, and
+                    // a second Ctrl-C stops it at once. Cut short, it decides nothing.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),
                     max_log_bytes: self.config.agent.max_log_bytes,
+                    interrupt: self.interrupt.next_signal(),
+                    shutdown: true,
                     ..Default::default()
                 };
-                let action = crate::recovery::recover_chunk(
+                let decided = crate::recovery::recover_chunk(
                     ws,
                     &self.paths,
                     &self.journal,
@@ -1023,9 +1027,17 @@ impl Run {
                     &opts,
                     "interrupted",
                 )
-                .await?;
-                self.reporter
-                    .line(format!("Interrupted: {}", action.line()));
+                .await;
+                match decided {
+                    Ok(action) => self
+                        .reporter
+                        .line(format!("Interrupted: {}", action.line())),
+                    Err(e) if crate::error::is_interrupted(&e) => self.reporter.line(format!(
+                        "Interrupted: chunk {}: left in progress — its verification was cut short, so nothing was decided; the next `runner recover` or `runner run` checks it again",
+                        chunk.id
+                    )),
+                    Err(e) => return Err(e),
+                }
             }
         }
         let entries = if drained {

@@ -39,6 +39,9 @@ pub struct RecoverOptions {
     pub evaluator: Option<evaluator::AgentEvaluator>,
     /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
     pub interrupt: crate::session::Interrupt,
+    /// Recovery during a shutdown (`run` after its first Ctrl-C): the check's timeout is the
+    /// drain's budget, so a check that runs out of it decides nothing (it did not fail).
+    pub shutdown: bool,
 }
 
 /// One thing recovery found and did (or, in a dry run, would do).
@@ -427,8 +430,10 @@ pub async fn recover_chunk(
     if opts.dry_run {
         return Ok(predict_chunk(&facts, checks, opts.evaluator.is_some(), id));
     }
+    // An interrupted check (or one cut short by a shutdown's budget) decides nothing: the
+    // chunk stays in progress for the next recovery, which runs it again.
     let verified = match wt {
-        Some(wt) if checks => run_check(paths, chunk, wt, opts).await,
+        Some(wt) if checks => run_check(paths, chunk, wt, opts).await?,
         _ => None,
     };
     let (rule_decision, rule_reason) = decide::decide(&facts, verified);
@@ -639,17 +644,24 @@ fn save_partial_work(
 }
 
 /// Run the chunk's verification command in the worktree: `Some(passed)`, or `None` if it could
-/// not be run.
+/// not be run; `RunnerError::Interrupted` if a signal (or a shutdown's budget) cut it short,
+/// which says nothing about the work.
 async fn run_check(
     paths: &SpecPaths,
     chunk: &Chunk,
     wt: &git2::Repository,
     opts: &RecoverOptions,
-) -> Option<bool> {
-    let check = verification::command_check(chunk)?;
-    let dir = wt.workdir()?;
+) -> anyhow::Result<Option<bool>> {
+    let Some(check) = verification::command_check(chunk) else {
+        return Ok(None);
+    };
+    let Some(dir) = wt.workdir() else {
+        return Ok(None);
+    };
     let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
-    let log_dir = paths.session_dir(&session).ok()?;
+    let Ok(log_dir) = paths.session_dir(&session) else {
+        return Ok(None);
+    };
     let log_path = log_dir.join("verification.log");
     // Like every child runner starts: its own process group, killed whole on a timeout or
     // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
@@ -667,11 +679,23 @@ async fn run_check(
         },
         watch_for: check.expect_output.clone(),
     };
-    let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
-        .await
-        .ok()?;
+    let Ok(end) = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
+        return Ok(None);
+    };
+    if check_cut_short(&end.ended, opts.shutdown) {
+        return Err(RunnerError::Interrupted.into());
+    }
     // The expected output was searched in the whole stream, as bytes.
-    Some(end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found)
+    Ok(Some(
+        end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found,
+    ))
+}
+
+/// A check stopped by a signal, or by a shutdown's budget (its timeout), did not fail: it
+/// did not finish.
+fn check_cut_short(ended: &crate::session::Ended, shutdown: bool) -> bool {
+    use crate::session::Ended;
+    matches!(ended, Ended::Interrupted { .. }) || (shutdown && *ended == Ended::TimedOut)
 }
 
 /// Partial work a chunk's last finished attempt left, for the next attempt's prompt.

@@ -32,7 +32,8 @@ impl Interrupt {
                 }
                 me.trigger();
                 // Said at once, before any waiting: the user must know what the signal did.
-                eprintln!("{}", me.message());
+                // (Quietly: a closed stderr must not panic the shutdown.)
+                crate::write_quietly(&mut std::io::stderr(), format_args!("{}\n", me.message()));
             }
         });
         Ok(interrupt)
@@ -70,6 +71,19 @@ impl Interrupt {
 
     pub fn is_set(&self) -> bool {
         self.count() > 0
+    }
+
+    /// An interrupt that fires at the next signal after the ones seen so far: work started
+    /// after the first Ctrl-C (the shutdown's own check) still stops at once on a second.
+    /// Needs a tokio runtime.
+    pub fn next_signal(&self) -> Interrupt {
+        let next = Interrupt::default();
+        let (me, fire, seen) = (self.clone(), next.clone(), self.count());
+        tokio::spawn(async move {
+            me.wait_beyond(seen).await;
+            fire.trigger();
+        });
+        next
     }
 
     /// Resolves once at least one interrupt has arrived.
