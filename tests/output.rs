@@ -803,3 +803,35 @@ fn a_second_ctrl_c_stops_the_shutdown_check_at_once() {
     assert_eq!(status.code(), Some(130), "{}", err.lock().unwrap());
     assert_left_undecided(&repo, "001-slow");
 }
+
+#[test]
+fn ctrl_c_during_the_recovery_evaluator_decides_nothing() {
+    let repo = repo_with_fixture_plan("001-eval");
+    repo.write_config(&format!(
+        "[recovery]\nevaluator = \"agent\"\n\n[agent]\ncommand = [{:?}]\n",
+        agent()
+    ));
+    // Partial work (the rules weigh it, so the agent is asked), then a slow evaluator.
+    repo.script("core-a * uncommitted\nrecovery * hang\n");
+    run_killed_at(&repo, "001-eval", "after_coder_session");
+    let mut child = repo
+        .cmd(&["recover"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-eval").join("fake-agent.pid");
+    wait_for("the evaluator", || pid_file.exists());
+    sigint(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", err.lock().unwrap());
+    assert_eq!(repo.chunk("001-eval", "core-a")["status"], "in_progress");
+    assert!(
+        !repo
+            .events("001-eval")
+            .iter()
+            .any(|e| e["event"] == "recovery_decision"),
+        "nothing may be decided"
+    );
+}

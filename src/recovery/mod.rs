@@ -466,7 +466,10 @@ pub async fn recover_chunk(
                     "rules (the agent's next was refused: verification)".to_string(),
                 ),
                 Ok((d, r)) => (d, r, "agent".to_string()),
-                Err(why) => (
+                Err(evaluator::Unanswered::Interrupted) => {
+                    return Err(RunnerError::Interrupted.into());
+                }
+                Err(evaluator::Unanswered::Unusable(why)) => (
                     rule_decision,
                     rule_reason.clone(),
                     format!("rules (the agent's answer was not used: {why})"),
