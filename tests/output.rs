@@ -835,3 +835,20 @@ fn ctrl_c_during_the_recovery_evaluator_decides_nothing() {
         "nothing may be decided"
     );
 }
+
+#[test]
+fn dry_run_restores_a_torn_plan_as_recover_does() {
+    let repo = interrupted("001-torn", "core-a * done\n", Some("after_coder_session"));
+    let plan = repo.plan_path("001-torn");
+    let text = std::fs::read(&plan).unwrap();
+    std::fs::write(&plan, &text[..text.len() / 2]).unwrap();
+    let dry = repo.runner(&["recover", "--dry-run"]);
+    assert_exit(&dry, 0);
+    assert!(
+        stdout(&dry).contains("restored it from"),
+        "{}",
+        stdout(&dry)
+    );
+    assert_dry_run_predicts(&repo, &[], None);
+    assert_eq!(repo.chunk("001-torn", "core-a")["status"], "completed");
+}

@@ -1327,6 +1327,7 @@ impl Run {
             &ws.main,
             &self.paths,
             &self.journal,
+            &plan,
             current.as_ref(),
             Some(&wt),
             Some(&self.worktree),

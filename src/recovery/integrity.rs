@@ -210,20 +210,20 @@ pub struct Guarded {
 /// Check the spec's branch against the work runner recorded. On a breach: keep the last tip
 /// runner knew under a recovery ref (and the rewritten state under another), block `current`
 /// (the chunk whose attempt is in progress) for a person, journal it, and return a message with
-/// the exact command to restore. `wt` is the worktree, when it can be opened.
+/// the exact command to restore. `wt` is the worktree, when it can be opened. `plan` is the
+/// plan as the caller holds it (a dry run's restored plan exists only in memory).
+#[allow(clippy::too_many_arguments)]
 pub fn guard_history(
     main: &MainRepo,
     paths: &SpecPaths,
     journal: &Journal,
+    plan: &crate::plan::Plan,
     current: Option<&Chunk>,
     wt: Option<&Repository>,
     worktree_path: Option<&Path>,
     dry_run: bool,
 ) -> anyhow::Result<Option<Guarded>> {
-    let Some(plan) = paths.plan.load()? else {
-        return Ok(None);
-    };
-    let facts = history_facts(main, &paths.name, &plan, current);
+    let facts = history_facts(main, &paths.name, plan, current);
     let Some(breach) = judge_history(&facts) else {
         return Ok(None);
     };

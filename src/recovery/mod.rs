@@ -266,12 +266,13 @@ pub async fn recover_spec(
             detail,
             if_verification: None,
         });
-    } else {
+    } else if let Some(plan) = &plan {
         for chunk in &in_progress {
             if let Some(guarded) = integrity::guard_history(
                 &ws.main,
                 paths,
                 journal,
+                plan,
                 Some(chunk),
                 wt.as_ref(),
                 slot.as_ref().map(|s| s.path.as_path()),
