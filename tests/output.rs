@@ -852,3 +852,51 @@ fn dry_run_restores_a_torn_plan_as_recover_does() {
     assert_dry_run_predicts(&repo, &[], None);
     assert_eq!(repo.chunk("001-torn", "core-a")["status"], "completed");
 }
+
+#[test]
+fn an_unreadable_worktree_is_named_and_predicted_alike() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let repo = interrupted(
+        "001-perm",
+        "core-a * uncommitted\n",
+        Some("after_coder_session"),
+    );
+    let wt = repo.worktree();
+    // SAFETY: geteuid has no preconditions.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    const NOBODY: u32 = 65534;
+    if as_root {
+        // Root is never denied by file modes: runner runs as `nobody`, owning the repository.
+        chown_tree(&repo.tmp.path().canonicalize().unwrap(), NOBODY);
+    }
+    std::fs::set_permissions(&wt, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = repo.cmd(args);
+        if as_root {
+            cmd.uid(NOBODY).gid(NOBODY).env("HOME", repo.tmp.path());
+        }
+        cmd.output().unwrap()
+    };
+    let want = format!("{} cannot be read (permission denied)", wt.display());
+    let status = run(&["status"]);
+    assert!(stdout(&status).contains(&want), "{}", stdout(&status));
+    let dry = run(&["recover", "--dry-run"]);
+    let real = run(&["recover"]);
+    std::fs::set_permissions(&wt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_exit(&dry, 3);
+    assert_exit(&real, 3);
+    for out in [&dry, &real] {
+        assert!(stdout(out).contains(&want), "{}", stdout(out));
+    }
+    assert!(
+        stdout(&dry).contains("its files cannot be read, so none would be saved"),
+        "{}",
+        stdout(&dry)
+    );
+    assert!(
+        stdout(&real).contains("Its files cannot be read, so none were saved"),
+        "{}",
+        stdout(&real)
+    );
+}

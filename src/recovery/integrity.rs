@@ -589,10 +589,25 @@ pub fn unopenable_slot(main: &MainRepo, spec: &str) -> Option<(Slot, String)> {
             return None;
         }
         match slot.inspect(main) {
-            SlotState::Broken { reason } => Some((slot, reason)),
+            SlotState::Broken { reason } => {
+                let reason = unreadable_folder(&slot.path).unwrap_or(reason);
+                Some((slot, reason))
+            }
             _ => None,
         }
     })
+}
+
+/// `folder cannot be read (permission denied)` when its entries cannot be listed: git then
+/// calls it missing or broken, which sends a person looking for the wrong thing.
+pub fn unreadable_folder(folder: &Path) -> Option<String> {
+    match std::fs::read_dir(folder) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
+            "{} cannot be read (permission denied)",
+            folder.display()
+        )),
+        _ => None,
+    }
 }
 
 /// Save whatever files an unopenable slot still holds as a commit on top of the spec's branch
@@ -665,11 +680,22 @@ pub fn unopenable_worktree(
     let branch = branch_for(&paths.name);
     let shown = folder.display();
     let mut message = format!("{why}; runner will not judge its work by any other repository.");
+    // Files that cannot be read cannot be saved; the dry run says what the real one will do.
+    let readable = unreadable_folder(folder).is_none();
     if dry_run {
-        message.push_str(" (dry run: its files would be saved to a recovery ref)");
+        message.push_str(if readable {
+            " (dry run: its files would be saved to a recovery ref)"
+        } else {
+            " (dry run: its files cannot be read, so none would be saved)"
+        });
         return Ok(message);
     }
-    let saved = save_unopenable_slot(main, &paths.name, &slot, chunk.unwrap_or("worktree"))?;
+    let saved = if readable {
+        save_unopenable_slot(main, &paths.name, &slot, chunk.unwrap_or("worktree"))?
+    } else {
+        message.push_str(" Its files cannot be read, so none were saved.");
+        None
+    };
     crate::failpoint::hit("after_unopenable_saved");
     if let Some(r) = &saved {
         message.push_str(&format!(
@@ -680,8 +706,18 @@ pub fn unopenable_worktree(
         block_chunk(paths, id, &format!("its worktree {shown} cannot be opened"))?;
         message.push_str(&format!(" Chunk {id} is blocked."));
     }
+    if !readable {
+        message.push_str(&format!(
+            " If the folder is yours, make it readable again (chmod -R u+rwX {shown}) and run `runner recover` again; otherwise:"
+        ));
+    }
+    let take = if saved.is_some() {
+        "take what you need from the saved ref, "
+    } else {
+        ""
+    };
     message.push_str(&format!(
-        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, take what you need from the saved ref, set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, {take}set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
         paths.plan.path().display()
     ));
     journal.record(
@@ -702,7 +738,10 @@ pub fn unopenable_worktree(
 /// Every file under `dir` (but `.git`) as a tree, when git cannot help.
 fn tree_of_folder(repo: &Repository, dir: &Path) -> anyhow::Result<Oid> {
     let mut builder = repo.treebuilder(None)?;
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();
