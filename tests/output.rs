@@ -900,3 +900,28 @@ fn an_unreadable_worktree_is_named_and_predicted_alike() {
         stdout(&real)
     );
 }
+
+#[test]
+fn a_repin_is_undone_when_the_run_does_not_go_ahead() {
+    let repo = repo_with_fixture_plan("001-base");
+    repo.git(&["branch", "dev"]);
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
+    repo.git(&["branch", "-D", "dev"]);
+    // Confirmed (--yes), but there is existing work and no terminal to ask what to do about
+    // it ("-v" first: the harness adds --auto-continue only to a bare `run`).
+    let out = repo.runner(&[
+        "-v",
+        "run",
+        "--spec",
+        "001",
+        "--agent-command",
+        &agent(),
+        "--base-branch",
+        "main",
+        "--yes",
+    ]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("--auto-continue"), "{}", stderr(&out));
+    assert_eq!(repo.plan("001-base")["base_branch"], "dev");
+}

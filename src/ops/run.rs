@@ -180,10 +180,13 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         no_commits: has_no_commits(&ws.main.repo),
     })
     .map_err(RunnerError::BadInput)?;
+    // The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
+    let mut repinned_from = None;
     let base = match choice {
         policy::BaseChoice::Use(base) => base,
         policy::BaseChoice::Repin { from, to } => {
             repin_base(&ws, &paths, &journal, &from, &to, opts.yes)?;
+            repinned_from = Some(from);
             to
         }
     };
@@ -202,7 +205,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
 
     // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
     if let Some(work) = crate::ops::choice::existing_work(&ws, &paths, &base)? {
-        let choice = crate::ops::choice::ask(
+        let asked = crate::ops::choice::ask(
             &ws,
             &paths,
             &base,
@@ -210,7 +213,18 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             opts.auto_continue,
             opts.yes,
             &journal,
-        )?;
+        );
+        // (A merge chosen there needs the new pin: it merges into the plan's base.)
+        let choice = match asked {
+            Ok(choice) => choice,
+            Err(e) => {
+                // Cancelled, or no terminal to ask on: "nothing was changed" must hold.
+                if let Some(from) = &repinned_from {
+                    undo_repin(&paths, &journal, from, &base)?;
+                }
+                return Err(e);
+            }
+        };
         if choice == crate::ops::choice::Choice::Merged {
             let plan = paths.plan.load()?.unwrap_or_else(empty_plan);
             return Ok(RunSummary {
@@ -477,6 +491,20 @@ fn repin_base(
     })?;
     crate::failpoint::hit("after_base_repin");
     journal.record("base_repinned", None, json!({"from": from, "to": to}))?;
+    Ok(())
+}
+
+/// Put back the pin a re-pin replaced: the run it was confirmed for did not go ahead.
+fn undo_repin(paths: &SpecPaths, journal: &Journal, from: &str, to: &str) -> anyhow::Result<()> {
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(from.to_string()));
+        Ok(())
+    })?;
+    journal.record(
+        "base_repinned",
+        None,
+        json!({"from": to, "to": from, "why": "the run did not go ahead: the re-pin is undone"}),
+    )?;
     Ok(())
 }
 
