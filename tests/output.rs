@@ -925,3 +925,35 @@ fn a_repin_is_undone_when_the_run_does_not_go_ahead() {
     assert!(stderr(&out).contains("--auto-continue"), "{}", stderr(&out));
     assert_eq!(repo.plan("001-base")["base_branch"], "dev");
 }
+
+#[test]
+fn a_signal_while_a_question_is_open_cancels_it() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = repo_with_fixture_plan("001-ask");
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &[]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    let sessions_before = repo.agent_log().len();
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut cmd = std::process::Command::new(RUNNER);
+        cmd.args(["run", "--spec", "001", "--agent-command", &agent()])
+            .current_dir(&repo.root)
+            .env("TERM", "xterm");
+        let mut s = OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        s.expect("What now?").unwrap();
+        let pid = s.get_process().pid().as_raw();
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid, sig) };
+        s.expect("cancelled; nothing was changed").unwrap();
+        let _ = s.expect(Eof);
+        let status = format!("{:?}", s.get_process_mut().wait().unwrap());
+        assert!(status.contains(", 130)"), "signal {sig}: {status}");
+    }
+    assert_eq!(
+        repo.agent_log().len(),
+        sessions_before,
+        "no session may start"
+    );
+}

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::interact::{can_ask, cancelled, confirm_by_name};
+use super::interact::{can_ask, confirm_by_name};
 use super::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
@@ -111,10 +111,11 @@ pub fn ask(
     }
     loop {
         eprintln!("{}", work.summary(spec, base));
-        let picked = inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
-            .with_starting_cursor(0)
-            .prompt()
-            .map_err(cancelled)?;
+        let picked = crate::ops::interact::ask(|| {
+            inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
+                .with_starting_cursor(0)
+                .prompt()
+        })?;
         match picked {
             CONTINUE => return Ok(Choice::Continue),
             REVIEW => {

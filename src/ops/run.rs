@@ -422,9 +422,9 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
                 .enumerate()
                 .map(|(i, m)| format!("{}. {m}", i + 1))
                 .collect();
-            let picked = inquire::Select::new(&format!("{q:?} matches several specs:"), numbered)
-                .raw_prompt()
-                .map_err(crate::ops::interact::cancelled)?;
+            let title = format!("{q:?} matches several specs:");
+            let picked =
+                crate::ops::interact::ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
             return Ok(matches[picked.index].clone());
         }
         return Ok(crate::spec::resolve(&ws.specs_dir, q)?);

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// Set once `Interrupt::install` listens (for SIGINT and SIGTERM).
+static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     count: Arc<AtomicUsize>,
@@ -24,6 +27,7 @@ impl Interrupt {
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
         let me = interrupt.clone();
+        LISTENING.store(true, Ordering::SeqCst);
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -37,6 +41,11 @@ impl Interrupt {
             }
         });
         Ok(interrupt)
+    }
+
+    /// Whether `install` handles `sig` (async-signal-safe: one atomic load).
+    pub fn listening(sig: libc::c_int) -> bool {
+        (sig == libc::SIGINT || sig == libc::SIGTERM) && LISTENING.load(Ordering::SeqCst)
     }
 
     /// How long the agent will be given after the first signal (for the message).
