@@ -957,3 +957,42 @@ fn a_signal_while_a_question_is_open_cancels_it() {
         "no session may start"
     );
 }
+
+/// The commands a text shows between backticks, each split as a POSIX shell would.
+fn shown_commands(text: &str) -> Vec<Vec<String>> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("runner "))
+        .map(|c| shell_words::split(c).unwrap_or_else(|e| panic!("{c}: {e}")))
+        .collect()
+}
+
+#[test]
+fn suggested_commands_quote_the_spec_name() {
+    let spec = "002-$(id);it's";
+    let repo = repo_with_fixture_plan(spec);
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail broken\n");
+    let out = repo.run_spec("002", &[]);
+    assert_exit(&out, 3);
+    let commands = shown_commands(&stderr(&out));
+    assert!(
+        commands.contains(&vec![
+            "runner".to_string(),
+            "recover".into(),
+            "--spec".into(),
+            spec.into(),
+            "--retry-failed".into()
+        ]),
+        "{}",
+        stderr(&out)
+    );
+    let status = stdout(&repo.runner(&["status"]));
+    assert!(
+        shown_commands(&status)
+            .iter()
+            .all(|c| c.get(3).map(String::as_str) == Some(spec)),
+        "{status}"
+    );
+}

@@ -103,8 +103,9 @@ pub fn ask(
     }
     let spec = &paths.name;
     if never_ask || !can_ask() {
+        let q = crate::sh(spec);
         return Err(RunnerError::bad_input(format!(
-            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                runner run --spec {spec} --auto-continue\n  review:                  runner review --spec {spec}\n  merge:                   runner merge --spec {spec} --yes\n  discard and start fresh: runner discard --spec {spec} --yes && runner run --spec {spec}",
+            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                runner run --spec {q} --auto-continue\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && runner run --spec {q}",
             work.summary(spec, base)
         ))
         .into());
@@ -127,9 +128,10 @@ pub fn ask(
                     super::merge::merge(ws, paths, super::merge::MergeMode::Merge, false, journal)?;
                 match &outcome.commit {
                     Some(c) => eprintln!(
-                        "Merged {spec} into {} ({}); undo with `runner undo --spec {spec}`.",
+                        "Merged {spec} into {} ({}); undo with `runner undo --spec {}`.",
                         outcome.target,
-                        &c[..10]
+                        &c[..10],
+                        crate::sh(spec)
                     ),
                     None => eprintln!("{spec} is already merged into {}.", outcome.target),
                 }
@@ -142,8 +144,9 @@ pub fn ask(
                 )? {
                     let outcome = super::discard::discard(ws, paths, journal)?;
                     eprintln!(
-                        "Discarded; backup {}. Undo with `runner undo --spec {spec}`. Starting fresh.",
-                        outcome.backup
+                        "Discarded; backup {}. Undo with `runner undo --spec {}`. Starting fresh.",
+                        outcome.backup,
+                        crate::sh(spec)
                     );
                     return Ok(Choice::DiscardedStartFresh);
                 }

@@ -74,7 +74,8 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
         RunnerError::bad_input(format!(
             "spec {} has no branch {branch}: nothing has been built yet (run `runner run --spec {}`)",
-            paths.name, paths.name
+            paths.name,
+            crate::sh(&paths.name)
         ))
     })?;
     let base = base_branch(ws, plan.as_ref())?;

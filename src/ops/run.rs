@@ -152,7 +152,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
                 .join("\n"),
             journal.path().display(),
             paths.plan.path().display(),
-            paths.name
+            crate::sh(&paths.name)
         ))
         .into());
     }
@@ -193,7 +193,8 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
         let text = if pinned == Some(base.as_str()) {
             format!(
-                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {spec_name} --base-branch NAME (it asks to confirm; --yes without a terminal)"
+                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
+                crate::sh(&spec_name)
             )
         } else {
             format!(
@@ -510,6 +511,7 @@ fn undo_repin(paths: &SpecPaths, journal: &Journal, from: &str, to: &str) -> any
 
 /// What to do about chunks that failed for good: a command, never a hand edit of the plan.
 pub fn retry_failed_hint(spec: &str) -> String {
+    let spec = crate::sh(spec);
     format!(
         "after fixing the cause, `runner recover --spec {spec} --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec {spec}` again"
     )
@@ -1000,7 +1002,8 @@ impl Run {
     fn budget_spent(&self) -> RunnerError {
         RunnerError::BudgetSpent(format!(
             "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
-            self.sessions, self.paths.name
+            self.sessions,
+            crate::sh(&self.paths.name)
         ))
     }
 

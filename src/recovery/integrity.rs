@@ -277,8 +277,17 @@ pub fn guard_history(
         let on_branch =
             wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
         let command = match (worktree_path, on_branch) {
-            (Some(p), true) => format!("git -C {} reset --hard {old}", p.display()),
-            _ => format!("git -C {} branch -f {branch} {old}", main.root.display()),
+            (Some(p), true) => format!(
+                "git -C {} reset --hard {}",
+                crate::sh(p.to_string_lossy()),
+                crate::sh(old)
+            ),
+            _ => format!(
+                "git -C {} branch -f {} {}",
+                crate::sh(main.root.to_string_lossy()),
+                crate::sh(&branch),
+                crate::sh(old)
+            ),
         };
         message.push_str(&format!(
             ". The last tip runner knew is saved at {old}; restore it with:\n    {command}"
@@ -679,6 +688,8 @@ pub fn unopenable_worktree(
     };
     let branch = branch_for(&paths.name);
     let shown = folder.display();
+    let quoted = crate::sh(folder.to_string_lossy());
+    let quoted_aside = crate::sh(format!("{}.broken", folder.to_string_lossy()));
     let mut message = format!("{why}; runner will not judge its work by any other repository.");
     // Files that cannot be read cannot be saved; the dry run says what the real one will do.
     let readable = unreadable_folder(folder).is_none();
@@ -708,7 +719,7 @@ pub fn unopenable_worktree(
     }
     if !readable {
         message.push_str(&format!(
-            " If the folder is yours, make it readable again (chmod -R u+rwX {shown}) and run `runner recover` again; otherwise:"
+            " If the folder is yours, make it readable again (chmod -R u+rwX {quoted}) and run `runner recover` again; otherwise:"
         ));
     }
     let take = if saved.is_some() {
@@ -717,7 +728,7 @@ pub fn unopenable_worktree(
         ""
     };
     message.push_str(&format!(
-        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, {take}set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        " To go on: move the folder away (mv {quoted} {quoted_aside}), run `git worktree prune`, {take}set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
         paths.plan.path().display()
     ));
     journal.record(
