@@ -20,10 +20,20 @@ fn main() {
             // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
             let mut stderr = std::io::stderr().lock();
             if code == exit::INTERRUPTED && !is_cancel(&err) {
-                runner::write_quietly(
-                    &mut stderr,
-                    format_args!("runner: interrupted; run it again to resume where it stopped\n"),
-                );
+                match runner::ops::run::resume_command() {
+                    Some(command) => runner::write_quietly(
+                        &mut stderr,
+                        format_args!(
+                            "runner: interrupted; resume where it stopped with: {command}\n"
+                        ),
+                    ),
+                    None => runner::write_quietly(
+                        &mut stderr,
+                        format_args!(
+                            "runner: interrupted; run it again to resume where it stopped\n"
+                        ),
+                    ),
+                }
             } else {
                 runner::write_quietly(&mut stderr, format_args!("runner: {err:#}\n"));
             }

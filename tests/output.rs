@@ -996,3 +996,62 @@ fn suggested_commands_quote_the_spec_name() {
         "{status}"
     );
 }
+
+#[test]
+fn printed_run_commands_work_as_shown() {
+    let repo = repo_with_fixture_plan("001-again");
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    // The agent comes from the flag only: the printed command must carry it.
+    let out = repo.run_spec("001", &[]);
+    assert_exit(&out, 5);
+    let commands = shown_commands(&stderr(&out));
+    let again = commands
+        .iter()
+        .find(|c| c[1] == "run")
+        .unwrap_or_else(|| panic!("no run command in: {}", stderr(&out)));
+    assert!(again.contains(&"--agent-command".to_string()), "{again:?}");
+    assert!(again.contains(&agent()), "{again:?}");
+    // Run exactly as shown (runner is not on PATH here: its path instead of the name); no
+    // terminal, existing work: the command has --auto-continue.
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    let mut cmd = std::process::Command::new(RUNNER);
+    cmd.args(&again[1..])
+        .current_dir(&repo.root)
+        .env("FAKE_AGENT_SCRIPT", repo.tmp.path().join("agent-script"))
+        .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 0);
+}
+
+#[test]
+fn an_interrupted_run_prints_the_command_that_resumes_it() {
+    let repo = repo_with_fixture_plan("001-stop");
+    repo.script("core-a 1 stubborn\n");
+    let mut child = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--drain-timeout",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-stop").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    sigint(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let err = err.lock().unwrap().clone();
+    let want = format!(
+        "runner run --spec 001-stop --auto-continue --agent-command {}",
+        agent()
+    );
+    assert!(err.contains(&want), "{err}");
+}

@@ -88,7 +88,9 @@ const MERGE: &str = "Merge";
 const DISCARD: &str = "Discard and start fresh";
 
 /// Decide what to do with existing work. `never_ask`: `--auto-continue` or `--yes` was given.
-/// The caller holds the spec's run lock (merge and discard need it).
+/// The caller holds the spec's run lock (merge and discard need it). `agent_flag`: the run's
+/// `--agent-command`, for the commands printed without a terminal.
+#[allow(clippy::too_many_arguments)]
 pub fn ask(
     ws: &Workspace,
     paths: &SpecPaths,
@@ -97,6 +99,7 @@ pub fn ask(
     auto_continue: bool,
     never_ask: bool,
     journal: &Journal,
+    agent_flag: Option<&str>,
 ) -> anyhow::Result<Choice> {
     if auto_continue {
         return Ok(Choice::Continue);
@@ -104,9 +107,12 @@ pub fn ask(
     let spec = &paths.name;
     if never_ask || !can_ask() {
         let q = crate::sh(spec);
+        let again = |auto| crate::ops::run::run_again_command(spec, agent_flag, auto);
         return Err(RunnerError::bad_input(format!(
-            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                runner run --spec {q} --auto-continue\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && runner run --spec {q}",
-            work.summary(spec, base)
+            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                {}\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && {}",
+            work.summary(spec, base),
+            again(true),
+            again(false)
         ))
         .into());
     }

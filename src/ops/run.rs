@@ -56,6 +56,8 @@ struct Run {
     paths: SpecPaths,
     config: Config,
     agent: Vec<String>,
+    /// `--agent-command` as given: printed commands that run the spec again need it.
+    agent_flag: Option<String>,
     run_id: String,
     journal: Journal,
     worktree: PathBuf,
@@ -92,6 +94,12 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         Some(text) => parse_agent_command(text)?,
         None => config.agent.command.clone(),
     };
+    // What `main` prints if this run is interrupted: the exact command that resumes it.
+    let _ = RESUME_COMMAND.set(run_again_command(
+        &spec_name,
+        opts.agent_command.as_deref(),
+        true,
+    ));
     if agent.is_empty() {
         return Err(RunnerError::bad_input(
             "no agent command: pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
@@ -214,6 +222,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             opts.auto_continue,
             opts.yes,
             &journal,
+            opts.agent_command.as_deref(),
         );
         // (A merge chosen there needs the new pin: it merges into the plan's base.)
         let choice = match asked {
@@ -264,6 +273,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         paths,
         config,
         agent,
+        agent_flag: opts.agent_command.clone(),
         run_id,
         journal,
         base,
@@ -510,11 +520,34 @@ fn undo_repin(paths: &SpecPaths, journal: &Journal, from: &str, to: &str) -> any
 }
 
 /// What to do about chunks that failed for good: a command, never a hand edit of the plan.
-pub fn retry_failed_hint(spec: &str) -> String {
-    let spec = crate::sh(spec);
+/// `agent_flag`: the run's `--agent-command`, if the agent came from it.
+pub fn retry_failed_hint(spec: &str, agent_flag: Option<&str>) -> String {
     format!(
-        "after fixing the cause, `runner recover --spec {spec} --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec {spec}` again"
+        "after fixing the cause, `runner recover --spec {} --retry-failed` sets them back to pending (their attempts are kept); then `{}` again",
+        crate::sh(spec),
+        run_again_command(spec, agent_flag, false)
     )
+}
+
+/// The command that runs `spec` again as this run did, to print for a person: the agent given
+/// with `--agent-command` is part of it (without, there may be no agent at all), and
+/// `--auto-continue` where existing work would otherwise need a question on a terminal.
+pub fn run_again_command(spec: &str, agent_flag: Option<&str>, auto_continue: bool) -> String {
+    let mut command = format!("runner run --spec {}", crate::sh(spec));
+    if auto_continue {
+        command.push_str(" --auto-continue");
+    }
+    if let Some(agent) = agent_flag {
+        command.push_str(&format!(" --agent-command {}", crate::sh(agent)));
+    }
+    command
+}
+
+static RESUME_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The command that resumes the spec this process ran, once a run got that far.
+pub fn resume_command() -> Option<&'static str> {
+    RESUME_COMMAND.get().map(String::as_str)
 }
 
 pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
@@ -926,7 +959,10 @@ impl Run {
                     // holds in progress, phases waiting on them) follows from it.
                     let plan = self.load_plan()?;
                     let what_to_do = if plan.count(Status::Failed) > 0 {
-                        format!("For failed chunks: {}", retry_failed_hint(&self.paths.name))
+                        format!(
+                            "For failed chunks: {}",
+                            retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+                        )
                     } else {
                         format!(
                             "After fixing, set the chunk back to pending in {} and run again",
@@ -1001,9 +1037,9 @@ impl Run {
 
     fn budget_spent(&self) -> RunnerError {
         RunnerError::BudgetSpent(format!(
-            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
+            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `{}` again to go on",
             self.sessions,
-            crate::sh(&self.paths.name)
+            run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
         ))
     }
 
@@ -1728,7 +1764,7 @@ impl Run {
                 "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
-                retry_failed_hint(&self.paths.name)
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
             ))
             .into()),
         }

@@ -203,7 +203,7 @@ pub fn render(report: &StatusReport) -> String {
         if s.chunks.failed > 0 {
             out.push_str(&format!(
                 "    failed chunks: {}\n",
-                crate::ops::run::retry_failed_hint(&s.name)
+                crate::ops::run::retry_failed_hint(&s.name, None)
             ));
         }
         if let Some(r) = &s.running {
