@@ -845,7 +845,7 @@ fn dry_run_restores_a_torn_plan_as_recover_does() {
     let dry = repo.runner(&["recover", "--dry-run"]);
     assert_exit(&dry, 0);
     assert!(
-        stdout(&dry).contains("restored it from"),
+        stdout(&dry).contains("would restore it from"),
         "{}",
         stdout(&dry)
     );
@@ -1054,4 +1054,40 @@ fn an_interrupted_run_prints_the_command_that_resumes_it() {
         agent()
     );
     assert!(err.contains(&want), "{err}");
+}
+
+#[test]
+fn a_dry_run_says_would_for_everything_it_did_not_do() {
+    let repo = interrupted("001-would", "core-a * done\n", Some("after_coder_session"));
+    let dir = repo.spec_dir("001-would");
+    std::fs::write(
+        dir.join(".implementation_plan.json.tmp-999999999-0"),
+        "half",
+    )
+    .unwrap();
+    let plan = repo.plan_path("001-would");
+    let text = std::fs::read(&plan).unwrap();
+    std::fs::write(&plan, &text[..text.len() / 2]).unwrap();
+    let dry = stdout(&repo.runner(&["recover", "--dry-run"]));
+    for would in [
+        "would remove",
+        "would restore it from",
+        "would keep the broken file",
+    ] {
+        assert!(dry.contains(would), "{would:?} missing in:\n{dry}");
+    }
+    for claim in ["removed ", "restored it", "kept the broken"] {
+        assert!(!dry.contains(claim), "a dry run claims {claim:?}:\n{dry}");
+    }
+
+    // A failed chunk: --retry-failed in a dry run.
+    let repo = repo_with_fixture_plan("001-fail");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail broken\n");
+    assert_exit(&repo.run_spec("001", &[]), 3);
+    let dry = stdout(&repo.runner(&["recover", "--dry-run", "--retry-failed"]));
+    assert!(
+        dry.contains("failed chunk would be set back to pending"),
+        "{dry}"
+    );
 }

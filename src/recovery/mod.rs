@@ -109,6 +109,11 @@ impl SpecRecovery {
     }
 }
 
+/// What an action's text says it did: in a dry run, what it would do (it did nothing).
+fn said<'a>(dry_run: bool, done: &'a str, would: &'a str) -> &'a str {
+    if dry_run { would } else { done }
+}
+
 /// Everything recovery does for one spec. The run lock must be held by the caller.
 pub async fn recover_spec(
     ws: &Workspace,
@@ -136,8 +141,10 @@ pub async fn recover_spec(
             "stopped_agent",
             None,
             format!(
-                "stopped the agent of session {} (process group {}), still running after its runner died",
-                leftover.session_id, leftover.pgid
+                "{} the agent of session {} (process group {}), still running after its runner died",
+                said(opts.dry_run, "stopped", "would stop"),
+                leftover.session_id,
+                leftover.pgid
             ),
         ));
     }
@@ -147,7 +154,11 @@ pub async fn recover_spec(
         actions.push(Action::new(
             "removed_temp_file",
             None,
-            format!("removed {} left by an interrupted write", path.display()),
+            format!(
+                "{} {} left by an interrupted write",
+                said(opts.dry_run, "removed", "would remove"),
+                path.display()
+            ),
         ));
     }
 
@@ -201,9 +212,15 @@ pub async fn recover_spec(
                 "plan_restored",
                 None,
                 format!(
-                    "the plan did not parse ({}); restored it from {} and kept the broken file as {}",
-                    plan_err.problems.first().map(String::as_str).unwrap_or("invalid"),
+                    "the plan did not parse ({}); {} it from {} and {} the broken file as {}",
+                    plan_err
+                        .problems
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or("invalid"),
+                    said(opts.dry_run, "restored", "would restore"),
                     source.describe(),
+                    said(opts.dry_run, "kept", "would keep"),
                     aside.display()
                 ),
             ));
@@ -226,7 +243,8 @@ pub async fn recover_spec(
                 "removed_git_lock",
                 None,
                 format!(
-                    "removed a stale {} left by a killed git write",
+                    "{} a stale {} left by a killed git write",
+                    said(opts.dry_run, "removed", "would remove"),
                     lock.display()
                 ),
             ));
@@ -343,7 +361,11 @@ pub async fn recover_spec(
                 actions.push(Action::new(
                     "retry_failed",
                     Some(&id),
-                    "failed chunk set back to pending (its attempts are kept)",
+                    said(
+                        opts.dry_run,
+                        "failed chunk set back to pending (its attempts are kept)",
+                        "failed chunk would be set back to pending (its attempts are kept)",
+                    ),
                 ));
             }
         }
@@ -406,7 +428,8 @@ fn restore_vanished_plan(
         "plan_restored",
         None,
         format!(
-            "the plan was gone after a run that did not end; restored it from {}",
+            "the plan was gone after a run that did not end; {} it from {}",
+            said(opts.dry_run, "restored", "would restore"),
             source.describe()
         ),
     ));
