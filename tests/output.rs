@@ -1091,3 +1091,25 @@ fn a_dry_run_says_would_for_everything_it_did_not_do() {
         "{dry}"
     );
 }
+
+#[test]
+fn an_event_after_a_torn_journal_line_is_kept() {
+    use std::io::Write;
+    let repo = interrupted("001-torn", "core-a * done\n", Some("after_coder_session"));
+    // The runner died mid-write: the journal's last line has no newline.
+    let mut journal = std::fs::OpenOptions::new()
+        .append(true)
+        .open(repo.spec_dir("001-torn").join("events.jsonl"))
+        .unwrap();
+    journal
+        .write_all(br#"{"time":"2026-01-01T00:00:00Z","eve"#)
+        .unwrap();
+    drop(journal);
+    assert_exit(&repo.runner(&["recover"]), 0);
+    let text = std::fs::read_to_string(repo.spec_dir("001-torn").join("events.jsonl")).unwrap();
+    let decided = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|e| e["event"] == "recovery_decision");
+    assert!(decided, "{text}");
+}
