@@ -1113,3 +1113,25 @@ fn an_event_after_a_torn_journal_line_is_kept() {
         .any(|e| e["event"] == "recovery_decision");
     assert!(decided, "{text}");
 }
+
+#[test]
+fn a_closed_terminal_sighup_drains_like_sigterm() {
+    let repo = repo_with_fixture_plan("001-hup");
+    // On SIGTERM the agent finishes at once and reports done.
+    repo.script("core-a 1 graceful 60\n");
+    let mut child = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = repo.spec_dir("001-hup").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    // The agent finished within the drain: its chunk is completed, and the run ended.
+    assert_eq!(repo.chunk("001-hup", "core-a")["status"], "completed");
+    assert_eq!(repo.events("001-hup").last().unwrap()["event"], "run_end");
+}

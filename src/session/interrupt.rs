@@ -1,4 +1,4 @@
-//! SIGINT and SIGTERM, counted. The first asks the run to stop (the agent's group gets SIGTERM
+//! SIGINT, SIGTERM and SIGHUP, counted. The first asks the run to stop (the agent's group gets SIGTERM
 //! and a grace period); a second one kills at once.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// Set once `Interrupt::install` listens (for SIGINT and SIGTERM).
+/// Set once `Interrupt::install` listens (for SIGINT, SIGTERM and SIGHUP).
 static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[derive(Debug, Clone, Default)]
@@ -20,12 +20,15 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Listen for SIGINT and SIGTERM for the rest of the process. Needs a tokio runtime.
+    /// Listen for SIGINT, SIGTERM and SIGHUP for the rest of the process. Needs a tokio runtime.
     pub fn install() -> anyhow::Result<Interrupt> {
         use tokio::signal::unix::{SignalKind, signal};
         let interrupt = Interrupt::default();
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
+        // A closed terminal (SIGHUP) is a stop like SIGTERM: drained and journaled, not a
+        // death that leaves the agent's work unjudged.
+        let mut hup = signal(SignalKind::hangup())?;
         let me = interrupt.clone();
         LISTENING.store(true, Ordering::SeqCst);
         tokio::spawn(async move {
@@ -33,6 +36,7 @@ impl Interrupt {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
                 me.trigger();
                 // Said at once, before any waiting: the user must know what the signal did.
@@ -45,7 +49,8 @@ impl Interrupt {
 
     /// Whether `install` handles `sig` (async-signal-safe: one atomic load).
     pub fn listening(sig: libc::c_int) -> bool {
-        (sig == libc::SIGINT || sig == libc::SIGTERM) && LISTENING.load(Ordering::SeqCst)
+        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig)
+            && LISTENING.load(Ordering::SeqCst)
     }
 
     /// How long the agent will be given after the first signal (for the message).
