@@ -1135,3 +1135,56 @@ fn a_closed_terminal_sighup_drains_like_sigterm() {
     assert_eq!(repo.chunk("001-hup", "core-a")["status"], "completed");
     assert_eq!(repo.events("001-hup").last().unwrap()["event"], "run_end");
 }
+
+#[test]
+fn a_session_whose_chunk_recovery_completed_is_not_run_again() {
+    let repo = repo_with_fixture_plan("001-done");
+    repo.script("core-a 1 done-stubborn\n");
+    let mut child = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--drain-timeout",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = collect_stderr(&mut child);
+    let pid_file = repo.spec_dir("001-done").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    sigint(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let err = err.lock().unwrap().clone();
+    assert_eq!(
+        repo.chunk("001-done", "core-a")["status"],
+        "completed",
+        "{err}"
+    );
+    assert!(!err.contains("the next start runs it again"), "{err}");
+    assert!(err.contains("not run again"), "{err}");
+}
+
+#[test]
+fn a_restart_says_the_worktree_was_reset() {
+    let repo = repo_with_fixture_plan("001-restart");
+    repo.write_config(&format!(
+        "[recovery]\nevaluator = \"agent\"\n\n[agent]\ncommand = [{:?}]\n",
+        agent()
+    ));
+    repo.script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
+    run_killed_at(&repo, "001-restart", "after_coder_session");
+    let out = repo.runner(&["recover"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.contains("reset to where the attempt started"),
+        "{text}"
+    );
+    assert!(!text.contains("left in the worktree"), "{text}");
+}

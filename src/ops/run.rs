@@ -1068,6 +1068,8 @@ impl Run {
         prompt: &str,
         drained: bool,
     ) -> anyhow::Result<()> {
+        // Recovery completed the session's chunk from the work it reported: nothing to re-run.
+        let mut completed = false;
         if let (Some(ws), Some(taken)) = (ws, taken) {
             let plan = self.load_plan()?;
             let chunk = plan
@@ -1096,9 +1098,11 @@ impl Run {
                 )
                 .await;
                 match decided {
-                    Ok(action) => self
-                        .reporter
-                        .line(format!("Interrupted: {}", action.line())),
+                    Ok(action) => {
+                        completed = action.decision == Some(crate::recovery::Decision::Next);
+                        self.reporter
+                            .line(format!("Interrupted: {}", action.line()));
+                    }
                     Err(e) if crate::error::is_interrupted(&e) => self.reporter.line(format!(
                         "Interrupted: chunk {}: left in progress — its verification was cut short, so nothing was decided; the next `runner recover` or `runner run` checks it again",
                         chunk.id
@@ -1108,6 +1112,11 @@ impl Run {
             }
         }
         let entries = if drained {
+            Vec::new()
+        } else if completed {
+            self.reporter.line(format!(
+                "The {role} session {session_id} was stopped; its chunk is completed from the work it reported, so it is not run again."
+            ));
             Vec::new()
         } else {
             let why = if self.interrupt.forced() {

@@ -532,9 +532,14 @@ pub async fn recover_chunk(
         // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
         crate::failpoint::hit("after_recovery_ref");
         if let Some(r) = &saved_ref {
-            detail.push_str(&format!(
-                "; uncommitted changes saved at {r} and left in the worktree"
-            ));
+            // A restart reset the worktree to the attempt's start (save_partial_work).
+            let reset = decision == Decision::Restart
+                && chunk.last_attempt().and_then(|a| a.start_commit).is_some();
+            detail.push_str(&if reset {
+                format!("; the attempt's work saved at {r}, and the worktree reset to where the attempt started")
+            } else {
+                format!("; uncommitted changes saved at {r} and left in the worktree")
+            });
         }
         let now = crate::clock::now();
         let record = json!({
