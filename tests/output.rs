@@ -1188,3 +1188,22 @@ fn a_restart_says_the_worktree_was_reset() {
     );
     assert!(!text.contains("left in the worktree"), "{text}");
 }
+
+#[test]
+fn merge_in_a_repository_with_no_commits_does_not_say_detached() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git_in(root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(".auto-claude/specs/001-a")).unwrap();
+    std::fs::write(root.join(".auto-claude/specs/001-a/spec.md"), "# a\n").unwrap();
+    let out = std::process::Command::new(RUNNER)
+        .args(["merge", "--spec", "001", "--yes"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(!err.contains("detached"), "{err}");
+    assert!(err.contains("no commits yet"), "{err}");
+}
