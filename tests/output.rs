@@ -1207,3 +1207,26 @@ fn merge_in_a_repository_with_no_commits_does_not_say_detached() {
     assert!(!err.contains("detached"), "{err}");
     assert!(err.contains("no commits yet"), "{err}");
 }
+
+#[test]
+fn recover_of_every_spec_goes_on_past_a_refused_folder() {
+    let repo = repo_with_fixture_plan("001-fine");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("spec.md"), "# elsewhere\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.spec_dir("002-link")).unwrap();
+    let out = repo.runner(&["recover", "--json"]);
+    assert_exit(&out, 2);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+    let outcome = |name: &str| {
+        report["specs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["spec"] == name)
+            .map(|s| s["outcome"].clone())
+    };
+    assert_eq!(outcome("001-fine"), Some("clean".into()), "{report:#}");
+    assert_eq!(outcome("002-link"), Some("refused".into()), "{report:#}");
+    assert!(stderr(&out).contains("002-link"), "{}", stderr(&out));
+}

@@ -31,8 +31,11 @@ impl RecoverReport {
         self.specs.iter().any(SpecRecovery::needs_human)
     }
 
+    /// A spec whose plan or folder runner could not work with (exit 2; the why is on stderr).
     pub fn has_invalid_plan(&self) -> bool {
-        self.specs.iter().any(|s| s.outcome == "invalid_plan")
+        self.specs
+            .iter()
+            .any(|s| s.outcome == "invalid_plan" || s.outcome == "refused")
     }
 }
 
@@ -88,7 +91,23 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     let holder = new_holder(&run_id, None);
     let mut specs = Vec::new();
     for name in names {
-        ws.check_spec_folder(&name)?;
+        if let Err(refused) = ws.check_spec_folder(&name) {
+            // With several specs, one folder runner will not touch does not stop the others.
+            if req.spec.is_some() {
+                return Err(refused.into());
+            }
+            specs.push(SpecRecovery {
+                spec: name,
+                outcome: "refused".into(),
+                actions: vec![crate::recovery::Action {
+                    kind: "refused".into(),
+                    detail: refused.to_string(),
+                    ..Default::default()
+                }],
+                plan_source: None,
+            });
+            continue;
+        }
         let paths = ws.spec(&name);
         let Some(lock) = acquire(&paths.run_lock, req.spec.is_some())? else {
             if req.spec.is_some() {
@@ -196,6 +215,10 @@ pub fn render(report: &RecoverReport) -> String {
             "busy" => out.push_str(&format!("{}: skipped, a runner holds it\n", spec.spec)),
             "invalid_plan" => out.push_str(&format!(
                 "{}: its plan is invalid and runner has no copy to restore it from (the error is on stderr)\n",
+                spec.spec
+            )),
+            "refused" => out.push_str(&format!(
+                "{}: not recovered: runner will not work in its folder (the error is on stderr)\n",
                 spec.spec
             )),
             _ => {
