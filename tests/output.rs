@@ -1230,3 +1230,16 @@ fn recover_of_every_spec_goes_on_past_a_refused_folder() {
     assert_eq!(outcome("002-link"), Some("refused".into()), "{report:#}");
     assert!(stderr(&out).contains("002-link"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_dry_run_leaves_the_run_lock_record_alone() {
+    let repo = interrupted("001-lock", "core-a * done\n", Some("after_coder_session"));
+    let lock = repo.spec_dir("001-lock").join("run.lock");
+    let before = std::fs::read(&lock).unwrap();
+    assert_exit(&repo.runner(&["recover", "--dry-run"]), 0);
+    assert_eq!(
+        std::fs::read(&lock).unwrap(),
+        before,
+        "the holder record was rewritten"
+    );
+}

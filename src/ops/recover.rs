@@ -124,13 +124,23 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             });
             continue;
         };
-        lock.write_holder(&crate::store::Holder {
-            spec: Some(name.clone()),
-            ..holder.clone()
-        })?;
+        // A dry run only looks: it lets go of the lock it just proved free, so a run starting
+        // meanwhile is never turned away (exit 4) by it, and the holder record stays the last
+        // run's.
+        let _lock = if req.dry_run {
+            drop(lock);
+            None
+        } else {
+            lock.write_holder(&crate::store::Holder {
+                spec: Some(name.clone()),
+                ..holder.clone()
+            })?;
+            Some(lock)
+        };
         // The worktree holding the spec may be changed (commit, snapshot): hold its slot too.
         let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
             Some(slot) => match acquire(&ws.slot_lock(&slot.name), req.spec.is_some())? {
+                Some(_) if req.dry_run => None,
                 Some(l) => Some(l),
                 None if req.spec.is_some() => {
                     return Err(RunnerError::Busy(format!(
