@@ -72,6 +72,16 @@ impl RunnerError {
     }
 }
 
+/// A signal stopped the work (not a cancelled question): nothing more was decided.
+pub fn is_interrupted(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<RunnerError>(),
+            Some(RunnerError::Interrupted)
+        )
+    })
+}
+
 /// The exit code for any error that reached `main`.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {

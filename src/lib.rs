@@ -27,6 +27,12 @@ pub fn write_quietly(out: &mut impl std::io::Write, args: std::fmt::Arguments) {
     let _ = out.write_fmt(args);
 }
 
+/// `value` quoted for a POSIX shell, for every command runner prints for a person to run: a spec
+/// name or path with a space, `$(…)` or a quote must run as shown, and run nothing else.
+pub fn sh(value: impl AsRef<str>) -> String {
+    shell_words::quote(value.as_ref()).into_owned()
+}
+
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -1,3 +1,5 @@
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 use runner::cli::{Cli, dispatch};
@@ -18,10 +20,20 @@ fn main() {
             // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
             let mut stderr = std::io::stderr().lock();
             if code == exit::INTERRUPTED && !is_cancel(&err) {
-                runner::write_quietly(
-                    &mut stderr,
-                    format_args!("runner: interrupted; run it again to resume where it stopped\n"),
-                );
+                match runner::ops::run::resume_command() {
+                    Some(command) => runner::write_quietly(
+                        &mut stderr,
+                        format_args!(
+                            "runner: interrupted; resume where it stopped with: {command}\n"
+                        ),
+                    ),
+                    None => runner::write_quietly(
+                        &mut stderr,
+                        format_args!(
+                            "runner: interrupted; run it again to resume where it stopped\n"
+                        ),
+                    ),
+                }
             } else {
                 let message = format!("{err:#}");
                 runner::write_quietly(
@@ -55,6 +67,27 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| QuietStderr)
+        // Colour codes only for a person's terminal, never into a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
+        // The subscriber's own report of a failed write is an eprintln!, which panics on a
+        // closed stderr; QuietStderr never fails, and this keeps the report off anyway.
+        .log_internal_errors(false)
         .try_init();
+}
+
+/// stderr for log lines that never reports a failed write: a closed or full stderr (the
+/// reader of `runner … 2>&1 | head` went away) must not stop a run that is changing state.
+struct QuietStderr;
+
+impl std::io::Write for QuietStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }

@@ -107,7 +107,7 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
             "{query:?} matches several specs; name one exactly:\n{}",
             matches
                 .iter()
-                .map(|m| format!("  runner run --spec {m}"))
+                .map(|m| format!("  runner run --spec {}", crate::sh(m)))
                 .collect::<Vec<_>>()
                 .join("\n")
         ))),

@@ -179,7 +179,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     if let Some(b) = &outcome.backup {
         println!(
             "Backup: {b}. Undo with: runner undo --spec {}",
-            outcome.spec
+            crate::sh(&outcome.spec)
         );
     }
     Ok(0)
@@ -216,7 +216,9 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
     } else {
         println!(
             "Discarded the build of {}; the plan is reset to pending. Backup: {}. Undo with: runner undo --spec {}",
-            outcome.spec, outcome.backup, outcome.spec
+            outcome.spec,
+            outcome.backup,
+            crate::sh(&outcome.spec)
         );
     }
     Ok(0)

@@ -32,7 +32,11 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
             retry_failed: args.retry_failed,
         },
     )?;
-    for spec in report.specs.iter().filter(|s| s.outcome == "invalid_plan") {
+    for spec in report
+        .specs
+        .iter()
+        .filter(|s| s.outcome == "invalid_plan" || s.outcome == "refused")
+    {
         for a in &spec.actions {
             eprintln!("runner: {}", crate::text::for_terminal(&a.detail));
         }

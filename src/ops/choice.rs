@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::interact::{can_ask, cancelled, confirm_by_name};
+use super::interact::{can_ask, confirm_by_name};
 use super::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
@@ -88,7 +88,9 @@ const MERGE: &str = "Merge";
 const DISCARD: &str = "Discard and start fresh";
 
 /// Decide what to do with existing work. `never_ask`: `--auto-continue` or `--yes` was given.
-/// The caller holds the spec's run lock (merge and discard need it).
+/// The caller holds the spec's run lock (merge and discard need it). `agent_flag`: the run's
+/// `--agent-command`, for the commands printed without a terminal.
+#[allow(clippy::too_many_arguments)]
 pub fn ask(
     ws: &Workspace,
     paths: &SpecPaths,
@@ -97,24 +99,30 @@ pub fn ask(
     auto_continue: bool,
     never_ask: bool,
     journal: &Journal,
+    agent_flag: Option<&str>,
 ) -> anyhow::Result<Choice> {
     if auto_continue {
         return Ok(Choice::Continue);
     }
     let spec = &paths.name;
     if never_ask || !can_ask() {
+        let q = crate::sh(spec);
+        let again = |auto| crate::ops::run::run_again_command(spec, agent_flag, auto);
         return Err(RunnerError::bad_input(format!(
-            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                runner run --spec {spec} --auto-continue\n  review:                  runner review --spec {spec}\n  merge:                   runner merge --spec {spec} --yes\n  discard and start fresh: runner discard --spec {spec} --yes && runner run --spec {spec}",
-            work.summary(spec, base)
+            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                {}\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && {}",
+            work.summary(spec, base),
+            again(true),
+            again(false)
         ))
         .into());
     }
     loop {
         eprintln!("{}", work.summary(spec, base));
-        let picked = inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
-            .with_starting_cursor(0)
-            .prompt()
-            .map_err(cancelled)?;
+        let picked = crate::ops::interact::ask(|| {
+            inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
+                .with_starting_cursor(0)
+                .prompt()
+        })?;
         match picked {
             CONTINUE => return Ok(Choice::Continue),
             REVIEW => {
@@ -126,9 +134,10 @@ pub fn ask(
                     super::merge::merge(ws, paths, super::merge::MergeMode::Merge, false, journal)?;
                 match &outcome.commit {
                     Some(c) => eprintln!(
-                        "Merged {spec} into {} ({}); undo with `runner undo --spec {spec}`.",
+                        "Merged {spec} into {} ({}); undo with `runner undo --spec {}`.",
                         outcome.target,
-                        &c[..10]
+                        &c[..10],
+                        crate::sh(spec)
                     ),
                     None => eprintln!("{spec} is already merged into {}.", outcome.target),
                 }
@@ -141,8 +150,9 @@ pub fn ask(
                 )? {
                     let outcome = super::discard::discard(ws, paths, journal)?;
                     eprintln!(
-                        "Discarded; backup {}. Undo with `runner undo --spec {spec}`. Starting fresh.",
-                        outcome.backup
+                        "Discarded; backup {}. Undo with `runner undo --spec {}`. Starting fresh.",
+                        outcome.backup,
+                        crate::sh(spec)
                     );
                     return Ok(Choice::DiscardedStartFresh);
                 }

@@ -31,8 +31,11 @@ impl RecoverReport {
         self.specs.iter().any(SpecRecovery::needs_human)
     }
 
+    /// A spec whose plan or folder runner could not work with (exit 2; the why is on stderr).
     pub fn has_invalid_plan(&self) -> bool {
-        self.specs.iter().any(|s| s.outcome == "invalid_plan")
+        self.specs
+            .iter()
+            .any(|s| s.outcome == "invalid_plan" || s.outcome == "refused")
     }
 }
 
@@ -128,13 +131,23 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             });
             continue;
         };
-        lock.write_holder(&crate::store::Holder {
-            spec: Some(name.clone()),
-            ..holder.clone()
-        })?;
+        // A dry run only looks: it lets go of the lock it just proved free, so a run starting
+        // meanwhile is never turned away (exit 4) by it, and the holder record stays the last
+        // run's.
+        let _lock = if req.dry_run {
+            drop(lock);
+            None
+        } else {
+            lock.write_holder(&crate::store::Holder {
+                spec: Some(name.clone()),
+                ..holder.clone()
+            })?;
+            Some(lock)
+        };
         // The worktree holding the spec may be changed (commit, snapshot): hold its slot too.
         let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
             Some(slot) => match acquire(&ws.slot_lock(&slot.name), req.spec.is_some())? {
+                Some(_) if req.dry_run => None,
                 Some(l) => Some(l),
                 None if req.spec.is_some() => {
                     return Err(RunnerError::Busy(format!(
@@ -219,6 +232,10 @@ pub fn render(report: &RecoverReport) -> String {
             "busy" => out.push_str(&format!("{}: skipped, a runner holds it\n", spec.spec)),
             "invalid_plan" => out.push_str(&format!(
                 "{}: its plan is invalid and runner has no copy to restore it from (the error is on stderr)\n",
+                spec.spec
+            )),
+            "refused" => out.push_str(&format!(
+                "{}: not recovered: runner will not work in its folder (the error is on stderr)\n",
                 spec.spec
             )),
             _ => {

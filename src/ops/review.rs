@@ -63,8 +63,14 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
         .base_branch
         .or_else(|| ws.main.current_branch())
         .ok_or_else(|| {
-            RunnerError::bad_input("no base branch is pinned for this spec and HEAD is detached")
-                .into()
+            // HEAD on a branch with no commit yet is unborn, not detached.
+            let unborn = matches!(ws.main.repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
+            RunnerError::bad_input(if unborn {
+                "no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge (make a first commit, then `runner run`)"
+            } else {
+                "no base branch is pinned for this spec and HEAD is detached: check out the branch to merge into (git switch NAME), or set [git] base_branch"
+            })
+            .into()
         })
 }
 
@@ -90,7 +96,8 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
         RunnerError::bad_input(format!(
             "spec {} has no branch {branch}: nothing has been built yet (run `runner run --spec {}`)",
-            paths.name, paths.name
+            paths.name,
+            crate::sh(&paths.name)
         ))
     })?;
     let base = base_branch(ws, plan.as_ref())?;

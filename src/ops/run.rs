@@ -56,6 +56,8 @@ struct Run {
     paths: SpecPaths,
     config: Config,
     agent: Vec<String>,
+    /// `--agent-command` as given: printed commands that run the spec again need it.
+    agent_flag: Option<String>,
     run_id: String,
     journal: Journal,
     worktree: PathBuf,
@@ -91,6 +93,12 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         Some(text) => parse_agent_command(text)?,
         None => config.agent.command.clone(),
     };
+    // What `main` prints if this run is interrupted: the exact command that resumes it.
+    let _ = RESUME_COMMAND.set(run_again_command(
+        &spec_name,
+        opts.agent_command.as_deref(),
+        true,
+    ));
     if agent.is_empty() {
         return Err(RunnerError::bad_input(
             "no agent command: pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
@@ -151,7 +159,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
                 .join("\n"),
             journal.path().display(),
             paths.plan.path().display(),
-            paths.name
+            crate::sh(&paths.name)
         ))
         .into());
     }
@@ -179,17 +187,21 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         no_commits: has_no_commits(&ws.main.repo),
     })
     .map_err(RunnerError::BadInput)?;
+    // The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
+    let mut repinned_from = None;
     let base = match choice {
         policy::BaseChoice::Use(base) => base,
         policy::BaseChoice::Repin { from, to } => {
             repin_base(&ws, &paths, &journal, &from, &to, opts.yes)?;
+            repinned_from = Some(from);
             to
         }
     };
     let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
         let text = if pinned == Some(base.as_str()) {
             format!(
-                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {spec_name} --base-branch NAME (it asks to confirm; --yes without a terminal)"
+                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
+                crate::sh(&spec_name)
             )
         } else {
             format!(
@@ -201,7 +213,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
 
     // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
     if let Some(work) = crate::ops::choice::existing_work(&ws, &paths, &base)? {
-        let choice = crate::ops::choice::ask(
+        let asked = crate::ops::choice::ask(
             &ws,
             &paths,
             &base,
@@ -209,7 +221,19 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             opts.auto_continue,
             opts.yes,
             &journal,
-        )?;
+            opts.agent_command.as_deref(),
+        );
+        // (A merge chosen there needs the new pin: it merges into the plan's base.)
+        let choice = match asked {
+            Ok(choice) => choice,
+            Err(e) => {
+                // Cancelled, or no terminal to ask on: "nothing was changed" must hold.
+                if let Some(from) = &repinned_from {
+                    undo_repin(&paths, &journal, from, &base)?;
+                }
+                return Err(e);
+            }
+        };
         if choice == crate::ops::choice::Choice::Merged {
             let plan = paths.plan.load()?.unwrap_or_else(empty_plan);
             return Ok(RunSummary {
@@ -248,6 +272,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         paths,
         config,
         agent,
+        agent_flag: opts.agent_command.clone(),
         run_id,
         journal,
         base,
@@ -323,6 +348,7 @@ pub fn recover_options(
         max_log_bytes: config.agent.max_log_bytes,
         evaluator,
         interrupt: Default::default(),
+        shutdown: false,
     }
 }
 
@@ -407,9 +433,9 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
                 .enumerate()
                 .map(|(i, m)| format!("{}. {m}", i + 1))
                 .collect();
-            let picked = inquire::Select::new(&format!("{q:?} matches several specs:"), numbered)
-                .raw_prompt()
-                .map_err(crate::ops::interact::cancelled)?;
+            let title = format!("{q:?} matches several specs:");
+            let picked =
+                crate::ops::interact::ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
             return Ok(matches[picked.index].clone());
         }
         return Ok(crate::spec::resolve(&ws.specs_dir, q)?);
@@ -479,11 +505,49 @@ fn repin_base(
     Ok(())
 }
 
+/// Put back the pin a re-pin replaced: the run it was confirmed for did not go ahead.
+fn undo_repin(paths: &SpecPaths, journal: &Journal, from: &str, to: &str) -> anyhow::Result<()> {
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(from.to_string()));
+        Ok(())
+    })?;
+    journal.record(
+        "base_repinned",
+        None,
+        json!({"from": to, "to": from, "why": "the run did not go ahead: the re-pin is undone"}),
+    )?;
+    Ok(())
+}
+
 /// What to do about chunks that failed for good: a command, never a hand edit of the plan.
-pub fn retry_failed_hint(spec: &str) -> String {
+/// `agent_flag`: the run's `--agent-command`, if the agent came from it.
+pub fn retry_failed_hint(spec: &str, agent_flag: Option<&str>) -> String {
     format!(
-        "after fixing the cause, `runner recover --spec {spec} --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec {spec}` again"
+        "after fixing the cause, `runner recover --spec {} --retry-failed` sets them back to pending (their attempts are kept); then `{}` again",
+        crate::sh(spec),
+        run_again_command(spec, agent_flag, false)
     )
+}
+
+/// The command that runs `spec` again as this run did, to print for a person: the agent given
+/// with `--agent-command` is part of it (without, there may be no agent at all), and
+/// `--auto-continue` where existing work would otherwise need a question on a terminal.
+pub fn run_again_command(spec: &str, agent_flag: Option<&str>, auto_continue: bool) -> String {
+    let mut command = format!("runner run --spec {}", crate::sh(spec));
+    if auto_continue {
+        command.push_str(" --auto-continue");
+    }
+    if let Some(agent) = agent_flag {
+        command.push_str(&format!(" --agent-command {}", crate::sh(agent)));
+    }
+    command
+}
+
+static RESUME_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The command that resumes the spec this process ran, once a run got that far.
+pub fn resume_command() -> Option<&'static str> {
+    RESUME_COMMAND.get().map(String::as_str)
 }
 
 pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
@@ -917,7 +981,10 @@ impl Run {
                     // holds in progress, phases waiting on them) follows from it.
                     let plan = self.load_plan()?;
                     let what_to_do = if plan.count(Status::Failed) > 0 {
-                        format!("For failed chunks: {}", retry_failed_hint(&self.paths.name))
+                        format!(
+                            "For failed chunks: {}",
+                            retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+                        )
                     } else {
                         format!(
                             "After fixing, set the chunk back to pending in {} and run again",
@@ -992,8 +1059,9 @@ impl Run {
 
     fn budget_spent(&self) -> RunnerError {
         RunnerError::BudgetSpent(format!(
-            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `runner run --spec {}` again to go on",
-            self.sessions, self.paths.name
+            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `{}` again to go on",
+            self.sessions,
+            run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
         ))
     }
 
@@ -1022,6 +1090,8 @@ impl Run {
         prompt: &str,
         drained: bool,
     ) -> anyhow::Result<()> {
+        // Recovery completed the session's chunk from the work it reported: nothing to re-run.
+        let mut completed = false;
         if let (Some(ws), Some(taken)) = (ws, taken) {
             let plan = self.load_plan()?;
             let chunk = plan
@@ -1031,12 +1101,15 @@ impl Run {
             if let Some(chunk) = chunk {
                 let wt = self.open_worktree()?;
                 let opts = crate::recovery::RecoverOptions {
-                    // The user asked to stop: the check gets no longer than the drain.
+                    // The user asked to stop: the check gets no longer than the drain, and
+                    // a second Ctrl-C stops it at once. Cut short, it decides nothing.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),
                     max_log_bytes: self.config.agent.max_log_bytes,
+                    interrupt: self.interrupt.next_signal(),
+                    shutdown: true,
                     ..Default::default()
                 };
-                let action = crate::recovery::recover_chunk(
+                let decided = crate::recovery::recover_chunk(
                     ws,
                     &self.paths,
                     &self.journal,
@@ -1045,12 +1118,27 @@ impl Run {
                     &opts,
                     "interrupted",
                 )
-                .await?;
-                self.reporter
-                    .line(format!("Interrupted: {}", action.line()));
+                .await;
+                match decided {
+                    Ok(action) => {
+                        completed = action.decision == Some(crate::recovery::Decision::Next);
+                        self.reporter
+                            .line(format!("Interrupted: {}", action.line()));
+                    }
+                    Err(e) if crate::error::is_interrupted(&e) => self.reporter.line(format!(
+                        "Interrupted: chunk {}: left in progress — its verification was cut short, so nothing was decided; the next `runner recover` or `runner run` checks it again",
+                        chunk.id
+                    )),
+                    Err(e) => return Err(e),
+                }
             }
         }
         let entries = if drained {
+            Vec::new()
+        } else if completed {
+            self.reporter.line(format!(
+                "The {role} session {session_id} was stopped; its chunk is completed from the work it reported, so it is not run again."
+            ));
             Vec::new()
         } else {
             let why = if self.interrupt.forced() {
@@ -1337,6 +1425,7 @@ impl Run {
             &ws.main,
             &self.paths,
             &self.journal,
+            &plan,
             current.as_ref(),
             Some(&wt),
             Some(&self.worktree),
@@ -1711,7 +1800,7 @@ impl Run {
                 "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
-                retry_failed_hint(&self.paths.name)
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
             ))
             .into()),
         }

@@ -125,7 +125,13 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
             let state = slot.inspect(&ws.main);
             let (branch, problem) = match &state {
                 SlotState::Ready { branch } => (branch.clone(), None),
-                SlotState::Broken { reason } => (None, Some(reason.clone())),
+                SlotState::Broken { reason } => (
+                    None,
+                    Some(
+                        crate::recovery::integrity::unreadable_folder(&slot.path)
+                            .unwrap_or_else(|| reason.clone()),
+                    ),
+                ),
                 SlotState::Unregistered => (
                     None,
                     Some("the folder exists but git does not know it as a worktree".into()),
@@ -222,7 +228,7 @@ pub fn render(report: &StatusReport) -> String {
         if s.chunks.failed > 0 {
             out.push_str(&format!(
                 "    failed chunks: {}\n",
-                crate::ops::run::retry_failed_hint(&s.name)
+                crate::ops::run::retry_failed_hint(&s.name, None)
             ));
         }
         if let Some(r) = &s.running {

@@ -38,7 +38,8 @@ pub fn parse_answer(output: &str) -> Option<(Decision, String)> {
     None
 }
 
-/// Ask the agent. `Err` carries why its answer was not usable (for the record).
+/// Ask the agent. `Err` carries why its answer was not usable (for the record);
+/// `Err(Interrupted)` that a signal stopped it (the answer it did not give decides nothing).
 #[allow(clippy::too_many_arguments)]
 pub async fn ask(
     evaluator: &AgentEvaluator,
@@ -49,7 +50,7 @@ pub async fn ask(
     worktree: &std::path::Path,
     session_id: &str,
     interrupt: &Interrupt,
-) -> Result<(Decision, String), String> {
+) -> Result<(Decision, String), Unanswered> {
     let prompts = Prompts::new(&evaluator.templates_dir);
     let prompt = prompts
         .render(
@@ -93,16 +94,36 @@ pub async fn ask(
         max_log_bytes: evaluator.max_log_bytes,
         watch_for: None,
     };
-    run_child(&spec_child, interrupt, &mut |_| {})
+    let end = run_child(&spec_child, interrupt, &mut |_| {})
         .await
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
+    if matches!(end.ended, crate::session::Ended::Interrupted { .. }) {
+        return Err(Unanswered::Interrupted);
+    }
     // The log is capped, and its tail (where the answer is) kept; a non-UTF-8 byte must not
     // lose the answer.
     let output = String::from_utf8_lossy(&crate::store::safe::read(&log_path).unwrap_or_default())
         .into_owned();
     parse_answer(&output).ok_or_else(|| {
-        "the agent's answer had no JSON object with a known \"decision\"".to_string()
+        "the agent's answer had no JSON object with a known \"decision\""
+            .to_string()
+            .into()
     })
+}
+
+/// Why the evaluator gave no decision.
+#[derive(Debug, PartialEq)]
+pub enum Unanswered {
+    /// A signal stopped it: nothing may be decided.
+    Interrupted,
+    /// Its answer was not usable (why, for the record): the rules decide.
+    Unusable(String),
+}
+
+impl From<String> for Unanswered {
+    fn from(why: String) -> Self {
+        Unanswered::Unusable(why)
+    }
 }
 
 #[cfg(test)]

@@ -210,20 +210,20 @@ pub struct Guarded {
 /// Check the spec's branch against the work runner recorded. On a breach: keep the last tip
 /// runner knew under a recovery ref (and the rewritten state under another), block `current`
 /// (the chunk whose attempt is in progress) for a person, journal it, and return a message with
-/// the exact command to restore. `wt` is the worktree, when it can be opened.
+/// the exact command to restore. `wt` is the worktree, when it can be opened. `plan` is the
+/// plan as the caller holds it (a dry run's restored plan exists only in memory).
+#[allow(clippy::too_many_arguments)]
 pub fn guard_history(
     main: &MainRepo,
     paths: &SpecPaths,
     journal: &Journal,
+    plan: &crate::plan::Plan,
     current: Option<&Chunk>,
     wt: Option<&Repository>,
     worktree_path: Option<&Path>,
     dry_run: bool,
 ) -> anyhow::Result<Option<Guarded>> {
-    let Some(plan) = paths.plan.load()? else {
-        return Ok(None);
-    };
-    let facts = history_facts(main, &paths.name, &plan, current);
+    let facts = history_facts(main, &paths.name, plan, current);
     let Some(breach) = judge_history(&facts) else {
         return Ok(None);
     };
@@ -277,8 +277,17 @@ pub fn guard_history(
         let on_branch =
             wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
         let command = match (worktree_path, on_branch) {
-            (Some(p), true) => format!("git -C {} reset --hard {old}", p.display()),
-            _ => format!("git -C {} branch -f {branch} {old}", main.root.display()),
+            (Some(p), true) => format!(
+                "git -C {} reset --hard {}",
+                crate::sh(p.to_string_lossy()),
+                crate::sh(old)
+            ),
+            _ => format!(
+                "git -C {} branch -f {} {}",
+                crate::sh(main.root.to_string_lossy()),
+                crate::sh(&branch),
+                crate::sh(old)
+            ),
         };
         message.push_str(&format!(
             ". The last tip runner knew is saved at {old}; restore it with:\n    {command}"
@@ -590,10 +599,25 @@ pub fn unopenable_slot(main: &MainRepo, spec: &str) -> Option<(Slot, String)> {
             return None;
         }
         match slot.inspect(main) {
-            SlotState::Broken { reason } => Some((slot, reason)),
+            SlotState::Broken { reason } => {
+                let reason = unreadable_folder(&slot.path).unwrap_or(reason);
+                Some((slot, reason))
+            }
             _ => None,
         }
     })
+}
+
+/// `folder cannot be read (permission denied)` when its entries cannot be listed: git then
+/// calls it missing or broken, which sends a person looking for the wrong thing.
+pub fn unreadable_folder(folder: &Path) -> Option<String> {
+    match std::fs::read_dir(folder) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
+            "{} cannot be read (permission denied)",
+            folder.display()
+        )),
+        _ => None,
+    }
 }
 
 /// Save whatever files an unopenable slot still holds as a commit on top of the spec's branch
@@ -665,12 +689,25 @@ pub fn unopenable_worktree(
     };
     let branch = branch_for(&paths.name);
     let shown = folder.display();
+    let quoted = crate::sh(folder.to_string_lossy());
+    let quoted_aside = crate::sh(format!("{}.broken", folder.to_string_lossy()));
     let mut message = format!("{why}; runner will not judge its work by any other repository.");
+    // Files that cannot be read cannot be saved; the dry run says what the real one will do.
+    let readable = unreadable_folder(folder).is_none();
     if dry_run {
-        message.push_str(" (dry run: its files would be saved to a recovery ref)");
+        message.push_str(if readable {
+            " (dry run: its files would be saved to a recovery ref)"
+        } else {
+            " (dry run: its files cannot be read, so none would be saved)"
+        });
         return Ok(message);
     }
-    let saved = save_unopenable_slot(main, &paths.name, &slot, chunk.unwrap_or("worktree"))?;
+    let saved = if readable {
+        save_unopenable_slot(main, &paths.name, &slot, chunk.unwrap_or("worktree"))?
+    } else {
+        message.push_str(" Its files cannot be read, so none were saved.");
+        None
+    };
     crate::failpoint::hit("after_unopenable_saved");
     if let Some(r) = &saved {
         message.push_str(&format!(
@@ -681,8 +718,18 @@ pub fn unopenable_worktree(
         block_chunk(paths, id, &format!("its worktree {shown} cannot be opened"))?;
         message.push_str(&format!(" Chunk {id} is blocked."));
     }
+    if !readable {
+        message.push_str(&format!(
+            " If the folder is yours, make it readable again (chmod -R u+rwX {quoted}) and run `runner recover` again; otherwise:"
+        ));
+    }
+    let take = if saved.is_some() {
+        "take what you need from the saved ref, "
+    } else {
+        ""
+    };
     message.push_str(&format!(
-        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, take what you need from the saved ref, set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        " To go on: move the folder away (mv {quoted} {quoted_aside}), run `git worktree prune`, {take}set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
         paths.plan.path().display()
     ));
     journal.record(
@@ -703,7 +750,10 @@ pub fn unopenable_worktree(
 /// Every file under `dir` (but `.git`) as a tree, when git cannot help.
 fn tree_of_folder(repo: &Repository, dir: &Path) -> anyhow::Result<Oid> {
     let mut builder = repo.treebuilder(None)?;
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();

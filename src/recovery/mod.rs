@@ -39,6 +39,9 @@ pub struct RecoverOptions {
     pub evaluator: Option<evaluator::AgentEvaluator>,
     /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
     pub interrupt: crate::session::Interrupt,
+    /// Recovery during a shutdown (`run` after its first Ctrl-C): the check's timeout is the
+    /// drain's budget, so a check that runs out of it decides nothing (it did not fail).
+    pub shutdown: bool,
 }
 
 /// One thing recovery found and did (or, in a dry run, would do).
@@ -106,6 +109,11 @@ impl SpecRecovery {
     }
 }
 
+/// What an action's text says it did: in a dry run, what it would do (it did nothing).
+fn said<'a>(dry_run: bool, done: &'a str, would: &'a str) -> &'a str {
+    if dry_run { would } else { done }
+}
+
 /// Everything recovery does for one spec. The run lock must be held by the caller.
 pub async fn recover_spec(
     ws: &Workspace,
@@ -133,8 +141,10 @@ pub async fn recover_spec(
             "stopped_agent",
             None,
             format!(
-                "stopped the agent of session {} (process group {}), still running after its runner died",
-                leftover.session_id, leftover.pgid
+                "{} the agent of session {} (process group {}), still running after its runner died",
+                said(opts.dry_run, "stopped", "would stop"),
+                leftover.session_id,
+                leftover.pgid
             ),
         ));
     }
@@ -144,7 +154,11 @@ pub async fn recover_spec(
         actions.push(Action::new(
             "removed_temp_file",
             None,
-            format!("removed {} left by an interrupted write", path.display()),
+            format!(
+                "{} {} left by an interrupted write",
+                said(opts.dry_run, "removed", "would remove"),
+                path.display()
+            ),
         ));
     }
 
@@ -198,9 +212,15 @@ pub async fn recover_spec(
                 "plan_restored",
                 None,
                 format!(
-                    "the plan did not parse ({}); restored it from {} and kept the broken file as {}",
-                    plan_err.problems.first().map(String::as_str).unwrap_or("invalid"),
+                    "the plan did not parse ({}); {} it from {} and {} the broken file as {}",
+                    plan_err
+                        .problems
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or("invalid"),
+                    said(opts.dry_run, "restored", "would restore"),
                     source.describe(),
+                    said(opts.dry_run, "kept", "would keep"),
                     aside.display()
                 ),
             ));
@@ -223,7 +243,8 @@ pub async fn recover_spec(
                 "removed_git_lock",
                 None,
                 format!(
-                    "removed a stale {} left by a killed git write",
+                    "{} a stale {} left by a killed git write",
+                    said(opts.dry_run, "removed", "would remove"),
                     lock.display()
                 ),
             ));
@@ -263,12 +284,13 @@ pub async fn recover_spec(
             detail,
             if_verification: None,
         });
-    } else {
+    } else if let Some(plan) = &plan {
         for chunk in &in_progress {
             if let Some(guarded) = integrity::guard_history(
                 &ws.main,
                 paths,
                 journal,
+                plan,
                 Some(chunk),
                 wt.as_ref(),
                 slot.as_ref().map(|s| s.path.as_path()),
@@ -339,7 +361,11 @@ pub async fn recover_spec(
                 actions.push(Action::new(
                     "retry_failed",
                     Some(&id),
-                    "failed chunk set back to pending (its attempts are kept)",
+                    said(
+                        opts.dry_run,
+                        "failed chunk set back to pending (its attempts are kept)",
+                        "failed chunk would be set back to pending (its attempts are kept)",
+                    ),
                 ));
             }
         }
@@ -402,7 +428,8 @@ fn restore_vanished_plan(
         "plan_restored",
         None,
         format!(
-            "the plan was gone after a run that did not end; restored it from {}",
+            "the plan was gone after a run that did not end; {} it from {}",
+            said(opts.dry_run, "restored", "would restore"),
             source.describe()
         ),
     ));
@@ -427,8 +454,10 @@ pub async fn recover_chunk(
     if opts.dry_run {
         return Ok(predict_chunk(&facts, checks, opts.evaluator.is_some(), id));
     }
+    // An interrupted check (or one cut short by a shutdown's budget) decides nothing: the
+    // chunk stays in progress for the next recovery, which runs it again.
     let verified = match wt {
-        Some(wt) if checks => run_check(paths, chunk, wt, opts).await,
+        Some(wt) if checks => run_check(paths, chunk, wt, opts).await?,
         _ => None,
     };
     let (rule_decision, rule_reason) = decide::decide(&facts, verified);
@@ -461,7 +490,10 @@ pub async fn recover_chunk(
                     "rules (the agent's next was refused: verification)".to_string(),
                 ),
                 Ok((d, r)) => (d, r, "agent".to_string()),
-                Err(why) => (
+                Err(evaluator::Unanswered::Interrupted) => {
+                    return Err(RunnerError::Interrupted.into());
+                }
+                Err(evaluator::Unanswered::Unusable(why)) => (
                     rule_decision,
                     rule_reason.clone(),
                     format!("rules (the agent's answer was not used: {why})"),
@@ -500,9 +532,14 @@ pub async fn recover_chunk(
         // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
         crate::failpoint::hit("after_recovery_ref");
         if let Some(r) = &saved_ref {
-            detail.push_str(&format!(
-                "; uncommitted changes saved at {r} and left in the worktree"
-            ));
+            // A restart reset the worktree to the attempt's start (save_partial_work).
+            let reset = decision == Decision::Restart
+                && chunk.last_attempt().and_then(|a| a.start_commit).is_some();
+            detail.push_str(&if reset {
+                format!("; the attempt's work saved at {r}, and the worktree reset to where the attempt started")
+            } else {
+                format!("; uncommitted changes saved at {r} and left in the worktree")
+            });
         }
         let now = crate::clock::now();
         let record = json!({
@@ -639,17 +676,24 @@ fn save_partial_work(
 }
 
 /// Run the chunk's verification command in the worktree: `Some(passed)`, or `None` if it could
-/// not be run.
+/// not be run; `RunnerError::Interrupted` if a signal (or a shutdown's budget) cut it short,
+/// which says nothing about the work.
 async fn run_check(
     paths: &SpecPaths,
     chunk: &Chunk,
     wt: &git2::Repository,
     opts: &RecoverOptions,
-) -> Option<bool> {
-    let check = verification::command_check(chunk)?;
-    let dir = wt.workdir()?;
+) -> anyhow::Result<Option<bool>> {
+    let Some(check) = verification::command_check(chunk) else {
+        return Ok(None);
+    };
+    let Some(dir) = wt.workdir() else {
+        return Ok(None);
+    };
     let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
-    let log_dir = paths.session_dir(&session).ok()?;
+    let Ok(log_dir) = paths.session_dir(&session) else {
+        return Ok(None);
+    };
     let log_path = log_dir.join("verification.log");
     // Like every child runner starts: its own process group, killed whole on a timeout or
     // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
@@ -667,11 +711,23 @@ async fn run_check(
         },
         watch_for: check.expect_output.clone(),
     };
-    let end = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {})
-        .await
-        .ok()?;
+    let Ok(end) = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
+        return Ok(None);
+    };
+    if check_cut_short(&end.ended, opts.shutdown) {
+        return Err(RunnerError::Interrupted.into());
+    }
     // The expected output was searched in the whole stream, as bytes.
-    Some(end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found)
+    Ok(Some(
+        end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found,
+    ))
+}
+
+/// A check stopped by a signal, or by a shutdown's budget (its timeout), did not fail: it
+/// did not finish.
+fn check_cut_short(ended: &crate::session::Ended, shutdown: bool) -> bool {
+    use crate::session::Ended;
+    matches!(ended, Ended::Interrupted { .. }) || (shutdown && *ended == Ended::TimedOut)
 }
 
 /// Partial work a chunk's last finished attempt left, for the next attempt's prompt.

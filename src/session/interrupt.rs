@@ -1,4 +1,4 @@
-//! SIGINT and SIGTERM, counted. The first asks the run to stop (the agent's group gets SIGTERM
+//! SIGINT, SIGTERM and SIGHUP, counted. The first asks the run to stop (the agent's group gets SIGTERM
 //! and a grace period); a second one kills at once.
 
 use std::sync::Arc;
@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+/// Set once `Interrupt::install` listens (for SIGINT, SIGTERM and SIGHUP).
+static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
@@ -17,25 +20,37 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Listen for SIGINT and SIGTERM for the rest of the process. Needs a tokio runtime.
+    /// Listen for SIGINT, SIGTERM and SIGHUP for the rest of the process. Needs a tokio runtime.
     pub fn install() -> anyhow::Result<Interrupt> {
         use tokio::signal::unix::{SignalKind, signal};
         let interrupt = Interrupt::default();
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
+        // A closed terminal (SIGHUP) is a stop like SIGTERM: drained and journaled, not a
+        // death that leaves the agent's work unjudged.
+        let mut hup = signal(SignalKind::hangup())?;
         let me = interrupt.clone();
+        LISTENING.store(true, Ordering::SeqCst);
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
                 me.trigger();
                 // Said at once, before any waiting: the user must know what the signal did.
-                eprintln!("{}", me.message());
+                // (Quietly: a closed stderr must not panic the shutdown.)
+                crate::write_quietly(&mut std::io::stderr(), format_args!("{}\n", me.message()));
             }
         });
         Ok(interrupt)
+    }
+
+    /// Whether `install` handles `sig` (async-signal-safe: one atomic load).
+    pub fn listening(sig: libc::c_int) -> bool {
+        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig)
+            && LISTENING.load(Ordering::SeqCst)
     }
 
     /// How long the agent will be given after the first signal (for the message).
@@ -70,6 +85,19 @@ impl Interrupt {
 
     pub fn is_set(&self) -> bool {
         self.count() > 0
+    }
+
+    /// An interrupt that fires at the next signal after the ones seen so far: work started
+    /// after the first Ctrl-C (the shutdown's own check) still stops at once on a second.
+    /// Needs a tokio runtime.
+    pub fn next_signal(&self) -> Interrupt {
+        let next = Interrupt::default();
+        let (me, fire, seen) = (self.clone(), next.clone(), self.count());
+        tokio::spawn(async move {
+            me.wait_beyond(seen).await;
+            fire.trigger();
+        });
+        next
     }
 
     /// Resolves once at least one interrupt has arrived.

@@ -38,7 +38,12 @@ impl Journal {
         if let Value::Object(extra) = details {
             line.extend(extra);
         }
-        let mut bytes = serde_json::to_vec(&Value::Object(line)).map_err(std::io::Error::other)?;
+        let mut bytes = Vec::with_capacity(256);
+        // A torn last line (runner killed mid-write) would swallow this event: start afresh.
+        if ends_torn(&self.path) {
+            bytes.push(b'\n');
+        }
+        serde_json::to_writer(&mut bytes, &Value::Object(line)).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         // One write with O_APPEND (never through a link): concurrent appenders never
         // interleave within a line.
@@ -48,6 +53,22 @@ impl Journal {
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
         super::safe::append(&self.path, &bytes, false).map_err(super::at(&self.path))
     }
+}
+
+/// Whether the journal's last byte is not a newline (one pread; never through a link). A
+/// journal that is missing, empty or unreadable is not torn.
+fn ends_torn(path: &Path) -> bool {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut last = [0u8; 1];
+    len > 0 && file.read_at(&mut last, len - 1).is_ok_and(|n| n == 1) && last[0] != b'\n'
 }
 
 /// Every event that parses, in order. Lines that do not parse (a torn last line) are skipped.
