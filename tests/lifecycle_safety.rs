@@ -645,3 +645,43 @@ fn a_half_deleted_worktree_and_half_pruned_admin_folder_are_removed_by_recover()
         assert_consistent(&repo, &what);
     }
 }
+
+/// A cut-off discard or merge, then someone keeps working in the spec's worktree: finishing the
+/// operation saves those changes (untracked files included) before it removes the worktree.
+#[test]
+fn changes_made_in_the_worktree_after_a_cut_off_discard_or_merge_are_saved_before_removal() {
+    for (args, point) in [
+        (
+            &["discard", "--spec", SPEC, "--yes"][..],
+            "discard_after_backup",
+        ),
+        (&["merge", "--spec", SPEC, "--yes"][..], "merge_after_ref"),
+    ] {
+        let what = format!("{} killed at {point}", args[0]);
+        let repo = built(false);
+        let out = with_failpoint(&repo, args, point);
+        assert!(killed(&out), "{what}: {}", stderr(&out));
+        std::fs::write(repo.worktree().join("work/core-a.txt"), "late edit\n").unwrap();
+        std::fs::write(repo.worktree().join("late.txt"), "late file\n").unwrap();
+        let out = repo.runner(&["recover", "--spec", SPEC]);
+        assert_exit(&out, 0);
+        assert!(!repo.worktree().exists(), "{what}: the worktree is left");
+        let saved = refs_holding(&repo, "refs/auto-claude", "late.txt", "late file\n");
+        assert_eq!(saved.len(), 1, "{what}: the late untracked file is lost");
+        assert_eq!(
+            git_result(
+                &repo.root,
+                &["show", &format!("{}:work/core-a.txt", saved[0])]
+            )
+            .unwrap(),
+            "late edit\n",
+            "{what}"
+        );
+        assert!(
+            stdout(&out).contains(&saved[0]) || stderr(&out).contains(&saved[0]),
+            "{what}: recover does not say where the changes are: {}",
+            stdout(&out)
+        );
+        assert_consistent(&repo, &what);
+    }
+}

@@ -215,6 +215,11 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
             "Discarded the build of {}; the plan is reset to pending. Backup: {}. Undo with: runner undo --spec {}",
             outcome.spec, outcome.backup, outcome.spec
         );
+        if let Some(r) = &outcome.late_changes {
+            println!(
+                "Changes made in its worktree after the backup were saved to {r} (git checkout {r} -- . brings them back)."
+            );
+        }
     }
     Ok(0)
 }

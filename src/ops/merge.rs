@@ -350,7 +350,7 @@ pub fn finish(
     paths: &SpecPaths,
     intent: &Intent,
     journal: &Journal,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let repo = &ws.main.repo;
     let mode = MergeMode::from_name(intent.mode.as_deref());
     let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
@@ -364,8 +364,9 @@ pub fn finish(
     // Verify before deleting anything.
     verify(repo, mode, &target, new_commit, branch_tip, tree_id)?;
     let cleaned_up = mode != MergeMode::NoCommit && !intent.keep_worktree;
+    let mut saved = None;
     if cleaned_up {
-        lifecycle::remove_own_slot(ws, intent)?;
+        saved = lifecycle::remove_own_slot(ws, intent)?;
         crate::failpoint::hit("merge_worktree_removed");
         if ws.main.branch_tip(&intent.branch) == Some(branch_tip) {
             repo.find_branch(&intent.branch, git2::BranchType::Local)?
@@ -383,9 +384,9 @@ pub fn finish(
     journal.record(
         "merged",
         None,
-        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up}),
+        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up, "late_changes": saved}),
     )?;
-    Ok(())
+    Ok(saved)
 }
 
 fn verify(

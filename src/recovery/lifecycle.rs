@@ -84,10 +84,14 @@ impl Intent {
 /// branch, or it is what a cut-off removal left (registered but its folder gone or no longer
 /// a worktree of that branch, or only git's admin folder left). Another spec's slot, or a folder
 /// git does not know, is never touched.
-pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+///
+/// Changes made in the slot after the operation's backup (someone kept working there while the
+/// operation was cut off) are saved first, to a recovery ref of the spec, whose name is
+/// returned: removing a worktree never loses a file.
+pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<String>> {
     use crate::git::{Slot, SlotState, slot};
     let Some(name) = &intent.slot else {
-        return Ok(());
+        return Ok(None);
     };
     let s = Slot::named(&ws.root, name)
         .with_context(|| format!("{name:?} in the intent record is no worktree slot"))?;
@@ -106,10 +110,66 @@ pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
         // A folder git no longer knows is only removed beside its half-pruned record.
         SlotState::Unregistered => admin_remnant,
     };
+    let mut saved = None;
     if ours {
+        if s.path.exists()
+            && let Ok(wt) = s.open(&ws.main)
+        {
+            saved = save_late_changes(ws, &wt, intent)?;
+        }
         slot::remove_worktree(&ws.main, &s)?;
     }
-    Ok(())
+    Ok(saved)
+}
+
+/// Save the uncommitted state of the operation's worktree `wt` (untracked files included) to
+/// a new recovery ref of the spec, unless there is none or the backup already holds exactly
+/// it. Returns the ref written.
+fn save_late_changes(
+    ws: &Workspace,
+    wt: &git2::Repository,
+    intent: &Intent,
+) -> anyhow::Result<Option<String>> {
+    use crate::git::refs::{next_recovery_ref, ref_component, snapshot_worktree};
+    if crate::git::dirty_paths(wt)?.is_empty() {
+        return Ok(None);
+    }
+    let repo = &ws.main.repo;
+    let tmp = format!("refs/auto-claude/tmp/{}-late", ref_component(&intent.spec));
+    let message = format!(
+        "auto-claude: uncommitted changes of {} found when finishing its {}",
+        intent.spec,
+        op_name(intent.op)
+    );
+    let Some(commit) = snapshot_worktree(wt, &tmp, &message)? else {
+        return Ok(None);
+    };
+    let tree_of = |oid: git2::Oid| repo.find_commit(oid).ok().map(|c| c.tree_id());
+    let backed_up = repo
+        .refname_to_id(&format!("{}/uncommitted", intent.backup))
+        .ok()
+        .and_then(tree_of);
+    let name = if backed_up.is_some() && backed_up == tree_of(commit) {
+        None
+    } else {
+        let name = next_recovery_ref(repo, &intent.spec, &format!("at-{}", op_name(intent.op)))?;
+        repo.reference(&name, commit, false, &message)
+            .with_context(|| format!("creating {name}"))?;
+        Some(name)
+    };
+    crate::failpoint::hit("lifecycle_late_changes_saved");
+    if let Ok(mut r) = repo.find_reference(&tmp) {
+        r.delete()?;
+    }
+    Ok(name)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Merge => "merge",
+        Op::Discard => "discard",
+        Op::Undo => "undo",
+    }
 }
 
 /// Where the target branch of an interrupted merge is now.
@@ -308,11 +368,7 @@ pub fn finish_interrupted(
     let Some(intent) = load(paths)? else {
         return Ok(None);
     };
-    let what = match intent.op {
-        Op::Merge => "merge",
-        Op::Discard => "discard",
-        Op::Undo => "undo",
-    };
+    let what = op_name(intent.op);
     let direction = direction(&intent, observe(ws, &intent));
     let done = |rolled_back: bool, message: String| {
         Ok(Some(Finished {
@@ -332,13 +388,19 @@ pub fn finish_interrupted(
     match direction {
         Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
         Direction::Forward => {
-            match intent.op {
+            let saved = match intent.op {
                 Op::Merge => crate::ops::merge::finish(ws, paths, &intent, journal)?,
                 Op::Discard => crate::ops::discard::finish(ws, paths, &intent, journal)?,
-                Op::Undo => crate::ops::undo::finish(ws, paths, &intent, journal)?,
-            }
+                Op::Undo => {
+                    crate::ops::undo::finish(ws, paths, &intent, journal)?;
+                    None
+                }
+            };
             clear(paths)?;
-            done(false, format!("finished an interrupted {what}"))
+            let saved = saved
+                .map(|r| format!("; uncommitted changes found in its worktree were saved to {r} (git checkout {r} -- . brings them back)"))
+                .unwrap_or_default();
+            done(false, format!("finished an interrupted {what}{saved}"))
         }
         Direction::Back => {
             if intent.op == Op::Merge {
