@@ -685,3 +685,107 @@ fn changes_made_in_the_worktree_after_a_cut_off_discard_or_merge_are_saved_befor
         assert_consistent(&repo, &what);
     }
 }
+
+/// A merge killed while it wrote the main worktree's files, then `recover`: every path the merge
+/// writes is put back (files, index entries), whatever was found there — half written, edited
+/// since, deleted, a symlink, a submodule, a file through `core.autocrlf` — and any content that
+/// was neither the old nor the merged version is saved first to a recovery ref it names.
+#[test]
+fn a_merge_cut_off_while_writing_files_is_rolled_back_whatever_it_left() {
+    let half_written = |repo: &TestRepo| {
+        // libgit2 writes a file in place: a kill leaves a truncated one, in no tree.
+        std::fs::write(repo.path("work/core-a.txt"), "tru").unwrap();
+    };
+    let deleted = |repo: &TestRepo| {
+        std::fs::remove_file(repo.path("work/core-a.txt")).unwrap();
+    };
+    let nothing = |_: &TestRepo| {};
+    type Setup = fn(&TestRepo);
+    let cases: [(&str, Setup, Setup, Option<&str>); 5] = [
+        ("half-written", |_| {}, half_written, Some("tru")),
+        ("deleted since", |_| {}, deleted, None),
+        (
+            "symlink and submodule",
+            |repo| {
+                let wt = repo.worktree();
+                std::os::unix::fs::symlink("core-a.txt", wt.join("work/link")).unwrap();
+                let sub = git_in(&wt, &["rev-parse", "HEAD"]).trim().to_string();
+                git_in(
+                    &wt,
+                    &[
+                        "update-index",
+                        "--add",
+                        "--cacheinfo",
+                        &format!("160000,{sub},sub"),
+                    ],
+                );
+                git_in(&wt, &["add", "work/link"]);
+                git_in(&wt, &["commit", "-qm", "link and submodule"]);
+            },
+            nothing,
+            None,
+        ),
+        (
+            "autocrlf",
+            |repo| {
+                repo.git(&["config", "core.autocrlf", "true"]);
+            },
+            nothing,
+            None,
+        ),
+        (
+            "autocrlf, half-written",
+            |repo| {
+                repo.git(&["config", "core.autocrlf", "true"]);
+            },
+            half_written,
+            Some("tru"),
+        ),
+    ];
+    for (what, before_merge, after_kill, saved_content) in cases {
+        let repo = built(false);
+        before_merge(&repo);
+        let main_before = main_state(&repo);
+        let out = with_failpoint(
+            &repo,
+            &["merge", "--spec", SPEC, "--yes"],
+            "merge_files_written",
+        );
+        assert!(killed(&out), "{what}: {}", stderr(&out));
+        after_kill(&repo);
+        let out = repo.runner(&["recover", "--spec", SPEC]);
+        assert_exit(&out, 0);
+        assert_eq!(main_state(&repo).1, main_before.1, "{what}: files left");
+        assert_eq!(
+            repo.git(&["diff", "--cached", "--name-only", "HEAD"])
+                .trim(),
+            "",
+            "{what}: the index keeps merged entries"
+        );
+        assert!(!repo.path("work").exists(), "{what}: merged files left");
+        let saved = repo.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/recovery",
+        ]);
+        match saved_content {
+            Some(content) => {
+                let saved = refs_holding(
+                    &repo,
+                    "refs/auto-claude/recovery",
+                    "work/core-a.txt",
+                    content,
+                );
+                assert_eq!(saved.len(), 1, "{what}: the half-written file is not saved");
+                assert!(stdout(&out).contains(&saved[0]), "{what}: {}", stdout(&out));
+            }
+            None => assert_eq!(
+                saved.trim(),
+                "",
+                "{what}: saved a file that was the merge's"
+            ),
+        }
+        assert_consistent(&repo, what);
+        assert_exit(&repo.runner(&["merge", "--spec", SPEC, "--yes"]), 0);
+    }
+}

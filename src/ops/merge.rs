@@ -260,8 +260,9 @@ pub fn merge(
     // the ref moved puts back whatever was written: nothing of a refused merge remains.
     if let Err(e) = land(ws, &intent, &tree, new_commit, target_tip) {
         return Err(match roll_back_refused(ws, paths, &intent) {
-            Ok(()) => e.context(format!(
-                "merging into {target} failed; the files, the index and {target} were put back as they were"
+            Ok(saved) => e.context(format!(
+                "merging into {target} failed; the files, the index and {target} were put back as they were{}",
+                saved_note(saved.as_deref())
             )),
             Err(undo_err) => e.context(format!(
                 "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
@@ -318,18 +319,24 @@ fn land(
 }
 
 /// After a failure before the point of no return: files back, backup and intent gone.
-fn roll_back_refused(ws: &Workspace, paths: &SpecPaths, intent: &Intent) -> anyhow::Result<()> {
-    roll_back(ws, intent)?;
+fn roll_back_refused(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+) -> anyhow::Result<Option<String>> {
+    let saved = roll_back(ws, intent)?;
     backup::delete(&ws.main.repo, &intent.backup)?;
-    lifecycle::clear(paths)
+    lifecycle::clear(paths)?;
+    Ok(saved)
 }
 
 /// Put the main worktree's files and index back to the target's old tree, for the paths the
-/// merge changes only, and only where they are still the old or the merged version (anything
-/// else was written by someone since, and is left for a person).
-pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+/// merge changes only. A file there that is neither its old nor its merged version (cut off
+/// half-written, or written by someone since) is saved to a recovery ref first, whose name is
+/// returned.
+pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<String>> {
     if !intent.main_files {
-        return Ok(());
+        return Ok(None);
     }
     let oid = |s: &Option<String>| -> anyhow::Result<Oid> {
         Ok(Oid::from_str(
@@ -337,9 +344,9 @@ pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
         )?)
     };
     let repo = &ws.main.repo;
-    let before = repo.find_commit(oid(&intent.target_before)?)?.tree()?;
+    let before = repo.find_commit(oid(&intent.target_before)?)?;
     let merged = repo.find_tree(oid(&intent.merged_tree)?)?;
-    crate::git::merge::restore_paths(repo, &ws.root, &before, &merged)
+    crate::git::merge::restore_paths(repo, &ws.root, &before, &merged, &intent.spec)
 }
 
 /// The steps after the point of no return, each skipped if already done, so that recovery can
@@ -415,6 +422,17 @@ fn verify(
             "the merge result on {target} does not contain the branch's work as expected; nothing was deleted"
         ))
     }
+}
+
+/// What a rollback says about the files it saved before putting them back.
+pub fn saved_note(saved: Option<&str>) -> String {
+    saved
+        .map(|r| {
+            format!(
+                " (files found changed were saved first to {r}; `git show --stat {r}` lists them)"
+            )
+        })
+        .unwrap_or_default()
 }
 
 fn merge_message(spec: &str, plan: Option<&Plan>, squash: bool) -> String {

@@ -403,17 +403,25 @@ pub fn finish_interrupted(
             done(false, format!("finished an interrupted {what}{saved}"))
         }
         Direction::Back => {
-            if intent.op == Op::Merge {
-                crate::ops::merge::roll_back(ws, &intent)?;
-            }
+            let saved = if intent.op == Op::Merge {
+                crate::ops::merge::roll_back(ws, &intent)?
+            } else {
+                None
+            };
             crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
             clear(paths)?;
             journal.record(
                 "lifecycle_rolled_back",
                 None,
-                serde_json::json!({"op": what, "backup": intent.backup}),
+                serde_json::json!({"op": what, "backup": intent.backup, "saved": saved}),
             )?;
-            done(true, format!("rolled back an interrupted {what}"))
+            done(
+                true,
+                format!(
+                    "rolled back an interrupted {what}{}",
+                    crate::ops::merge::saved_note(saved.as_deref())
+                ),
+            )
         }
     }
 }
