@@ -789,3 +789,35 @@ fn a_merge_cut_off_while_writing_files_is_rolled_back_whatever_it_left() {
         assert_exit(&repo.runner(&["merge", "--spec", SPEC, "--yes"]), 0);
     }
 }
+
+/// An undo of a merge killed while it put the target's files back (the index, written last,
+/// still the merge's; a file half-written): `recover` finishes it, saving the stray content.
+#[test]
+fn an_undo_cut_off_during_its_checkout_is_finished_by_recover() {
+    let repo = built(false);
+    let main_before = main_state(&repo);
+    assert_exit(&repo.runner(&["merge", "--spec", SPEC, "--yes"]), 0);
+    let out = with_failpoint(&repo, &["undo", "--spec", SPEC], "undo_target_files_reset");
+    assert!(killed(&out), "{}", stderr(&out));
+    // Cut off before libgit2 wrote the index: it still holds the merge's tree.
+    repo.git(&["read-tree", "HEAD"]);
+    std::fs::create_dir_all(repo.path("work")).unwrap();
+    std::fs::write(repo.path("work/core-a.txt"), "half").unwrap();
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 0);
+    assert_eq!(main_state(&repo).0, main_before.0, "main not put back");
+    assert_eq!(main_state(&repo).1, main_before.1, "files left");
+    assert_eq!(
+        refs_holding(
+            &repo,
+            "refs/auto-claude/recovery",
+            "work/core-a.txt",
+            "half"
+        )
+        .len(),
+        1,
+        "the stray content is not saved"
+    );
+    assert!(rev(&repo, &branch(SPEC)).is_some(), "branch not restored");
+    assert_consistent(&repo, "undo cut off during its checkout");
+}

@@ -123,14 +123,15 @@ fn on_disk(repo: &Repository, root: &std::path::Path, rel: &std::path::Path) -> 
 /// back to `before` in the main worktree at `root`, removing files `before` lacks. A path whose
 /// content is neither its `before` nor its `merged` version (a file the merge was cut off while
 /// writing, or one someone wrote since) is first saved, with everything under it, in a commit
-/// on top of `before`'s commit `before_commit`, at a new recovery ref of `spec` (returned):
-/// nothing is lost, and the rollback never blocks.
+/// on top of `before`'s commit `before_commit`, at a new recovery ref of `spec` (returned) named
+/// after `what` (`merge-rollback`, `undo`): nothing is lost, and the rollback never blocks.
 pub fn restore_paths(
     repo: &Repository,
     root: &std::path::Path,
     before_commit: &git2::Commit,
     merged: &git2::Tree,
     spec: &str,
+    what: &str,
 ) -> anyhow::Result<Option<String>> {
     let before = before_commit.tree()?;
     let paths = changed_paths(repo, &before, merged)?;
@@ -150,7 +151,7 @@ pub fn restore_paths(
     let saved = if foreign.is_empty() {
         None
     } else {
-        Some(save_paths(repo, root, &foreign, before_commit, spec)?)
+        Some(save_paths(repo, root, &foreign, before_commit, spec, what)?)
     };
     crate::failpoint::hit("merge_rollback_saved");
     let mut checkout = git2::build::CheckoutBuilder::new();
@@ -198,6 +199,7 @@ fn save_paths(
     paths: &[&std::path::PathBuf],
     parent: &git2::Commit,
     spec: &str,
+    what: &str,
 ) -> anyhow::Result<String> {
     let mut index = git2::Index::new()?;
     let mut stack: Vec<std::path::PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
@@ -245,7 +247,7 @@ fn save_paths(
     let message =
         format!("auto-claude: files found when rolling back the interrupted merge of {spec}");
     let commit = repo.commit(None, &sig, &sig, &message, &tree, &[parent])?;
-    let name = super::refs::next_recovery_ref(repo, spec, "at-merge-rollback")?;
+    let name = super::refs::next_recovery_ref(repo, spec, &format!("at-{what}"))?;
     repo.reference(&name, commit, false, &message)
         .with_context(|| format!("creating {name}"))?;
     Ok(name)

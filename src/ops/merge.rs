@@ -109,7 +109,7 @@ pub fn merge(
             return Err(RunnerError::NeedsHuman(format!(
                 "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
                 slot.path.display(),
-                dirty.join(", "),
+                super::capped_list(&dirty),
                 paths.name
             ))
             .into());
@@ -130,7 +130,7 @@ pub fn merge(
                 return Err(RunnerError::NeedsHuman(format!(
                     "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
                     ws.root.display(),
-                    dirty.join(", ")
+                    super::capped_list(&dirty)
                 ))
                 .into());
             }
@@ -346,7 +346,14 @@ pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<Strin
     let repo = &ws.main.repo;
     let before = repo.find_commit(oid(&intent.target_before)?)?;
     let merged = repo.find_tree(oid(&intent.merged_tree)?)?;
-    crate::git::merge::restore_paths(repo, &ws.root, &before, &merged, &intent.spec)
+    crate::git::merge::restore_paths(
+        repo,
+        &ws.root,
+        &before,
+        &merged,
+        &intent.spec,
+        "merge-rollback",
+    )
 }
 
 /// The steps after the point of no return, each skipped if already done, so that recovery can

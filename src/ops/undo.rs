@@ -69,7 +69,7 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     };
     // Refusals before anything changes.
     if b.meta.kind == "merge" {
-        target_undo(ws, &b)?;
+        target_undo(ws, &b, false)?;
     }
     let mut intent = Intent {
         branch_tip: b.meta.branch_tip.clone(),
@@ -120,8 +120,19 @@ fn undo_backup(
     let mut notes = Vec::new();
     let mut reset_target = None;
     if b.meta.kind == "merge" {
-        let action = target_undo(ws, b)?;
-        reset_target = Some(apply_target_undo(ws, b, action)?);
+        let action = target_undo(ws, b, intent.resetting_target)?;
+        if matches!(action, TargetUndo::CheckoutThenRef { .. }) && !intent.resetting_target {
+            // From here on a cut-off undo resumes the checkout, whatever it left.
+            intent.resetting_target = true;
+            lifecycle::record(paths, intent)?;
+        }
+        let (target, saved) = apply_target_undo(ws, b, action)?;
+        if let Some(r) = saved {
+            notes.push(format!(
+                "files of {target} found changed on the merge's paths were saved to {r} before being put back (`git show --stat {r}` lists them)"
+            ));
+        }
+        reset_target = Some(target);
     }
     crate::failpoint::hit("undo_target_reset");
     let branch = b.meta.branch.clone();
@@ -217,8 +228,10 @@ enum TargetUndo {
 }
 
 /// Decide how to put a merge's target back, or refuse: only if nothing was committed on top,
-/// and never over changes someone made since.
-fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
+/// and never over changes someone made since. `resuming`: this undo already started putting
+/// the files back (its intent says so), so the main worktree's changes on the merge's paths
+/// are its own half-done checkout (anything else found there is saved before it is replaced).
+fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<TargetUndo> {
     let repo = &ws.main.repo;
     let target = b
         .meta
@@ -249,7 +262,7 @@ fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
                 return Ok(TargetUndo::RefOnly { before, after });
             }
             let dirty = dirty_paths(repo)?;
-            if dirty.is_empty() {
+            if dirty.is_empty() || resuming {
                 crate::ops::discard::refuse_if_index_locked(repo.path())?;
                 return Ok(TargetUndo::CheckoutThenRef { before, after });
             }
@@ -260,7 +273,7 @@ fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
             }
             Err(RunnerError::NeedsHuman(format!(
                 "{target} is checked out with uncommitted changes ({}); commit or stash them first",
-                dirty.join(", ")
+                crate::ops::capped_list(&dirty)
             ))
             .into())
         }
@@ -315,7 +328,12 @@ fn has_unstaged(repo: &git2::Repository) -> anyhow::Result<bool> {
     }))
 }
 
-fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::Result<String> {
+/// Put the target back; returns its name and the recovery ref of any files saved first.
+fn apply_target_undo(
+    ws: &Workspace,
+    b: &Backup,
+    action: TargetUndo,
+) -> anyhow::Result<(String, Option<String>)> {
     let repo = &ws.main.repo;
     let target = b
         .meta
@@ -323,12 +341,21 @@ fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::
         .clone()
         .context("merge backup without a target")?;
     let target_ref = format!("refs/heads/{target}");
+    let mut saved = None;
     match action {
         TargetUndo::CheckoutThenRef { before, after } => {
-            let tree = repo.find_commit(before)?.into_object();
-            let mut checkout = git2::build::CheckoutBuilder::new();
-            checkout.safe();
-            repo.checkout_tree(&tree, Some(&mut checkout))?;
+            // Only the merge's paths change; a file there that is neither the merged nor the
+            // old version (this undo cut off mid-write, or edited since) is saved first.
+            let before_commit = repo.find_commit(before)?;
+            let after_tree = repo.find_commit(after)?.tree()?;
+            saved = crate::git::merge::restore_paths(
+                repo,
+                &ws.root,
+                &before_commit,
+                &after_tree,
+                &b.meta.spec,
+                "undo",
+            )?;
             crate::failpoint::hit("undo_target_files_reset");
             repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
         }
@@ -341,7 +368,7 @@ fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::
         }
         TargetUndo::Nothing => {}
     }
-    Ok(target)
+    Ok((target, saved))
 }
 
 /// Put the spec's worktree back if its slot is free; a discard's uncommitted changes go back

@@ -56,6 +56,11 @@ pub struct Intent {
     /// Undo: the slot was missing and undo is creating it (anything found there is its own).
     #[serde(default)]
     pub creating_slot: bool,
+    /// Undo of a merge: it started putting the target's old files back in the main worktree
+    /// (whatever differs there from the merge result on the merge's paths is its own half-done
+    /// work, or is saved before being overwritten).
+    #[serde(default)]
+    pub resetting_target: bool,
 }
 
 impl Intent {
@@ -76,6 +81,7 @@ impl Intent {
             main_files: false,
             keep_worktree: false,
             creating_slot: false,
+            resetting_target: false,
         }
     }
 }
