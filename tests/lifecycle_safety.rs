@@ -821,3 +821,49 @@ fn an_undo_cut_off_during_its_checkout_is_finished_by_recover() {
     assert!(rev(&repo, &branch(SPEC)).is_some(), "branch not restored");
     assert_consistent(&repo, "undo cut off during its checkout");
 }
+
+/// While someone holds the main worktree (another merge or undo), a merge or undo into the
+/// checked-out target refuses at once with exit 4, naming the lock, and changes nothing.
+#[test]
+fn a_merge_or_undo_while_another_changes_the_main_worktree_is_refused_as_busy() {
+    let repo = built(false);
+    let lock = repo.path(".auto-claude/main-worktree.lock");
+    // -o: `sleep` does not inherit the lock, so killing `flock` releases it.
+    let mut holder = std::process::Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    wait_for("the lock to be held", || {
+        std::process::Command::new("flock")
+            .args(["-n"])
+            .arg(&lock)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    let before = main_state(&repo);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    for args in [
+        &["merge", "--spec", SPEC, "--yes"][..],
+        &["undo", "--spec", SPEC][..],
+    ] {
+        let out = repo.runner(args);
+        assert_exit(&out, 4);
+        assert!(
+            stderr(&out).contains("main-worktree.lock"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(main_state(&repo), before, "{args:?}");
+        assert_eq!(
+            repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+            refs,
+            "{args:?}"
+        );
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_exit(&repo.runner(&["merge", "--spec", SPEC, "--yes"]), 0);
+}

@@ -68,8 +68,10 @@ pub fn merge(
     keep_worktree: bool,
     journal: &Journal,
 ) -> anyhow::Result<MergeOutcome> {
+    // One merge or undo at a time changes the main worktree (held until this one returns).
+    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
     // A merge of this spec cut off past its point of no return is finished: that is this one.
-    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
         && done.op == Op::Merge
         && !done.rolled_back
     {

@@ -36,7 +36,8 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     // A merge or discard cut off before its point of no return is rolled back: that is its
     // undo, and nothing older is undone with it.
     // An undo cut off is finished: that is what was asked again.
-    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
+    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
         && (done.op == Op::Undo || done.rolled_back)
     {
         return Ok(UndoOutcome {

@@ -363,16 +363,68 @@ impl std::fmt::Display for Finished {
     }
 }
 
+/// Take the main worktree's lock (see `Workspace::main_worktree_lock`) for `spec`, or refuse
+/// at once (exit 4) naming its holder: runner never waits.
+pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::store::FileLock> {
+    let path = ws.main_worktree_lock();
+    let Some(lock) = crate::store::FileLock::try_acquire(&path)? else {
+        return Err(crate::error::RunnerError::Busy(format!(
+            "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
+            ws.root.display(),
+            path.display(),
+            crate::ops::run::describe_holder(&path)
+        ))
+        .into());
+    };
+    let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
+    lock.write_holder(&crate::ops::run::new_holder(&run_id, Some(spec)))?;
+    Ok(lock)
+}
+
+/// Whether finishing or rolling back `intent` may change the main worktree.
+fn touches_main_worktree(intent: &Intent) -> bool {
+    match intent.op {
+        Op::Merge => intent.main_files,
+        Op::Undo => true,
+        Op::Discard => false,
+    }
+}
+
 /// Finish or roll back the spec's interrupted merge, discard or undo, if there is one. The
-/// caller holds the spec's run lock. Returns what was done, for the report.
+/// caller holds the spec's run lock; the main worktree's lock is taken here when the operation
+/// touches it. Returns what was done, for the report.
 pub fn finish_interrupted(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
     dry_run: bool,
 ) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, dry_run, false)
+}
+
+/// `finish_interrupted` for a caller that already holds the main worktree's lock.
+pub fn finish_interrupted_holding_main(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, false, true)
+}
+
+fn finish_interrupted_inner(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    dry_run: bool,
+    holding_main: bool,
+) -> anyhow::Result<Option<Finished>> {
     let Some(intent) = load(paths)? else {
         return Ok(None);
+    };
+    let _main_lock = if !dry_run && !holding_main && touches_main_worktree(&intent) {
+        Some(lock_main_worktree(ws, &paths.name)?)
+    } else {
+        None
     };
     let what = op_name(intent.op);
     let direction = direction(&intent, observe(ws, &intent));
