@@ -867,3 +867,51 @@ fn a_merge_or_undo_while_another_changes_the_main_worktree_is_refused_as_busy() 
     holder.wait().unwrap();
     assert_exit(&repo.runner(&["merge", "--spec", SPEC, "--yes"]), 0);
 }
+
+/// A record naming a glob or an old-style (shared) backup name, for a merge or discard, is
+/// refused: every backup of this spec and of the spec sharing its old name stays.
+#[test]
+fn an_intent_record_with_a_glob_or_a_shared_old_name_deletes_no_backup() {
+    let repo = TestRepo::new();
+    repo.add_spec(DOT);
+    repo.add_spec(UNDERSCORE);
+    for spec in [DOT, UNDERSCORE] {
+        assert_exit(&repo.run_spec(spec, &[]), 0);
+        assert_exit(&repo.runner(&["discard", "--spec", spec, "--yes"]), 0);
+    }
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    write_legacy_backup(&repo, UNDERSCORE, "20200101T000000Z", head.trim(), "{}");
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let own = spec_component(
+        repo.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/backup",
+        ])
+        .lines()
+        .find(|r| r.contains("%2E"))
+        .unwrap(),
+    );
+    for backup in [
+        format!("refs/auto-claude/backup/{own}/*"),
+        format!("refs/auto-claude/backup/{own}/2026*"),
+        "refs/auto-claude/backup/001-a_b/20200101T000000Z".to_string(),
+    ] {
+        let record = serde_json::json!({
+            "op": "discard", "spec": DOT, "backup": backup,
+            "branch": branch(DOT), "branch_tip": null,
+        });
+        std::fs::write(
+            repo.spec_dir(DOT).join("lifecycle.json"),
+            record.to_string(),
+        )
+        .unwrap();
+        let out = repo.runner(&["recover", "--spec", DOT]);
+        assert_exit(&out, 3);
+        assert_eq!(
+            repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+            refs,
+            "{backup}: refs deleted"
+        );
+    }
+}

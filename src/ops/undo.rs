@@ -104,8 +104,31 @@ pub fn finish(
         Some(b) => {
             undo_backup(ws, paths, journal, &b, &mut intent.clone())?;
         }
-        // Its meta ref moved to `undone/` (moved last): only the other refs may be left.
-        None => backup::move_to_undone(repo, &intent.backup)?,
+        // Its meta ref moved to `undone/` (moved last): only the other refs may be left, if
+        // that backup is this spec's own (an old-style name may be shared by two specs).
+        None => {
+            let undone_meta = format!(
+                "{}/meta",
+                intent
+                    .backup
+                    .replacen(backup::BACKUP_PREFIX, backup::UNDONE_PREFIX, 1)
+            );
+            let own = repo
+                .find_reference(&undone_meta)
+                .ok()
+                .and_then(|r| backup::read_backup(repo, &r))
+                .is_some_and(|b| b.meta.spec == paths.name);
+            if !own {
+                return Err(RunnerError::NeedsHuman(format!(
+                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed. Check `runner undo --list`, then delete {}",
+                    paths.name,
+                    intent.backup,
+                    lifecycle::intent_path(paths).display()
+                ))
+                .into());
+            }
+            backup::move_to_undone(repo, &intent.backup)?
+        }
     }
     Ok(())
 }

@@ -308,14 +308,19 @@ pub fn foreign_names(intent: &Intent, spec: &str) -> Option<String> {
     if intent.branch != crate::git::branch_for(spec) {
         return Some(format!("names the branch {:?}", intent.branch));
     }
-    let own_backup = [ref_component(spec), legacy_ref_component(spec)]
-        .iter()
-        .any(|c| {
-            intent
-                .backup
-                .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
-                .is_some_and(|stamp| !stamp.is_empty() && !stamp.contains('/'))
-        });
+    // Exactly the prefix runner computes from the spec and a stamp it makes. A merge or
+    // discard writes new-style names only; an undo may undo a backup written under the old
+    // (shared) component, and checks that backup's own record names this spec.
+    let mut components = vec![ref_component(spec)];
+    if intent.op == Op::Undo {
+        components.push(legacy_ref_component(spec));
+    }
+    let own_backup = components.iter().any(|c| {
+        intent
+            .backup
+            .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
+            .is_some_and(crate::git::backup::is_stamp)
+    });
     if !own_backup {
         return Some(format!("names {:?}, no backup of this spec", intent.backup));
     }
@@ -548,7 +553,7 @@ mod tests {
             ..Intent::new(
                 op,
                 "001-x",
-                "refs/auto-claude/backup/001-x/s".into(),
+                "refs/auto-claude/backup/001-x/20261123T040000Z".into(),
                 "auto-claude/001-x".into(),
             )
         }
@@ -625,6 +630,9 @@ mod tests {
             "refs/auto-claude/backup/001-x",
             "refs/auto-claude/backup/001-x/a/b",
             "refs/auto-claude/backup/001-xy/s",
+            "refs/auto-claude/backup/001-x/*",
+            "refs/auto-claude/backup/001-x/20261123T040000Z-*",
+            "refs/auto-claude/backup/001-x/s",
         ] {
             let bad = Intent {
                 backup: backup.into(),
