@@ -915,3 +915,16 @@ fn an_intent_record_with_a_glob_or_a_shared_old_name_deletes_no_backup() {
         );
     }
 }
+
+/// A spec with a branch but no plan merges whole: nothing is left half-done for recover.
+#[test]
+fn a_spec_without_a_plan_merges_and_leaves_no_intent() {
+    let repo = built(false);
+    let tip = rev(&repo, &branch(SPEC)).unwrap();
+    std::fs::remove_file(repo.plan_path(SPEC)).unwrap();
+    let out = repo.runner(&["merge", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 0);
+    repo.git(&["merge-base", "--is-ancestor", &tip, "main"]);
+    assert_consistent(&repo, "merged without a plan");
+    assert_exit(&repo.runner(&["recover"]), 0);
+}

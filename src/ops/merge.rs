@@ -389,13 +389,16 @@ pub fn finish(
                 .delete()?;
         }
         crate::failpoint::hit("merge_branch_deleted");
-        paths.plan.update(|plan| {
+        // A spec merged without a plan (its branch is all there is) has none to mark.
+        if paths.plan.exists() {
+            paths.plan.update(|plan| {
             plan.set_field(
                 "merged",
                 json!({"into": target, "commit": new_commit.map(|c| c.to_string()), "mode": mode.as_str(), "at": crate::clock::now(), "backup": intent.backup}),
             );
             Ok(())
         })?;
+        }
     }
     journal.record(
         "merged",
