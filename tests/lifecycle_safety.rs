@@ -928,3 +928,45 @@ fn a_spec_without_a_plan_merges_and_leaves_no_intent() {
     assert_consistent(&repo, "merged without a plan");
     assert_exit(&repo.runner(&["recover"]), 0);
 }
+
+/// One spec's interrupted operation that fails to finish is reported with that spec; the
+/// other specs' are still finished.
+#[test]
+fn recover_reports_a_spec_whose_interrupted_operation_fails_and_goes_on_with_the_others() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-a");
+    repo.add_spec("002-b");
+    let main = repo.git(&["rev-parse", "main"]).trim().to_string();
+    let broken = serde_json::json!({
+        "op": "merge", "spec": "001-a", "backup": "refs/auto-claude/backup/001-a/20260101T000000Z",
+        "branch": branch("001-a"), "branch_tip": main, "mode": "merge", "target": "main",
+        "target_before": main, "target_after": null, "merged_tree": "not an object id",
+        "main_files": true,
+    });
+    std::fs::write(
+        repo.spec_dir("001-a").join("lifecycle.json"),
+        broken.to_string(),
+    )
+    .unwrap();
+    let fine = serde_json::json!({
+        "op": "discard", "spec": "002-b", "backup": "refs/auto-claude/backup/002-b/20260101T000000Z",
+        "branch": branch("002-b"), "branch_tip": null,
+    });
+    std::fs::write(
+        repo.spec_dir("002-b").join("lifecycle.json"),
+        fine.to_string(),
+    )
+    .unwrap();
+    let out = repo.runner(&["recover"]);
+    assert_exit(&out, 3);
+    assert!(
+        !repo.spec_dir("002-b").join("lifecycle.json").exists(),
+        "the other spec's operation was not finished: {}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("001-a") && stdout(&out).contains("recover --spec 001-a"),
+        "{}",
+        stdout(&out)
+    );
+}

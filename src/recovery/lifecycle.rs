@@ -515,7 +515,20 @@ pub fn finish_all(
             Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::NEEDS_HUMAN => {
                 ("lifecycle_needs_human", format!("{e:#}"))
             }
-            Err(e) => return Err(e),
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::BUSY => {
+                ("lifecycle_busy", format!("{e:#}"))
+            }
+            // One spec's failure is reported with it; the others are still recovered.
+            Err(e) => (
+                "lifecycle_needs_human",
+                format!(
+                    "finishing its interrupted {} failed: {e:#}. Fix that, then `runner recover --spec {name}` tries again",
+                    load(&paths)
+                        .ok()
+                        .flatten()
+                        .map_or("operation", |i| op_name(i.op))
+                ),
+            ),
         };
         out.insert(
             name.clone(),
@@ -535,6 +548,8 @@ pub fn finish_all(
 pub fn add_to_report(report: &mut super::SpecRecovery, action: super::Action) {
     if action.kind == "lifecycle_needs_human" {
         report.outcome = "needs_human".into();
+    } else if action.kind == "lifecycle_busy" {
+        report.outcome = "busy".into();
     } else if report.outcome == "clean" {
         report.outcome = "recovered".into();
     }
