@@ -970,3 +970,41 @@ fn recover_reports_a_spec_whose_interrupted_operation_fails_and_goes_on_with_the
         stdout(&out)
     );
 }
+
+/// Lock files git left when the operation was SIGKILLed are removed by `recover`, which then
+/// finishes the operation; a lock still held by a live process stops it (exit 3) naming it.
+#[test]
+fn stale_git_locks_left_by_a_killed_operation_do_not_block_its_recovery() {
+    let repo = built(false);
+    let out = with_failpoint(
+        &repo,
+        &["discard", "--spec", SPEC, "--yes"],
+        "discard_after_backup",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    let index_lock = repo.path(".git/worktrees/auto-claude/index.lock");
+    let branch_lock = repo.path(&format!(".git/refs/heads/auto-claude/{SPEC}.lock"));
+    std::fs::write(&branch_lock, "").unwrap();
+    std::fs::write(&index_lock, "").unwrap();
+    // Held: a live process has it open.
+    let mut holder = std::process::Command::new("sleep")
+        .arg("30")
+        .stdin(std::fs::File::open(&index_lock).unwrap())
+        .spawn()
+        .unwrap();
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 3);
+    assert!(stdout(&out).contains("index.lock"), "{}", stdout(&out));
+    assert!(
+        rev(&repo, &branch(SPEC)).is_some(),
+        "acted despite a held lock"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // Stale now: removed, and the discard finished.
+    let out = repo.runner(&["recover", "--spec", SPEC]);
+    assert_exit(&out, 0);
+    assert!(!index_lock.exists() && !branch_lock.exists());
+    assert_eq!(rev(&repo, &branch(SPEC)), None);
+    assert_consistent(&repo, "discard recovered past stale locks");
+}

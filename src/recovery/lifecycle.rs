@@ -386,6 +386,55 @@ pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::s
     Ok(lock)
 }
 
+/// The git lock files finishing or rolling back `intent` may meet: the spec's refs and slot
+/// (as `recover` repairs them), the main worktree's index and HEAD if it touches them, the
+/// target's ref, the backup's moved refs.
+fn git_locks_of(ws: &Workspace, intent: &Intent) -> Vec<PathBuf> {
+    let common = ws.main.repo.commondir().to_path_buf();
+    let slot_git_dir = intent
+        .slot
+        .as_deref()
+        .and_then(|n| crate::git::Slot::named(&ws.root, n))
+        .map(|s| crate::git::slot::admin_dir(&ws.main, &s));
+    let mut out = super::repair::lock_candidates(&common, slot_git_dir.as_deref(), &intent.spec);
+    if touches_main_worktree(intent) {
+        let git_dir = ws.main.repo.path();
+        out.extend(["index.lock", "HEAD.lock", "ORIG_HEAD.lock"].map(|n| git_dir.join(n)));
+    }
+    if let Some(t) = &intent.target {
+        out.push(common.join("refs/heads").join(format!("{t}.lock")));
+    }
+    let undone = common
+        .join("refs/auto-claude/undone")
+        .join(crate::git::refs::ref_component(&intent.spec));
+    if let Some(stamp) = intent.backup.rsplit('/').next() {
+        out.push(undone.join(stamp).join("meta.lock"));
+        for n in crate::git::backup::REF_NAMES {
+            out.push(undone.join(stamp).join(format!("{n}.lock")));
+        }
+    }
+    out.retain(|p| p.symlink_metadata().is_ok());
+    out
+}
+
+/// Remove the git lock files a SIGKILLed operation left (nobody holds them open); one still
+/// held stops the recovery (exit 3, nothing changed) naming it.
+fn clear_stale_git_locks(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+    for lock in git_locks_of(ws, intent) {
+        if super::repair::stale_lock(&lock, false).is_none() && lock.exists() {
+            return Err(crate::error::RunnerError::NeedsHuman(format!(
+                "{} is held by a running git command; the interrupted {} of {} was left as it is. Wait for that command to finish (or stop it), then `runner recover --spec {}`",
+                lock.display(),
+                op_name(intent.op),
+                intent.spec,
+                intent.spec
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Whether finishing or rolling back `intent` may change the main worktree.
 fn touches_main_worktree(intent: &Intent) -> bool {
     match intent.op {
@@ -431,6 +480,9 @@ fn finish_interrupted_inner(
     } else {
         None
     };
+    if !dry_run {
+        clear_stale_git_locks(ws, &intent)?;
+    }
     let what = op_name(intent.op);
     let direction = direction(&intent, observe(ws, &intent));
     let done = |rolled_back: bool, message: String| {
