@@ -1008,3 +1008,22 @@ fn stale_git_locks_left_by_a_killed_operation_do_not_block_its_recovery() {
     assert_eq!(rev(&repo, &branch(SPEC)), None);
     assert_consistent(&repo, "discard recovered past stale locks");
 }
+
+/// A merge cut off after its ref moved, then commits made on top of the target: the merge
+/// landed, and `recover` finishes it.
+#[test]
+fn a_cut_off_merge_whose_target_moved_on_from_the_result_is_finished() {
+    for point in ["merge_after_ref", "merge_worktree_removed"] {
+        let repo = built(false);
+        let out = with_failpoint(&repo, &["merge", "--spec", SPEC, "--yes"], point);
+        assert!(killed(&out), "{point}: {}", stderr(&out));
+        repo.write("later.txt", "later\n");
+        repo.git(&["add", "later.txt"]);
+        repo.git(&["commit", "-qm", "later work"]);
+        let out = repo.runner(&["recover", "--spec", SPEC]);
+        assert_exit(&out, 0);
+        assert_eq!(rev(&repo, &branch(SPEC)), None, "{point}: branch kept");
+        assert!(repo.plan(SPEC).get("merged").is_some(), "{point}");
+        assert_consistent(&repo, point);
+    }
+}

@@ -417,13 +417,16 @@ fn verify(
     tree: Oid,
 ) -> anyhow::Result<()> {
     let ok = match (mode, commit) {
+        // The target at the merge commit, or moved on from it (commits made on top since).
         (MergeMode::Merge, Some(c)) => {
             let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            tip == c && repo.graph_descendant_of(c, branch_tip)?
+            (tip == c || repo.graph_descendant_of(tip, c)?)
+                && repo.graph_descendant_of(c, branch_tip)?
         }
         (MergeMode::Squash, Some(c)) => {
             let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            tip == c && repo.find_commit(c)?.tree_id() == tree
+            (tip == c || repo.graph_descendant_of(tip, c)?)
+                && repo.find_commit(c)?.tree_id() == tree
         }
         _ => repo.index()?.write_tree()? == tree,
     };

@@ -183,6 +183,8 @@ fn op_name(op: Op) -> &'static str {
 pub enum TargetNow {
     Before,
     After,
+    /// Moved on from the merge result (commits made on top of it): the merge landed.
+    PastAfter,
     Elsewhere,
 }
 
@@ -230,7 +232,7 @@ pub fn direction(intent: &Intent, facts: Facts) -> Direction {
             }
         }
         Op::Merge => match facts.target {
-            TargetNow::After if facts.backup_whole => Direction::Forward,
+            TargetNow::After | TargetNow::PastAfter if facts.backup_whole => Direction::Forward,
             TargetNow::Before => Direction::Back,
             _ => Direction::Human(target_moved(intent)),
         },
@@ -239,12 +241,14 @@ pub fn direction(intent: &Intent, facts: Facts) -> Direction {
 
 fn target_moved(intent: &Intent) -> String {
     format!(
-        "the merge of {} was interrupted and {} moved since (the merge went from {} to {}); runner will not touch it. Its backup is {}",
-        intent.spec,
-        intent.target.as_deref().unwrap_or("the target"),
+        "the merge of {spec} was interrupted and {target} moved since to something that is neither its old tip nor built on the merge (the merge went from {} to {}); runner will not touch it. Nothing is lost: the branch tip {} and the backup {} are kept. Merge again by hand if you still want it (`git merge {}`), then delete .auto-claude/specs/{spec}/{INTENT_FILE} to tell runner it is settled",
         intent.target_before.as_deref().unwrap_or("?"),
         intent.target_after.as_deref().unwrap_or("(no commit)"),
-        intent.backup
+        intent.branch_tip.as_deref().unwrap_or("?"),
+        intent.backup,
+        intent.branch_tip.as_deref().unwrap_or(&intent.branch),
+        spec = intent.spec,
+        target = intent.target.as_deref().unwrap_or("the target"),
     )
 }
 
@@ -335,9 +339,13 @@ pub fn observe(ws: &Workspace, intent: &Intent) -> Facts {
         .is_ok();
     let oid = |s: &Option<String>| s.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
     let now = intent.target.as_deref().and_then(|t| ws.main.branch_tip(t));
+    let after = oid(&intent.target_after);
     let target = match now {
-        Some(now) if Some(now) == oid(&intent.target_after) => TargetNow::After,
+        Some(now) if Some(now) == after => TargetNow::After,
         Some(now) if Some(now) == oid(&intent.target_before) => TargetNow::Before,
+        Some(now) if after.is_some_and(|a| repo.graph_descendant_of(now, a).unwrap_or(false)) => {
+            TargetNow::PastAfter
+        }
         _ => TargetNow::Elsewhere,
     };
     let index_is_merged = repo
@@ -653,6 +661,10 @@ mod tests {
             let m = intent(Op::Merge, Some(mode));
             assert_eq!(
                 direction(&m, facts(true, TargetNow::After, false)),
+                Direction::Forward
+            );
+            assert_eq!(
+                direction(&m, facts(true, TargetNow::PastAfter, false)),
                 Direction::Forward
             );
             assert_eq!(
