@@ -1027,3 +1027,27 @@ fn a_cut_off_merge_whose_target_moved_on_from_the_result_is_finished() {
         assert_consistent(&repo, point);
     }
 }
+
+/// `runner gc` keeps the backup of an operation still pending (its intent record names it).
+#[test]
+fn gc_keeps_the_backup_of_an_interrupted_operation() {
+    let repo = built(true);
+    let tip = rev(&repo, &branch(SPEC)).unwrap();
+    let out = with_failpoint(
+        &repo,
+        &["discard", "--spec", SPEC, "--yes"],
+        "discard_after_backup",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let backup = repo.git(&["for-each-ref", "refs/auto-claude/backup"]);
+    assert_exit(&repo.runner(&["gc", "--older-than", "0"]), 0);
+    assert_eq!(
+        repo.git(&["for-each-ref", "refs/auto-claude/backup"]),
+        backup,
+        "gc deleted it"
+    );
+    recover(&repo, "gc then recover");
+    assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
+    assert_discard_undone(&repo, &tip, "gc then recover then undo");
+}

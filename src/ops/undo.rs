@@ -499,6 +499,7 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
             kept: backup::list(repo, None).len(),
         });
     };
+    let pending = pending_backups(ws);
     let mut removed = Vec::new();
     let mut kept = 0;
     for prefix in [backup::BACKUP_PREFIX, backup::UNDONE_PREFIX] {
@@ -519,7 +520,12 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
                 .and_then(|w| chrono::DateTime::parse_from_rfc3339(w).ok())
                 .is_some_and(|w| w < cutoff);
             let refs_prefix = name.trim_end_matches("/meta").to_string();
-            if old {
+            let in_use = pending.contains(&refs_prefix.replacen(
+                backup::UNDONE_PREFIX,
+                backup::BACKUP_PREFIX,
+                1,
+            ));
+            if old && !in_use {
                 if !dry_run {
                     backup::delete(repo, &refs_prefix)?;
                 }
@@ -530,4 +536,15 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
         }
     }
     Ok(GcOutcome { removed, kept })
+}
+
+/// The backups named by an interrupted merge, discard or undo still pending (any spec's
+/// `lifecycle.json`, read leniently: even a record recover refuses keeps its backup from gc).
+fn pending_backups(ws: &Workspace) -> std::collections::BTreeSet<String> {
+    crate::spec::list(&ws.specs_dir)
+        .iter()
+        .filter_map(|name| std::fs::read(lifecycle::intent_path(&ws.spec(name))).ok())
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter_map(|v| v.get("backup")?.as_str().map(str::to_string))
+        .collect()
 }
