@@ -1051,3 +1051,27 @@ fn gc_keeps_the_backup_of_an_interrupted_operation() {
     assert_exit(&repo.runner(&["undo", "--spec", SPEC]), 0);
     assert_discard_undone(&repo, &tip, "gc then recover then undo");
 }
+
+/// What a merge reports is true: a merge finished after a cut counts what it landed, and a
+/// spec without a worktree is not said to have had one freed.
+#[test]
+fn a_merge_reports_what_it_landed_and_only_a_worktree_it_freed() {
+    let repo = built(false);
+    let out = with_failpoint(
+        &repo,
+        &["merge", "--spec", SPEC, "--yes"],
+        "merge_after_ref",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    let out = repo.runner(&["merge", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 0);
+    assert!(!stdout(&out).contains(" 0 commit(s)"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains(" 0 file(s)"), "{}", stdout(&out));
+
+    let repo = built(false);
+    let wt = repo.worktree();
+    repo.git(&["worktree", "remove", &wt.display().to_string()]);
+    let out = repo.runner(&["merge", "--spec", SPEC, "--yes"]);
+    assert_exit(&out, 0);
+    assert!(!stdout(&out).contains("worktree"), "{}", stdout(&out));
+}

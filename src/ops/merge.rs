@@ -55,8 +55,11 @@ pub struct MergeOutcome {
     pub landed: Vec<String>,
     pub files: usize,
     pub backup: Option<String>,
-    /// The worktree slot was freed and the branch deleted.
+    /// The worktree slot was freed (if there was one) and the branch deleted.
     pub cleaned_up: bool,
+    /// The worktree that was freed, if the spec had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed_worktree: Option<String>,
     pub already_merged: bool,
 }
 
@@ -77,15 +80,30 @@ pub fn merge(
     {
         let cleaned_up =
             done.intent.mode.as_deref() != Some("no-commit") && !done.intent.keep_worktree;
+        let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
+        let (landed, files) = match (
+            oid(&done.intent.target_before),
+            oid(&done.intent.branch_tip),
+        ) {
+            (Some(before), Some(tip)) => what_lands(&ws.main.repo, before, tip)?,
+            _ => (Vec::new(), 0),
+        };
         return Ok(MergeOutcome {
             spec: paths.name.clone(),
             target: done.intent.target.clone().unwrap_or_default(),
             mode: MergeMode::from_name(done.intent.mode.as_deref()),
             commit: done.intent.target_after.clone(),
-            landed: Vec::new(),
-            files: 0,
+            landed,
+            files,
             backup: Some(done.intent.backup.clone()),
             cleaned_up,
+            freed_worktree: done
+                .intent
+                .slot
+                .as_deref()
+                .filter(|_| cleaned_up)
+                .and_then(|n| crate::git::Slot::named(&ws.root, n))
+                .map(|s| s.path.display().to_string()),
             already_merged: false,
         });
     }
@@ -165,6 +183,7 @@ pub fn merge(
             files: 0,
             backup: None,
             cleaned_up: false,
+            freed_worktree: None,
             already_merged: true,
         });
     }
@@ -177,12 +196,7 @@ pub fn merge(
         ))
         .into());
     };
-    let fork = result.merge_base.unwrap_or(target_tip);
-    let landed: Vec<String> = log_between(repo, fork, branch_tip)?
-        .into_iter()
-        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
-        .collect();
-    let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
+    let (landed, files) = what_lands(repo, target_tip, branch_tip)?;
 
     // Back up both tips (and the plan) before anything moves.
     let stamp = backup::new_stamp(repo, &paths.name);
@@ -278,6 +292,9 @@ pub fn merge(
     lifecycle::clear(paths)?;
     let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
     Ok(MergeOutcome {
+        freed_worktree: slot
+            .filter(|_| cleaned_up)
+            .map(|s| s.path.display().to_string()),
         spec: paths.name.clone(),
         target,
         mode,
@@ -288,6 +305,24 @@ pub fn merge(
         cleaned_up,
         already_merged: false,
     })
+}
+
+/// The commits (one line each) and the number of files merging `branch_tip` into
+/// `target_tip` lands.
+fn what_lands(
+    repo: &Repository,
+    target_tip: Oid,
+    branch_tip: Oid,
+) -> anyhow::Result<(Vec<String>, usize)> {
+    let fork = repo
+        .merge_base(target_tip, branch_tip)
+        .unwrap_or(target_tip);
+    let landed = log_between(repo, fork, branch_tip)?
+        .into_iter()
+        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
+        .collect();
+    let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
+    Ok((landed, files))
 }
 
 /// Write the merged tree into the checked-out target (if it is) and move the target's ref.
