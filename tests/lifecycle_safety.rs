@@ -1075,3 +1075,42 @@ fn a_merge_reports_what_it_landed_and_only_a_worktree_it_freed() {
     assert_exit(&out, 0);
     assert!(!stdout(&out).contains("worktree"), "{}", stdout(&out));
 }
+
+/// Recovery itself killed at its new durable steps (saving late changes before removing the
+/// worktree, saving stray files before a rollback), then run again: nothing is lost.
+#[test]
+fn recovery_killed_while_saving_changes_loses_nothing() {
+    let repo = built(false);
+    let out = with_failpoint(
+        &repo,
+        &["discard", "--spec", SPEC, "--yes"],
+        "discard_after_backup",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    std::fs::write(repo.worktree().join("late.txt"), "late file\n").unwrap();
+    let out = with_failpoint(
+        &repo,
+        &["recover", "--spec", SPEC],
+        "lifecycle_late_changes_saved",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    recover(&repo, "recover after a cut while saving late changes");
+    assert!(!refs_holding(&repo, "refs/auto-claude", "late.txt", "late file\n").is_empty());
+    assert_consistent(&repo, "late changes");
+
+    let repo = built(false);
+    let main_before = main_state(&repo);
+    let out = with_failpoint(
+        &repo,
+        &["merge", "--spec", SPEC, "--yes"],
+        "merge_files_written",
+    );
+    assert!(killed(&out), "{}", stderr(&out));
+    std::fs::write(repo.path("work/core-a.txt"), "tru").unwrap();
+    let out = with_failpoint(&repo, &["recover", "--spec", SPEC], "merge_rollback_saved");
+    assert!(killed(&out), "{}", stderr(&out));
+    recover(&repo, "recover after a cut while saving stray files");
+    assert!(!refs_holding(&repo, "refs/auto-claude/recovery", "work/core-a.txt", "tru").is_empty());
+    assert_eq!(main_state(&repo).1, main_before.1);
+    assert_consistent(&repo, "stray files");
+}
