@@ -781,6 +781,10 @@ const ALL_POINTS: &[&str] = &[
 /// Failpoints of merge, discard and undo, exercised in tests/lifecycle.rs and
 /// tests/lifecycle_safety.rs.
 const LIFECYCLE_POINTS: &[&str] = &[
+    // Recovery's own saving steps: tests/lifecycle_safety.rs,
+    // recovery_killed_while_saving_changes_loses_nothing.
+    "lifecycle_late_changes_saved",
+    "merge_rollback_saved",
     "backup_refs_written",
     "merge_intent_recorded",
     "merge_after_backup",

@@ -171,10 +171,16 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
         println!("  {l}");
     }
     if outcome.cleaned_up {
-        println!(
-            "The worktree was freed and branch auto-claude/{} deleted (its tip is kept in the backup).",
-            outcome.spec
-        );
+        match &outcome.freed_worktree {
+            Some(path) => println!(
+                "The worktree {path} was freed and branch auto-claude/{} deleted (its tip is kept in the backup).",
+                outcome.spec
+            ),
+            None => println!(
+                "Branch auto-claude/{} was deleted (its tip is kept in the backup).",
+                outcome.spec
+            ),
+        }
     }
     if let Some(b) = &outcome.backup {
         println!(
@@ -220,6 +226,11 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
             outcome.backup,
             crate::sh(&outcome.spec)
         );
+        if let Some(r) = &outcome.late_changes {
+            println!(
+                "Changes made in its worktree after the backup were saved to {r} (git checkout {r} -- . brings them back)."
+            );
+        }
     }
     Ok(0)
 }

@@ -137,15 +137,14 @@ pub fn list(repo: &Repository, spec: Option<&str>) -> Vec<Backup> {
         .filter(|b| spec.is_none_or(|s| b.meta.spec == s))
         .collect();
     out.sort_by(|a, b| {
-        (a.meta.stamp.as_str(), a.refs_prefix.as_str())
-            .cmp(&(b.meta.stamp.as_str(), b.refs_prefix.as_str()))
+        (stamp_order(&a.meta.stamp), a.refs_prefix.as_str())
+            .cmp(&(stamp_order(&b.meta.stamp), b.refs_prefix.as_str()))
     });
     out.dedup_by(|a, b| a.refs_prefix == b.refs_prefix);
     out
 }
 
-/// The backup whose `meta` ref is `r`, if it reads as one.
-fn read_backup(repo: &Repository, r: &git2::Reference) -> Option<Backup> {
+pub fn read_backup(repo: &Repository, r: &git2::Reference) -> Option<Backup> {
     let name = r.name()?.to_string();
     let commit = r.peel_to_commit().ok()?;
     let tree = commit.tree().ok()?;
@@ -182,17 +181,23 @@ pub fn mark_undone(repo: &Repository, backup: &Backup) -> anyhow::Result<()> {
     move_to_undone(repo, &backup.refs_prefix)
 }
 
-/// Move every ref under `refs_prefix` to `undone/`, `meta` last: while `meta` is still in
-/// `backup/` the backup is listed, so a move cut off is finished by running it again.
+/// The refs a backup may have, `meta` last (it is written last and moved last).
+pub const REF_NAMES: [&str; 4] = ["branch", "target", "uncommitted", "meta"];
+
+/// The backup refs that exist under `refs_prefix`, by exact name (never a glob: a prefix read
+/// from a file could hold glob characters), `meta` last.
+fn existing_refs(repo: &Repository, refs_prefix: &str) -> Vec<String> {
+    REF_NAMES
+        .iter()
+        .map(|n| format!("{refs_prefix}/{n}"))
+        .filter(|name| repo.find_reference(name).is_ok())
+        .collect()
+}
+
+/// Move every ref of the backup at `refs_prefix` to `undone/`, `meta` last: while `meta` is
+/// still in `backup/` the backup is listed, so a move cut off is finished by running it again.
 pub fn move_to_undone(repo: &Repository, refs_prefix: &str) -> anyhow::Result<()> {
-    let glob = format!("{refs_prefix}/*");
-    let mut names: Vec<String> = repo
-        .references_glob(&glob)?
-        .flatten()
-        .filter_map(|r| r.name().map(str::to_string))
-        .collect();
-    names.sort_by_key(|n| n.ends_with("/meta"));
-    for name in names {
+    for name in existing_refs(repo, refs_prefix) {
         let new_name = name.replacen(BACKUP_PREFIX, UNDONE_PREFIX, 1);
         let mut r = repo.find_reference(&name)?;
         // force: a ref moved by an undo cut off before it could remove the old name.
@@ -202,15 +207,64 @@ pub fn move_to_undone(repo: &Repository, refs_prefix: &str) -> anyhow::Result<()
     Ok(())
 }
 
-/// Delete a backup's refs (`runner gc`).
+/// Delete a backup's refs (`runner gc`, a rolled-back operation), by exact name.
 pub fn delete(repo: &Repository, refs_prefix: &str) -> anyhow::Result<usize> {
-    let names: Vec<String> = repo
-        .references_glob(&format!("{refs_prefix}/*"))?
-        .flatten()
-        .filter_map(|r| r.name().map(str::to_string))
-        .collect();
+    let names = existing_refs(repo, refs_prefix);
     for name in &names {
         repo.find_reference(name)?.delete()?;
     }
     Ok(names.len())
+}
+
+/// Whether `stamp` is one `new_stamp` makes: `YYYYMMDDTHHMMSSZ`, optionally `-<digits>`.
+pub fn is_stamp(stamp: &str) -> bool {
+    let (base, counter) = match stamp.split_once('-') {
+        Some((b, c)) => (b, Some(c)),
+        None => (stamp, None),
+    };
+    let b = base.as_bytes();
+    b.len() == 16
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'Z'
+        && counter
+            .is_none_or(|c| !c.is_empty() && c.len() <= 10 && c.bytes().all(|d| d.is_ascii_digit()))
+}
+
+/// How stamps order: by time, then by counter as a number (`-100` after `-99`).
+pub fn stamp_order(stamp: &str) -> (&str, u64) {
+    match stamp.split_once('-') {
+        Some((base, n)) => (base, n.parse().unwrap_or(u64::MAX)),
+        None => (stamp, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_recognised_strictly_and_ordered_by_counter_as_a_number() {
+        for good in [
+            "20261123T040000Z",
+            "20261123T040000Z-01",
+            "20261123T040000Z-100",
+        ] {
+            assert!(is_stamp(good), "{good}");
+        }
+        for bad in [
+            "",
+            "*",
+            "20261123T040000Z-*",
+            "20261123T040000Z/x",
+            "2026112XT040000Z",
+            "20261123T040000Z-",
+        ] {
+            assert!(!is_stamp(bad), "{bad}");
+        }
+        assert!(stamp_order("20261123T040000Z-99") < stamp_order("20261123T040000Z-100"));
+        assert!(stamp_order("20261123T040000Z") < stamp_order("20261123T040000Z-01"));
+        assert!(stamp_order("20261123T040000Z-99") < stamp_order("20261123T040001Z"));
+    }
 }

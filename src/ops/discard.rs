@@ -19,6 +19,8 @@ pub struct DiscardOutcome {
     pub branch_tip: Option<String>,
     pub uncommitted: Option<String>,
     pub removed_worktree: Option<String>,
+    /// The recovery ref holding changes made in the worktree after its backup was written.
+    pub late_changes: Option<String>,
 }
 
 /// Discard the spec's build. The caller holds the spec's run lock.
@@ -110,9 +112,10 @@ pub fn discard(
         }
     };
     crate::failpoint::hit("discard_after_backup");
-    finish(ws, paths, &intent, journal)?;
+    let late_changes = finish(ws, paths, &intent, journal)?;
     lifecycle::clear(paths)?;
     Ok(DiscardOutcome {
+        late_changes,
         spec: paths.name.clone(),
         backup: prefix,
         branch_tip: meta.branch_tip,
@@ -129,9 +132,9 @@ pub fn finish(
     paths: &SpecPaths,
     intent: &Intent,
     journal: &Journal,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let repo = &ws.main.repo;
-    lifecycle::remove_own_slot(ws, intent)?;
+    let saved = lifecycle::remove_own_slot(ws, intent)?;
     crate::failpoint::hit("discard_worktree_removed");
     let tip = ws.main.branch_tip(&intent.branch);
     let backed_up = intent
@@ -154,9 +157,9 @@ pub fn finish(
     journal.record(
         "discarded",
         None,
-        json!({"backup": intent.backup, "branch_tip": intent.branch_tip}),
+        json!({"backup": intent.backup, "branch_tip": intent.branch_tip, "late_changes": saved}),
     )?;
-    Ok(())
+    Ok(saved)
 }
 
 /// Refuse (exit 3, nothing touched) while a git process holds the index of the git folder

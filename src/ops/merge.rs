@@ -55,8 +55,11 @@ pub struct MergeOutcome {
     pub landed: Vec<String>,
     pub files: usize,
     pub backup: Option<String>,
-    /// The worktree slot was freed and the branch deleted.
+    /// The worktree slot was freed (if there was one) and the branch deleted.
     pub cleaned_up: bool,
+    /// The worktree that was freed, if the spec had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed_worktree: Option<String>,
     pub already_merged: bool,
 }
 
@@ -68,22 +71,39 @@ pub fn merge(
     keep_worktree: bool,
     journal: &Journal,
 ) -> anyhow::Result<MergeOutcome> {
+    // One merge or undo at a time changes the main worktree (held until this one returns).
+    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
     // A merge of this spec cut off past its point of no return is finished: that is this one.
-    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
         && done.op == Op::Merge
         && !done.rolled_back
     {
         let cleaned_up =
             done.intent.mode.as_deref() != Some("no-commit") && !done.intent.keep_worktree;
+        let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
+        let (landed, files) = match (
+            oid(&done.intent.target_before),
+            oid(&done.intent.branch_tip),
+        ) {
+            (Some(before), Some(tip)) => what_lands(&ws.main.repo, before, tip)?,
+            _ => (Vec::new(), 0),
+        };
         return Ok(MergeOutcome {
             spec: paths.name.clone(),
             target: done.intent.target.clone().unwrap_or_default(),
             mode: MergeMode::from_name(done.intent.mode.as_deref()),
             commit: done.intent.target_after.clone(),
-            landed: Vec::new(),
-            files: 0,
+            landed,
+            files,
             backup: Some(done.intent.backup.clone()),
             cleaned_up,
+            freed_worktree: done
+                .intent
+                .slot
+                .as_deref()
+                .filter(|_| cleaned_up)
+                .and_then(|n| crate::git::Slot::named(&ws.root, n))
+                .map(|s| s.path.display().to_string()),
             already_merged: false,
         });
     }
@@ -109,7 +129,7 @@ pub fn merge(
             return Err(RunnerError::NeedsHuman(format!(
                 "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
                 slot.path.display(),
-                dirty.join(", "),
+                super::capped_list(&dirty),
                 paths.name
             ))
             .into());
@@ -130,7 +150,7 @@ pub fn merge(
                 return Err(RunnerError::NeedsHuman(format!(
                     "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
                     ws.root.display(),
-                    dirty.join(", ")
+                    super::capped_list(&dirty)
                 ))
                 .into());
             }
@@ -163,6 +183,7 @@ pub fn merge(
             files: 0,
             backup: None,
             cleaned_up: false,
+            freed_worktree: None,
             already_merged: true,
         });
     }
@@ -175,12 +196,7 @@ pub fn merge(
         ))
         .into());
     };
-    let fork = result.merge_base.unwrap_or(target_tip);
-    let landed: Vec<String> = log_between(repo, fork, branch_tip)?
-        .into_iter()
-        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
-        .collect();
-    let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
+    let (landed, files) = what_lands(repo, target_tip, branch_tip)?;
 
     // Back up both tips (and the plan) before anything moves.
     let stamp = backup::new_stamp(repo, &paths.name);
@@ -260,8 +276,9 @@ pub fn merge(
     // the ref moved puts back whatever was written: nothing of a refused merge remains.
     if let Err(e) = land(ws, &intent, &tree, new_commit, target_tip) {
         return Err(match roll_back_refused(ws, paths, &intent) {
-            Ok(()) => e.context(format!(
-                "merging into {target} failed; the files, the index and {target} were put back as they were"
+            Ok(saved) => e.context(format!(
+                "merging into {target} failed; the files, the index and {target} were put back as they were{}",
+                saved_note(saved.as_deref())
             )),
             Err(undo_err) => e.context(format!(
                 "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
@@ -275,6 +292,9 @@ pub fn merge(
     lifecycle::clear(paths)?;
     let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
     Ok(MergeOutcome {
+        freed_worktree: slot
+            .filter(|_| cleaned_up)
+            .map(|s| s.path.display().to_string()),
         spec: paths.name.clone(),
         target,
         mode,
@@ -285,6 +305,24 @@ pub fn merge(
         cleaned_up,
         already_merged: false,
     })
+}
+
+/// The commits (one line each) and the number of files merging `branch_tip` into
+/// `target_tip` lands.
+fn what_lands(
+    repo: &Repository,
+    target_tip: Oid,
+    branch_tip: Oid,
+) -> anyhow::Result<(Vec<String>, usize)> {
+    let fork = repo
+        .merge_base(target_tip, branch_tip)
+        .unwrap_or(target_tip);
+    let landed = log_between(repo, fork, branch_tip)?
+        .into_iter()
+        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
+        .collect();
+    let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
+    Ok((landed, files))
 }
 
 /// Write the merged tree into the checked-out target (if it is) and move the target's ref.
@@ -318,18 +356,24 @@ fn land(
 }
 
 /// After a failure before the point of no return: files back, backup and intent gone.
-fn roll_back_refused(ws: &Workspace, paths: &SpecPaths, intent: &Intent) -> anyhow::Result<()> {
-    roll_back(ws, intent)?;
+fn roll_back_refused(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+) -> anyhow::Result<Option<String>> {
+    let saved = roll_back(ws, intent)?;
     backup::delete(&ws.main.repo, &intent.backup)?;
-    lifecycle::clear(paths)
+    lifecycle::clear(paths)?;
+    Ok(saved)
 }
 
 /// Put the main worktree's files and index back to the target's old tree, for the paths the
-/// merge changes only, and only where they are still the old or the merged version (anything
-/// else was written by someone since, and is left for a person).
-pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+/// merge changes only. A file there that is neither its old nor its merged version (cut off
+/// half-written, or written by someone since) is saved to a recovery ref first, whose name is
+/// returned.
+pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<String>> {
     if !intent.main_files {
-        return Ok(());
+        return Ok(None);
     }
     let oid = |s: &Option<String>| -> anyhow::Result<Oid> {
         Ok(Oid::from_str(
@@ -337,9 +381,16 @@ pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
         )?)
     };
     let repo = &ws.main.repo;
-    let before = repo.find_commit(oid(&intent.target_before)?)?.tree()?;
+    let before = repo.find_commit(oid(&intent.target_before)?)?;
     let merged = repo.find_tree(oid(&intent.merged_tree)?)?;
-    crate::git::merge::restore_paths(repo, &ws.root, &before, &merged)
+    crate::git::merge::restore_paths(
+        repo,
+        &ws.root,
+        &before,
+        &merged,
+        &intent.spec,
+        "merge-rollback",
+    )
 }
 
 /// The steps after the point of no return, each skipped if already done, so that recovery can
@@ -350,7 +401,7 @@ pub fn finish(
     paths: &SpecPaths,
     intent: &Intent,
     journal: &Journal,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let repo = &ws.main.repo;
     let mode = MergeMode::from_name(intent.mode.as_deref());
     let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
@@ -364,28 +415,32 @@ pub fn finish(
     // Verify before deleting anything.
     verify(repo, mode, &target, new_commit, branch_tip, tree_id)?;
     let cleaned_up = mode != MergeMode::NoCommit && !intent.keep_worktree;
+    let mut saved = None;
     if cleaned_up {
-        lifecycle::remove_own_slot(ws, intent)?;
+        saved = lifecycle::remove_own_slot(ws, intent)?;
         crate::failpoint::hit("merge_worktree_removed");
         if ws.main.branch_tip(&intent.branch) == Some(branch_tip) {
             repo.find_branch(&intent.branch, git2::BranchType::Local)?
                 .delete()?;
         }
         crate::failpoint::hit("merge_branch_deleted");
-        paths.plan.update(|plan| {
+        // A spec merged without a plan (its branch is all there is) has none to mark.
+        if paths.plan.exists() {
+            paths.plan.update(|plan| {
             plan.set_field(
                 "merged",
                 json!({"into": target, "commit": new_commit.map(|c| c.to_string()), "mode": mode.as_str(), "at": crate::clock::now(), "backup": intent.backup}),
             );
             Ok(())
         })?;
+        }
     }
     journal.record(
         "merged",
         None,
-        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up}),
+        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up, "late_changes": saved}),
     )?;
-    Ok(())
+    Ok(saved)
 }
 
 fn verify(
@@ -397,13 +452,16 @@ fn verify(
     tree: Oid,
 ) -> anyhow::Result<()> {
     let ok = match (mode, commit) {
+        // The target at the merge commit, or moved on from it (commits made on top since).
         (MergeMode::Merge, Some(c)) => {
             let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            tip == c && repo.graph_descendant_of(c, branch_tip)?
+            (tip == c || repo.graph_descendant_of(tip, c)?)
+                && repo.graph_descendant_of(c, branch_tip)?
         }
         (MergeMode::Squash, Some(c)) => {
             let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            tip == c && repo.find_commit(c)?.tree_id() == tree
+            (tip == c || repo.graph_descendant_of(tip, c)?)
+                && repo.find_commit(c)?.tree_id() == tree
         }
         _ => repo.index()?.write_tree()? == tree,
     };
@@ -414,6 +472,17 @@ fn verify(
             "the merge result on {target} does not contain the branch's work as expected; nothing was deleted"
         ))
     }
+}
+
+/// What a rollback says about the files it saved before putting them back.
+pub fn saved_note(saved: Option<&str>) -> String {
+    saved
+        .map(|r| {
+            format!(
+                " (files found changed were saved first to {r}; `git show --stat {r}` lists them)"
+            )
+        })
+        .unwrap_or_default()
 }
 
 fn merge_message(spec: &str, plan: Option<&Plan>, squash: bool) -> String {

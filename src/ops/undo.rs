@@ -36,7 +36,8 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     // A merge or discard cut off before its point of no return is rolled back: that is its
     // undo, and nothing older is undone with it.
     // An undo cut off is finished: that is what was asked again.
-    if let Some(done) = lifecycle::finish_interrupted(ws, paths, journal, false)?
+    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
+    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
         && (done.op == Op::Undo || done.rolled_back)
     {
         return Ok(UndoOutcome {
@@ -69,7 +70,7 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     };
     // Refusals before anything changes.
     if b.meta.kind == "merge" {
-        target_undo(ws, &b)?;
+        target_undo(ws, &b, false)?;
     }
     let mut intent = Intent {
         branch_tip: b.meta.branch_tip.clone(),
@@ -103,8 +104,31 @@ pub fn finish(
         Some(b) => {
             undo_backup(ws, paths, journal, &b, &mut intent.clone())?;
         }
-        // Its meta ref moved to `undone/` (moved last): only the other refs may be left.
-        None => backup::move_to_undone(repo, &intent.backup)?,
+        // Its meta ref moved to `undone/` (moved last): only the other refs may be left, if
+        // that backup is this spec's own (an old-style name may be shared by two specs).
+        None => {
+            let undone_meta = format!(
+                "{}/meta",
+                intent
+                    .backup
+                    .replacen(backup::BACKUP_PREFIX, backup::UNDONE_PREFIX, 1)
+            );
+            let own = repo
+                .find_reference(&undone_meta)
+                .ok()
+                .and_then(|r| backup::read_backup(repo, &r))
+                .is_some_and(|b| b.meta.spec == paths.name);
+            if !own {
+                return Err(RunnerError::NeedsHuman(format!(
+                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed. Check `runner undo --list`, then delete {}",
+                    paths.name,
+                    intent.backup,
+                    lifecycle::intent_path(paths).display()
+                ))
+                .into());
+            }
+            backup::move_to_undone(repo, &intent.backup)?
+        }
     }
     Ok(())
 }
@@ -120,8 +144,19 @@ fn undo_backup(
     let mut notes = Vec::new();
     let mut reset_target = None;
     if b.meta.kind == "merge" {
-        let action = target_undo(ws, b)?;
-        reset_target = Some(apply_target_undo(ws, b, action)?);
+        let action = target_undo(ws, b, intent.resetting_target)?;
+        if matches!(action, TargetUndo::CheckoutThenRef { .. }) && !intent.resetting_target {
+            // From here on a cut-off undo resumes the checkout, whatever it left.
+            intent.resetting_target = true;
+            lifecycle::record(paths, intent)?;
+        }
+        let (target, saved) = apply_target_undo(ws, b, action)?;
+        if let Some(r) = saved {
+            notes.push(format!(
+                "files of {target} found changed on the merge's paths were saved to {r} before being put back (`git show --stat {r}` lists them)"
+            ));
+        }
+        reset_target = Some(target);
     }
     crate::failpoint::hit("undo_target_reset");
     let branch = b.meta.branch.clone();
@@ -217,8 +252,10 @@ enum TargetUndo {
 }
 
 /// Decide how to put a merge's target back, or refuse: only if nothing was committed on top,
-/// and never over changes someone made since.
-fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
+/// and never over changes someone made since. `resuming`: this undo already started putting
+/// the files back (its intent says so), so the main worktree's changes on the merge's paths
+/// are its own half-done checkout (anything else found there is saved before it is replaced).
+fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<TargetUndo> {
     let repo = &ws.main.repo;
     let target = b
         .meta
@@ -249,7 +286,7 @@ fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
                 return Ok(TargetUndo::RefOnly { before, after });
             }
             let dirty = dirty_paths(repo)?;
-            if dirty.is_empty() {
+            if dirty.is_empty() || resuming {
                 crate::ops::discard::refuse_if_index_locked(repo.path())?;
                 return Ok(TargetUndo::CheckoutThenRef { before, after });
             }
@@ -260,7 +297,7 @@ fn target_undo(ws: &Workspace, b: &Backup) -> anyhow::Result<TargetUndo> {
             }
             Err(RunnerError::NeedsHuman(format!(
                 "{target} is checked out with uncommitted changes ({}); commit or stash them first",
-                dirty.join(", ")
+                crate::ops::capped_list(&dirty)
             ))
             .into())
         }
@@ -315,7 +352,12 @@ fn has_unstaged(repo: &git2::Repository) -> anyhow::Result<bool> {
     }))
 }
 
-fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::Result<String> {
+/// Put the target back; returns its name and the recovery ref of any files saved first.
+fn apply_target_undo(
+    ws: &Workspace,
+    b: &Backup,
+    action: TargetUndo,
+) -> anyhow::Result<(String, Option<String>)> {
     let repo = &ws.main.repo;
     let target = b
         .meta
@@ -323,12 +365,21 @@ fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::
         .clone()
         .context("merge backup without a target")?;
     let target_ref = format!("refs/heads/{target}");
+    let mut saved = None;
     match action {
         TargetUndo::CheckoutThenRef { before, after } => {
-            let tree = repo.find_commit(before)?.into_object();
-            let mut checkout = git2::build::CheckoutBuilder::new();
-            checkout.safe();
-            repo.checkout_tree(&tree, Some(&mut checkout))?;
+            // Only the merge's paths change; a file there that is neither the merged nor the
+            // old version (this undo cut off mid-write, or edited since) is saved first.
+            let before_commit = repo.find_commit(before)?;
+            let after_tree = repo.find_commit(after)?.tree()?;
+            saved = crate::git::merge::restore_paths(
+                repo,
+                &ws.root,
+                &before_commit,
+                &after_tree,
+                &b.meta.spec,
+                "undo",
+            )?;
             crate::failpoint::hit("undo_target_files_reset");
             repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
         }
@@ -341,7 +392,7 @@ fn apply_target_undo(ws: &Workspace, b: &Backup, action: TargetUndo) -> anyhow::
         }
         TargetUndo::Nothing => {}
     }
-    Ok(target)
+    Ok((target, saved))
 }
 
 /// Put the spec's worktree back if its slot is free; a discard's uncommitted changes go back
@@ -451,6 +502,7 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
             kept: backup::list(repo, None).len(),
         });
     };
+    let pending = pending_backups(ws);
     let mut removed = Vec::new();
     let mut kept = 0;
     for prefix in [backup::BACKUP_PREFIX, backup::UNDONE_PREFIX] {
@@ -471,7 +523,12 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
                 .and_then(|w| chrono::DateTime::parse_from_rfc3339(w).ok())
                 .is_some_and(|w| w < cutoff);
             let refs_prefix = name.trim_end_matches("/meta").to_string();
-            if old {
+            let in_use = pending.contains(&refs_prefix.replacen(
+                backup::UNDONE_PREFIX,
+                backup::BACKUP_PREFIX,
+                1,
+            ));
+            if old && !in_use {
                 if !dry_run {
                     backup::delete(repo, &refs_prefix)?;
                 }
@@ -482,4 +539,16 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
         }
     }
     Ok(GcOutcome { removed, kept })
+}
+
+/// The backups named by an interrupted merge, discard or undo still pending (any spec's
+/// `lifecycle.json`, read leniently: even a record recover refuses keeps its backup from gc).
+fn pending_backups(ws: &Workspace) -> std::collections::BTreeSet<String> {
+    crate::spec::list(&ws.specs_dir)
+        .iter()
+        .filter_map(|name| ws.spec(name).ok())
+        .filter_map(|paths| crate::store::safe::read(lifecycle::intent_path(&paths)).ok())
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter_map(|v| v.get("backup")?.as_str().map(str::to_string))
+        .collect()
 }

@@ -90,6 +90,13 @@ impl Workspace {
         })
     }
 
+    /// Held by whoever changes the main worktree's files, index or checked-out branch (a merge
+    /// into the checked-out target, an undo of one, recovery of either): two at once would
+    /// write over each other's index.
+    pub fn main_worktree_lock(&self) -> PathBuf {
+        self.state_dir.join("main-worktree.lock")
+    }
+
     pub fn slot_lock(&self, slot_name: &str) -> PathBuf {
         self.state_dir
             .join("slots")

@@ -56,6 +56,11 @@ pub struct Intent {
     /// Undo: the slot was missing and undo is creating it (anything found there is its own).
     #[serde(default)]
     pub creating_slot: bool,
+    /// Undo of a merge: it started putting the target's old files back in the main worktree
+    /// (whatever differs there from the merge result on the merge's paths is its own half-done
+    /// work, or is saved before being overwritten).
+    #[serde(default)]
+    pub resetting_target: bool,
 }
 
 impl Intent {
@@ -76,6 +81,7 @@ impl Intent {
             main_files: false,
             keep_worktree: false,
             creating_slot: false,
+            resetting_target: false,
         }
     }
 }
@@ -84,10 +90,14 @@ impl Intent {
 /// branch, or it is what a cut-off removal left (registered but its folder gone or no longer
 /// a worktree of that branch, or only git's admin folder left). Another spec's slot, or a folder
 /// git does not know, is never touched.
-pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+///
+/// Changes made in the slot after the operation's backup (someone kept working there while the
+/// operation was cut off) are saved first, to a recovery ref of the spec, whose name is
+/// returned: removing a worktree never loses a file.
+pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<String>> {
     use crate::git::{Slot, SlotState, slot};
     let Some(name) = &intent.slot else {
-        return Ok(());
+        return Ok(None);
     };
     let s = Slot::named(&ws.root, name)
         .with_context(|| format!("{name:?} in the intent record is no worktree slot"))?;
@@ -106,10 +116,66 @@ pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
         // A folder git no longer knows is only removed beside its half-pruned record.
         SlotState::Unregistered => admin_remnant,
     };
+    let mut saved = None;
     if ours {
+        if s.path.exists()
+            && let Ok(wt) = s.open(&ws.main)
+        {
+            saved = save_late_changes(ws, &wt, intent)?;
+        }
         slot::remove_worktree(&ws.main, &s)?;
     }
-    Ok(())
+    Ok(saved)
+}
+
+/// Save the uncommitted state of the operation's worktree `wt` (untracked files included) to
+/// a new recovery ref of the spec, unless there is none or the backup already holds exactly
+/// it. Returns the ref written.
+fn save_late_changes(
+    ws: &Workspace,
+    wt: &git2::Repository,
+    intent: &Intent,
+) -> anyhow::Result<Option<String>> {
+    use crate::git::refs::{next_recovery_ref, ref_component, snapshot_worktree};
+    if crate::git::dirty_paths(wt)?.is_empty() {
+        return Ok(None);
+    }
+    let repo = &ws.main.repo;
+    let tmp = format!("refs/auto-claude/tmp/{}-late", ref_component(&intent.spec));
+    let message = format!(
+        "auto-claude: uncommitted changes of {} found when finishing its {}",
+        intent.spec,
+        op_name(intent.op)
+    );
+    let Some(commit) = snapshot_worktree(wt, &tmp, &message)? else {
+        return Ok(None);
+    };
+    let tree_of = |oid: git2::Oid| repo.find_commit(oid).ok().map(|c| c.tree_id());
+    let backed_up = repo
+        .refname_to_id(&format!("{}/uncommitted", intent.backup))
+        .ok()
+        .and_then(tree_of);
+    let name = if backed_up.is_some() && backed_up == tree_of(commit) {
+        None
+    } else {
+        let name = next_recovery_ref(repo, &intent.spec, &format!("at-{}", op_name(intent.op)))?;
+        repo.reference(&name, commit, false, &message)
+            .with_context(|| format!("creating {name}"))?;
+        Some(name)
+    };
+    crate::failpoint::hit("lifecycle_late_changes_saved");
+    if let Ok(mut r) = repo.find_reference(&tmp) {
+        r.delete()?;
+    }
+    Ok(name)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Merge => "merge",
+        Op::Discard => "discard",
+        Op::Undo => "undo",
+    }
 }
 
 /// Where the target branch of an interrupted merge is now.
@@ -117,6 +183,8 @@ pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
 pub enum TargetNow {
     Before,
     After,
+    /// Moved on from the merge result (commits made on top of it): the merge landed.
+    PastAfter,
     Elsewhere,
 }
 
@@ -164,7 +232,7 @@ pub fn direction(intent: &Intent, facts: Facts) -> Direction {
             }
         }
         Op::Merge => match facts.target {
-            TargetNow::After if facts.backup_whole => Direction::Forward,
+            TargetNow::After | TargetNow::PastAfter if facts.backup_whole => Direction::Forward,
             TargetNow::Before => Direction::Back,
             _ => Direction::Human(target_moved(intent)),
         },
@@ -173,12 +241,14 @@ pub fn direction(intent: &Intent, facts: Facts) -> Direction {
 
 fn target_moved(intent: &Intent) -> String {
     format!(
-        "the merge of {} was interrupted and {} moved since (the merge went from {} to {}); runner will not touch it. Its backup is {}",
-        intent.spec,
-        intent.target.as_deref().unwrap_or("the target"),
+        "the merge of {spec} was interrupted and {target} moved since to something that is neither its old tip nor built on the merge (the merge went from {} to {}); runner will not touch it. Nothing is lost: the branch tip {} and the backup {} are kept. Merge again by hand if you still want it (`git merge {}`), then delete .auto-claude/specs/{spec}/{INTENT_FILE} to tell runner it is settled",
         intent.target_before.as_deref().unwrap_or("?"),
         intent.target_after.as_deref().unwrap_or("(no commit)"),
-        intent.backup
+        intent.branch_tip.as_deref().unwrap_or("?"),
+        intent.backup,
+        intent.branch_tip.as_deref().unwrap_or(&intent.branch),
+        spec = intent.spec,
+        target = intent.target.as_deref().unwrap_or("the target"),
     )
 }
 
@@ -211,7 +281,8 @@ pub fn clear(paths: &SpecPaths) -> anyhow::Result<()> {
 /// never guessed at.
 pub fn load(paths: &SpecPaths) -> anyhow::Result<Option<Intent>> {
     let path = intent_path(paths);
-    let bytes = match std::fs::read(&path) {
+    // Never through a FIFO, a device or a link an agent planted (see `store::safe`).
+    let bytes = match crate::store::safe::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
@@ -242,14 +313,19 @@ pub fn foreign_names(intent: &Intent, spec: &str) -> Option<String> {
     if intent.branch != crate::git::branch_for(spec) {
         return Some(format!("names the branch {:?}", intent.branch));
     }
-    let own_backup = [ref_component(spec), legacy_ref_component(spec)]
-        .iter()
-        .any(|c| {
-            intent
-                .backup
-                .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
-                .is_some_and(|stamp| !stamp.is_empty() && !stamp.contains('/'))
-        });
+    // Exactly the prefix runner computes from the spec and a stamp it makes. A merge or
+    // discard writes new-style names only; an undo may undo a backup written under the old
+    // (shared) component, and checks that backup's own record names this spec.
+    let mut components = vec![ref_component(spec)];
+    if intent.op == Op::Undo {
+        components.push(legacy_ref_component(spec));
+    }
+    let own_backup = components.iter().any(|c| {
+        intent
+            .backup
+            .strip_prefix(&format!("{BACKUP_PREFIX}/{c}/"))
+            .is_some_and(crate::git::backup::is_stamp)
+    });
     if !own_backup {
         return Some(format!("names {:?}, no backup of this spec", intent.backup));
     }
@@ -264,9 +340,13 @@ pub fn observe(ws: &Workspace, intent: &Intent) -> Facts {
         .is_ok();
     let oid = |s: &Option<String>| s.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
     let now = intent.target.as_deref().and_then(|t| ws.main.branch_tip(t));
+    let after = oid(&intent.target_after);
     let target = match now {
-        Some(now) if Some(now) == oid(&intent.target_after) => TargetNow::After,
+        Some(now) if Some(now) == after => TargetNow::After,
         Some(now) if Some(now) == oid(&intent.target_before) => TargetNow::Before,
+        Some(now) if after.is_some_and(|a| repo.graph_descendant_of(now, a).unwrap_or(false)) => {
+            TargetNow::PastAfter
+        }
         _ => TargetNow::Elsewhere,
     };
     let index_is_merged = repo
@@ -297,22 +377,122 @@ impl std::fmt::Display for Finished {
     }
 }
 
+/// Take the main worktree's lock (see `Workspace::main_worktree_lock`) for `spec`, or refuse
+/// at once (exit 4) naming its holder: runner never waits.
+pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::store::FileLock> {
+    let path = ws.main_worktree_lock();
+    let Some(lock) = crate::store::FileLock::try_acquire(&path)? else {
+        return Err(crate::error::RunnerError::Busy(format!(
+            "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
+            ws.root.display(),
+            path.display(),
+            crate::ops::run::describe_holder(&path)
+        ))
+        .into());
+    };
+    let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
+    lock.write_holder(&crate::ops::run::new_holder(&run_id, Some(spec)))?;
+    Ok(lock)
+}
+
+/// The git lock files finishing or rolling back `intent` may meet: the spec's refs and slot
+/// (as `recover` repairs them), the main worktree's index and HEAD if it touches them, the
+/// target's ref, the backup's moved refs.
+fn git_locks_of(ws: &Workspace, intent: &Intent) -> Vec<PathBuf> {
+    let common = ws.main.repo.commondir().to_path_buf();
+    let slot_git_dir = intent
+        .slot
+        .as_deref()
+        .and_then(|n| crate::git::Slot::named(&ws.root, n))
+        .map(|s| crate::git::slot::admin_dir(&ws.main, &s));
+    let mut out = super::repair::lock_candidates(&common, slot_git_dir.as_deref(), &intent.spec);
+    if touches_main_worktree(intent) {
+        let git_dir = ws.main.repo.path();
+        out.extend(["index.lock", "HEAD.lock", "ORIG_HEAD.lock"].map(|n| git_dir.join(n)));
+    }
+    if let Some(t) = &intent.target {
+        out.push(common.join("refs/heads").join(format!("{t}.lock")));
+    }
+    let undone = common
+        .join("refs/auto-claude/undone")
+        .join(crate::git::refs::ref_component(&intent.spec));
+    if let Some(stamp) = intent.backup.rsplit('/').next() {
+        out.push(undone.join(stamp).join("meta.lock"));
+        for n in crate::git::backup::REF_NAMES {
+            out.push(undone.join(stamp).join(format!("{n}.lock")));
+        }
+    }
+    out.retain(|p| p.symlink_metadata().is_ok());
+    out
+}
+
+/// Remove the git lock files a SIGKILLed operation left (nobody holds them open); one still
+/// held stops the recovery (exit 3, nothing changed) naming it.
+fn clear_stale_git_locks(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+    for lock in git_locks_of(ws, intent) {
+        if super::repair::stale_lock(&lock, false).is_none() && lock.exists() {
+            return Err(crate::error::RunnerError::NeedsHuman(format!(
+                "{} is held by a running git command; the interrupted {} of {} was left as it is. Wait for that command to finish (or stop it), then `runner recover --spec {}`",
+                lock.display(),
+                op_name(intent.op),
+                intent.spec,
+                intent.spec
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Whether finishing or rolling back `intent` may change the main worktree.
+fn touches_main_worktree(intent: &Intent) -> bool {
+    match intent.op {
+        Op::Merge => intent.main_files,
+        Op::Undo => true,
+        Op::Discard => false,
+    }
+}
+
 /// Finish or roll back the spec's interrupted merge, discard or undo, if there is one. The
-/// caller holds the spec's run lock. Returns what was done, for the report.
+/// caller holds the spec's run lock; the main worktree's lock is taken here when the operation
+/// touches it. Returns what was done, for the report.
 pub fn finish_interrupted(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
     dry_run: bool,
 ) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, dry_run, false)
+}
+
+/// `finish_interrupted` for a caller that already holds the main worktree's lock.
+pub fn finish_interrupted_holding_main(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, false, true)
+}
+
+fn finish_interrupted_inner(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    dry_run: bool,
+    holding_main: bool,
+) -> anyhow::Result<Option<Finished>> {
     let Some(intent) = load(paths)? else {
         return Ok(None);
     };
-    let what = match intent.op {
-        Op::Merge => "merge",
-        Op::Discard => "discard",
-        Op::Undo => "undo",
+    let _main_lock = if !dry_run && !holding_main && touches_main_worktree(&intent) {
+        Some(lock_main_worktree(ws, &paths.name)?)
+    } else {
+        None
     };
+    if !dry_run {
+        clear_stale_git_locks(ws, &intent)?;
+    }
+    let what = op_name(intent.op);
     let direction = direction(&intent, observe(ws, &intent));
     let done = |rolled_back: bool, message: String| {
         Ok(Some(Finished {
@@ -332,26 +512,40 @@ pub fn finish_interrupted(
     match direction {
         Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
         Direction::Forward => {
-            match intent.op {
+            let saved = match intent.op {
                 Op::Merge => crate::ops::merge::finish(ws, paths, &intent, journal)?,
                 Op::Discard => crate::ops::discard::finish(ws, paths, &intent, journal)?,
-                Op::Undo => crate::ops::undo::finish(ws, paths, &intent, journal)?,
-            }
+                Op::Undo => {
+                    crate::ops::undo::finish(ws, paths, &intent, journal)?;
+                    None
+                }
+            };
             clear(paths)?;
-            done(false, format!("finished an interrupted {what}"))
+            let saved = saved
+                .map(|r| format!("; uncommitted changes found in its worktree were saved to {r} (git checkout {r} -- . brings them back)"))
+                .unwrap_or_default();
+            done(false, format!("finished an interrupted {what}{saved}"))
         }
         Direction::Back => {
-            if intent.op == Op::Merge {
-                crate::ops::merge::roll_back(ws, &intent)?;
-            }
+            let saved = if intent.op == Op::Merge {
+                crate::ops::merge::roll_back(ws, &intent)?
+            } else {
+                None
+            };
             crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
             clear(paths)?;
             journal.record(
                 "lifecycle_rolled_back",
                 None,
-                serde_json::json!({"op": what, "backup": intent.backup}),
+                serde_json::json!({"op": what, "backup": intent.backup, "saved": saved}),
             )?;
-            done(true, format!("rolled back an interrupted {what}"))
+            done(
+                true,
+                format!(
+                    "rolled back an interrupted {what}{}",
+                    crate::ops::merge::saved_note(saved.as_deref())
+                ),
+            )
         }
     }
 }
@@ -385,7 +579,20 @@ pub fn finish_all(
             Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::NEEDS_HUMAN => {
                 ("lifecycle_needs_human", format!("{e:#}"))
             }
-            Err(e) => return Err(e),
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::BUSY => {
+                ("lifecycle_busy", format!("{e:#}"))
+            }
+            // One spec's failure is reported with it; the others are still recovered.
+            Err(e) => (
+                "lifecycle_needs_human",
+                format!(
+                    "finishing its interrupted {} failed: {e:#}. Fix that, then `runner recover --spec {name}` tries again",
+                    load(&paths)
+                        .ok()
+                        .flatten()
+                        .map_or("operation", |i| op_name(i.op))
+                ),
+            ),
         };
         out.insert(
             name.clone(),
@@ -405,6 +612,8 @@ pub fn finish_all(
 pub fn add_to_report(report: &mut super::SpecRecovery, action: super::Action) {
     if action.kind == "lifecycle_needs_human" {
         report.outcome = "needs_human".into();
+    } else if action.kind == "lifecycle_busy" {
+        report.outcome = "busy".into();
     } else if report.outcome == "clean" {
         report.outcome = "recovered".into();
     }
@@ -423,7 +632,7 @@ mod tests {
             ..Intent::new(
                 op,
                 "001-x",
-                "refs/auto-claude/backup/001-x/s".into(),
+                "refs/auto-claude/backup/001-x/20261123T040000Z".into(),
                 "auto-claude/001-x".into(),
             )
         }
@@ -456,6 +665,10 @@ mod tests {
             let m = intent(Op::Merge, Some(mode));
             assert_eq!(
                 direction(&m, facts(true, TargetNow::After, false)),
+                Direction::Forward
+            );
+            assert_eq!(
+                direction(&m, facts(true, TargetNow::PastAfter, false)),
                 Direction::Forward
             );
             assert_eq!(
@@ -500,6 +713,9 @@ mod tests {
             "refs/auto-claude/backup/001-x",
             "refs/auto-claude/backup/001-x/a/b",
             "refs/auto-claude/backup/001-xy/s",
+            "refs/auto-claude/backup/001-x/*",
+            "refs/auto-claude/backup/001-x/20261123T040000Z-*",
+            "refs/auto-claude/backup/001-x/s",
         ] {
             let bad = Intent {
                 backup: backup.into(),
