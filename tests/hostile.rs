@@ -485,3 +485,55 @@ fn a_crash_after_saving_an_unopenable_worktree_is_finished_by_recovery() {
     assert_eq!(recovery_refs(&repo), before);
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Completed work lost after the run (a job the agent left behind, or a person).
+
+/// The branch is reset to its base after a complete run: every completed chunk's commit is gone.
+/// `status` shows the missing work, `merge` refuses (never "already merged"), and `run` stops
+/// for a person, each with the command that puts the last tip runner knew back.
+#[test]
+fn completed_work_missing_from_the_branch_is_never_reported_complete() {
+    let spec = "015-lost";
+    let repo = repo_with_spec(spec);
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    assert_eq!(status_of(&repo, spec)["status"], "complete");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    let branch = format!("{BRANCH_OF}{spec}");
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", "main"]);
+
+    let st = status_of(&repo, spec);
+    assert_eq!(st["status"], "missing_work", "{st}");
+    assert!(st["problem"].as_str().unwrap().contains("core-a"), "{st}");
+    let human = stdout(&repo.runner(&["status"]));
+    assert!(
+        human.contains("missing_work") && human.contains("runner recover"),
+        "{human}"
+    );
+
+    let out = repo.runner(&["merge", "--spec", spec, "--yes"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(!stdout(&out).contains("already merged"), "{}", stdout(&out));
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
+        .unwrap_or_else(|| panic!("no recovery ref keeps {core_a}: {refs:?}\n{err}"));
+    assert!(err.contains(saved.as_str()), "{err}");
+
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(saved.as_str()) && err.contains("core-a"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("are completed"), "{}", stdout(&out));
+
+    // The printed way back restores the work; then all is complete again.
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", saved]);
+    assert!(is_ancestor(&repo, &core_a, &branch));
+    assert_eq!(status_of(&repo, spec)["status"], "complete");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+}

@@ -882,6 +882,18 @@ impl Run {
             let taken = match self.take_chunk(None)? {
                 Take::Chunk(taken) => taken,
                 Take::Complete(total) => {
+                    // "Completed" only with every chunk's commit still on the branch.
+                    if let Some(guarded) = crate::recovery::integrity::guard_history(
+                        &ws.main,
+                        &self.paths,
+                        &self.journal,
+                        None,
+                        self.open_worktree().ok().as_ref(),
+                        Some(&self.worktree),
+                        false,
+                    )? {
+                        return Err(RunnerError::NeedsHuman(guarded.message).into());
+                    }
                     self.reporter.progress(total, total, "done");
                     self.reporter.line(format!(
                         "All {total} chunks of {} are completed on branch {}.",

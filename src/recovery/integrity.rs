@@ -125,33 +125,72 @@ pub fn history_facts(
     current: Option<&Chunk>,
 ) -> HistoryFacts {
     let tip = main.branch_tip(&branch_for(spec));
-    let contains = |commit: &str| -> bool {
-        let (Some(tip), Ok(oid)) = (tip, Oid::from_str(commit)) else {
-            return false;
-        };
-        tip == oid || main.repo.graph_descendant_of(tip, oid).unwrap_or(false)
-    };
-    let recorded = plan
+    // A merged spec's work lives on in its base branch; its own branch may be gone.
+    let merged = plan.raw.contains_key("merged");
+    let recorded: Vec<(String, String)> = plan
         .chunks()
-        .filter(|c| c.status == Status::Completed)
+        .filter(|c| c.status == Status::Completed && !merged)
         .filter_map(|c| Some((c.id.clone(), recorded_commit(c)?)))
         // A commit git does not have at all (a plan imported from elsewhere) proves nothing.
         .filter(|(_, oid)| Oid::from_str(oid).is_ok_and(|o| main.repo.find_commit(o).is_ok()))
+        .collect();
+    let start = current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?)));
+    let wanted: Vec<Oid> = recorded
+        .iter()
+        .map(|(_, o)| o.as_str())
+        .chain(start.iter().map(|(_, s)| s.as_str()))
+        .filter_map(|o| Oid::from_str(o).ok())
+        .collect();
+    let present = tip
+        .map(|tip| reachable_among(&main.repo, tip, &wanted))
+        .unwrap_or_default();
+    let contains = |commit: &str| Oid::from_str(commit).is_ok_and(|o| present.contains(&o));
+    let recorded = recorded
+        .into_iter()
         .map(|(c, oid)| {
             let present = contains(&oid);
             (c, oid, present)
         })
         .collect();
-    let start = current.and_then(|c| {
-        let s = c.last_attempt()?.start_commit?;
+    let start = start.map(|(c, s)| {
         let present = contains(&s);
-        Some((c.id.clone(), s, present))
+        (c, s, present)
     });
     HistoryFacts {
         branch_exists: tip.is_some(),
         recorded,
         start,
     }
+}
+
+/// Which of `wanted` the history of `tip` contains, found by one walk from `tip` that stops as
+/// soon as all are seen (cheap when the work is there: the recorded commits are near the tip).
+fn reachable_among(repo: &Repository, tip: Oid, wanted: &[Oid]) -> Vec<Oid> {
+    let mut left: std::collections::HashSet<Oid> = wanted.iter().copied().collect();
+    let mut found = Vec::new();
+    let Ok(mut walk) = repo.revwalk() else {
+        return found;
+    };
+    if walk.push(tip).is_err() {
+        return found;
+    }
+    for oid in walk.flatten() {
+        if left.is_empty() {
+            break;
+        }
+        if left.remove(&oid) {
+            found.push(oid);
+        }
+    }
+    found
+}
+
+/// Completed work the spec's branch no longer holds, when the branch exists: every completed
+/// chunk's recorded commit must be the tip or one of its ancestors. `None` when all is there
+/// (or the branch is gone: the caller decides what that means).
+pub fn missing_work(main: &MainRepo, spec: &str, plan: &Plan) -> Option<Breach> {
+    main.branch_tip(&branch_for(spec))?;
+    judge_history(&history_facts(main, spec, plan, None))
 }
 
 /// The last tip runner knew to hold all of the spec's work: the attempt's start commit if it
@@ -199,6 +238,30 @@ fn keep_at_recovery_ref(
     Ok(refname)
 }
 
+/// Another recovery ref of `spec` holding the same tree on the same parent as the snapshot just
+/// made at `refname` (which is then removed), if any.
+fn same_state_kept(
+    repo: &Repository,
+    spec: &str,
+    refname: &str,
+    oid: Oid,
+) -> anyhow::Result<Option<String>> {
+    let key = |o: Oid| {
+        repo.find_commit(o)
+            .ok()
+            .map(|c| (c.tree_id(), c.parent_ids().collect::<Vec<_>>()))
+    };
+    let mine = key(oid);
+    let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
+        .into_iter()
+        .find(|(n, o)| n != refname && key(*o) == mine)
+    else {
+        return Ok(None);
+    };
+    repo.find_reference(refname)?.delete()?;
+    Ok(Some(name))
+}
+
 /// A breach found and made safe: the refs saved, the chunk blocked, the message written.
 pub struct Guarded {
     pub message: String,
@@ -220,7 +283,8 @@ pub fn guard_history(
     worktree_path: Option<&Path>,
     dry_run: bool,
 ) -> anyhow::Result<Option<Guarded>> {
-    let Some(plan) = paths.plan.load()? else {
+    // A plan that cannot be read (a dry run of a torn plan's restore) has no record to check.
+    let Ok(Some(plan)) = paths.plan.load() else {
         return Ok(None);
     };
     let facts = history_facts(main, &paths.name, &plan, current);
@@ -260,7 +324,10 @@ pub fn guard_history(
             "auto-claude: the worktree as the agent left it after rewriting history",
         )?;
         rewritten = match saved {
-            Some(_) => Some(refname),
+            // The same state kept by an earlier check (recovering twice) is not kept twice.
+            Some(oid) => {
+                Some(same_state_kept(repo, &paths.name, &refname, oid)?.unwrap_or(refname))
+            }
             None => match crate::git::head_commit(wt) {
                 Ok(head) => Some(keep_at_recovery_ref(
                     repo,

@@ -264,30 +264,39 @@ pub async fn recover_spec(
             if_verification: None,
         });
     } else {
-        for chunk in &in_progress {
+        // Every completed chunk's commit is checked even with nothing in progress: a branch
+        // reset after the run ended (by a job the agent left, or a person) loses work too.
+        let currents: Vec<Option<&Chunk>> = if in_progress.is_empty() {
+            vec![None]
+        } else {
+            in_progress.iter().map(Some).collect()
+        };
+        for chunk in currents {
             if let Some(guarded) = integrity::guard_history(
                 &ws.main,
                 paths,
                 journal,
-                Some(chunk),
+                chunk,
                 wt.as_ref(),
                 slot.as_ref().map(|s| s.path.as_path()),
                 opts.dry_run,
             )? {
-                handled.push(chunk.id.clone());
                 needs_human = true;
-                if !opts.dry_run {
-                    integrity::note_recovery_decision(
-                        paths,
-                        journal,
-                        &chunk.id,
-                        &guarded.message,
-                        guarded.saved_ref.as_deref(),
-                    )?;
+                if let Some(chunk) = chunk {
+                    handled.push(chunk.id.clone());
+                    if !opts.dry_run {
+                        integrity::note_recovery_decision(
+                            paths,
+                            journal,
+                            &chunk.id,
+                            &guarded.message,
+                            guarded.saved_ref.as_deref(),
+                        )?;
+                    }
                 }
                 actions.push(Action {
                     kind: "history_rewritten".into(),
-                    chunk: Some(chunk.id.clone()),
+                    chunk: chunk.map(|c| c.id.clone()),
                     decision: Some(Decision::HumanReview),
                     detail: guarded.message,
                     if_verification: None,
