@@ -537,3 +537,43 @@ fn completed_work_missing_from_the_branch_is_never_reported_complete() {
     assert_eq!(status_of(&repo, spec)["status"], "complete");
     assert_exit(&repo.run_spec(spec, &[]), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Processes that leave the agent's process group (`setsid`).
+
+/// An agent that calls `runner chunk done polish` from a new session and process group, with
+/// RUNNER_SESSION_ID unset, is still inside the run (its process tree says so): refused, and
+/// polish is really worked on later.
+#[test]
+fn an_agent_escaping_its_process_group_cannot_pass_for_a_person() {
+    let spec = "027-setsid";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * setsid-person polish\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "polish was completed by the agent of core-a: {log:?}"
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+/// A job the agent leaves behind in its own session does not outlive the agent's session.
+#[test]
+fn a_setsid_job_the_agent_leaves_behind_is_killed_when_the_session_ends() {
+    let spec = "028-late";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * late-job 1\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let marker = repo.spec_dir(spec).join("late-job.txt");
+    assert!(
+        !marker.exists(),
+        "the agent's setsid job outlived its session"
+    );
+    let killed = repo
+        .events(spec)
+        .iter()
+        .any(|e| e["event"] == "leftovers_killed");
+    assert!(killed, "no leftovers_killed event");
+}

@@ -53,12 +53,23 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
     .into())
 }
 
-/// The agent session making this call: `RUNNER_SESSION_ID`, else a live session of the spec
-/// whose process group this process is in. An agent that unsets the variable to pass for a
-/// person (whose `runner chunk` may complete any chunk) is still in its session's group.
+/// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends
+/// from the live run of the spec (an ancestor holds its run lock open — the kernel's process
+/// tree, which `setsid` does not leave, as the run is a subreaper), that run's session: the one
+/// of the chunk in progress, or a name no attempt has; else (where there is no `/proc`) a live
+/// session of the spec whose process group this process is in. An agent that unsets the
+/// variable to pass for a person (whose `runner chunk` may complete any chunk) is caught so.
 fn caller_session(paths: &SpecPaths) -> Option<String> {
     if let Ok(id) = std::env::var("RUNNER_SESSION_ID") {
         return Some(id);
+    }
+    if let Some(run_pid) = crate::session::ancestry::ancestor_holding(&paths.run_lock) {
+        let current = paths.plan.load().ok().flatten().and_then(|plan| {
+            plan.chunks()
+                .find(|c| c.status == Status::InProgress)
+                .and_then(|c| c.last_attempt()?.session_id)
+        });
+        return Some(current.unwrap_or_else(|| format!("inside-run-{run_pid}")));
     }
     // SAFETY: getpgrp has no preconditions and cannot fail.
     let own_group = unsafe { libc::getpgrp() };

@@ -128,6 +128,9 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     })?;
     let journal = Journal::new(&paths.dir, &run_id);
     let reporter = Reporter::new();
+    // Every process the agents start stays our descendant, even after `setsid` (see
+    // `session::ancestry`).
+    crate::session::ancestry::become_subreaper();
 
     // Put right whatever an earlier run left interrupted, before anything else.
     let mut recover_opts = recover_options(&ws, &config, &agent, false, false);
@@ -1766,6 +1769,16 @@ impl Run {
             crate::failpoint::hit("after_spawn");
         };
         let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
+        // Whatever the agent left running — in its group or not (`setsid`, a double fork: the
+        // subreaper keeps them our descendants) — goes now, before the plan is settled.
+        let killed = crate::session::ancestry::kill_descendants();
+        if killed > 0 {
+            self.journal.record(
+                "leftovers_killed",
+                None,
+                json!({"session_id": session_id, "processes": killed}),
+            )?;
+        }
         if let Some(pgid) = end.pgid {
             self.journal.record(
                 "process_ended",
