@@ -577,3 +577,42 @@ fn a_setsid_job_the_agent_leaves_behind_is_killed_when_the_session_ends() {
         .any(|e| e["event"] == "leftovers_killed");
     assert!(killed, "no leftovers_killed event");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A person's change, proven by the run rather than read from a file.
+
+/// The agent edits the plan and forges the journal line a person's `runner chunk done` writes:
+/// the edit is undone all the same (the run knows a person's changes only from its socket).
+#[test]
+fn a_forged_journal_line_does_not_make_an_agents_plan_edit_stand() {
+    let spec = "029-forge";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * forge-person polish\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "polish, completed by a forged line, was never built: {log:?}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+/// A request to the run's socket from inside the run (the agent) is refused, whatever it says;
+/// the socket is gone when the run ends.
+#[test]
+fn the_run_refuses_a_persons_request_sent_by_its_agent() {
+    let spec = "030-sock";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * sock-person polish\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let reply = repo.read(&format!(".auto-claude/specs/{spec}/sock-reply.txt"));
+    assert!(reply.contains("refused"), "{reply}");
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "{log:?}"
+    );
+    assert!(!repo.spec_dir(spec).join("run.sock").exists());
+}

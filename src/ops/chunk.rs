@@ -114,8 +114,28 @@ pub enum Mark {
 /// Record the agent's report. On a chunk in progress it is recorded on the current attempt and
 /// the run decides (verification, commit). On any other chunk it is a person's override and
 /// sets the status directly.
+///
+/// A person's call (no session) on a spec a live run holds goes through that run
+/// (`ops::person`), which applies it and remembers it as a person's: a direct edit would be
+/// undone when the session's plan is settled.
 pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyhow::Result<String> {
     let caller = caller_session(paths);
+    if caller.is_none()
+        && let Some(message) = super::person::send(paths, id, mark, text)?
+    {
+        return Ok(message);
+    }
+    mark_as(paths, id, mark, text, caller)
+}
+
+/// `mark` for a caller already known: a session's id, or `None` for a person.
+pub fn mark_as(
+    paths: &SpecPaths,
+    id: &str,
+    mark: Mark,
+    text: Option<&str>,
+    caller: Option<String>,
+) -> anyhow::Result<String> {
     let outcome = paths.plan.update(|plan| {
         let pos = plan.find_chunk(id).ok_or_else(|| unknown_chunk(plan, id))?;
         let chunk = plan.chunk_mut(pos);

@@ -71,6 +71,9 @@ struct Run {
     state_dir: PathBuf,
     /// Sessions cut off by the last shutdown, to be run again first.
     resume: Vec<crate::recovery::interrupted::InterruptedSession>,
+    /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
+    /// plan changes during a session that the settle trusts.
+    person: Option<super::person::Listener>,
 }
 
 pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
@@ -128,6 +131,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     })?;
     let journal = Journal::new(&paths.dir, &run_id);
     let reporter = Reporter::new();
+    let person = super::person::listen(&paths)?;
     // Every process the agents start stays our descendant, even after `setsid` (see
     // `session::ancestry`).
     crate::session::ancestry::become_subreaper();
@@ -260,6 +264,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         sessions: 0,
         drain,
         resume,
+        person,
     };
     let snapshot = existing.as_ref().map(|p| p.to_value());
     run.journal.record(
@@ -288,6 +293,8 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         None,
         json!({"outcome": outcome, "sessions": run.sessions}),
     );
+    // The socket goes before the locks: it must never outlive them into another run's time.
+    run.person.take();
     drop(locks);
     result?;
     let plan = run.paths.plan.load()?.unwrap_or_else(empty_plan);
@@ -1300,12 +1307,20 @@ impl Run {
     fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
         use crate::recovery::integrity;
         let id = taken.chunk.id.as_str();
+        let by_person = match &self.person {
+            Some(listener) => listener.take_changes(),
+            None => integrity::changed_by_person(
+                &crate::store::read_events(&self.paths.dir),
+                &taken.session_id,
+            ),
+        };
         for line in integrity::settle_after_session(
             &self.paths,
             &self.journal,
             &taken.plan,
             id,
             &taken.session_id,
+            &by_person,
         )? {
             self.reporter.line(line);
         }

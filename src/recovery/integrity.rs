@@ -554,9 +554,8 @@ pub fn settle_after_session(
     before: &Plan,
     own: &str,
     session: &str,
+    by_person: &[String],
 ) -> anyhow::Result<Vec<String>> {
-    let events = crate::store::read_events(&paths.dir);
-    let by_person = changed_by_person(&events, session);
     let last_good = || -> Option<Plan> {
         let path = paths.plan.last_good_path();
         let bytes = std::fs::read(path).ok()?;
@@ -592,7 +591,7 @@ pub fn settle_after_session(
                 (plan, Some("broken"))
             }
         };
-        let (settled, undone) = settle_plan(before, &found, own, session, &by_person);
+        let (settled, undone) = settle_plan(before, &found, own, session, by_person);
         let edited = settled.to_value() != found.to_value();
         let mut lines = Vec::new();
         if let Some(how) = gone {
@@ -631,7 +630,9 @@ pub fn settle_after_session(
     Ok(lines)
 }
 
-/// Chunks a person changed with `runner chunk …` (no session) since `session` started.
+/// Chunks a person changed with `runner chunk …` (no session) since `session` started, as the
+/// journal says. Only where the run cannot hear a person's changes itself (no `/proc`, see
+/// `ops::person`): an agent can write this journal line too.
 pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
     let start = events
         .iter()

@@ -66,7 +66,7 @@ pub fn ancestors(pid: i32) -> Vec<i32> {
 
 /// Does `pid` have `path` open (the file itself, or the file as it was before someone renamed
 /// another over it)?
-fn has_open(pid: i32, path: &Path) -> bool {
+pub fn has_open(pid: i32, path: &Path) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
