@@ -353,6 +353,13 @@ fn a_worktree_whose_git_file_the_agent_deleted_goes_to_human_review() {
     broken_worktree_case("break-git");
 }
 
+/// A `.git` file pointing at the main repository makes the folder look like the main
+/// repository's working tree: it is not the spec's linked worktree, so it is never judged.
+#[test]
+fn a_worktree_whose_git_file_points_at_the_main_repository_goes_to_human_review() {
+    broken_worktree_case("gitdir-main");
+}
+
 #[test]
 fn a_worktree_the_agent_emptied_goes_to_human_review() {
     broken_worktree_case("empty-worktree");

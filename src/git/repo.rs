@@ -1,6 +1,7 @@
 //! Finding the main repository from anywhere (its worktrees included), keeping runner's folders
 //! out of git, branches and commits.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -202,7 +203,34 @@ pub fn open_worktree_exactly(path: &Path, common_dir: &Path) -> Result<Repositor
             path.display()
         ));
     }
+    // A `.git` file saying `gitdir: <repo>/.git` opens the main repository with this folder as
+    // its working directory: it must be a linked worktree, registered for this very folder.
+    if !is_registered_linked_worktree(&repo, path, common_dir) {
+        return Err(format!(
+            "{} is not a linked worktree registered for that folder (its .git file points at {}, not at its own record under {}/worktrees)",
+            path.display(),
+            repo.path().display(),
+            common_dir.display()
+        ));
+    }
     Ok(repo)
+}
+
+/// Is `repo` (opened at `path`) a linked worktree whose git dir is `<common>/worktrees/<name>`
+/// and whose record there (`gitdir`) names `path/.git`?
+fn is_registered_linked_worktree(repo: &Repository, path: &Path, common_dir: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().ok();
+    let admin = repo.path();
+    if !repo.is_worktree()
+        || canon(admin.parent().unwrap_or(admin)) != canon(&common_dir.join("worktrees"))
+    {
+        return false;
+    }
+    let Ok(recorded) = std::fs::read(admin.join("gitdir")) else {
+        return false;
+    };
+    let recorded = std::ffi::OsStr::from_bytes(recorded.trim_ascii_end());
+    canon(Path::new(recorded)).is_some() && canon(Path::new(recorded)) == canon(&path.join(".git"))
 }
 
 /// The bytes to append to an exclude file holding `current` so that every `EXCLUDED` pattern is
