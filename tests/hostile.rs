@@ -385,6 +385,39 @@ fn recovery_never_judges_an_unopenable_worktree_by_the_main_repository() {
     );
 }
 
+/// The agent checks out another branch, deletes the `.git` file and kills runner: recovery
+/// still knows the slot as the spec's (its last run worked there) and saves its files.
+#[test]
+fn recovery_saves_a_broken_worktree_the_agent_moved_to_another_branch() {
+    let spec = "033-away";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * away-and-kill\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "runner was not killed: {}",
+        stderr(&out)
+    );
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(
+        repo.chunk(spec, "core-b")["status"],
+        "blocked",
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        recovery_refs(&repo).iter().any(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-b.txt")
+        }),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn a_chunk_whose_worktree_vanished_is_not_completed_from_the_branch_alone() {
     let spec = "032-vanished";

@@ -648,12 +648,26 @@ pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // A worktree runner cannot open.
 
-/// The slot registered for the spec's branch whose folder is there but cannot be opened as
-/// that worktree (its `.git` file deleted or replaced, the folder emptied).
-pub fn unopenable_slot(main: &MainRepo, spec: &str) -> Option<(Slot, String)> {
+/// The slot of the spec whose folder is there but cannot be opened as that worktree (its `.git`
+/// file deleted or replaced, the folder emptied): the one registered for the spec's branch, or
+/// `last_slot` — the slot the spec's last run worked in, when a chunk was left in progress —
+/// unless that one is registered for another spec's branch (an agent that checked out another
+/// branch and then broke the folder must not make runner skip saving its files).
+pub fn unopenable_slot(
+    main: &MainRepo,
+    spec: &str,
+    last_slot: Option<&str>,
+) -> Option<(Slot, String)> {
     let branch = branch_for(spec);
     Slot::all(main).into_iter().find_map(|slot| {
-        if !slot.path.exists() || slot.registered_branch(main).as_deref() != Some(branch.as_str()) {
+        let registered = slot.registered_branch(main);
+        let ours = registered.as_deref() == Some(branch.as_str())
+            || (last_slot == Some(slot.name.as_str())
+                && registered
+                    .as_deref()
+                    .and_then(crate::git::spec_of_branch)
+                    .is_none_or(|other| other == spec));
+        if !slot.path.exists() || !ours {
             return None;
         }
         match slot.inspect(main) {

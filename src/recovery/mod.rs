@@ -240,7 +240,19 @@ pub async fn recover_spec(
         .filter(|c| c.status == Status::InProgress)
         .cloned()
         .collect();
-    if let Some((slot, why)) = integrity::unopenable_slot(&ws.main, &paths.name) {
+    // The slot the last run worked in, for a chunk it left in progress (see `unopenable_slot`).
+    let last_slot = (!in_progress.is_empty())
+        .then(|| {
+            read_events(&paths.dir)
+                .iter()
+                .rev()
+                .find(|e| e["event"] == "run_start")
+                .and_then(|e| e["slot"].as_str().map(str::to_string))
+        })
+        .flatten();
+    if let Some((slot, why)) =
+        integrity::unopenable_slot(&ws.main, &paths.name, last_slot.as_deref())
+    {
         let chunk = in_progress.first().map(|c| c.id.clone());
         let detail = integrity::unopenable_worktree(
             &ws.main,
