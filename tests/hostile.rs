@@ -123,6 +123,40 @@ fn an_agent_moving_the_branch_with_update_ref_is_caught() {
     history_rewrite_case("update-ref");
 }
 
+/// `git reset --hard HEAD~1; git merge -s ours <old tip>`: core-a's commit stays an ancestor,
+/// its content is gone. Caught by the content check, blocked with the way back.
+#[test]
+fn an_agent_hiding_a_reset_behind_a_merge_ours_is_caught() {
+    let spec = "013-ours";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * rewrite ours\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let branch = format!("{BRANCH_OF}{spec}");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    assert!(
+        is_ancestor(&repo, &core_a, &branch),
+        "the rewrite kept the ancestry"
+    );
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked", "{err}");
+    assert!(
+        err.contains("core-a") && err.contains("work/core-a.txt"),
+        "{err}"
+    );
+    assert_ne!(status_of(&repo, spec)["status"], "complete");
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-a.txt")
+        })
+        .unwrap_or_else(|| panic!("no recovery ref keeps core-a's work: {refs:?}\n{err}"));
+    assert!(err.contains(saved.as_str()), "{err}");
+}
+
 #[test]
 fn a_rewrite_in_the_last_chunk_never_reports_the_spec_complete() {
     let spec = "011-last";

@@ -28,6 +28,10 @@ pub struct HistoryFacts {
     pub recorded: Vec<(String, String, bool)>,
     /// The attempt in progress: (chunk, start commit, the branch tip contains it).
     pub start: Option<(String, String, bool)>,
+    /// Completed chunks whose commit is on the branch but whose changes the tip no longer has,
+    /// with no commit since that changed them (hidden by a merge, as `merge -s ours` does):
+    /// (chunk, the paths).
+    pub hollowed: Vec<(String, Vec<String>)>,
 }
 
 /// Work missing from the branch.
@@ -38,6 +42,8 @@ pub struct Breach {
     /// The attempt's start commit, if the branch no longer contains it.
     pub start_lost: Option<String>,
     pub branch_gone: bool,
+    /// Completed chunks whose changes vanished from the tip without a commit undoing them.
+    pub hollowed: Vec<(String, Vec<String>)>,
 }
 
 impl Breach {
@@ -53,6 +59,16 @@ impl Breach {
                 self.missing
                     .iter()
                     .map(|(c, oid)| format!("{c} ({})", short(oid)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !self.hollowed.is_empty() {
+            parts.push(format!(
+                "its tip no longer has the changes of completed chunk(s) {} though no commit since undid them (hidden by a merge)",
+                self.hollowed
+                    .iter()
+                    .map(|(c, paths)| format!("{c} ({})", paths.join(", ")))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
@@ -87,6 +103,7 @@ pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
                 .collect(),
             start_lost: f.start.as_ref().map(|(_, s, _)| s.clone()),
             branch_gone: true,
+            hollowed: Vec::new(),
         });
     }
     let missing: Vec<(String, String)> = f
@@ -100,10 +117,11 @@ pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
         .as_ref()
         .filter(|(_, _, present)| !present)
         .map(|(_, s, _)| s.clone());
-    (!missing.is_empty() || start_lost.is_some()).then_some(Breach {
+    (!missing.is_empty() || start_lost.is_some() || !f.hollowed.is_empty()).then(|| Breach {
         missing,
         start_lost,
         branch_gone: false,
+        hollowed: f.hollowed.clone(),
     })
 }
 
@@ -145,7 +163,7 @@ pub fn history_facts(
         .map(|tip| reachable_among(&main.repo, tip, &wanted))
         .unwrap_or_default();
     let contains = |commit: &str| Oid::from_str(commit).is_ok_and(|o| present.contains(&o));
-    let recorded = recorded
+    let recorded: Vec<(String, String, bool)> = recorded
         .into_iter()
         .map(|(c, oid)| {
             let present = contains(&oid);
@@ -156,11 +174,88 @@ pub fn history_facts(
         let present = contains(&s);
         (c, s, present)
     });
+    let hollowed = match tip {
+        Some(tip) => recorded
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .filter_map(|(c, oid, _)| {
+                let paths = vanished_changes(&main.repo, tip, Oid::from_str(oid).ok()?);
+                (!paths.is_empty()).then(|| (c.clone(), paths))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     HistoryFacts {
         branch_exists: tip.is_some(),
         recorded,
         start,
+        hollowed,
     }
+}
+
+/// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
+/// back as they were before `commit`, while no ordinary (one-parent) commit since changed them:
+/// the change was dropped by a merge (`git merge -s ours`), not undone by visible work. Cheap:
+/// one diff of `commit` with its parent, lookups in the tip's tree, and a walk since `commit`
+/// only when something is missing.
+pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
+    let found = (|| -> Result<Vec<String>, git2::Error> {
+        let c = repo.find_commit(commit)?;
+        let parent_tree = match c.parent(0) {
+            Ok(p) => Some(p.tree()?),
+            Err(_) => None,
+        };
+        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
+        let tip_tree = repo.find_commit(tip)?.tree()?;
+        let mut lost: Vec<String> = Vec::new();
+        for delta in diff.deltas() {
+            if !matches!(delta.status(), git2::Delta::Added | git2::Delta::Modified) {
+                continue;
+            }
+            let Some(path) = delta.new_file().path() else {
+                continue;
+            };
+            let at_tip = tip_tree.get_path(path).ok().map(|e| e.id());
+            let before = (delta.status() == git2::Delta::Modified).then(|| delta.old_file().id());
+            if at_tip.is_none() || at_tip == before {
+                lost.push(path.to_string_lossy().into_owned());
+            }
+        }
+        if lost.is_empty() {
+            return Ok(lost);
+        }
+        let mut walk = repo.revwalk()?;
+        walk.push(tip)?;
+        walk.hide(commit)?;
+        for oid in walk {
+            let later = repo.find_commit(oid?)?;
+            if later.parent_count() != 1 {
+                continue;
+            }
+            let mut opts = git2::DiffOptions::new();
+            for p in &lost {
+                opts.pathspec(p);
+            }
+            opts.disable_pathspec_match(true);
+            let d = repo.diff_tree_to_tree(
+                Some(&later.parent(0)?.tree()?),
+                Some(&later.tree()?),
+                Some(&mut opts),
+            )?;
+            let touched: Vec<String> = d
+                .deltas()
+                .flat_map(|x| [x.old_file().path(), x.new_file().path()])
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            lost.retain(|p| !touched.contains(p));
+            if lost.is_empty() {
+                break;
+            }
+        }
+        Ok(lost)
+    })();
+    found.unwrap_or_default()
 }
 
 /// Which of `wanted` the history of `tip` contains, found by one walk from `tip` that stops as
@@ -361,7 +456,7 @@ pub fn guard_history(
         message.push_str(&format!(
             "\nChunk {id} is blocked: after restoring, set it back to \"pending\" in {} and run again. To accept the loss instead, also set {} back to \"pending\".",
             paths.plan.path().display(),
-            if breach.missing.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ") }
+            if breach.missing.is_empty() && breach.hollowed.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).chain(breach.hollowed.iter().map(|(c, _)| c.as_str())).collect::<Vec<_>>().join(", ") }
         ));
         block_chunk(paths, id, &breach.describe(&branch))?;
     }
@@ -823,6 +918,7 @@ mod tests {
                 .map(|(c, p)| (c.to_string(), format!("{c}-commit"), *p))
                 .collect(),
             start: start.map(|p| ("cur".to_string(), "start".to_string(), p)),
+            hollowed: Vec::new(),
         }
     }
 
@@ -844,6 +940,19 @@ mod tests {
         assert!(b.missing.is_empty());
         assert_eq!(b.start_lost.as_deref(), Some("start"));
         assert!(b.describe("auto-claude/x").contains("rewritten"));
+    }
+
+    #[test]
+    fn changes_hidden_by_a_merge_are_a_breach() {
+        let mut f = facts(&[("a", true)], None);
+        f.hollowed = vec![("a".to_string(), vec!["x.txt".to_string()])];
+        let b = judge_history(&f).unwrap();
+        assert!(b.missing.is_empty());
+        assert!(
+            b.describe("br").contains("a (x.txt)"),
+            "{}",
+            b.describe("br")
+        );
     }
 
     #[test]
