@@ -118,7 +118,7 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
 /// bytes, invalid UTF-8 replaced with U+FFFD: one stray byte must not lose the whole feature.
 /// Missing, unreadable or blank is bad input: no session may start without the feature.
 pub fn read_text(path: &Path) -> Result<String, RunnerError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = crate::plan::read_regular(path).map_err(|e| {
         RunnerError::bad_input(match e.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",

@@ -272,6 +272,38 @@ fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
 }
 
+/// The plan replaced with a link to a FIFO: runner never blocks reading it; it stops with
+/// exit 2 naming the plan.
+#[test]
+fn a_plan_replaced_with_a_fifo_never_hangs_runner() {
+    let spec = "023-fifo";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * fifo-plan\n");
+    let mut child = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("runner hangs on a plan that is a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("implementation_plan.json") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let status = repo.runner(&["status", "--json"]);
+    assert!(status.status.code().is_some());
+}
+
 #[test]
 fn attempts_records_an_agent_deletes_are_restored() {
     let spec = "021-attempts";

@@ -653,7 +653,7 @@ pub fn settle_after_session(
 ) -> anyhow::Result<Vec<String>> {
     let last_good = || -> Option<Plan> {
         let path = paths.plan.last_good_path();
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = crate::plan::read_regular(path).ok()?;
         crate::plan::parse_plan(path, &bytes).ok()
     };
     let plan_path = paths.plan.path().to_path_buf();

@@ -49,7 +49,7 @@ pub fn rebuild(
     main: Option<&MainRepo>,
 ) -> Option<(Plan, Source)> {
     let last_good = spec_dir.join(LAST_GOOD_FILE);
-    if let Ok(bytes) = std::fs::read(&last_good)
+    if let Ok(bytes) = crate::plan::read_regular(&last_good)
         && let Ok(plan) = parse_plan(&last_good, &bytes)
     {
         return Some((plan, Source::LastGood));
