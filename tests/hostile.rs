@@ -722,3 +722,31 @@ fn the_run_refuses_a_persons_request_sent_by_its_agent() {
     );
     assert!(!repo.spec_dir(spec).join("run.sock").exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Recorded ids that are not commit ids.
+
+/// A start commit that is not a commit id (non-ASCII text) is a problem for a person, never a
+/// panic.
+#[test]
+fn a_recorded_start_commit_that_is_not_an_id_never_panics() {
+    let spec = "016-badid";
+    let repo = repo_with_spec(spec);
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    let mut plan = repo.plan(spec);
+    for phase in plan["phases"].as_array_mut().unwrap() {
+        for c in phase["subtasks"].as_array_mut().unwrap() {
+            if c["id"] == "core-b" {
+                let attempts = c["attempts"].as_array_mut().unwrap();
+                attempts.last_mut().unwrap()["start_commit"] =
+                    format!("a{}", "é".repeat(20)).into();
+            }
+        }
+    }
+    repo.write_plan(spec, &serde_json::to_string_pretty(&plan).unwrap());
+    let out = repo.runner(&["recover", "--spec", spec]);
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains("panicked"), "{all}");
+    assert_exit(&out, 3);
+    assert_exit(&repo.runner(&["status"]), 0);
+}

@@ -296,3 +296,35 @@ mod tests {
         );
     }
 }
+
+/// A commit id read from the plan or a record: exactly 40 (SHA-1) or 64 (SHA-256) hex digits,
+/// else `None` — never a shorter prefix git would pad with zeros, never a panic.
+pub fn commit_id(text: &str) -> Option<Oid> {
+    (matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| Oid::from_str(text).ok())
+        .flatten()
+}
+
+/// The first 10 characters of an id for a message (whole characters: a recorded id may hold
+/// any text).
+pub fn short_id(text: &str) -> &str {
+    text.char_indices()
+        .nth(10)
+        .map_or(text, |(end, _)| &text[..end])
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn commit_ids_are_whole_hex_and_short_ids_whole_characters() {
+        let full = "0123456789abcdef0123456789abcdef01234567";
+        assert!(commit_id(full).is_some());
+        assert!(commit_id("0123456789").is_none());
+        assert!(commit_id(&"é".repeat(20)).is_none());
+        assert_eq!(short_id(full), "0123456789");
+        assert_eq!(short_id(&"é".repeat(20)), "éééééééééé");
+        assert_eq!(short_id("ab"), "ab");
+    }
+}

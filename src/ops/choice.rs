@@ -128,7 +128,7 @@ pub fn ask(
                     Some(c) => eprintln!(
                         "Merged {spec} into {} ({}); undo with `runner undo --spec {spec}`.",
                         outcome.target,
-                        &c[..10]
+                        crate::git::short_id(c)
                     ),
                     None => eprintln!("{spec} is already merged into {}.", outcome.target),
                 }

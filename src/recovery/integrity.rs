@@ -84,7 +84,7 @@ impl Breach {
 }
 
 fn short(oid: &str) -> &str {
-    &oid[..oid.len().min(10)]
+    crate::git::short_id(oid)
 }
 
 /// Is completed work missing from the branch? A recorded commit counts as present only if the
@@ -150,19 +150,22 @@ pub fn history_facts(
         .filter(|c| c.status == Status::Completed && !merged)
         .filter_map(|c| Some((c.id.clone(), recorded_commit(c)?)))
         // A commit git does not have at all (a plan imported from elsewhere) proves nothing.
-        .filter(|(_, oid)| Oid::from_str(oid).is_ok_and(|o| main.repo.find_commit(o).is_ok()))
+        .filter(|(_, oid)| {
+            crate::git::commit_id(oid).is_some_and(|o| main.repo.find_commit(o).is_ok())
+        })
         .collect();
     let start = current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?)));
     let wanted: Vec<Oid> = recorded
         .iter()
         .map(|(_, o)| o.as_str())
         .chain(start.iter().map(|(_, s)| s.as_str()))
-        .filter_map(|o| Oid::from_str(o).ok())
+        .filter_map(crate::git::commit_id)
         .collect();
     let present = tip
         .map(|tip| reachable_among(&main.repo, tip, &wanted))
         .unwrap_or_default();
-    let contains = |commit: &str| Oid::from_str(commit).is_ok_and(|o| present.contains(&o));
+    let contains =
+        |commit: &str| crate::git::commit_id(commit).is_some_and(|o| present.contains(&o));
     let recorded: Vec<(String, String, bool)> = recorded
         .into_iter()
         .map(|(c, oid)| {
@@ -179,7 +182,7 @@ pub fn history_facts(
             .iter()
             .filter(|(_, _, present)| *present)
             .filter_map(|(c, oid, _)| {
-                let paths = vanished_changes(&main.repo, tip, Oid::from_str(oid).ok()?);
+                let paths = vanished_changes(&main.repo, tip, crate::git::commit_id(oid)?);
                 (!paths.is_empty()).then(|| (c.clone(), paths))
             })
             .collect(),
@@ -294,7 +297,7 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
     let recorded: Vec<Oid> = facts
         .recorded
         .iter()
-        .filter_map(|(_, o, _)| Oid::from_str(o).ok())
+        .filter_map(|(_, o, _)| crate::git::commit_id(o))
         .collect();
     let holds =
         |tip: Oid, oid: Oid| tip == oid || repo.graph_descendant_of(tip, oid).unwrap_or(false);
@@ -302,7 +305,7 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
     let start = facts
         .start
         .as_ref()
-        .and_then(|(_, s, _)| Oid::from_str(s).ok())
+        .and_then(|(_, s, _)| crate::git::commit_id(s))
         .filter(|o| repo.find_commit(*o).is_ok());
     if let Some(start) = start
         && score(start) == recorded.len()

@@ -646,7 +646,7 @@ fn save_partial_work(
         && let Some(start) = chunk
             .last_attempt()
             .and_then(|a| a.start_commit)
-            .and_then(|s| git2::Oid::from_str(&s).ok())
+            .and_then(|s| crate::git::commit_id(&s))
     {
         let target = wt.find_object(start, None)?;
         wt.reset(&target, git2::ResetType::Hard, None)?;
