@@ -750,3 +750,46 @@ fn a_recorded_start_commit_that_is_not_an_id_never_panics() {
     assert_exit(&out, 3);
     assert_exit(&repo.runner(&["status"]), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Printed commands a person copies.
+
+/// In a repository whose path has a space, the printed restore command works as printed.
+#[test]
+fn the_printed_restore_command_works_in_a_path_with_a_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("my project");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let repo = TestRepo { tmp, root };
+    repo.git(&["init", "-q", "-b", "main"]);
+    repo.git(&["config", "user.name", "Test User"]);
+    repo.git(&["config", "user.email", "test@example.com"]);
+    repo.write("README.md", "# project\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "initial"]);
+    let spec = "017-space";
+    repo.add_spec(spec);
+    repo.script("core-b * rewrite reset\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let command = err
+        .lines()
+        .skip_while(|l| !l.contains("restore it with:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no restore command in:\n{err}"))
+        .trim()
+        .to_string();
+    let ran = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "`{command}` failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    assert!(is_ancestor(&repo, &core_a, &format!("{BRANCH_OF}{spec}")));
+}

@@ -83,6 +83,15 @@ impl Breach {
     }
 }
 
+/// A word for a command a person copies into a shell: quoted if it needs to be.
+fn quote(word: &str) -> std::borrow::Cow<'_, str> {
+    shell_words::quote(word)
+}
+
+fn quote_path(path: &Path) -> String {
+    shell_words::quote(&path.to_string_lossy()).into_owned()
+}
+
 fn short(oid: &str) -> &str {
     crate::git::short_id(oid)
 }
@@ -442,8 +451,13 @@ pub fn guard_history(
         let on_branch =
             wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
         let command = match (worktree_path, on_branch) {
-            (Some(p), true) => format!("git -C {} reset --hard {old}", p.display()),
-            _ => format!("git -C {} branch -f {branch} {old}", main.root.display()),
+            (Some(p), true) => format!("git -C {} reset --hard {}", quote_path(p), quote(old)),
+            _ => format!(
+                "git -C {} branch -f {} {}",
+                quote_path(&main.root),
+                quote(&branch),
+                quote(old)
+            ),
         };
         message.push_str(&format!(
             ". The last tip runner knew is saved at {old}; restore it with:\n    {command}"
@@ -853,7 +867,8 @@ pub fn unopenable_worktree(
     crate::failpoint::hit("after_unopenable_saved");
     if let Some(r) = &saved {
         message.push_str(&format!(
-            " The files it still holds are saved at {r} (a commit on top of {branch}; see `git show --stat {r}`)."
+            " The files it still holds are saved at {r} (a commit on top of {branch}; see `git show --stat {}`).",
+            quote(r)
         ));
     }
     if let Some(id) = chunk {
@@ -861,7 +876,12 @@ pub fn unopenable_worktree(
         message.push_str(&format!(" Chunk {id} is blocked."));
     }
     message.push_str(&format!(
-        " To go on: move the folder away (mv {shown} {shown}.broken), run `git worktree prune`, take what you need from the saved ref, set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        " To go on: move the folder away (mv {} {}), run `git worktree prune`, take what you need from the saved ref, set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
+        quote_path(folder),
+        quote_path(&folder.with_file_name(format!(
+            "{}.broken",
+            folder.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        ))),
         paths.plan.path().display()
     ));
     journal.record(
