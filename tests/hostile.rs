@@ -123,6 +123,40 @@ fn an_agent_moving_the_branch_with_update_ref_is_caught() {
     history_rewrite_case("update-ref");
 }
 
+/// `git reset --hard HEAD~1; git merge -s ours <old tip>`: core-a's commit stays an ancestor,
+/// its content is gone. Caught by the content check, blocked with the way back.
+#[test]
+fn an_agent_hiding_a_reset_behind_a_merge_ours_is_caught() {
+    let spec = "013-ours";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * rewrite ours\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let branch = format!("{BRANCH_OF}{spec}");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    assert!(
+        is_ancestor(&repo, &core_a, &branch),
+        "the rewrite kept the ancestry"
+    );
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked", "{err}");
+    assert!(
+        err.contains("core-a") && err.contains("work/core-a.txt"),
+        "{err}"
+    );
+    assert_ne!(status_of(&repo, spec)["status"], "complete");
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-a.txt")
+        })
+        .unwrap_or_else(|| panic!("no recovery ref keeps core-a's work: {refs:?}\n{err}"));
+    assert!(err.contains(saved.as_str()), "{err}");
+}
+
 #[test]
 fn a_rewrite_in_the_last_chunk_never_reports_the_spec_complete() {
     let spec = "011-last";
@@ -236,6 +270,38 @@ fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
         "{log:?}"
     );
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+/// The plan replaced with a link to a FIFO: runner never blocks reading it; it stops with
+/// exit 2 naming the plan.
+#[test]
+fn a_plan_replaced_with_a_fifo_never_hangs_runner() {
+    let spec = "023-fifo";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * fifo-plan\n");
+    let mut child = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("runner hangs on a plan that is a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("implementation_plan.json") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let status = repo.runner(&["status", "--json"]);
+    assert!(status.status.code().is_some());
 }
 
 #[test]
@@ -353,6 +419,13 @@ fn a_worktree_whose_git_file_the_agent_deleted_goes_to_human_review() {
     broken_worktree_case("break-git");
 }
 
+/// A `.git` file pointing at the main repository makes the folder look like the main
+/// repository's working tree: it is not the spec's linked worktree, so it is never judged.
+#[test]
+fn a_worktree_whose_git_file_points_at_the_main_repository_goes_to_human_review() {
+    broken_worktree_case("gitdir-main");
+}
+
 #[test]
 fn a_worktree_the_agent_emptied_goes_to_human_review() {
     broken_worktree_case("empty-worktree");
@@ -367,6 +440,39 @@ fn recovery_never_judges_an_unopenable_worktree_by_the_main_repository() {
     let out = repo.runner(&["recover", "--spec", spec]);
     assert_exit(&out, 3);
     assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked");
+    assert!(
+        recovery_refs(&repo).iter().any(|(_, oid)| {
+            repo.git(&["ls-tree", "-r", "--name-only", oid])
+                .lines()
+                .any(|l| l == "work/core-b.txt")
+        }),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The agent checks out another branch, deletes the `.git` file and kills runner: recovery
+/// still knows the slot as the spec's (its last run worked there) and saves its files.
+#[test]
+fn recovery_saves_a_broken_worktree_the_agent_moved_to_another_branch() {
+    let spec = "033-away";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * away-and-kill\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "runner was not killed: {}",
+        stderr(&out)
+    );
+    let out = repo.runner(&["recover", "--spec", spec]);
+    assert_exit(&out, 3);
+    assert_eq!(
+        repo.chunk(spec, "core-b")["status"],
+        "blocked",
+        "{}",
+        stdout(&out)
+    );
     assert!(
         recovery_refs(&repo).iter().any(|(_, oid)| {
             repo.git(&["ls-tree", "-r", "--name-only", oid])
@@ -484,4 +590,206 @@ fn a_crash_after_saving_an_unopenable_worktree_is_finished_by_recovery() {
     // Same files, same ref: nothing piles up.
     assert_eq!(recovery_refs(&repo), before);
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completed work lost after the run (a job the agent left behind, or a person).
+
+/// The branch is reset to its base after a complete run: every completed chunk's commit is gone.
+/// `status` shows the missing work, `merge` refuses (never "already merged"), and `run` stops
+/// for a person, each with the command that puts the last tip runner knew back.
+#[test]
+fn completed_work_missing_from_the_branch_is_never_reported_complete() {
+    let spec = "015-lost";
+    let repo = repo_with_spec(spec);
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    assert_eq!(status_of(&repo, spec)["status"], "complete");
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    let branch = format!("{BRANCH_OF}{spec}");
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", "main"]);
+
+    let st = status_of(&repo, spec);
+    assert_eq!(st["status"], "missing_work", "{st}");
+    assert!(st["problem"].as_str().unwrap().contains("core-a"), "{st}");
+    let human = stdout(&repo.runner(&["status"]));
+    assert!(
+        human.contains("missing_work") && human.contains("runner recover"),
+        "{human}"
+    );
+
+    let out = repo.runner(&["merge", "--spec", spec, "--yes"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(!stdout(&out).contains("already merged"), "{}", stdout(&out));
+    let refs = recovery_refs(&repo);
+    let (saved, _) = refs
+        .iter()
+        .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
+        .unwrap_or_else(|| panic!("no recovery ref keeps {core_a}: {refs:?}\n{err}"));
+    assert!(err.contains(saved.as_str()), "{err}");
+
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(saved.as_str()) && err.contains("core-a"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("are completed"), "{}", stdout(&out));
+
+    // The printed way back restores the work; then all is complete again.
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", saved]);
+    assert!(is_ancestor(&repo, &core_a, &branch));
+    assert_eq!(status_of(&repo, spec)["status"], "complete");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes that leave the agent's process group (`setsid`).
+
+/// An agent that calls `runner chunk done polish` from a new session and process group, with
+/// RUNNER_SESSION_ID unset, is still inside the run (its process tree says so): refused, and
+/// polish is really worked on later.
+#[test]
+fn an_agent_escaping_its_process_group_cannot_pass_for_a_person() {
+    let spec = "027-setsid";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * setsid-person polish\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "polish was completed by the agent of core-a: {log:?}"
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+/// A job the agent leaves behind in its own session does not outlive the agent's session.
+#[test]
+fn a_setsid_job_the_agent_leaves_behind_is_killed_when_the_session_ends() {
+    let spec = "028-late";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * late-job 1\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let marker = repo.spec_dir(spec).join("late-job.txt");
+    assert!(
+        !marker.exists(),
+        "the agent's setsid job outlived its session"
+    );
+    let killed = repo
+        .events(spec)
+        .iter()
+        .any(|e| e["event"] == "leftovers_killed");
+    assert!(killed, "no leftovers_killed event");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A person's change, proven by the run rather than read from a file.
+
+/// The agent edits the plan and forges the journal line a person's `runner chunk done` writes:
+/// the edit is undone all the same (the run knows a person's changes only from its socket).
+#[test]
+fn a_forged_journal_line_does_not_make_an_agents_plan_edit_stand() {
+    let spec = "029-forge";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * forge-person polish\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "polish, completed by a forged line, was never built: {log:?}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
+/// A request to the run's socket from inside the run (the agent) is refused, whatever it says;
+/// the socket is gone when the run ends.
+#[test]
+fn the_run_refuses_a_persons_request_sent_by_its_agent() {
+    let spec = "030-sock";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * sock-person polish\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let reply = repo.read(&format!(".auto-claude/specs/{spec}/sock-reply.txt"));
+    assert!(reply.contains("refused"), "{reply}");
+    let log = repo.agent_log();
+    assert!(
+        log.iter().any(|l| l.starts_with("coder polish ")),
+        "{log:?}"
+    );
+    assert!(!repo.spec_dir(spec).join("run.sock").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recorded ids that are not commit ids.
+
+/// A start commit that is not a commit id (non-ASCII text) is a problem for a person, never a
+/// panic.
+#[test]
+fn a_recorded_start_commit_that_is_not_an_id_never_panics() {
+    let spec = "016-badid";
+    let repo = repo_with_spec(spec);
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    let mut plan = repo.plan(spec);
+    for phase in plan["phases"].as_array_mut().unwrap() {
+        for c in phase["subtasks"].as_array_mut().unwrap() {
+            if c["id"] == "core-b" {
+                let attempts = c["attempts"].as_array_mut().unwrap();
+                attempts.last_mut().unwrap()["start_commit"] =
+                    format!("a{}", "é".repeat(20)).into();
+            }
+        }
+    }
+    repo.write_plan(spec, &serde_json::to_string_pretty(&plan).unwrap());
+    let out = repo.runner(&["recover", "--spec", spec]);
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains("panicked"), "{all}");
+    assert_exit(&out, 3);
+    assert_exit(&repo.runner(&["status"]), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printed commands a person copies.
+
+/// In a repository whose path has a space, the printed restore command works as printed.
+#[test]
+fn the_printed_restore_command_works_in_a_path_with_a_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("my project");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let repo = TestRepo { tmp, root };
+    repo.git(&["init", "-q", "-b", "main"]);
+    repo.git(&["config", "user.name", "Test User"]);
+    repo.git(&["config", "user.email", "test@example.com"]);
+    repo.write("README.md", "# project\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "initial"]);
+    let spec = "017-space";
+    repo.add_spec(spec);
+    repo.script("core-b * rewrite reset\n");
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let command = err
+        .lines()
+        .skip_while(|l| !l.contains("restore it with:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no restore command in:\n{err}"))
+        .trim()
+        .to_string();
+    let ran = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "`{command}` failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let core_a = recorded_commit(&repo, spec, "core-a");
+    assert!(is_ancestor(&repo, &core_a, &format!("{BRANCH_OF}{spec}")));
 }

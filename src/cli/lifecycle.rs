@@ -158,7 +158,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
             outcome.spec,
             outcome.target,
             outcome.mode.as_str(),
-            &c[..10],
+            crate::git::short_id(c),
             outcome.landed.len(),
             outcome.files
         ),

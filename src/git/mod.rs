@@ -7,6 +7,7 @@ pub mod repo;
 pub mod slot;
 
 pub use repo::{
-    MainRepo, commit_all, dirty_paths, head_branch, head_commit, log_between, signature,
+    MainRepo, commit_all, commit_id, dirty_paths, head_branch, head_commit, log_between, short_id,
+    signature,
 };
 pub use slot::{Slot, SlotState, branch_for, slot_holding, spec_of_branch};

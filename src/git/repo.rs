@@ -1,6 +1,7 @@
 //! Finding the main repository from anywhere (its worktrees included), keeping runner's folders
 //! out of git, branches and commits.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -255,6 +256,16 @@ pub fn open_worktree_exactly(path: &Path, common_dir: &Path) -> Result<Repositor
             path.display()
         ));
     }
+    // A `.git` file saying `gitdir: <repo>/.git` opens the main repository with this folder as
+    // its working directory: it must be a linked worktree, registered for this very folder.
+    if !is_registered_linked_worktree(&repo, path, common_dir) {
+        return Err(format!(
+            "{} is not a linked worktree registered for that folder (its .git file points at {}, not at its own record under {}/worktrees)",
+            path.display(),
+            repo.path().display(),
+            common_dir.display()
+        ));
+    }
     Ok(repo)
 }
 
@@ -278,6 +289,23 @@ fn git_pattern(line: &[u8]) -> &[u8] {
         end += 1;
     }
     &line[..end]
+}
+
+/// Is `repo` (opened at `path`) a linked worktree whose git dir is `<common>/worktrees/<name>`
+/// and whose record there (`gitdir`) names `path/.git`?
+fn is_registered_linked_worktree(repo: &Repository, path: &Path, common_dir: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().ok();
+    let admin = repo.path();
+    if !repo.is_worktree()
+        || canon(admin.parent().unwrap_or(admin)) != canon(&common_dir.join("worktrees"))
+    {
+        return false;
+    }
+    let Ok(recorded) = std::fs::read(admin.join("gitdir")) else {
+        return false;
+    };
+    let recorded = std::ffi::OsStr::from_bytes(recorded.trim_ascii_end());
+    canon(Path::new(recorded)).is_some() && canon(Path::new(recorded)) == canon(&path.join(".git"))
 }
 
 /// The bytes to append to an exclude file holding `current` so that every `EXCLUDED` pattern is
@@ -361,5 +389,37 @@ mod tests {
         assert!(!mine(b"/.auto-claude/\r "));
         assert!(!mine(b"/.auto-claude/\\ "));
         assert!(!mine(b"x/.auto-claude/"));
+    }
+}
+
+/// A commit id read from the plan or a record: exactly 40 (SHA-1) or 64 (SHA-256) hex digits,
+/// else `None` — never a shorter prefix git would pad with zeros, never a panic.
+pub fn commit_id(text: &str) -> Option<Oid> {
+    (matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| Oid::from_str(text).ok())
+        .flatten()
+}
+
+/// The first 10 characters of an id for a message (whole characters: a recorded id may hold
+/// any text).
+pub fn short_id(text: &str) -> &str {
+    text.char_indices()
+        .nth(10)
+        .map_or(text, |(end, _)| &text[..end])
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn commit_ids_are_whole_hex_and_short_ids_whole_characters() {
+        let full = "0123456789abcdef0123456789abcdef01234567";
+        assert!(commit_id(full).is_some());
+        assert!(commit_id("0123456789").is_none());
+        assert!(commit_id(&"é".repeat(20)).is_none());
+        assert_eq!(short_id(full), "0123456789");
+        assert_eq!(short_id(&"é".repeat(20)), "éééééééééé");
+        assert_eq!(short_id("ab"), "ab");
     }
 }

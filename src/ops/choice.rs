@@ -136,7 +136,7 @@ pub fn ask(
                     Some(c) => eprintln!(
                         "Merged {spec} into {} ({}); undo with `runner undo --spec {}`.",
                         outcome.target,
-                        &c[..10],
+                        crate::git::short_id(c),
                         crate::sh(spec)
                     ),
                     None => eprintln!("{spec} is already merged into {}.", outcome.target),

@@ -51,12 +51,23 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
     .into())
 }
 
-/// The agent session making this call: `RUNNER_SESSION_ID`, else a live session of the spec
-/// whose process group this process is in. An agent that unsets the variable to pass for a
-/// person (whose `runner chunk` may complete any chunk) is still in its session's group.
+/// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends
+/// from the live run of the spec (an ancestor holds its run lock open — the kernel's process
+/// tree, which `setsid` does not leave, as the run is a subreaper), that run's session: the one
+/// of the chunk in progress, or a name no attempt has; else (where there is no `/proc`) a live
+/// session of the spec whose process group this process is in. An agent that unsets the
+/// variable to pass for a person (whose `runner chunk` may complete any chunk) is caught so.
 fn caller_session(paths: &SpecPaths) -> Option<String> {
     if let Ok(id) = std::env::var("RUNNER_SESSION_ID") {
         return Some(id);
+    }
+    if let Some(run_pid) = crate::session::ancestry::ancestor_holding(&paths.run_lock) {
+        let current = paths.plan.load().ok().flatten().and_then(|plan| {
+            plan.chunks()
+                .find(|c| c.status == Status::InProgress)
+                .and_then(|c| c.last_attempt()?.session_id)
+        });
+        return Some(current.unwrap_or_else(|| format!("inside-run-{run_pid}")));
     }
     // SAFETY: getpgrp has no preconditions and cannot fail.
     let own_group = unsafe { libc::getpgrp() };
@@ -101,8 +112,28 @@ pub enum Mark {
 /// Record the agent's report. On a chunk in progress it is recorded on the current attempt and
 /// the run decides (verification, commit). On any other chunk it is a person's override and
 /// sets the status directly.
+///
+/// A person's call (no session) on a spec a live run holds goes through that run
+/// (`ops::person`), which applies it and remembers it as a person's: a direct edit would be
+/// undone when the session's plan is settled.
 pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyhow::Result<String> {
     let caller = caller_session(paths);
+    if caller.is_none()
+        && let Some(message) = super::person::send(paths, id, mark, text)?
+    {
+        return Ok(message);
+    }
+    mark_as(paths, id, mark, text, caller)
+}
+
+/// `mark` for a caller already known: a session's id, or `None` for a person.
+pub fn mark_as(
+    paths: &SpecPaths,
+    id: &str,
+    mark: Mark,
+    text: Option<&str>,
+    caller: Option<String>,
+) -> anyhow::Result<String> {
     let outcome = paths.plan.update(|plan| {
         let pos = plan.find_chunk(id).ok_or_else(|| unknown_chunk(plan, id))?;
         let chunk = plan.chunk_mut(pos);

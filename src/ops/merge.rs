@@ -123,6 +123,30 @@ pub fn merge(
 
     // Refusals first: nothing is touched, no backup is written.
     let slot = slot_holding(&ws.main, &branch);
+    // A branch that lost completed work is not merged (nor called "already merged"): the last
+    // tip runner knew is kept under a recovery ref and the way back is printed.
+    if let Some(plan) = &plan
+        && crate::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_some()
+    {
+        let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
+        if let Some(guarded) = crate::recovery::integrity::guard_history(
+            &ws.main,
+            paths,
+            journal,
+            plan,
+            None,
+            wt.as_ref(),
+            slot.as_ref().map(|s| s.path.as_path()),
+            false,
+        )? {
+            return Err(RunnerError::NeedsHuman(format!(
+                "{}
+Nothing was merged.",
+                guarded.message
+            ))
+            .into());
+        }
+    }
     if let Some(slot) = &slot {
         let dirty = dirty_paths(&slot.open(&ws.main)?)?;
         if !dirty.is_empty() {

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod discard;
 pub mod interact;
 pub mod merge;
+pub mod person;
 pub mod recover;
 pub mod report;
 pub mod review;

@@ -203,7 +203,11 @@ pub fn render(r: &Review) -> String {
         r.base_branch
     ));
     for c in &r.commits {
-        out.push_str(&format!("  {} {}\n", &c.commit[..10], c.summary));
+        out.push_str(&format!(
+            "  {} {}\n",
+            crate::git::short_id(&c.commit),
+            c.summary
+        ));
     }
     let (adds, dels) = r
         .files

@@ -73,6 +73,9 @@ struct Run {
     state_dir: PathBuf,
     /// Sessions cut off by the last shutdown, to be run again first.
     resume: Vec<crate::recovery::interrupted::InterruptedSession>,
+    /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
+    /// plan changes during a session that the settle trusts.
+    person: Option<super::person::Listener>,
 }
 
 pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
@@ -135,6 +138,10 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     })?;
     let journal = Journal::new(&paths.dir, &run_id);
     let reporter = Reporter::new();
+    let person = super::person::listen(&paths)?;
+    // Every process the agents start stays our descendant, even after `setsid` (see
+    // `session::ancestry`).
+    crate::session::ancestry::become_subreaper();
 
     // Put right whatever an earlier run left interrupted, before anything else.
     let mut recover_opts = recover_options(&ws, &config, &agent, false, false);
@@ -281,6 +288,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         sessions: 0,
         drain,
         resume,
+        person,
     };
     let snapshot = existing.as_ref().map(|p| p.to_value());
     run.journal.record(
@@ -309,6 +317,8 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         None,
         json!({"outcome": outcome, "sessions": run.sessions}),
     );
+    // The socket goes before the locks: it must never outlive them into another run's time.
+    run.person.take();
     drop(locks);
     result?;
     let plan = run.paths.plan.load()?.unwrap_or_else(empty_plan);
@@ -968,6 +978,20 @@ impl Run {
             let taken = match self.take_chunk(None)? {
                 Take::Chunk(taken) => taken,
                 Take::Complete(total) => {
+                    // "Completed" only with every chunk's commit still on the branch.
+                    let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+                    if let Some(guarded) = crate::recovery::integrity::guard_history(
+                        &ws.main,
+                        &self.paths,
+                        &self.journal,
+                        &plan,
+                        None,
+                        self.open_worktree().ok().as_ref(),
+                        Some(&self.worktree),
+                        false,
+                    )? {
+                        return Err(RunnerError::NeedsHuman(guarded.message).into());
+                    }
                     self.reporter.progress(total, total, "done");
                     self.reporter.line(format!(
                         "All {total} chunks of {} are completed on branch {}.",
@@ -1395,12 +1419,20 @@ impl Run {
     fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
         use crate::recovery::integrity;
         let id = taken.chunk.id.as_str();
+        let by_person = match &self.person {
+            Some(listener) => listener.take_changes(),
+            None => integrity::changed_by_person(
+                &crate::store::read_events(&self.paths.dir),
+                &taken.session_id,
+            ),
+        };
         for line in integrity::settle_after_session(
             &self.paths,
             &self.journal,
             &taken.plan,
             id,
             &taken.session_id,
+            &by_person,
         )? {
             self.reporter.line(line);
         }
@@ -1870,6 +1902,16 @@ impl Run {
             crate::failpoint::hit("after_spawn");
         };
         let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
+        // Whatever the agent left running — in its group or not (`setsid`, a double fork: the
+        // subreaper keeps them our descendants) — goes now, before the plan is settled.
+        let killed = crate::session::ancestry::kill_descendants();
+        if killed > 0 {
+            self.journal.record(
+                "leftovers_killed",
+                None,
+                json!({"session_id": session_id, "processes": killed}),
+            )?;
+        }
         if let Some(pgid) = end.pgid {
             self.journal.record(
                 "process_ended",

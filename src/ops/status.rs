@@ -17,7 +17,8 @@ pub struct StatusReport {
 pub struct SpecStatus {
     pub name: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
-    /// blocked, complete, merged, refused (its folder links outside the repository)
+    /// blocked, complete, merged, refused (its folder links outside the repository),
+    /// missing_work (the branch lost a completed chunk's commit)
     pub status: String,
     pub branch: Option<String>,
     pub worktree: Option<String>,
@@ -33,6 +34,9 @@ pub struct SpecStatus {
     /// What runner read in the plan but Auto-Claude would not have written so (see
     /// `Plan::warnings`); empty for most plans.
     pub warnings: Vec<String>,
+    /// What is wrong with the branch: completed work it no longer holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -81,6 +85,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                     running: None,
                     error: Some(e.to_string()),
                     warnings: Vec::new(),
+                    problem: None,
                     name,
                 });
                 continue;
@@ -101,8 +106,19 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
             Ok(plan) => (plan, None),
             Err(e) => (None, Some(format!("{e:#}"))),
         };
+        // One walk of the branch's history, only when it exists.
+        let problem = plan
+            .as_ref()
+            .filter(|_| has_branch)
+            .and_then(|p| crate::recovery::integrity::missing_work(&ws.main, &name, p))
+            .map(|b| b.describe(&branch));
+        let mut state = spec_state(plan.as_ref(), error.is_some(), running.is_some());
+        if problem.is_some() && running.is_none() {
+            state = "missing_work";
+        }
         specs.push(SpecStatus {
-            status: spec_state(plan.as_ref(), error.is_some(), running.is_some()).into(),
+            problem,
+            status: state.into(),
             chunks: plan.as_ref().map(counts).unwrap_or_default(),
             current_chunk: plan.as_ref().and_then(current_chunk),
             next_chunk: plan
@@ -243,6 +259,12 @@ pub fn render(report: &StatusReport) -> String {
             out.push_str(&format!("    worktree: {wt}\n"));
         } else if let Some(b) = &s.branch {
             out.push_str(&format!("    branch: {b} (not in a worktree)\n"));
+        }
+        if let Some(p) = &s.problem {
+            out.push_str(&format!(
+                "    problem: {p}; `runner recover --spec {}` keeps the last tip runner knew and prints the way back\n",
+                s.name
+            ));
         }
         if let Some(e) = &s.error {
             let first = e.lines().next().unwrap_or("");

@@ -12,6 +12,28 @@ pub const PLAN_FILE: &str = "implementation_plan.json";
 pub const LAST_GOOD_FILE: &str = "implementation_plan.json.last-good";
 const PLAN_LOCK_FILE: &str = "plan.lock";
 
+/// The bytes of a regular file at `path` (a link to one is followed). Anything else — a FIFO,
+/// a device, a folder — is refused with `InvalidInput` without blocking: the file is opened
+/// non-blocking and checked with fstat before a byte is read (a FIFO opened for reading would
+/// otherwise wait for a writer forever).
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or folder); runner will not read it",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 #[derive(Debug, Clone)]
 pub struct PlanFile {
     path: PathBuf,
@@ -46,6 +68,14 @@ impl PlanFile {
         let bytes = match crate::store::safe::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(crate::error::RunnerError::bad_input(format!(
+                    "{}: {e}; move it away and put the plan file back (runner keeps a copy at {})",
+                    self.path.display(),
+                    self.last_good.display()
+                ))
+                .into());
+            }
             Err(e) => {
                 return Err(e).with_context(|| format!("reading {}", self.path.display()));
             }

@@ -8,7 +8,7 @@ mod status;
 mod validate;
 pub mod verification;
 
-pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile};
+pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile, read_regular};
 pub use model::{
     Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit,
 };

@@ -28,6 +28,10 @@ pub struct HistoryFacts {
     pub recorded: Vec<(String, String, bool)>,
     /// The attempt in progress: (chunk, start commit, the branch tip contains it).
     pub start: Option<(String, String, bool)>,
+    /// Completed chunks whose commit is on the branch but whose changes the tip no longer has,
+    /// with no commit since that changed them (hidden by a merge, as `merge -s ours` does):
+    /// (chunk, the paths).
+    pub hollowed: Vec<(String, Vec<String>)>,
 }
 
 /// Work missing from the branch.
@@ -38,6 +42,8 @@ pub struct Breach {
     /// The attempt's start commit, if the branch no longer contains it.
     pub start_lost: Option<String>,
     pub branch_gone: bool,
+    /// Completed chunks whose changes vanished from the tip without a commit undoing them.
+    pub hollowed: Vec<(String, Vec<String>)>,
 }
 
 impl Breach {
@@ -57,6 +63,16 @@ impl Breach {
                     .join(", ")
             ));
         }
+        if !self.hollowed.is_empty() {
+            parts.push(format!(
+                "its tip no longer has the changes of completed chunk(s) {} though no commit since undid them (hidden by a merge)",
+                self.hollowed
+                    .iter()
+                    .map(|(c, paths)| format!("{c} ({})", paths.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         if let Some(start) = &self.start_lost {
             parts.push(format!(
                 "it no longer contains the commit the attempt started from ({})",
@@ -67,8 +83,13 @@ impl Breach {
     }
 }
 
+/// A word for a command a person copies into a shell: quoted if it needs to be.
+fn quote(word: &str) -> std::borrow::Cow<'_, str> {
+    shell_words::quote(word)
+}
+
 fn short(oid: &str) -> &str {
-    &oid[..oid.len().min(10)]
+    crate::git::short_id(oid)
 }
 
 /// Is completed work missing from the branch? A recorded commit counts as present only if the
@@ -87,6 +108,7 @@ pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
                 .collect(),
             start_lost: f.start.as_ref().map(|(_, s, _)| s.clone()),
             branch_gone: true,
+            hollowed: Vec::new(),
         });
     }
     let missing: Vec<(String, String)> = f
@@ -100,10 +122,11 @@ pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
         .as_ref()
         .filter(|(_, _, present)| !present)
         .map(|(_, s, _)| s.clone());
-    (!missing.is_empty() || start_lost.is_some()).then_some(Breach {
+    (!missing.is_empty() || start_lost.is_some() || !f.hollowed.is_empty()).then(|| Breach {
         missing,
         start_lost,
         branch_gone: false,
+        hollowed: f.hollowed.clone(),
     })
 }
 
@@ -125,33 +148,152 @@ pub fn history_facts(
     current: Option<&Chunk>,
 ) -> HistoryFacts {
     let tip = main.branch_tip(&branch_for(spec));
-    let contains = |commit: &str| -> bool {
-        let (Some(tip), Ok(oid)) = (tip, Oid::from_str(commit)) else {
-            return false;
-        };
-        tip == oid || main.repo.graph_descendant_of(tip, oid).unwrap_or(false)
-    };
-    let recorded = plan
+    // A merged spec's work lives on in its base branch; its own branch may be gone.
+    let merged = plan.raw.contains_key("merged");
+    let recorded: Vec<(String, String)> = plan
         .chunks()
-        .filter(|c| c.status == Status::Completed)
+        .filter(|c| c.status == Status::Completed && !merged)
         .filter_map(|c| Some((c.id.clone(), recorded_commit(c)?)))
         // A commit git does not have at all (a plan imported from elsewhere) proves nothing.
-        .filter(|(_, oid)| Oid::from_str(oid).is_ok_and(|o| main.repo.find_commit(o).is_ok()))
+        .filter(|(_, oid)| {
+            crate::git::commit_id(oid).is_some_and(|o| main.repo.find_commit(o).is_ok())
+        })
+        .collect();
+    let start = current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?)));
+    let wanted: Vec<Oid> = recorded
+        .iter()
+        .map(|(_, o)| o.as_str())
+        .chain(start.iter().map(|(_, s)| s.as_str()))
+        .filter_map(crate::git::commit_id)
+        .collect();
+    let present = tip
+        .map(|tip| reachable_among(&main.repo, tip, &wanted))
+        .unwrap_or_default();
+    let contains =
+        |commit: &str| crate::git::commit_id(commit).is_some_and(|o| present.contains(&o));
+    let recorded: Vec<(String, String, bool)> = recorded
+        .into_iter()
         .map(|(c, oid)| {
             let present = contains(&oid);
             (c, oid, present)
         })
         .collect();
-    let start = current.and_then(|c| {
-        let s = c.last_attempt()?.start_commit?;
+    let start = start.map(|(c, s)| {
         let present = contains(&s);
-        Some((c.id.clone(), s, present))
+        (c, s, present)
     });
+    let hollowed = match tip {
+        Some(tip) => recorded
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .filter_map(|(c, oid, _)| {
+                let paths = vanished_changes(&main.repo, tip, crate::git::commit_id(oid)?);
+                (!paths.is_empty()).then(|| (c.clone(), paths))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     HistoryFacts {
         branch_exists: tip.is_some(),
         recorded,
         start,
+        hollowed,
     }
+}
+
+/// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
+/// back as they were before `commit`, while no ordinary (one-parent) commit since changed them:
+/// the change was dropped by a merge (`git merge -s ours`), not undone by visible work. Cheap:
+/// one diff of `commit` with its parent, lookups in the tip's tree, and a walk since `commit`
+/// only when something is missing.
+pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
+    let found = (|| -> Result<Vec<String>, git2::Error> {
+        let c = repo.find_commit(commit)?;
+        let parent_tree = match c.parent(0) {
+            Ok(p) => Some(p.tree()?),
+            Err(_) => None,
+        };
+        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
+        let tip_tree = repo.find_commit(tip)?.tree()?;
+        let mut lost: Vec<String> = Vec::new();
+        for delta in diff.deltas() {
+            if !matches!(delta.status(), git2::Delta::Added | git2::Delta::Modified) {
+                continue;
+            }
+            let Some(path) = delta.new_file().path() else {
+                continue;
+            };
+            let at_tip = tip_tree.get_path(path).ok().map(|e| e.id());
+            let before = (delta.status() == git2::Delta::Modified).then(|| delta.old_file().id());
+            if at_tip.is_none() || at_tip == before {
+                lost.push(path.to_string_lossy().into_owned());
+            }
+        }
+        if lost.is_empty() {
+            return Ok(lost);
+        }
+        let mut walk = repo.revwalk()?;
+        walk.push(tip)?;
+        walk.hide(commit)?;
+        for oid in walk {
+            let later = repo.find_commit(oid?)?;
+            if later.parent_count() != 1 {
+                continue;
+            }
+            let mut opts = git2::DiffOptions::new();
+            for p in &lost {
+                opts.pathspec(p);
+            }
+            opts.disable_pathspec_match(true);
+            let d = repo.diff_tree_to_tree(
+                Some(&later.parent(0)?.tree()?),
+                Some(&later.tree()?),
+                Some(&mut opts),
+            )?;
+            let touched: Vec<String> = d
+                .deltas()
+                .flat_map(|x| [x.old_file().path(), x.new_file().path()])
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            lost.retain(|p| !touched.contains(p));
+            if lost.is_empty() {
+                break;
+            }
+        }
+        Ok(lost)
+    })();
+    found.unwrap_or_default()
+}
+
+/// Which of `wanted` the history of `tip` contains, found by one walk from `tip` that stops as
+/// soon as all are seen (cheap when the work is there: the recorded commits are near the tip).
+fn reachable_among(repo: &Repository, tip: Oid, wanted: &[Oid]) -> Vec<Oid> {
+    let mut left: std::collections::HashSet<Oid> = wanted.iter().copied().collect();
+    let mut found = Vec::new();
+    let Ok(mut walk) = repo.revwalk() else {
+        return found;
+    };
+    if walk.push(tip).is_err() {
+        return found;
+    }
+    for oid in walk.flatten() {
+        if left.is_empty() {
+            break;
+        }
+        if left.remove(&oid) {
+            found.push(oid);
+        }
+    }
+    found
+}
+
+/// Completed work the spec's branch no longer holds, when the branch exists: every completed
+/// chunk's recorded commit must be the tip or one of its ancestors. `None` when all is there
+/// (or the branch is gone: the caller decides what that means).
+pub fn missing_work(main: &MainRepo, spec: &str, plan: &Plan) -> Option<Breach> {
+    main.branch_tip(&branch_for(spec))?;
+    judge_history(&history_facts(main, spec, plan, None))
 }
 
 /// The last tip runner knew to hold all of the spec's work: the attempt's start commit if it
@@ -160,7 +302,7 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
     let recorded: Vec<Oid> = facts
         .recorded
         .iter()
-        .filter_map(|(_, o, _)| Oid::from_str(o).ok())
+        .filter_map(|(_, o, _)| crate::git::commit_id(o))
         .collect();
     let holds =
         |tip: Oid, oid: Oid| tip == oid || repo.graph_descendant_of(tip, oid).unwrap_or(false);
@@ -168,7 +310,7 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
     let start = facts
         .start
         .as_ref()
-        .and_then(|(_, s, _)| Oid::from_str(s).ok())
+        .and_then(|(_, s, _)| crate::git::commit_id(s))
         .filter(|o| repo.find_commit(*o).is_ok());
     if let Some(start) = start
         && score(start) == recorded.len()
@@ -197,6 +339,30 @@ fn keep_at_recovery_ref(
     repo.reference(&refname, oid, false, why)
         .with_context(|| format!("creating {refname}"))?;
     Ok(refname)
+}
+
+/// Another recovery ref of `spec` holding the same tree on the same parent as the snapshot just
+/// made at `refname` (which is then removed), if any.
+fn same_state_kept(
+    repo: &Repository,
+    spec: &str,
+    refname: &str,
+    oid: Oid,
+) -> anyhow::Result<Option<String>> {
+    let key = |o: Oid| {
+        repo.find_commit(o)
+            .ok()
+            .map(|c| (c.tree_id(), c.parent_ids().collect::<Vec<_>>()))
+    };
+    let mine = key(oid);
+    let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
+        .into_iter()
+        .find(|(n, o)| n != refname && key(*o) == mine)
+    else {
+        return Ok(None);
+    };
+    repo.find_reference(refname)?.delete()?;
+    Ok(Some(name))
 }
 
 /// A breach found and made safe: the refs saved, the chunk blocked, the message written.
@@ -260,7 +426,10 @@ pub fn guard_history(
             "auto-claude: the worktree as the agent left it after rewriting history",
         )?;
         rewritten = match saved {
-            Some(_) => Some(refname),
+            // The same state kept by an earlier check (recovering twice) is not kept twice.
+            Some(oid) => {
+                Some(same_state_kept(repo, &paths.name, &refname, oid)?.unwrap_or(refname))
+            }
             None => match crate::git::head_commit(wt) {
                 Ok(head) => Some(keep_at_recovery_ref(
                     repo,
@@ -303,7 +472,7 @@ pub fn guard_history(
         message.push_str(&format!(
             "\nChunk {id} is blocked: after restoring, set it back to \"pending\" in {} and run again. To accept the loss instead, also set {} back to \"pending\".",
             paths.plan.path().display(),
-            if breach.missing.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ") }
+            if breach.missing.is_empty() && breach.hollowed.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).chain(breach.hollowed.iter().map(|(c, _)| c.as_str())).collect::<Vec<_>>().join(", ") }
         ));
         block_chunk(paths, id, &breach.describe(&branch))?;
     }
@@ -496,9 +665,8 @@ pub fn settle_after_session(
     before: &Plan,
     own: &str,
     session: &str,
+    by_person: &[String],
 ) -> anyhow::Result<Vec<String>> {
-    let events = crate::store::read_events(&paths.dir);
-    let by_person = changed_by_person(&events, session);
     let last_good = || -> Option<Plan> {
         let path = paths.plan.last_good_path();
         let bytes = crate::store::safe::read(path).ok()?;
@@ -535,7 +703,7 @@ pub fn settle_after_session(
                 (plan, Some("broken"))
             }
         };
-        let (settled, undone) = settle_plan(before, &found, own, session, &by_person);
+        let (settled, undone) = settle_plan(before, &found, own, session, by_person);
         let edited = settled.to_value() != found.to_value();
         let mut lines = Vec::new();
         if let Some(how) = gone {
@@ -574,7 +742,9 @@ pub fn settle_after_session(
     Ok(lines)
 }
 
-/// Chunks a person changed with `runner chunk …` (no session) since `session` started.
+/// Chunks a person changed with `runner chunk …` (no session) since `session` started, as the
+/// journal says. Only where the run cannot hear a person's changes itself (no `/proc`, see
+/// `ops::person`): an agent can write this journal line too.
 pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
     let start = events
         .iter()
@@ -590,12 +760,26 @@ pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // A worktree runner cannot open.
 
-/// The slot registered for the spec's branch whose folder is there but cannot be opened as
-/// that worktree (its `.git` file deleted or replaced, the folder emptied).
-pub fn unopenable_slot(main: &MainRepo, spec: &str) -> Option<(Slot, String)> {
+/// The slot of the spec whose folder is there but cannot be opened as that worktree (its `.git`
+/// file deleted or replaced, the folder emptied): the one registered for the spec's branch, or
+/// `last_slot` — the slot the spec's last run worked in, when a chunk was left in progress —
+/// unless that one is registered for another spec's branch (an agent that checked out another
+/// branch and then broke the folder must not make runner skip saving its files).
+pub fn unopenable_slot(
+    main: &MainRepo,
+    spec: &str,
+    last_slot: Option<&str>,
+) -> Option<(Slot, String)> {
     let branch = branch_for(spec);
     Slot::all(main).into_iter().find_map(|slot| {
-        if !slot.path.exists() || slot.registered_branch(main).as_deref() != Some(branch.as_str()) {
+        let registered = slot.registered_branch(main);
+        let ours = registered.as_deref() == Some(branch.as_str())
+            || (last_slot == Some(slot.name.as_str())
+                && registered
+                    .as_deref()
+                    .and_then(crate::git::spec_of_branch)
+                    .is_none_or(|other| other == spec));
+        if !slot.path.exists() || !ours {
             return None;
         }
         match slot.inspect(main) {
@@ -711,7 +895,8 @@ pub fn unopenable_worktree(
     crate::failpoint::hit("after_unopenable_saved");
     if let Some(r) = &saved {
         message.push_str(&format!(
-            " The files it still holds are saved at {r} (a commit on top of {branch}; see `git show --stat {r}`)."
+            " The files it still holds are saved at {r} (a commit on top of {branch}; see `git show --stat {}`).",
+            quote(r)
         ));
     }
     if let Some(id) = chunk {
@@ -792,6 +977,7 @@ mod tests {
                 .map(|(c, p)| (c.to_string(), format!("{c}-commit"), *p))
                 .collect(),
             start: start.map(|p| ("cur".to_string(), "start".to_string(), p)),
+            hollowed: Vec::new(),
         }
     }
 
@@ -813,6 +999,19 @@ mod tests {
         assert!(b.missing.is_empty());
         assert_eq!(b.start_lost.as_deref(), Some("start"));
         assert!(b.describe("auto-claude/x").contains("rewritten"));
+    }
+
+    #[test]
+    fn changes_hidden_by_a_merge_are_a_breach() {
+        let mut f = facts(&[("a", true)], None);
+        f.hollowed = vec![("a".to_string(), vec!["x.txt".to_string()])];
+        let b = judge_history(&f).unwrap();
+        assert!(b.missing.is_empty());
+        assert!(
+            b.describe("br").contains("a (x.txt)"),
+            "{}",
+            b.describe("br")
+        );
     }
 
     #[test]

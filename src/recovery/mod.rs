@@ -261,7 +261,19 @@ pub async fn recover_spec(
         .filter(|c| c.status == Status::InProgress)
         .cloned()
         .collect();
-    if let Some((slot, why)) = integrity::unopenable_slot(&ws.main, &paths.name) {
+    // The slot the last run worked in, for a chunk it left in progress (see `unopenable_slot`).
+    let last_slot = (!in_progress.is_empty())
+        .then(|| {
+            read_events(&paths.dir)
+                .iter()
+                .rev()
+                .find(|e| e["event"] == "run_start")
+                .and_then(|e| e["slot"].as_str().map(str::to_string))
+        })
+        .flatten();
+    if let Some((slot, why)) =
+        integrity::unopenable_slot(&ws.main, &paths.name, last_slot.as_deref())
+    {
         let chunk = in_progress.first().map(|c| c.id.clone());
         let detail = integrity::unopenable_worktree(
             &ws.main,
@@ -285,31 +297,40 @@ pub async fn recover_spec(
             if_verification: None,
         });
     } else if let Some(plan) = &plan {
-        for chunk in &in_progress {
+        // Every completed chunk's commit is checked even with nothing in progress: a branch
+        // reset after the run ended (by a job the agent left, or a person) loses work too.
+        let currents: Vec<Option<&Chunk>> = if in_progress.is_empty() {
+            vec![None]
+        } else {
+            in_progress.iter().map(Some).collect()
+        };
+        for chunk in currents {
             if let Some(guarded) = integrity::guard_history(
                 &ws.main,
                 paths,
                 journal,
                 plan,
-                Some(chunk),
+                chunk,
                 wt.as_ref(),
                 slot.as_ref().map(|s| s.path.as_path()),
                 opts.dry_run,
             )? {
-                handled.push(chunk.id.clone());
                 needs_human = true;
-                if !opts.dry_run {
-                    integrity::note_recovery_decision(
-                        paths,
-                        journal,
-                        &chunk.id,
-                        &guarded.message,
-                        guarded.saved_ref.as_deref(),
-                    )?;
+                if let Some(chunk) = chunk {
+                    handled.push(chunk.id.clone());
+                    if !opts.dry_run {
+                        integrity::note_recovery_decision(
+                            paths,
+                            journal,
+                            &chunk.id,
+                            &guarded.message,
+                            guarded.saved_ref.as_deref(),
+                        )?;
+                    }
                 }
                 actions.push(Action {
                     kind: "history_rewritten".into(),
-                    chunk: Some(chunk.id.clone()),
+                    chunk: chunk.map(|c| c.id.clone()),
                     decision: Some(Decision::HumanReview),
                     detail: guarded.message,
                     if_verification: None,
@@ -662,7 +683,7 @@ fn save_partial_work(
         && let Some(start) = chunk
             .last_attempt()
             .and_then(|a| a.start_commit)
-            .and_then(|s| git2::Oid::from_str(&s).ok())
+            .and_then(|s| crate::git::commit_id(&s))
     {
         let target = wt.find_object(start, None)?;
         wt.reset(&target, git2::ResetType::Hard, None)?;

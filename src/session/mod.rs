@@ -1,5 +1,6 @@
 //! Agent sessions: prompts, the child process, interrupts.
 
+pub mod ancestry;
 pub mod capture;
 pub mod interrupt;
 pub mod process;

@@ -1,0 +1,192 @@
+//! Which processes descend from a run, told by the kernel's process tree rather than by anything
+//! an agent can write (the journal, the lock's holder record, environment variables).
+//!
+//! A run makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): every process its
+//! agent starts, even one that calls `setsid` or double-forks and whose parent then exits, is
+//! re-parented to the run instead of to init, so it stays the run's descendant. Then:
+//! - `runner chunk` walks its own parent chain: a process inside a live run of the spec (an
+//!   ancestor holds the spec's run lock open) is that run's agent, never a person;
+//! - at each session's end the run kills every descendant still alive, so no job the agent left
+//!   behind outlives the settle of the plan.
+//!
+//! Elsewhere than Linux there is no `/proc` tree and no subreaper: both checks find nothing and
+//! runner falls back on the session's process group (see README "Recovery").
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Set once this process is a subreaper (a run): only then does the end of a session kill the
+/// run's descendants (never in a library test sharing the process with other tests).
+static REAPER: AtomicBool = AtomicBool::new(false);
+
+/// Make this process the reaper of its orphaned descendants. Linux only; a no-op elsewhere.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        if rc == 0 {
+            REAPER.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The parent and state of `pid`, from `/proc/<pid>/stat` ("pid (comm) S ppid …"; the command
+/// name may hold spaces and parentheses, so the fields are read after the last `)`).
+fn stat_of(pid: i32) -> Option<(i32, char)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+fn parse_stat(text: &str) -> Option<(i32, char)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// The chain of parents of `pid`, nearest first, up to init (bounded against a loop).
+pub fn ancestors(pid: i32) -> Vec<i32> {
+    let mut chain = Vec::new();
+    let mut at = pid;
+    while chain.len() < 4096 {
+        match stat_of(at) {
+            Some((ppid, _)) if ppid > 0 => {
+                chain.push(ppid);
+                at = ppid;
+            }
+            _ => break,
+        }
+    }
+    chain
+}
+
+/// Does `pid` have `path` open (the file itself, or the file as it was before someone renamed
+/// another over it)?
+pub fn has_open(pid: i32, path: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let want = path.as_os_str().as_encoded_bytes();
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            let t = target.as_os_str().as_encoded_bytes();
+            t == want || t.strip_suffix(b" (deleted)") == Some(want)
+        })
+    })
+}
+
+/// The ancestor of this process that holds `lock` open (the live run of that lock's spec), if
+/// any. The holder record inside the lock file is not trusted: an agent can write it.
+pub fn ancestor_holding(lock: &Path) -> Option<i32> {
+    let lock = std::fs::canonicalize(lock).ok()?;
+    ancestors(std::process::id() as i32)
+        .into_iter()
+        .find(|&pid| has_open(pid, &lock))
+}
+
+/// Pure: the processes of `parents` (pid → parent) whose parent chain leads to `root`.
+pub fn descendants_in(parents: &HashMap<i32, i32>, root: i32) -> Vec<i32> {
+    let mut out: Vec<i32> = parents
+        .keys()
+        .copied()
+        .filter(|&pid| {
+            let mut at = pid;
+            for _ in 0..parents.len() {
+                match parents.get(&at) {
+                    Some(&p) if p == root => return true,
+                    Some(&p) if p > 1 && p != at => at = p,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Every process now in `/proc`: pid → (parent, state).
+fn process_table() -> HashMap<i32, (i32, char)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat_of(pid)?)))
+        .collect()
+}
+
+/// At a session's end, with nothing else of the run's running: kill every process descending
+/// from this run (the agent's leftovers, `setsid` jobs and double-forked daemons included, which
+/// the subreaper keeps in the tree), and reap those re-parented to it. Returns how many were
+/// killed. Does nothing unless this process became a subreaper.
+pub fn kill_descendants() -> usize {
+    if !REAPER.load(Ordering::SeqCst) {
+        return 0;
+    }
+    let me = std::process::id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut killed = std::collections::HashSet::new();
+    loop {
+        let table = process_table();
+        let parents: HashMap<i32, i32> = table.iter().map(|(&p, &(pp, _))| (p, pp)).collect();
+        let live: Vec<i32> = descendants_in(&parents, me)
+            .into_iter()
+            .filter(|p| table.get(p).is_some_and(|&(_, s)| s != 'Z' && s != 'X'))
+            .collect();
+        for &pid in &live {
+            // SAFETY: kill has no memory effects; a process already gone gives ESRCH.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed.insert(pid);
+        }
+        // Our own children that died (orphans re-parented to us) are reaped here: tokio waits
+        // only for the children it started, which have all been waited for by now.
+        for (&pid, &(ppid, state)) in &table {
+            if ppid == me && (state == 'Z' || live.contains(&pid)) {
+                let mut status = 0;
+                // SAFETY: waitpid on a specific pid with WNOHANG only reaps that child.
+                unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            }
+        }
+        if live.is_empty() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    killed.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_read_after_the_command_name() {
+        assert_eq!(parse_stat("12 (a b) c) S 7 12 12 0"), Some((7, 'S')));
+        assert_eq!(parse_stat("12 (x) Z 1 0"), Some((1, 'Z')));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn descendants_follow_the_parent_chain_to_the_root() {
+        // 10 is the run; 11 its agent; 12 the agent's child; 13 an orphan re-parented to 10;
+        // 20 and 21 belong to someone else.
+        let parents: HashMap<i32, i32> = [(10, 5), (11, 10), (12, 11), (13, 10), (20, 1), (21, 20)]
+            .into_iter()
+            .collect();
+        assert_eq!(descendants_in(&parents, 10), vec![11, 12, 13]);
+        assert_eq!(descendants_in(&parents, 20), vec![21]);
+        assert!(descendants_in(&parents, 99).is_empty());
+    }
+
+    #[test]
+    fn this_process_has_ancestors_and_no_lock_holding_one() {
+        let chain = ancestors(std::process::id() as i32);
+        assert!(!chain.is_empty() || cfg!(not(target_os = "linux")));
+        assert_eq!(ancestor_holding(Path::new("/nonexistent/run.lock")), None);
+    }
+}
