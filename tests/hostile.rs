@@ -256,6 +256,39 @@ fn plan_statuses_an_agent_edits_directly_are_undone_but_a_persons_chunk_command_
     );
 }
 
+/// The agent edits the plan and runner dies before it settles it (killed right after the
+/// session, as an agent could kill it): recovery settles the plan against runner's last-good
+/// copy, so the chunks the agent marked completed are still built.
+#[test]
+fn plan_edits_of_a_session_whose_run_died_are_undone_by_recovery() {
+    let spec = "021-edit-died";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * edit-plan\n");
+    run_killed_at(&repo, spec, "after_coder_session@1");
+    assert_eq!(repo.chunk(spec, "core-b")["status"], "completed");
+    repo.script("");
+    let out = repo.runner(&["recover", "--spec", spec, "--json"]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("plan_edit_undone"),
+        "{}",
+        stdout(&out)
+    );
+    assert_ne!(repo.chunk(spec, "core-b")["status"], "completed");
+    assert_ne!(repo.chunk(spec, "polish")["status"], "completed");
+    assert_eq!(repo.chunk(spec, "core-b")["description"], "Build part B");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let log = repo.agent_log();
+    for chunk in ["core-b", "polish"] {
+        assert!(
+            log.iter()
+                .any(|l| l.starts_with(&format!("coder {chunk} "))),
+            "{chunk} was never built: {log:?}"
+        );
+    }
+    assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
+}
+
 #[test]
 fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
     let spec = "026-spoof";

@@ -164,7 +164,7 @@ pub async fn recover_spec(
 
     // 3. A plan that does not parse: restore it, keeping the broken file.
     let mut plan_source = None;
-    let plan = match paths.plan.load() {
+    let mut plan = match paths.plan.load() {
         Ok(Some(plan)) => Some(plan),
         Ok(None) => {
             restore_vanished_plan(ws, paths, journal, opts, &mut actions, &mut plan_source)?
@@ -228,6 +228,36 @@ pub async fn recover_spec(
             Some(plan)
         }
     };
+
+    // 3b. A run that died during (or right after) a session never settled the plan: an agent
+    //     that edited it directly and then killed runner would keep its edits. The plan is
+    //     settled here against the plan as the session started, by the session end's rules.
+    if let Some(found) = &plan
+        && let Some((settled, undone)) = settle_interrupted_session(paths, found)
+    {
+        if !opts.dry_run {
+            paths.plan.replace(&settled)?;
+            journal.record(
+                "plan_edit_undone",
+                None,
+                json!({"undone": undone, "why": "recovery: the session's run died before it settled the plan"}),
+            )?;
+        }
+        actions.push(Action::new(
+            "plan_edit_undone",
+            None,
+            format!(
+                "the plan was edited directly during a session whose run died; {} {}",
+                said(opts.dry_run, "undone:", "would undo:"),
+                if undone.is_empty() {
+                    "changes to other chunks or to runner's records".to_string()
+                } else {
+                    undone.join(", ")
+                }
+            ),
+        ));
+        plan = Some(settled);
+    }
 
     // 4. Stale git lock files in the spec's worktree and refs.
     let slot = slot_holding(&ws.main, &branch_for(&paths.name));
@@ -779,6 +809,41 @@ pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
         "saved_ref": saved_ref,
         "dirty": rec["dirty"],
     }))
+}
+
+/// The plan as runner wrote it when a coder session started, in the session's folder.
+pub const PLAN_BEFORE_SESSION: &str = "plan-before-session.json";
+
+/// The plan settled against the plan as it was when the session started, when a run died with exactly one chunk in
+/// progress and a session of it started: `None` when there is nothing to undo, or when that
+/// copy does not show the same attempt in progress. Person changes are those the journal
+/// names (the run that could have heard them is gone).
+fn settle_interrupted_session(
+    paths: &SpecPaths,
+    found: &crate::plan::Plan,
+) -> Option<(crate::plan::Plan, Vec<String>)> {
+    let events = read_events(&paths.dir);
+    if !integrity::last_run_unfinished(&events) {
+        return None;
+    }
+    let mut in_progress = found.chunks().filter(|c| c.status == Status::InProgress);
+    let own = in_progress.next()?;
+    if in_progress.next().is_some() {
+        return None;
+    }
+    let session = own.last_attempt()?.session_id?;
+    let path = paths.sessions_dir.join(&session).join(PLAN_BEFORE_SESSION);
+    let bytes = crate::store::safe::read(&path).ok()?;
+    let before = crate::plan::parse_plan(&path, &bytes).ok()?;
+    let was = before.chunk(before.find_chunk(&own.id)?);
+    if was.status != Status::InProgress
+        || was.last_attempt()?.session_id.as_deref() != Some(session.as_str())
+    {
+        return None;
+    }
+    let by_person = integrity::changed_by_person(&events, &session);
+    let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
+    (settled.to_value() != found.to_value()).then_some((settled, undone))
 }
 
 #[cfg(test)]
