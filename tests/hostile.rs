@@ -540,7 +540,17 @@ fn a_chunk_whose_worktree_vanished_is_not_completed_from_the_branch_alone() {
 
 #[test]
 fn commits_of_agent_work_leave_out_what_the_users_ignore_rules_hide() {
-    let spec = "040-ignored";
+    ignored_files_case("040-ignored", "ignored");
+}
+
+/// The agent stages the hidden files with `git add -f`: runner's commit of its leftovers still
+/// leaves them out (they stay in the worktree, unstaged).
+#[test]
+fn ignored_files_the_agent_force_adds_are_left_out_of_runners_commit() {
+    ignored_files_case("041-forced", "ignored-forced");
+}
+
+fn ignored_files_case(spec: &str, action: &str) {
     let repo = repo_with_spec(spec);
     repo.write(".gitignore", "ignored/\n");
     repo.git(&["add", ".gitignore"]);
@@ -549,7 +559,7 @@ fn commits_of_agent_work_leave_out_what_the_users_ignore_rules_hide() {
     let global = repo.tmp.path().join("global-ignore");
     std::fs::write(&global, "*.tmp\n").unwrap();
     repo.git(&["config", "core.excludesFile", global.to_str().unwrap()]);
-    repo.script("core-a * ignored\n");
+    repo.script(&format!("core-a * {action}\n"));
     assert_exit(&repo.run_spec(spec, &[]), 0);
     let tree = repo.git(&[
         "ls-tree",

@@ -200,6 +200,7 @@ pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid
         .add_all(["*"], IndexAddOption::DEFAULT, None)
         .context("staging changes")?;
     index.update_all(["*"], None).context("staging deletions")?;
+    unstage_forced_ignored(repo, &mut index)?;
     index.write().context("writing the index")?;
     let tree_id = index.write_tree().context("writing the tree")?;
     let parent = repo.head()?.peel_to_commit()?;
@@ -212,6 +213,29 @@ pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid
         .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])
         .context("committing")?;
     Ok(Some(oid))
+}
+
+/// Take out of the index the files the user's ignore rules hide that HEAD does not track: an
+/// agent may have staged them with `git add -f`, but runner commits what `git add -A` would
+/// (the files stay in the worktree). Each is named in a warning.
+fn unstage_forced_ignored(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let head_tree = repo.head()?.peel_to_tree()?;
+    let forced: Vec<std::path::PathBuf> = index
+        .iter()
+        .map(|e| Path::new(std::ffi::OsStr::from_bytes(&e.path)).to_path_buf())
+        .filter(|p| head_tree.get_path(p).is_err() && repo.is_path_ignored(p).unwrap_or(false))
+        .collect();
+    for path in &forced {
+        tracing::warn!(
+            "left {} out of the chunk's commit: your ignore rules hide it (it was force-added)",
+            path.display()
+        );
+        index
+            .remove_path(path)
+            .with_context(|| format!("unstaging {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// One line per commit from `tip` back to (excluding) `base`, newest first.
