@@ -576,6 +576,27 @@ fn ignored_files_case(spec: &str, action: &str) {
     }
 }
 
+/// The agent commits its own work under another chunk's subject: `review` attributes the
+/// commit to the chunk whose attempt recorded it, not to the chunk the subject names.
+#[test]
+fn review_attributes_commits_by_runners_records_not_by_forged_subjects() {
+    let spec = "042-forged";
+    let repo = repo_with_spec(spec);
+    repo.script("core-b * forge-subject polish\n");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let out = repo.runner(&["review", "--spec", spec, "--json"]);
+    assert_exit(&out, 0);
+    let review: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let commits = review["commits"].as_array().unwrap();
+    let forged = commits
+        .iter()
+        .find(|c| c["summary"] == "auto-claude: polish - forged")
+        .unwrap_or_else(|| panic!("no forged commit in {commits:?}"));
+    assert_eq!(forged["chunk"], "core-b", "{commits:?}");
+    let polish: Vec<&Value> = commits.iter().filter(|c| c["chunk"] == "polish").collect();
+    assert_eq!(polish.len(), 1, "{commits:?}");
+}
+
 #[test]
 fn a_chunk_whose_session_changed_nothing_says_so_and_records_no_commit() {
     let spec = "041-nothing";

@@ -85,9 +85,20 @@ fn chunk_of(
     let Some(plan) = plan else {
         return crate::plan::chunk_id_of_commit(summary).map(str::to_string);
     };
+    // runner's own record first: an attempt names the commit it made (or the agent made during
+    // it). A subject can be forged (`auto-claude: <other chunk> - …`), so it only speaks for a
+    // commit no attempt recorded, and only for a chunk that has no recorded commit of its own.
+    let recorded = |c: &crate::plan::Chunk| -> Vec<String> {
+        c.attempts().into_iter().filter_map(|a| a.commit).collect()
+    };
+    let id = oid.to_string();
+    if let Some(chunk) = plan.chunks().find(|c| recorded(c).contains(&id)) {
+        return Some(chunk.id.clone());
+    }
     let commit = repo.find_commit(oid).ok()?;
     let pos = plan.chunk_of_commit(commit.message()?)?;
-    Some(plan.chunk(pos).id.clone())
+    let chunk = plan.chunk(pos);
+    recorded(chunk).is_empty().then(|| chunk.id.clone())
 }
 
 pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
