@@ -89,17 +89,24 @@ fn history_rewrite_case(how: &str) {
     // The last tip runner knew is kept under a recovery ref, and the message gives the exact
     // command that puts it back.
     let refs = recovery_refs(&repo);
-    let (saved, _) = refs
+    let (saved, tip) = refs
         .iter()
         .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
         .unwrap_or_else(|| panic!("{how}: no recovery ref keeps {core_a}: {refs:?}\n{err}"));
+    assert!(
+        err.contains(saved.as_str()),
+        "{how}: the ref is not named:\n{err}"
+    );
+    // The command names the commit, so it works even if an agent deletes the ref.
     let wt = repo.worktree().display().to_string();
-    let command = format!("git -C {wt} reset --hard {saved}");
+    let command = format!("git -C {wt} reset --hard {tip}");
     assert!(err.contains(&command), "{how}: no `{command}` in:\n{err}");
 
-    // A second run refuses too (the blocked chunk), and the restore command really restores.
+    // A second run refuses too (the blocked chunk), and the restore command really restores,
+    // also once the ref is gone.
     assert_exit(&repo.run_spec(&spec, &[]), 3);
-    git_in(&repo.worktree(), &["reset", "-q", "--hard", saved]);
+    repo.git(&["update-ref", "-d", saved]);
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", tip]);
     assert!(is_ancestor(&repo, &core_a, &branch));
 }
 
@@ -189,11 +196,12 @@ fn recovery_after_a_crash_catches_a_rewrite_and_saves_the_old_tip() {
     let err = format!("{}{}", stdout(&out), stderr(&out));
     assert_eq!(repo.chunk(spec, "core-b")["status"], "blocked", "{err}");
     let refs = recovery_refs(&repo);
-    let (saved, _) = refs
+    let (saved, tip) = refs
         .iter()
         .find(|(_, oid)| is_ancestor(&repo, &core_a, oid))
         .unwrap_or_else(|| panic!("no recovery ref keeps {core_a}: {refs:?}\n{err}"));
-    assert!(err.contains(&format!("reset --hard {saved}")), "{err}");
+    assert!(err.contains(saved.as_str()), "{err}");
+    assert!(err.contains(&format!("reset --hard {tip}")), "{err}");
     // Recovering again changes nothing more: no second ref for the same tip.
     repo.runner(&["recover", "--spec", spec]);
     assert_eq!(recovery_refs(&repo).len(), refs.len());

@@ -404,7 +404,8 @@ pub fn guard_history(
     }
     let label = current.map(|c| c.id.as_str()).unwrap_or("branch");
     let repo = &main.repo;
-    let old = match last_known_tip(repo, &facts) {
+    let old_tip = last_known_tip(repo, &facts);
+    let old = match old_tip {
         Some(oid) => Some(keep_at_recovery_ref(
             repo,
             &paths.name,
@@ -442,20 +443,21 @@ pub fn guard_history(
             },
         };
     }
-    if let Some(old) = &old {
+    if let (Some(old), Some(tip)) = (&old, old_tip) {
         let on_branch =
             wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
+        // The command names the commit itself, not the ref: a ref under refs/auto-claude/ is
+        // one an agent can delete (or planted, and recovery reused), a commit id stays true.
+        let tip = tip.to_string();
         let command = match (worktree_path, on_branch) {
             (Some(p), true) => format!(
-                "git -C {} reset --hard {}",
-                crate::sh(p.to_string_lossy()),
-                crate::sh(old)
+                "git -C {} reset --hard {tip}",
+                crate::sh(p.to_string_lossy())
             ),
             _ => format!(
-                "git -C {} branch -f {} {}",
+                "git -C {} branch -f {} {tip}",
                 crate::sh(main.root.to_string_lossy()),
-                crate::sh(&branch),
-                crate::sh(old)
+                crate::sh(&branch)
             ),
         };
         message.push_str(&format!(
