@@ -844,17 +844,7 @@ fn a_recorded_start_commit_that_is_not_an_id_never_panics() {
 /// In a repository whose path has a space, the printed restore command works as printed.
 #[test]
 fn the_printed_restore_command_works_in_a_path_with_a_space() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("my project");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    let repo = TestRepo { tmp, root };
-    repo.git(&["init", "-q", "-b", "main"]);
-    repo.git(&["config", "user.name", "Test User"]);
-    repo.git(&["config", "user.email", "test@example.com"]);
-    repo.write("README.md", "# project\n");
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "initial"]);
+    let repo = TestRepo::in_folder("my project");
     let spec = "017-space";
     repo.add_spec(spec);
     repo.script("core-b * rewrite reset\n");

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
@@ -15,38 +14,9 @@ fn agent() -> String {
     fixture("fake-agent").display().to_string()
 }
 
-/// A repository with spec `spec` whose plan is the two-phase fixture (written by hand, so no
-/// planner runs and every run journals a plan snapshot).
-fn repo_with_plan(spec: &str) -> TestRepo {
-    let repo = TestRepo::new();
-    let dir = repo.add_spec(spec);
-    std::fs::copy(
-        fixture("plans/two-phases.json"),
-        dir.join("implementation_plan.json"),
-    )
-    .unwrap();
-    repo
-}
-
-/// `runner run` that SIGKILLs itself at `failpoint`.
-fn run_killed_at(repo: &TestRepo, spec: &str, failpoint: &str) {
-    let out = repo
-        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
-        .env("RUNNER_FAILPOINTS", failpoint)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGKILL),
-        "the run should have died at {failpoint}: {:?}\nstderr:\n{}",
-        out.status,
-        stderr(&out)
-    );
-}
-
 /// A repository whose run died right after core-a's coder session, which did `action`.
 fn interrupted_core_a(spec: &str, action: &str) -> TestRepo {
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.script(&format!("core-a * {action}\n"));
     run_killed_at(&repo, spec, "after_coder_session");
     assert_eq!(repo.chunk(spec, "core-a")["status"], "in_progress");
@@ -371,7 +341,7 @@ fn a_chunk_reported_done_is_completed_with_its_leftovers_committed() {
 #[test]
 fn a_chunk_reported_done_whose_verification_passes_is_completed() {
     let spec = "006-verified";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     // core-a completes normally; core-b reports done and the run dies after its session.
     repo.script("core-b * done\n");
     run_killed_at(&repo, spec, "after_coder_session@2");
@@ -402,7 +372,7 @@ fn a_chunk_reported_done_whose_verification_passes_is_completed() {
 fn unreported_work_is_next_only_when_committed_and_verified() {
     // core-b writes its file (which its check looks for) but never reports.
     let interrupted = |spec: &str| {
-        let repo = repo_with_plan(spec);
+        let repo = repo_with_fixture_plan(spec);
         repo.script("core-b * uncommitted\n");
         run_killed_at(&repo, spec, "after_coder_session@2");
         repo
@@ -719,7 +689,7 @@ fn dry_run_reports_and_changes_nothing() {
 #[test]
 fn retry_failed_sets_failed_chunks_back_to_pending_keeping_attempts() {
     let spec = "021-retry";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.write_config("[run]\nmax_attempts = 1\n");
     repo.script("core-a * fail not today\n");
     assert_exit(&repo.run_spec(spec, &[]), 3);
@@ -766,7 +736,7 @@ fn retry_failed_sets_failed_chunks_back_to_pending_keeping_attempts() {
 #[test]
 fn a_spec_being_run_is_busy() {
     let spec = "022-busy";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.add_spec("023-idle");
     repo.script("core-a * slow 3\n");
     let mut running = repo
@@ -816,7 +786,7 @@ fn a_spec_being_run_is_busy() {
 #[test]
 fn a_registered_worktree_whose_folder_is_gone_is_pruned_and_recreated() {
     let spec = "030-gone";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     run_killed_at(&repo, spec, "after_prepare_slot");
     assert!(repo.worktree().is_dir());
     std::fs::remove_dir_all(repo.worktree()).unwrap();
@@ -866,7 +836,7 @@ fn a_registered_worktree_whose_folder_is_gone_is_pruned_and_recreated() {
 #[test]
 fn a_folder_git_does_not_know_is_moved_aside_with_its_files() {
     let spec = "031-unknown";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.write(".worktrees/auto-claude/notes.txt", "my notes\n");
     let dry = recover_json(&repo, &["--dry-run"], 0);
     assert!(
@@ -898,7 +868,7 @@ fn a_folder_git_does_not_know_is_moved_aside_with_its_files() {
 #[test]
 fn a_stale_index_lock_is_removed_but_not_one_held_open() {
     let spec = "032-lock";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     run_killed_at(&repo, spec, "after_prepare_slot");
     let git_dir = wt_git(&repo, &["rev-parse", "--absolute-git-dir"]);
     let lock = Path::new(git_dir.trim()).join("index.lock");
@@ -936,7 +906,7 @@ fn a_stale_index_lock_is_removed_but_not_one_held_open() {
 #[test]
 fn temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
     let spec = "033-temp";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     let dir = repo.spec_dir(spec);
     let dead = dir.join(".implementation_plan.json.tmp-999999999-0");
     let live = dir.join(format!(
@@ -968,7 +938,7 @@ fn temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
 
 /// A run that completed core-a and core-b and stopped on its session budget.
 fn partial_run(spec: &str) -> TestRepo {
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.write_config("[run]\nmax_sessions = 2\n");
     assert_exit(&repo.run_spec(spec, &[]), 5);
     repo.write_config("");
@@ -1190,7 +1160,7 @@ fn run_restores_a_corrupt_plan_it_has_a_copy_of_and_finishes() {
 #[test]
 fn an_agent_that_outlived_its_runner_is_stopped_first() {
     let spec = "050-leftover";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.script("core-a * hang\n");
     let mut run = repo
         .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
@@ -1305,7 +1275,7 @@ impl SpawnPiped for std::process::Command {
 // 7. The agent as evaluator.
 
 fn evaluator_repo(spec: &str, coder_action: &str, recovery_rule: &str) -> TestRepo {
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.write_config(&format!(
         "[recovery]\nevaluator = \"agent\"\n\n[agent]\ncommand = [{:?}]\n",
         agent()
@@ -1444,7 +1414,7 @@ fn the_evaluator_is_not_asked_when_the_rules_are_clear() {
 #[test]
 fn ctrl_c_during_a_session_puts_the_chunk_through_the_recovery_rules() {
     let spec = "080-sigint";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.script("core-a * hang\n");
     let run = repo
         .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
@@ -1488,7 +1458,7 @@ fn the_evaluator_cannot_complete_a_chunk_whose_verification_fails() {
     // "A chunk is completed when the agent reports it done *and* its verification command (if
     // any) passes" (README); the rules never make such a chunk `next`.
     let spec = "074-eval-unverified";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     repo.write_config(&format!(
         "[recovery]\nevaluator = \"agent\"\n\n[agent]\ncommand = [{:?}]\n",
         agent()
@@ -1523,7 +1493,7 @@ fn the_evaluator_cannot_complete_a_chunk_whose_verification_fails() {
 #[test]
 fn a_plan_that_parses_but_breaks_a_rule_is_not_restored_over() {
     let spec = "050-rule";
-    let repo = repo_with_plan(spec);
+    let repo = repo_with_fixture_plan(spec);
     assert_exit(&repo.run_spec(spec, &[]), 0);
     // A person edits the plan and leaves a chunk without a description.
     let text = std::fs::read_to_string(repo.plan_path(spec))

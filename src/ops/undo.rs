@@ -251,17 +251,21 @@ enum TargetUndo {
     Nothing,
 }
 
+/// The branch a merge backup's merge landed on.
+fn merge_target(b: &Backup) -> anyhow::Result<String> {
+    b.meta
+        .target
+        .clone()
+        .context("merge backup without a target")
+}
+
 /// Decide how to put a merge's target back, or refuse: only if nothing was committed on top,
 /// and never over changes someone made since. `resuming`: this undo already started putting
 /// the files back (its intent says so), so the main worktree's changes on the merge's paths
 /// are its own half-done checkout (anything else found there is saved before it is replaced).
 fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<TargetUndo> {
     let repo = &ws.main.repo;
-    let target = b
-        .meta
-        .target
-        .clone()
-        .context("merge backup without a target")?;
+    let target = merge_target(b)?;
     let before =
         backup::ref_target(repo, b, "target").context("merge backup without target tip")?;
     let now = ws.main.branch_tip(&target).ok_or_else(|| {
@@ -359,11 +363,7 @@ fn apply_target_undo(
     action: TargetUndo,
 ) -> anyhow::Result<(String, Option<String>)> {
     let repo = &ws.main.repo;
-    let target = b
-        .meta
-        .target
-        .clone()
-        .context("merge backup without a target")?;
+    let target = merge_target(b)?;
     let target_ref = format!("refs/heads/{target}");
     let mut saved = None;
     match action {

@@ -33,8 +33,13 @@ pub struct TestRepo {
 impl TestRepo {
     /// A repository on `main` with one commit.
     pub fn new() -> TestRepo {
+        TestRepo::in_folder("project")
+    }
+
+    /// The same, in a folder of that name (a name with a space tests printed commands).
+    pub fn in_folder(name: &str) -> TestRepo {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("project");
+        let root = tmp.path().join(name);
         std::fs::create_dir_all(&root).unwrap();
         let root = root.canonicalize().unwrap();
         let repo = TestRepo { tmp, root };
