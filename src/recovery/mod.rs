@@ -822,16 +822,18 @@ fn settle_interrupted_session(
     paths: &SpecPaths,
     found: &crate::plan::Plan,
 ) -> Option<(crate::plan::Plan, Vec<String>)> {
-    let events = read_events(&paths.dir);
-    if !integrity::last_run_unfinished(&events) {
-        return None;
-    }
+    // The plan first: most specs have nothing in progress, and the journal is not read for
+    // them (`recover --all` over many specs).
     let mut in_progress = found.chunks().filter(|c| c.status == Status::InProgress);
     let own = in_progress.next()?;
     if in_progress.next().is_some() {
         return None;
     }
     let session = own.last_attempt()?.session_id?;
+    let events = read_events(&paths.dir);
+    if !integrity::last_run_unfinished(&events) {
+        return None;
+    }
     let path = paths.sessions_dir.join(&session).join(PLAN_BEFORE_SESSION);
     let bytes = crate::store::safe::read(&path).ok()?;
     let before = crate::plan::parse_plan(&path, &bytes).ok()?;
