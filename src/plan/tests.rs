@@ -2,7 +2,7 @@
 //! errors a user can meet, choosing the next chunk, verification and attempt records.
 //!
 //! All plans here are written for these tests; the real Auto-Claude plans are exercised by
-//! `tests/plan_reference.rs`.
+//! `tests/it/plan_reference.rs`.
 
 use std::path::Path;
 

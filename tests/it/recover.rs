@@ -1,13 +1,11 @@
 //! Recovery end to end: `runner recover` and the recovery `runner run` does before it starts,
 //! on real repositories left interrupted for real (the debug binary's failpoints SIGKILL it).
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn agent() -> String {

@@ -1,9 +1,7 @@
 //! Output that tells the truth: bytes that are not UTF-8, closed pipes, Ctrl-C and question
 //! messages, `recover --dry-run` against `recover`, `status`, and errors that help.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,10 @@
 //! runner never destroys the user's files or writes outside its place: `.git/info/exclude` is
 //! extended as bytes, nothing is written through a planted symbolic link, agent logs are capped.
 
-mod common;
-
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// Every path committed anywhere in the repository's history.
 fn every_committed_path(repo: &TestRepo) -> String {

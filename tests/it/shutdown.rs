@@ -1,12 +1,10 @@
 //! Ctrl-C and SIGTERM: the drain, the interrupted-sessions file, and resuming cut-off sessions.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn start_run(repo: &TestRepo, spec: &str, extra: &[&str]) -> Child {

@@ -1,12 +1,10 @@
 //! Merge, discard and undo: all-or-nothing (refused, failed or SIGKILLed at any step, then
 //! `runner recover`), and backups and recovery refs that belong to exactly one spec.
 
-mod common;
-
 use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 
 /// Two spec names the old ref mapping (every other byte → `_`) gave the same refs.
 const DOT: &str = "001-a.b";

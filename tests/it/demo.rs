@@ -1,8 +1,6 @@
 //! `runner demo`: the README's first command must keep working.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

@@ -1,8 +1,6 @@
 //! `runner chunk …` as agents and people call it, and plan round trips through the binary.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn failed_run(repo: &TestRepo, spec: &str) {

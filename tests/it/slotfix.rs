@@ -1,9 +1,7 @@
 //! Chunk ids that hold ` - ` read back from commits, and hostile chunk ids in the agent's
 //! prompt (slot creation's crash safety is tested in tests/crash.rs).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// A plan is rebuilt from the branch's commits only when neither its last-good copy nor a

@@ -1,8 +1,6 @@
 //! `runner run` end to end: the real binary, real git repositories, the fake agent.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

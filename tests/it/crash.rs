@@ -5,8 +5,6 @@
 //! uncommitted changes — may be lost (it is on the branch, or in a `refs/auto-claude/recovery/*`
 //! ref).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +12,7 @@ use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------

@@ -1,11 +1,9 @@
 //! Review, merge, discard, undo, gc, and the question `runner run` asks about existing work.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const SPEC: &str = "001-feature";

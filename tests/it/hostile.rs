@@ -2,9 +2,7 @@
 //! leaves ignored files — cannot make runner lose or misreport work (issue 8 §1). The real
 //! binary, real repositories, the fake agent's misbehaving actions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const BRANCH_OF: &str = "auto-claude/";

@@ -4,11 +4,9 @@
 //! The reference plans are read from `../shared/reference/auto-claude-plans/` and transformed
 //! here; their text is never copied into the project.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use runner::plan::Status;
 use serde_json::{Map, Value, json};
 

@@ -1,0 +1,42 @@
+//! The integration tests: one test binary (linked once), one module per area. Every test runs
+//! the real `runner` binary against real git repositories in temporary folders, with the
+//! scriptable fake agent from `fixtures/` standing in for the LLM.
+
+mod common;
+
+mod chunk;
+mod crash;
+mod demo;
+mod file_safety;
+mod hostile;
+mod lifecycle;
+mod lifecycle_safety;
+mod output;
+mod plan_compat;
+mod plan_reference;
+mod recover;
+mod run;
+mod shutdown;
+mod slotfix;
+
+/// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently
+/// never run: fail instead.
+#[test]
+fn every_test_file_is_a_module() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(module) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        if module != "main" && !main.contains(&format!("\nmod {module};\n")) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not declared in tests/it/main.rs: {missing:?}"
+    );
+}
