@@ -33,17 +33,16 @@ pub fn sh(value: impl AsRef<str>) -> String {
     shell_words::quote(value.as_ref()).into_owned()
 }
 
+pub mod agent;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod failpoint;
 pub mod git;
 pub mod ops;
 pub mod plan;
 pub mod policy;
-pub mod recovery;
-pub mod session;
-pub mod spec;
 pub mod store;
 pub mod text;

@@ -20,7 +20,7 @@ fn main() {
             // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
             let mut stderr = std::io::stderr().lock();
             if code == exit::INTERRUPTED && !is_cancel(&err) {
-                match runner::ops::run::resume_command() {
+                match runner::engine::run::resume_command() {
                     Some(command) => runner::write_quietly(
                         &mut stderr,
                         format_args!(

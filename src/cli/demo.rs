@@ -34,7 +34,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         s.sessions,
         s.worktree.display()
     );
-    let ws = crate::ops::Workspace::open(&result.dir)?;
+    let ws = crate::store::Workspace::open(&result.dir)?;
     println!("\nrunner status:");
     print!(
         "{}",

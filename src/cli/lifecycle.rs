@@ -8,8 +8,8 @@ use clap::Args;
 use crate::error::RunnerError;
 use crate::ops::interact::{can_ask, confirm, confirm_by_name, needs_flag};
 use crate::ops::merge::{MergeMode, merge};
-use crate::ops::run::{describe_holder, new_holder, pick_spec};
-use crate::ops::{SpecPaths, Workspace};
+use crate::engine::run::{describe_holder, new_holder, pick_spec};
+use crate::store::{SpecPaths, Workspace};
 use crate::store::{FileLock, Journal};
 
 /// The workspace, the spec, and its run lock (exit 4 if a runner holds it).
@@ -250,7 +250,7 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
     if args.list {
         let ws = Workspace::open(cwd)?;
         let spec = match &args.spec {
-            Some(q) => Some(crate::spec::resolve(&ws.specs_dir, q)?),
+            Some(q) => Some(crate::store::spec::resolve(&ws.specs_dir, q)?),
             None => None,
         };
         let backups = crate::git::backup::list(&ws.main.repo, spec.as_deref());

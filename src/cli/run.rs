@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::ops::run::{RunOptions, run as run_op, run_interrupted};
+use crate::engine::run::{RunOptions, run as run_op, run_interrupted};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -36,7 +36,7 @@ pub struct RunArgs {
 
 pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     if let Some(slot) = &args.slot {
-        crate::spec::check_name(slot)
+        crate::store::spec::check_name(slot)
             .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
     }
     let opts = RunOptions {

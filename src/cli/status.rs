@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::ops::Workspace;
+use crate::store::Workspace;
 use crate::ops::status::{render, status};
 
 #[derive(Debug, Args)]

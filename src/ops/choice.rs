@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::interact::{can_ask, confirm_by_name};
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;
@@ -107,7 +107,7 @@ pub fn ask(
     let spec = &paths.name;
     if never_ask || !can_ask() {
         let q = crate::sh(spec);
-        let again = |auto| crate::ops::run::run_again_command(spec, agent_flag, auto);
+        let again = |auto| crate::engine::run::run_again_command(spec, agent_flag, auto);
         return Err(RunnerError::bad_input(format!(
             "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                {}\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && {}",
             work.summary(spec, base),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::plan::{Plan, Status, next_chunk_id};
 use crate::store::Journal;
@@ -15,7 +15,7 @@ use crate::store::Journal;
 pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace, SpecPaths)> {
     let ws = Workspace::open(cwd)?;
     if let Some(q) = spec {
-        let name = crate::spec::resolve(&ws.specs_dir, q)?;
+        let name = crate::store::spec::resolve(&ws.specs_dir, q)?;
         let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
@@ -25,7 +25,7 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
             .file_name()
             .and_then(|n| n.to_str())
             .ok_or_else(|| RunnerError::bad_input("RUNNER_SPEC_DIR has no folder name"))?;
-        crate::spec::check_name(name)?;
+        crate::store::spec::check_name(name)?;
         let paths = ws.spec(name)?;
         if !paths.dir.is_dir() {
             return Err(RunnerError::bad_input(format!(
@@ -41,7 +41,7 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
         .and_then(|r| crate::git::head_branch(&r))
         .and_then(|b| crate::git::spec_of_branch(&b).map(str::to_string));
     if let Some(name) = from_branch {
-        crate::spec::check_name(&name)?;
+        crate::store::spec::check_name(&name)?;
         let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
@@ -61,7 +61,7 @@ fn caller_session(paths: &SpecPaths) -> Option<String> {
     if let Ok(id) = std::env::var("RUNNER_SESSION_ID") {
         return Some(id);
     }
-    if let Some(run_pid) = crate::session::ancestry::ancestor_holding(&paths.run_lock) {
+    if let Some(run_pid) = crate::agent::ancestry::ancestor_holding(&paths.run_lock) {
         let current = paths.plan.load().ok().flatten().and_then(|plan| {
             plan.chunks()
                 .find(|c| c.status == Status::InProgress)
@@ -72,7 +72,7 @@ fn caller_session(paths: &SpecPaths) -> Option<String> {
     // SAFETY: getpgrp has no preconditions and cannot fail.
     let own_group = unsafe { libc::getpgrp() };
     let events = crate::store::read_events_containing(&paths.dir, "\"process_");
-    crate::recovery::procs::leftovers(&events)
+    crate::engine::recovery::procs::leftovers(&events)
         .into_iter()
         .find(|open| open.pgid == own_group)
         .map(|open| open.session_id)
@@ -119,7 +119,7 @@ pub enum Mark {
 pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyhow::Result<String> {
     let caller = caller_session(paths);
     if caller.is_none()
-        && let Some(message) = super::person::send(paths, id, mark, text)?
+        && let Some(message) = crate::engine::run::person::send(paths, id, mark, text)?
     {
         return Ok(message);
     }

@@ -8,8 +8,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::chunk::{Mark, locate_spec, mark};
-use super::run::{RunOptions, RunSummary, run};
-use super::workspace::Workspace;
+use crate::engine::run::{RunOptions, RunSummary, run};
+use crate::store::workspace::Workspace;
 use crate::git::{branch_for, log_between, signature};
 
 pub const DEMO_SPEC: &str = "001-greeting-tool";

@@ -4,12 +4,12 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::{branch_for, dirty_paths, slot_holding};
 use crate::plan::{Plan, Status};
-use crate::recovery::lifecycle::{self, Intent, Op};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Serialize)]

@@ -90,7 +90,7 @@ mod question_signals {
                 libc::write(2, msg.as_ptr().cast(), msg.len());
                 libc::_exit(130);
             }
-        } else if !crate::session::Interrupt::listening(sig) {
+        } else if !crate::agent::Interrupt::listening(sig) {
             // Nobody else handles it: what the signal would have done without this action.
             // SAFETY: signal and raise are async-signal-safe.
             unsafe {

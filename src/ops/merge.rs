@@ -8,14 +8,14 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::review::base_branch;
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
 use crate::git::{branch_for, dirty_paths, log_between, signature, slot_holding};
 use crate::ops::discard::refuse_if_index_locked;
 use crate::plan::{Plan, Status};
-use crate::recovery::lifecycle::{self, Intent, Op};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,10 +126,10 @@ pub fn merge(
     // A branch that lost completed work is not merged (nor called "already merged"): the last
     // tip runner knew is kept under a recovery ref and the way back is printed.
     if let Some(plan) = &plan
-        && crate::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_some()
+        && crate::engine::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_some()
     {
         let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
-        if let Some(guarded) = crate::recovery::integrity::guard_history(
+        if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
             &ws.main,
             paths,
             journal,

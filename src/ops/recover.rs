@@ -4,11 +4,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::run::{new_holder, recover_options};
-use super::workspace::Workspace;
+use crate::engine::run::{new_holder, recover_options};
+use crate::store::workspace::Workspace;
 use crate::error::RunnerError;
 use crate::git::Slot;
-use crate::recovery::{SpecRecovery, recover_spec, repair};
+use crate::engine::recovery::{SpecRecovery, recover_spec, repair};
 use crate::store::{FileLock, Journal};
 
 #[derive(Debug, Clone, Default)]
@@ -40,15 +40,15 @@ impl RecoverReport {
 }
 
 pub fn recover(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
-    super::block_on(recover_async(cwd, req))
+    crate::engine::block_on(recover_async(cwd, req))
 }
 
 async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
     let ws = Workspace::open(cwd)?;
     let config = ws.config()?;
     let names = match &req.spec {
-        Some(q) => vec![crate::spec::resolve(&ws.specs_dir, q)?],
-        None => crate::spec::list(&ws.specs_dir),
+        Some(q) => vec![crate::store::spec::resolve(&ws.specs_dir, q)?],
+        None => crate::store::spec::list(&ws.specs_dir),
     };
     let mut opts = recover_options(
         &ws,
@@ -57,11 +57,11 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         req.dry_run,
         req.retry_failed,
     );
-    opts.interrupt = crate::session::Interrupt::install()?;
+    opts.interrupt = crate::agent::Interrupt::install()?;
 
     let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
     // Interrupted merges, discards and undos first: they know what their half-done slots are.
-    let mut lifecycle = crate::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
+    let mut lifecycle = crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
         // A slot in use by a live run is that run's business.
@@ -103,7 +103,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                 specs.push(SpecRecovery {
                     spec: name,
                     outcome: "refused".into(),
-                    actions: vec![crate::recovery::Action {
+                    actions: vec![crate::engine::recovery::Action {
                         kind: "refused".into(),
                         chunk: None,
                         decision: None,
@@ -120,7 +120,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             if req.spec.is_some() {
                 return Err(RunnerError::Busy(format!(
                     "spec {name} is being run or recovered: {}",
-                    super::run::describe_holder(&paths.run_lock)
+                    crate::engine::run::describe_holder(&paths.run_lock)
                 ))
                 .into());
             }
@@ -171,7 +171,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         match recover_spec(&ws, &paths, &journal, &opts).await {
             Ok(mut r) => {
                 if let Some(action) = lifecycle.remove(&name) {
-                    crate::recovery::lifecycle::add_to_report(&mut r, action);
+                    crate::engine::recovery::lifecycle::add_to_report(&mut r, action);
                 }
                 specs.push(r)
             }
@@ -183,7 +183,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                 specs.push(SpecRecovery {
                     spec: name,
                     outcome: "invalid_plan".into(),
-                    actions: vec![crate::recovery::Action {
+                    actions: vec![crate::engine::recovery::Action {
                         kind: "invalid_plan".into(),
                         chunk: None,
                         detail: format!("{e:#}"),

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::merge::{FileChange, file_changes, preview};
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};

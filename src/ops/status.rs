@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::workspace::Workspace;
+use crate::store::workspace::Workspace;
 use crate::git::{Slot, SlotState, branch_for, slot_holding};
 use crate::plan::{Plan, Status, next_chunk_id};
 use crate::store::{LockState, lock};
@@ -70,7 +70,7 @@ pub struct SlotStatus {
 
 pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
     let mut specs = Vec::new();
-    for name in crate::spec::list(&ws.specs_dir) {
+    for name in crate::store::spec::list(&ws.specs_dir) {
         let paths = match ws.spec(&name) {
             Ok(paths) => paths,
             // A spec folder linked outside the repository: listed, never opened.
@@ -110,7 +110,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
         let problem = plan
             .as_ref()
             .filter(|_| has_branch)
-            .and_then(|p| crate::recovery::integrity::missing_work(&ws.main, &name, p))
+            .and_then(|p| crate::engine::recovery::integrity::missing_work(&ws.main, &name, p))
             .map(|b| b.describe(&branch));
         let mut state = spec_state(plan.as_ref(), error.is_some(), running.is_some());
         if problem.is_some() && running.is_none() {
@@ -144,7 +144,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                 SlotState::Broken { reason } => (
                     None,
                     Some(
-                        crate::recovery::integrity::unreadable_folder(&slot.path)
+                        crate::engine::recovery::integrity::unreadable_folder(&slot.path)
                             .unwrap_or_else(|| reason.clone()),
                     ),
                 ),
@@ -244,7 +244,7 @@ pub fn render(report: &StatusReport) -> String {
         if s.chunks.failed > 0 {
             out.push_str(&format!(
                 "    failed chunks: {}\n",
-                crate::ops::run::retry_failed_hint(&s.name, None)
+                crate::engine::run::retry_failed_hint(&s.name, None)
             ));
         }
         if let Some(r) = &s.running {

@@ -6,13 +6,13 @@ use git2::Oid;
 use serde::Serialize;
 use serde_json::json;
 
-use super::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::backup::{self, Backup};
 use crate::git::merge::{CheckedOut, where_checked_out};
 use crate::git::{Slot, SlotState, dirty_paths};
 use crate::plan::parse_plan;
-use crate::recovery::lifecycle::{self, Intent, Op};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
 
 #[derive(Debug, Serialize)]
@@ -544,7 +544,7 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
 /// The backups named by an interrupted merge, discard or undo still pending (any spec's
 /// `lifecycle.json`, read leniently: even a record recover refuses keeps its backup from gc).
 fn pending_backups(ws: &Workspace) -> std::collections::BTreeSet<String> {
-    crate::spec::list(&ws.specs_dir)
+    crate::store::spec::list(&ws.specs_dir)
         .iter()
         .filter_map(|name| ws.spec(name).ok())
         .filter_map(|paths| crate::store::safe::read(lifecycle::intent_path(&paths)).ok())

@@ -4,10 +4,13 @@ pub mod atomic;
 pub mod journal;
 pub mod lock;
 pub mod safe;
+pub mod spec;
+pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};
 pub use journal::{Journal, read_events, read_events_containing};
 pub use lock::{FileLock, Holder, LockState};
+pub use workspace::{SpecPaths, Workspace};
 
 /// An I/O error that names the file it happened to ("Permission denied" alone does not say
 /// which of runner's files to look at). Its kind is kept, so callers can still match on it.

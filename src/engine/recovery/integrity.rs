@@ -12,7 +12,7 @@ use git2::{Oid, Repository};
 use serde_json::{Value, json};
 
 use crate::git::{MainRepo, Slot, SlotState, branch_for};
-use crate::ops::SpecPaths;
+use crate::store::SpecPaths;
 use crate::plan::{Chunk, Plan, Status};
 use crate::store::Journal;
 

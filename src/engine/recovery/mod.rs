@@ -21,7 +21,7 @@ pub use decide::{ChunkFacts, Decision};
 
 use crate::error::RunnerError;
 use crate::git::{branch_for, commit_all, slot_holding};
-use crate::ops::{SpecPaths, Workspace};
+use crate::store::{SpecPaths, Workspace};
 use crate::plan::{Chunk, PlanError, Status, verification};
 use crate::store::{Journal, read_events, read_events_containing};
 
@@ -38,7 +38,7 @@ pub struct RecoverOptions {
     /// Set when `[recovery] evaluator = "agent"`.
     pub evaluator: Option<evaluator::AgentEvaluator>,
     /// The run's Ctrl-C/SIGTERM: checks and the evaluator stop with it.
-    pub interrupt: crate::session::Interrupt,
+    pub interrupt: crate::agent::Interrupt,
     /// Recovery during a shutdown (`run` after its first Ctrl-C): the check's timeout is the
     /// drain's budget, so a check that runs out of it decides nothing (it did not fail).
     pub shutdown: bool,
@@ -518,7 +518,7 @@ pub async fn recover_chunk(
     // (A `next` from the agent still needs the chunk's check passing; see below.)
     let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous) {
         (Some(ev), Some(wt_repo), true) => {
-            let session_id = crate::ops::run::session_id("recovery", Some(id), 0);
+            let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
             match evaluator::ask(
                 ev,
@@ -741,14 +741,14 @@ async fn run_check(
     let Some(dir) = wt.workdir() else {
         return Ok(None);
     };
-    let session = crate::ops::run::session_id("recovery-check", Some(&chunk.id), 0);
+    let session = crate::engine::run::session_id("recovery-check", Some(&chunk.id), 0);
     let Ok(log_dir) = paths.session_dir(&session) else {
         return Ok(None);
     };
     let log_path = log_dir.join("verification.log");
     // Like every child runner starts: its own process group, killed whole on a timeout or
     // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
-    let spec = crate::session::ChildSpec {
+    let spec = crate::agent::ChildSpec {
         argv: vec!["sh".into(), "-c".into(), check.command.clone()],
         cwd: dir.to_path_buf(),
         env: vec![("RUNNER_SESSION_ID".into(), session.clone())],
@@ -762,7 +762,7 @@ async fn run_check(
         },
         watch_for: check.expect_output.clone(),
     };
-    let Ok(end) = crate::session::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
+    let Ok(end) = crate::agent::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
         return Ok(None);
     };
     if check_cut_short(&end.ended, opts.shutdown) {
@@ -770,14 +770,14 @@ async fn run_check(
     }
     // The expected output was searched in the whole stream, as bytes.
     Ok(Some(
-        end.ended == crate::session::Ended::Exited(check.expect_status) && end.output.found,
+        end.ended == crate::agent::Ended::Exited(check.expect_status) && end.output.found,
     ))
 }
 
 /// A check stopped by a signal, or by a shutdown's budget (its timeout), did not fail: it
 /// did not finish.
-fn check_cut_short(ended: &crate::session::Ended, shutdown: bool) -> bool {
-    use crate::session::Ended;
+fn check_cut_short(ended: &crate::agent::Ended, shutdown: bool) -> bool {
+    use crate::agent::Ended;
     matches!(ended, Ended::Interrupted { .. }) || (shutdown && *ended == Ended::TimedOut)
 }
 

@@ -9,8 +9,10 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::report::Reporter;
-use super::workspace::{SpecPaths, Workspace};
+pub mod person;
+mod report;
+use report::Reporter;
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::config::{Config, parse_agent_command};
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for, commit_all, dirty_paths, head_commit, slot_holding};
@@ -19,7 +21,7 @@ use crate::plan::{
     verification,
 };
 use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
-use crate::session::{ChildSpec, Ended, Interrupt, Prompts, run_child};
+use crate::agent::{ChildSpec, Ended, Interrupt, Prompts, run_child};
 use crate::store::{FileLock, Holder, Journal, LockState, lock};
 
 #[derive(Debug, Clone, Default)]
@@ -72,14 +74,14 @@ struct Run {
     drain: Duration,
     state_dir: PathBuf,
     /// Sessions cut off by the last shutdown, to be run again first.
-    resume: Vec<crate::recovery::interrupted::InterruptedSession>,
+    resume: Vec<crate::engine::recovery::interrupted::InterruptedSession>,
     /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
     /// plan changes during a session that the settle trusts.
-    person: Option<super::person::Listener>,
+    person: Option<person::Listener>,
 }
 
 pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
-    super::block_on(run_async(cwd, opts))
+    crate::engine::block_on(run_async(cwd, opts))
 }
 
 async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
@@ -91,7 +93,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let paths = ws.spec(&spec_name)?;
     // Every session is given the feature: a spec.md that cannot be read stops the run here,
     // before anything is changed.
-    crate::spec::read_text(&paths.spec_md)?;
+    crate::store::spec::read_text(&paths.spec_md)?;
     let agent = match &opts.agent_command {
         Some(text) => parse_agent_command(text)?,
         None => config.agent.command.clone(),
@@ -116,7 +118,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     })?;
     // A merge, discard or undo of this spec cut off by a crash is finished or rolled back first:
     // its slot and branch are in its hands until then.
-    if let Some(done) = crate::recovery::lifecycle::finish_interrupted(
+    if let Some(done) = crate::engine::recovery::lifecycle::finish_interrupted(
         &ws,
         &paths,
         &Journal::new(&paths.dir, &run_id),
@@ -138,15 +140,15 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     })?;
     let journal = Journal::new(&paths.dir, &run_id);
     let reporter = Reporter::new();
-    let person = super::person::listen(&paths)?;
+    let person = person::listen(&paths)?;
     // Every process the agents start stays our descendant, even after `setsid` (see
-    // `session::ancestry`).
-    crate::session::ancestry::become_subreaper();
+    // `agent::ancestry`).
+    crate::agent::ancestry::become_subreaper();
 
     // Put right whatever an earlier run left interrupted, before anything else.
     let mut recover_opts = recover_options(&ws, &config, &agent, false, false);
     recover_opts.interrupt = interrupt.clone();
-    let recovery = crate::recovery::recover_spec(&ws, &paths, &journal, &recover_opts).await?;
+    let recovery = crate::engine::recovery::recover_spec(&ws, &paths, &journal, &recover_opts).await?;
     if interrupt.is_set() {
         return Err(RunnerError::Interrupted.into());
     }
@@ -160,7 +162,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
             recovery
                 .actions
                 .iter()
-                .filter(|a| a.decision == Some(crate::recovery::Decision::HumanReview))
+                .filter(|a| a.decision == Some(crate::engine::recovery::Decision::HumanReview))
                 .map(|a| format!("  - {}", a.line()))
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -264,7 +266,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
 
     // Sessions the last shutdown cut off run again first. The entries are removed now, before
     // they run, so that a crash during the re-run never loops.
-    let resume = crate::recovery::interrupted::take(&ws.state_dir, &spec_name)?;
+    let resume = crate::engine::recovery::interrupted::take(&ws.state_dir, &spec_name)?;
     let drain = opts
         .drain_timeout
         .map(Duration::from_secs)
@@ -342,16 +344,16 @@ pub fn recover_options(
     agent: &[String],
     dry_run: bool,
     retry_failed: bool,
-) -> crate::recovery::RecoverOptions {
+) -> crate::engine::recovery::RecoverOptions {
     let evaluator = (config.recovery.evaluator == crate::config::Evaluator::Agent
         && !agent.is_empty())
-    .then(|| crate::recovery::evaluator::AgentEvaluator {
+    .then(|| crate::engine::recovery::evaluator::AgentEvaluator {
         argv: agent.to_vec(),
         templates_dir: ws.templates_dir(),
         timeout: config.run.session_timeout(),
         max_log_bytes: config.agent.max_log_bytes,
     });
-    crate::recovery::RecoverOptions {
+    crate::engine::recovery::RecoverOptions {
         dry_run,
         retry_failed,
         verification_timeout: config.run.verification_timeout(),
@@ -397,9 +399,9 @@ pub fn run_interrupted(cwd: &Path, opts: RunOptions) -> anyhow::Result<Vec<RunSu
 /// Specs nobody is running whose last run did not end cleanly: a chunk left in progress, a
 /// session cut off by a shutdown, or a `run_start` with no `run_end`. Most recent first.
 pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
-    let listed = crate::recovery::interrupted::specs(&ws.state_dir);
+    let listed = crate::engine::recovery::interrupted::specs(&ws.state_dir);
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
-    for name in crate::spec::list(&ws.specs_dir) {
+    for name in crate::store::spec::list(&ws.specs_dir) {
         // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
         let Ok(paths) = ws.spec(&name) else { continue };
         if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
@@ -432,10 +434,10 @@ fn empty_plan() -> Plan {
 /// `--spec` resolved, or the only spec there is.
 pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
     if let Some(q) = query {
-        crate::spec::check_name(q)?;
+        crate::store::spec::check_name(q)?;
         // Several matches: on a terminal, a numbered choice; otherwise the list and exit 2.
-        let names = crate::spec::list(&ws.specs_dir);
-        if let crate::spec::Resolution::Many(matches) = crate::spec::resolve_among(&names, q)
+        let names = crate::store::spec::list(&ws.specs_dir);
+        if let crate::store::spec::Resolution::Many(matches) = crate::store::spec::resolve_among(&names, q)
             && crate::ops::interact::can_ask()
         {
             let numbered: Vec<String> = matches
@@ -448,9 +450,9 @@ pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> 
                 crate::ops::interact::ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
             return Ok(matches[picked.index].clone());
         }
-        return Ok(crate::spec::resolve(&ws.specs_dir, q)?);
+        return Ok(crate::store::spec::resolve(&ws.specs_dir, q)?);
     }
-    let names = crate::spec::list(&ws.specs_dir);
+    let names = crate::store::spec::list(&ws.specs_dir);
     match names.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(RunnerError::bad_input(
@@ -700,7 +702,7 @@ async fn prepare_slot(
         ))
         .into()),
         SlotState::Unregistered => {
-            if let Some(repair) = crate::recovery::repair::repair_slot(main, slot, false)? {
+            if let Some(repair) = crate::engine::recovery::repair::repair_slot(main, slot, false)? {
                 reporter.line(format!("Repaired: {}.", repair.describe()));
                 journal.record("slot_repaired", None, json!({"slot": slot.name, "repair": repair.describe()}))?;
             }
@@ -737,7 +739,7 @@ async fn prepare_slot(
                         let other_journal = Journal::new(&other.dir, &run_id);
                         let config = ws.config()?;
                         let opts = recover_options(ws, &config, &[], false, false);
-                        let rec = crate::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
+                        let rec = crate::engine::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
                         for action in &rec.actions {
                             reporter.line(format!("Recovered {other_spec}: {}", action.line()));
                         }
@@ -751,7 +753,7 @@ async fn prepare_slot(
                     Ok(_) => {}
                     Err(_) => return Err(refuse("its plan is invalid".into())),
                 }
-                if let Some(op) = crate::recovery::inspect::operation_in_progress(&slot.open(main)?) {
+                if let Some(op) = crate::engine::recovery::inspect::operation_in_progress(&slot.open(main)?) {
                     return Err(refuse(format!("a {op} is half done in its worktree")));
                 }
                 _other_lock = Some(other_lock);
@@ -857,7 +859,7 @@ fn finish_unfinished_creation(
 ) -> anyhow::Result<()> {
     let marker = ws.slot_create_marker(&slot.name);
     if let Some(what) =
-        crate::recovery::repair::unfinished_creation(&ws.main, slot, &marker, false)?
+        crate::engine::recovery::repair::unfinished_creation(&ws.main, slot, &marker, false)?
     {
         reporter.line(format!("{what}."));
         journal.record(
@@ -962,7 +964,7 @@ impl Run {
                 entry.role,
                 entry.spec,
                 chunk_id,
-                crate::recovery::interrupted::preview(&entry.prompt_preview, 80)
+                crate::engine::recovery::interrupted::preview(&entry.prompt_preview, 80)
             ));
             if !self.budget_left() {
                 return Err(self.budget_spent().into());
@@ -980,7 +982,7 @@ impl Run {
                 Take::Complete(total) => {
                     // "Completed" only with every chunk's commit still on the branch.
                     let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
-                    if let Some(guarded) = crate::recovery::integrity::guard_history(
+                    if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
                         &ws.main,
                         &self.paths,
                         &self.journal,
@@ -1033,7 +1035,7 @@ impl Run {
     /// The original prompt of an interrupted session, with a note on what happened since.
     fn resume_prompt(
         &self,
-        entry: &crate::recovery::interrupted::InterruptedSession,
+        entry: &crate::engine::recovery::interrupted::InterruptedSession,
     ) -> Option<String> {
         let original = crate::store::safe::read_to_string(&entry.prompt_path).ok()?;
         let mut note = format!(
@@ -1043,7 +1045,7 @@ impl Run {
         if let Some(chunk) = entry.chunk_id.as_deref()
             && let Ok(plan) = self.load_plan()
             && let Some(pos) = plan.find_chunk(chunk)
-            && let Some(partial) = crate::recovery::partial_work_note(plan.chunk(pos))
+            && let Some(partial) = crate::engine::recovery::partial_work_note(plan.chunk(pos))
         {
             note.push_str(&format!(
                 ": {} commit(s) since {}{}",
@@ -1124,7 +1126,7 @@ impl Run {
                 .filter(|c| c.status == Status::InProgress);
             if let Some(chunk) = chunk {
                 let wt = self.open_worktree()?;
-                let opts = crate::recovery::RecoverOptions {
+                let opts = crate::engine::recovery::RecoverOptions {
                     // The user asked to stop: the check gets no longer than the drain, and
                     // a second Ctrl-C stops it at once. Cut short, it decides nothing.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),
@@ -1133,7 +1135,7 @@ impl Run {
                     shutdown: true,
                     ..Default::default()
                 };
-                let decided = crate::recovery::recover_chunk(
+                let decided = crate::engine::recovery::recover_chunk(
                     ws,
                     &self.paths,
                     &self.journal,
@@ -1145,7 +1147,7 @@ impl Run {
                 .await;
                 match decided {
                     Ok(action) => {
-                        completed = action.decision == Some(crate::recovery::Decision::Next);
+                        completed = action.decision == Some(crate::engine::recovery::Decision::Next);
                         self.reporter
                             .line(format!("Interrupted: {}", action.line()));
                     }
@@ -1176,17 +1178,17 @@ impl Run {
             self.reporter.line(format!(
                 "The {role} session {session_id} was still working {why}; the next start runs it again."
             ));
-            vec![crate::recovery::interrupted::InterruptedSession {
+            vec![crate::engine::recovery::interrupted::InterruptedSession {
                 session_id: session_id.to_string(),
                 spec: self.paths.name.clone(),
                 role: role.to_string(),
                 chunk_id: taken.map(|t| t.chunk.id.clone()),
                 prompt_path: self.paths.sessions_dir.join(session_id).join("prompt.md"),
-                prompt_preview: crate::recovery::interrupted::preview(prompt, 200),
+                prompt_preview: crate::engine::recovery::interrupted::preview(prompt, 200),
                 time: crate::clock::now(),
             }]
         };
-        crate::recovery::interrupted::record(&self.state_dir, &self.paths.name, entries)?;
+        crate::engine::recovery::interrupted::record(&self.state_dir, &self.paths.name, entries)?;
         Err(RunnerError::Interrupted.into())
     }
 
@@ -1208,7 +1210,7 @@ impl Run {
     }
 
     async fn plan_feature(&mut self, mut resumed_prompt: Option<String>) -> anyhow::Result<()> {
-        let spec_text = crate::spec::read_text(&self.paths.spec_md)?;
+        let spec_text = crate::store::spec::read_text(&self.paths.spec_md)?;
         // A new plan starts: the copies of an old one (last-good, journal snapshots) must never
         // be "restored" over it. The old copy is kept aside; the journal gets a barrier.
         let last_good = self.paths.plan.last_good_path().to_path_buf();
@@ -1237,12 +1239,12 @@ impl Run {
                     self.reporter.line(format!(
                         "Resuming interrupted work for planner on {}: \"{}…\"",
                         self.paths.name,
-                        crate::recovery::interrupted::preview(&p, 80)
+                        crate::engine::recovery::interrupted::preview(&p, 80)
                     ));
                     p
                 }
                 None => self.prompts.render(
-                    crate::session::prompt::PLANNER,
+                    crate::agent::prompt::PLANNER,
                     json!({
                         "spec_name": self.paths.name,
                         "spec_text": spec_text,
@@ -1417,7 +1419,7 @@ impl Run {
     /// itself and that the branch still holds every commit runner recorded and the attempt's
     /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved.
     fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
-        use crate::recovery::integrity;
+        use crate::engine::recovery::integrity;
         let id = taken.chunk.id.as_str();
         let by_person = match &self.person {
             Some(listener) => listener.take_changes(),
@@ -1500,7 +1502,7 @@ impl Run {
             .paths
             .session_dir(&taken.session_id)
             .map_err(crate::store::at(&self.paths.dir))?
-            .join(crate::recovery::PLAN_BEFORE_SESSION);
+            .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
         crate::store::safe::write(&before_path, &crate::plan::plan_to_bytes(plan))
             .map_err(crate::store::at(&before_path))?;
         let end = match self
@@ -1556,9 +1558,9 @@ impl Run {
 
     fn coder_prompt(&self, plan: &Plan, taken: &Taken) -> anyhow::Result<String> {
         let chunk = &taken.chunk;
-        let spec_text = crate::spec::read_text(&self.paths.spec_md)?;
+        let spec_text = crate::store::spec::read_text(&self.paths.spec_md)?;
         let failures = self.previous_failures(chunk);
-        let partial = crate::recovery::partial_work_note(chunk);
+        let partial = crate::engine::recovery::partial_work_note(chunk);
         let leftovers = if taken.attempt > 1 {
             dirty_paths(&self.open_worktree()?)?
         } else {
@@ -1594,9 +1596,9 @@ impl Run {
             "partial": partial,
         });
         let template = if failures.is_empty() && partial.is_none() {
-            crate::session::prompt::CODER
+            crate::agent::prompt::CODER
         } else {
-            crate::session::prompt::CODER_RETRY
+            crate::agent::prompt::CODER_RETRY
         };
         self.prompts.render(template, context)
     }
@@ -1700,7 +1702,7 @@ impl Run {
         // work committed where the branch never sees it.
         let on_branch =
             crate::git::head_branch(&wt).as_deref() == Some(branch_for(&self.paths.name).as_str());
-        let operation = crate::recovery::inspect::operation_in_progress(&wt);
+        let operation = crate::engine::recovery::inspect::operation_in_progress(&wt);
         if !on_branch || operation.is_some() {
             let reason = match operation {
                 Some(op) => format!("a {op} is half done in the worktree"),
@@ -1901,7 +1903,7 @@ impl Run {
         spec: &ChildSpec,
         session_id: &str,
         role: &str,
-    ) -> anyhow::Result<crate::session::ChildEnd> {
+    ) -> anyhow::Result<crate::agent::ChildEnd> {
         let journal = &self.journal;
         let mut on_spawn = |pgid: i32| {
             let _ = journal.record(
@@ -1914,7 +1916,7 @@ impl Run {
         let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
         // Whatever the agent left running — in its group or not (`setsid`, a double fork: the
         // subreaper keeps them our descendants) — goes now, before the plan is settled.
-        let killed = crate::session::ancestry::kill_descendants();
+        let killed = crate::agent::ancestry::kill_descendants();
         if killed > 0 {
             self.journal.record(
                 "leftovers_killed",
@@ -1939,7 +1941,7 @@ impl Run {
         attempt: u32,
         session_id: &str,
         prompt: &str,
-    ) -> anyhow::Result<crate::session::ChildEnd> {
+    ) -> anyhow::Result<crate::agent::ChildEnd> {
         // After Ctrl-C no new session starts.
         if self.interrupt.is_set() {
             return Err(RunnerError::Interrupted.into());

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::decide::{ChunkFacts, Decision};
 use crate::plan::Chunk;
-use crate::session::{ChildSpec, Interrupt, Prompts, run_child};
+use crate::agent::{ChildSpec, Interrupt, Prompts, run_child};
 
 #[derive(Debug, Clone)]
 pub struct AgentEvaluator {
@@ -43,7 +43,7 @@ pub fn parse_answer(output: &str) -> Option<(Decision, String)> {
 #[allow(clippy::too_many_arguments)]
 pub async fn ask(
     evaluator: &AgentEvaluator,
-    paths: &crate::ops::SpecPaths,
+    paths: &crate::store::SpecPaths,
     chunk: &Chunk,
     facts: &ChunkFacts,
     rule: (Decision, &str),
@@ -54,7 +54,7 @@ pub async fn ask(
     let prompts = Prompts::new(&evaluator.templates_dir);
     let prompt = prompts
         .render(
-            crate::session::prompt::RECOVERY,
+            crate::agent::prompt::RECOVERY,
             json!({
                 "spec_name": paths.name,
                 "chunk": {"id": chunk.id, "description": chunk.description()},
@@ -97,7 +97,7 @@ pub async fn ask(
     let end = run_child(&spec_child, interrupt, &mut |_| {})
         .await
         .map_err(|e| format!("the agent could not run: {e:#}"))?;
-    if matches!(end.ended, crate::session::Ended::Interrupted { .. }) {
+    if matches!(end.ended, crate::agent::Ended::Interrupted { .. }) {
         return Err(Unanswered::Interrupted);
     }
     // The log is capped, and its tail (where the answer is) kept; a non-UTF-8 byte must not

@@ -4,7 +4,7 @@
 //!
 //! The run listens on `<spec folder>/run.sock`. A request comes with its sender's pid from the
 //! kernel (`SO_PEERCRED`): a sender of another user, or one descending from the run (its agent,
-//! however it detached: the run is a subreaper, see `session::ancestry`), is refused. The run
+//! however it detached: the run is a subreaper, see `agent::ancestry`), is refused. The run
 //! applies an accepted change under the plan lock and remembers the chunk. The sender checks
 //! the other way round that it talks to the run: the process answering holds the spec's run
 //! lock open and does not descend from a process that does.
@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::chunk::{Mark, mark_as};
-use super::workspace::SpecPaths;
+use crate::ops::chunk::{Mark, mark_as};
+use crate::store::workspace::SpecPaths;
 use crate::error::RunnerError;
-use crate::session::ancestry;
+use crate::agent::ancestry;
 
 /// The socket a live run of the spec listens on.
 pub fn socket_path(paths: &SpecPaths) -> PathBuf {

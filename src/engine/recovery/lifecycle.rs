@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::ops::{SpecPaths, Workspace};
+use crate::store::{SpecPaths, Workspace};
 use crate::store::Journal;
 
 pub const INTENT_FILE: &str = "lifecycle.json";
@@ -386,12 +386,12 @@ pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::s
             "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
             ws.root.display(),
             path.display(),
-            crate::ops::run::describe_holder(&path)
+            crate::engine::run::describe_holder(&path)
         ))
         .into());
     };
     let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
-    lock.write_holder(&crate::ops::run::new_holder(&run_id, Some(spec)))?;
+    lock.write_holder(&crate::engine::run::new_holder(&run_id, Some(spec)))?;
     Ok(lock)
 }
 

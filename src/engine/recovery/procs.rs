@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::session::process::kill_group;
+use crate::agent::process::kill_group;
 
 /// A child that was started and never seen ending.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,20 @@
+//! The engine: long-running machinery that knows the order of steps. `run` drives a spec's
+//! planner and coder sessions; `recovery` puts interrupted state right. Operations (`ops`) call
+//! it; it calls the mechanism layers (`plan`, `store`, `git`, `agent`) and `policy`.
+
+pub mod recovery;
+pub mod run;
+
+/// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one
+/// child process, its signals and a heartbeat, so one thread is enough (and keeps the agent's
+/// parent-death signal tied to the main thread).
+pub fn block_on<T>(
+    future: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(future)
+}
