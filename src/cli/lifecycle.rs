@@ -5,12 +5,12 @@ use std::path::Path;
 
 use clap::Args;
 
+use crate::engine::run::{describe_holder, new_holder, pick_spec};
 use crate::error::RunnerError;
 use crate::ops::interact::{can_ask, confirm, confirm_by_name, needs_flag};
 use crate::ops::merge::{MergeMode, merge};
-use crate::engine::run::{describe_holder, new_holder, pick_spec};
-use crate::store::{SpecPaths, Workspace};
 use crate::store::{FileLock, Journal};
+use crate::store::{SpecPaths, Workspace};
 
 /// The workspace, the spec, and its run lock (exit 4 if a runner holds it).
 fn locked_spec(

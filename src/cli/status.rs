@@ -2,8 +2,8 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::store::Workspace;
 use crate::ops::status::{render, status};
+use crate::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

@@ -5,11 +5,11 @@
 use serde::Serialize;
 
 use super::interact::{can_ask, confirm_by_name};
-use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;
 use crate::store::Journal;
+use crate::store::workspace::{SpecPaths, Workspace};
 
 /// What is there already, for the one-line summary above the question.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::plan::{Plan, Status, next_chunk_id};
 use crate::store::Journal;
+use crate::store::workspace::{SpecPaths, Workspace};
 
 /// Which spec a `runner chunk` call is about: `--spec`, else `RUNNER_SPEC_DIR`, else the branch
 /// of the worktree it is called from.

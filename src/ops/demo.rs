@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::chunk::{Mark, locate_spec, mark};
 use crate::engine::run::{RunOptions, RunSummary, run};
-use crate::store::workspace::Workspace;
 use crate::git::{branch_for, log_between, signature};
+use crate::store::workspace::Workspace;
 
 pub const DEMO_SPEC: &str = "001-greeting-tool";
 

@@ -4,13 +4,13 @@
 use serde::Serialize;
 use serde_json::json;
 
-use crate::store::workspace::{SpecPaths, Workspace};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::{branch_for, dirty_paths, slot_holding};
 use crate::plan::{Plan, Status};
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
+use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
 pub struct DiscardOutcome {

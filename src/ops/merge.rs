@@ -8,15 +8,15 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::review::base_branch;
-use crate::store::workspace::{SpecPaths, Workspace};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
 use crate::git::{branch_for, dirty_paths, log_between, signature, slot_holding};
 use crate::ops::discard::refuse_if_index_locked;
 use crate::plan::{Plan, Status};
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
+use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

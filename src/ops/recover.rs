@@ -4,11 +4,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::engine::recovery::{SpecRecovery, recover_spec, repair};
 use crate::engine::run::{new_holder, recover_options};
-use crate::store::workspace::Workspace;
 use crate::error::RunnerError;
 use crate::git::Slot;
-use crate::engine::recovery::{SpecRecovery, recover_spec, repair};
+use crate::store::workspace::Workspace;
 use crate::store::{FileLock, Journal};
 
 #[derive(Debug, Clone, Default)]
@@ -61,7 +61,8 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
 
     let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
     // Interrupted merges, discards and undos first: they know what their half-done slots are.
-    let mut lifecycle = crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
+    let mut lifecycle =
+        crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
         // A slot in use by a live run is that run's business.

@@ -3,11 +3,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::store::workspace::{SpecPaths, Workspace};
 use crate::error::RunnerError;
 use crate::git::merge::{FileChange, file_changes, preview};
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::{Plan, Status};
+use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
 pub struct Review {

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::store::workspace::Workspace;
 use crate::git::{Slot, SlotState, branch_for, slot_holding};
 use crate::plan::{Plan, Status, next_chunk_id};
+use crate::store::workspace::Workspace;
 use crate::store::{LockState, lock};
 
 #[derive(Debug, Serialize)]

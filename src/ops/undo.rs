@@ -6,14 +6,14 @@ use git2::Oid;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::store::workspace::{SpecPaths, Workspace};
+use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, Backup};
 use crate::git::merge::{CheckedOut, where_checked_out};
 use crate::git::{Slot, SlotState, dirty_paths};
 use crate::plan::parse_plan;
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::store::Journal;
+use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
 pub struct UndoOutcome {

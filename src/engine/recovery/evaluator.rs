@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::decide::{ChunkFacts, Decision};
-use crate::plan::Chunk;
 use crate::agent::{ChildSpec, Interrupt, Prompts, run_child};
+use crate::plan::Chunk;
 
 #[derive(Debug, Clone)]
 pub struct AgentEvaluator {

@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::agent::ancestry;
+use crate::error::RunnerError;
 use crate::ops::chunk::{Mark, mark_as};
 use crate::store::workspace::SpecPaths;
-use crate::error::RunnerError;
-use crate::agent::ancestry;
 
 /// The socket a live run of the spec listens on.
 pub fn socket_path(paths: &SpecPaths) -> PathBuf {

@@ -1,0 +1,326 @@
+//! One chunk left in progress: decide, save its partial work, re-check it, report.
+
+use super::*;
+
+/// Decide and apply the rules for one chunk left `in_progress`; `why` says how it was left
+/// (`interrupted` by a dead run, or by a shutdown of this one).
+pub async fn recover_chunk(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    chunk: &Chunk,
+    wt: Option<&git2::Repository>,
+    opts: &RecoverOptions,
+    why: &str,
+) -> anyhow::Result<Action> {
+    let facts = inspect::chunk_facts(&ws.main, &paths.name, chunk, wt);
+    let id = chunk.id.as_str();
+    let checks = decide::wants_check(&facts) && wt.is_some();
+    if opts.dry_run {
+        return Ok(predict_chunk(&facts, checks, opts.evaluator.is_some(), id));
+    }
+    // An interrupted check (or one cut short by a shutdown's budget) decides nothing: the
+    // chunk stays in progress for the next recovery, which runs it again.
+    let verified = match wt {
+        Some(wt) if checks => run_check(paths, chunk, wt, opts).await?,
+        _ => None,
+    };
+    let (rule_decision, rule_reason) = decide::decide(&facts, verified);
+    // The agent is asked only where the rules weigh partial work.
+    let ambiguous = rule_decision == Decision::Continue
+        || (rule_decision == Decision::Next && !facts.reported_done);
+    // (A `next` from the agent still needs the chunk's check passing; see below.)
+    let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous) {
+        (Some(ev), Some(wt_repo), true) => {
+            let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
+            let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
+            match evaluator::ask(
+                ev,
+                paths,
+                chunk,
+                &facts,
+                (rule_decision, &rule_reason),
+                workdir,
+                &session_id,
+                &opts.interrupt,
+            )
+            .await
+            {
+                // The agent may not complete a chunk whose verification does not pass.
+                Ok((Decision::Next, r)) if facts.has_check && verified != Some(true) => (
+                    Decision::Continue,
+                    format!(
+                        "{rule_reason} (the agent said next: {r}; but the chunk's verification does not pass)"
+                    ),
+                    "rules (the agent's next was refused: verification)".to_string(),
+                ),
+                Ok((d, r)) => (d, r, "agent".to_string()),
+                Err(evaluator::Unanswered::Interrupted) => {
+                    return Err(RunnerError::Interrupted.into());
+                }
+                Err(evaluator::Unanswered::Unusable(why)) => (
+                    rule_decision,
+                    rule_reason.clone(),
+                    format!("rules (the agent's answer was not used: {why})"),
+                ),
+            }
+        }
+        _ => (rule_decision, rule_reason.clone(), "rules".to_string()),
+    };
+    let mut detail = reason.clone();
+    if source != "rules" {
+        detail.push_str(&format!(" [decided by {source}]"));
+    }
+    let mut saved_ref = None;
+    let mut commit = None;
+    // (A dry run returned its prediction above; kept as a guard: nothing below may run in one.)
+    if !opts.dry_run {
+        match decision {
+            Decision::Next => {
+                if let Some(wt) = wt {
+                    let message = chunk.commit_message();
+                    commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
+                    // The agent's own commits since the start are the attempt's work too;
+                    // without any, no commit is claimed (the start is an earlier chunk's).
+                    if commit.is_none() && facts.new_commits > 0 {
+                        commit = crate::git::head_commit(wt).ok().map(|o| o.to_string());
+                    }
+                }
+            }
+            Decision::Continue | Decision::Restart if facts.has_work() => {
+                if let Some(wt) = wt {
+                    saved_ref = save_partial_work(wt, &paths.name, chunk, &facts, decision)?;
+                }
+            }
+            _ => {}
+        }
+        // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
+        crate::failpoint::hit("after_recovery_ref");
+        if let Some(r) = &saved_ref {
+            // A restart reset the worktree to the attempt's start (save_partial_work).
+            let reset = decision == Decision::Restart
+                && chunk.last_attempt().and_then(|a| a.start_commit).is_some();
+            detail.push_str(&if reset {
+                format!("; the attempt's work saved at {r}, and the worktree reset to where the attempt started")
+            } else {
+                format!("; uncommitted changes saved at {r} and left in the worktree")
+            });
+        }
+        let now = crate::clock::now();
+        let record = json!({
+            "decision": decision.as_str(), "reason": reason, "source": source,
+            "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
+        });
+        paths.plan.update(|plan| {
+            let Some(pos) = plan.find_chunk(id) else {
+                return Ok(());
+            };
+            let c = plan.chunk_mut(pos);
+            c.update_last_attempt(|a| {
+                a.outcome = Some(match decision {
+                    Decision::Next => "completed".into(),
+                    _ => why.to_string(),
+                });
+                a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
+                a.ended_at = Some(now.clone());
+                if let Some(c) = &commit {
+                    a.commit = Some(c.clone());
+                }
+                a.extra.insert("recovery".into(), record.clone());
+            });
+            match decision {
+                Decision::Next => {
+                    c.set_status(Status::Completed);
+                    c.set_str("completed_at", &now);
+                }
+                Decision::Continue | Decision::Restart => c.set_status(Status::Pending),
+                Decision::HumanReview => {
+                    c.set_status(Status::Blocked);
+                    c.set_str("blocked_reason", &reason);
+                }
+            }
+            Ok(())
+        })?;
+        crate::failpoint::hit("after_recovery_decision");
+        let to = match decision {
+            Decision::Next => "completed",
+            Decision::Continue | Decision::Restart => "pending",
+            Decision::HumanReview => "blocked",
+        };
+        journal.record(
+            "recovery_decision",
+            Some(id),
+            json!({"decision": decision.as_str(), "reason": reason, "source": source, "saved_ref": saved_ref, "commit": commit, "why": why}),
+        )?;
+        journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": to, "why": format!("recovery: {}", decision.as_str())}),
+        )?;
+    }
+    Ok(Action {
+        kind: "chunk".into(),
+        chunk: Some(id.to_string()),
+        decision: Some(decision),
+        if_verification: None,
+        detail,
+    })
+}
+
+/// What `recover_chunk` will do, without doing it: the same rules over the same facts. The
+/// verification is not run (it may change files); where its result matters, both outcomes are
+/// named. `checks`: the real recovery would run the chunk's verification.
+pub fn predict_chunk(facts: &ChunkFacts, checks: bool, evaluator: bool, id: &str) -> Action {
+    let (passes, pass_reason) = decide::decide(facts, checks.then_some(true));
+    let (fails, fail_reason) = decide::decide(facts, checks.then_some(false));
+    let mut action = Action {
+        kind: "chunk".into(),
+        chunk: Some(id.to_string()),
+        ..Action::default()
+    };
+    if passes == fails {
+        action.decision = Some(fails);
+        action.detail = fail_reason;
+        if checks {
+            action.detail.push_str(
+                " (dry run: the verification command was not run; the decision is the same either way)",
+            );
+        }
+    } else {
+        action.if_verification = Some(IfVerification { passes, fails });
+        action.detail = format!(
+            "if it passes: {pass_reason}; if it fails: {fail_reason} (dry run: the verification command was not run)"
+        );
+    }
+    // The agent evaluator is asked only where the rules weigh partial work (see recover_chunk).
+    let ambiguous =
+        |d: Decision| d == Decision::Continue || (d == Decision::Next && !facts.reported_done);
+    if evaluator && (ambiguous(passes) || ambiguous(fails)) {
+        action.detail.push_str(
+            " (with [recovery] evaluator = \"agent\", recover asks the agent here, which may decide otherwise)",
+        );
+    }
+    action
+}
+
+/// Keep a chunk's partial work where the user and the next attempt can see it:
+/// uncommitted changes go to a recovery ref (and stay in the worktree). On a restart the
+/// worktree is then reset to the attempt's start commit, so the ref also keeps the commits made
+/// since; nothing is lost.
+pub(super) fn save_partial_work(
+    wt: &git2::Repository,
+    spec: &str,
+    chunk: &Chunk,
+    facts: &ChunkFacts,
+    decision: Decision,
+) -> anyhow::Result<Option<String>> {
+    let refname = crate::git::refs::next_recovery_ref(wt, spec, &chunk.id)?;
+    let message = format!("auto-claude: partial work of {} (recovered)", chunk.id);
+    let mut saved = crate::git::refs::snapshot_worktree(wt, &refname, &message)?;
+    if saved.is_none() && facts.new_commits > 0 {
+        // Nothing uncommitted: the ref keeps the commits.
+        let head = crate::git::head_commit(wt)?;
+        wt.reference(&refname, head, false, &message)?;
+        saved = Some(head);
+    }
+    if decision == Decision::Restart
+        && let Some(start) = chunk
+            .last_attempt()
+            .and_then(|a| a.start_commit)
+            .and_then(|s| crate::git::commit_id(&s))
+    {
+        let target = wt.find_object(start, None)?;
+        wt.reset(&target, git2::ResetType::Hard, None)?;
+        // A hard reset keeps untracked files (libgit2 ignores remove_untracked there); the
+        // attempt's new files are saved in the ref, so they go too.
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.force().remove_untracked(true);
+        wt.checkout_head(Some(&mut checkout))?;
+    }
+    Ok(saved.map(|_| refname))
+}
+
+/// Run the chunk's verification command in the worktree: `Some(passed)`, or `None` if it could
+/// not be run; `RunnerError::Interrupted` if a signal (or a shutdown's budget) cut it short,
+/// which says nothing about the work.
+pub(super) async fn run_check(
+    paths: &SpecPaths,
+    chunk: &Chunk,
+    wt: &git2::Repository,
+    opts: &RecoverOptions,
+) -> anyhow::Result<Option<bool>> {
+    let Some(check) = verification::command_check(chunk) else {
+        return Ok(None);
+    };
+    let Some(dir) = wt.workdir() else {
+        return Ok(None);
+    };
+    let session = crate::engine::run::session_id("recovery-check", Some(&chunk.id), 0);
+    let Ok(log_dir) = paths.session_dir(&session) else {
+        return Ok(None);
+    };
+    let log_path = log_dir.join("verification.log");
+    // Like every child runner starts: its own process group, killed whole on a timeout or
+    // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
+    let spec = crate::agent::ChildSpec {
+        argv: vec!["sh".into(), "-c".into(), check.command.clone()],
+        cwd: dir.to_path_buf(),
+        env: vec![("RUNNER_SESSION_ID".into(), session.clone())],
+        stdin: None,
+        log_path: log_path.clone(),
+        timeout: opts.verification_timeout,
+        drain: Duration::from_secs(1),
+        max_log_bytes: match opts.max_log_bytes {
+            0 => crate::config::DEFAULT_MAX_LOG_BYTES,
+            n => n,
+        },
+        watch_for: check.expect_output.clone(),
+    };
+    let Ok(end) = crate::agent::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
+        return Ok(None);
+    };
+    if check_cut_short(&end.ended, opts.shutdown) {
+        return Err(RunnerError::Interrupted.into());
+    }
+    // The expected output was searched in the whole stream, as bytes.
+    Ok(Some(
+        end.ended == crate::agent::Ended::Exited(check.expect_status) && end.output.found,
+    ))
+}
+
+/// A check stopped by a signal, or by a shutdown's budget (its timeout), did not fail: it
+/// did not finish.
+pub(super) fn check_cut_short(ended: &crate::agent::Ended, shutdown: bool) -> bool {
+    use crate::agent::Ended;
+    matches!(ended, Ended::Interrupted { .. }) || (shutdown && *ended == Ended::TimedOut)
+}
+
+/// Partial work a chunk's last finished attempt left, for the next attempt's prompt.
+pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
+    // The most recent attempt that ended (a new attempt may already be open).
+    let last = chunk
+        .attempts()
+        .into_iter()
+        .rev()
+        .find(|a| a.outcome.is_some())?;
+    let rec = last.extra.get("recovery")?;
+    if rec["decision"] != "continue" {
+        return None;
+    }
+    // Both go into git commands the prompt gives the agent, and come from the plan, which
+    // anyone can edit: only a commit id and one of runner's recovery refs are passed on (the
+    // template also quotes them), never an option such as `--output=...`.
+    let start_commit = last
+        .start_commit
+        .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
+    let saved_ref = rec["saved_ref"].as_str().filter(|r| {
+        r.starts_with(crate::git::refs::RECOVERY_PREFIX) && git2::Reference::is_valid_name(r)
+    });
+    Some(json!({
+        "attempt": last.n,
+        "new_commits": rec["new_commits"],
+        "start_commit": start_commit,
+        "saved_ref": saved_ref,
+        "dirty": rec["dirty"],
+    }))
+}

@@ -1,0 +1,253 @@
+//! Finishing or rolling back an interrupted merge, discard or undo, under the main worktree's lock.
+
+use super::*;
+
+/// Take the main worktree's lock (see `Workspace::main_worktree_lock`) for `spec`, or refuse
+/// at once (exit 4) naming its holder: runner never waits.
+pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::store::FileLock> {
+    let path = ws.main_worktree_lock();
+    let Some(lock) = crate::store::FileLock::try_acquire(&path)? else {
+        return Err(crate::error::RunnerError::Busy(format!(
+            "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
+            ws.root.display(),
+            path.display(),
+            crate::engine::run::describe_holder(&path)
+        ))
+        .into());
+    };
+    let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
+    lock.write_holder(&crate::engine::run::new_holder(&run_id, Some(spec)))?;
+    Ok(lock)
+}
+
+/// The git lock files finishing or rolling back `intent` may meet: the spec's refs and slot
+/// (as `recover` repairs them), the main worktree's index and HEAD if it touches them, the
+/// target's ref, the backup's moved refs.
+pub(super) fn git_locks_of(ws: &Workspace, intent: &Intent) -> Vec<PathBuf> {
+    let common = ws.main.repo.commondir().to_path_buf();
+    let slot_git_dir = intent
+        .slot
+        .as_deref()
+        .and_then(|n| crate::git::Slot::named(&ws.root, n))
+        .map(|s| crate::git::slot::admin_dir(&ws.main, &s));
+    let mut out = crate::engine::recovery::repair::lock_candidates(
+        &common,
+        slot_git_dir.as_deref(),
+        &intent.spec,
+    );
+    if touches_main_worktree(intent) {
+        let git_dir = ws.main.repo.path();
+        out.extend(["index.lock", "HEAD.lock", "ORIG_HEAD.lock"].map(|n| git_dir.join(n)));
+    }
+    if let Some(t) = &intent.target {
+        out.push(common.join("refs/heads").join(format!("{t}.lock")));
+    }
+    let undone = common
+        .join("refs/auto-claude/undone")
+        .join(crate::git::refs::ref_component(&intent.spec));
+    if let Some(stamp) = intent.backup.rsplit('/').next() {
+        out.push(undone.join(stamp).join("meta.lock"));
+        for n in crate::git::backup::REF_NAMES {
+            out.push(undone.join(stamp).join(format!("{n}.lock")));
+        }
+    }
+    out.retain(|p| p.symlink_metadata().is_ok());
+    out
+}
+
+/// Remove the git lock files a SIGKILLed operation left (nobody holds them open); one still
+/// held stops the recovery (exit 3, nothing changed) naming it.
+pub(super) fn clear_stale_git_locks(ws: &Workspace, intent: &Intent) -> anyhow::Result<()> {
+    for lock in git_locks_of(ws, intent) {
+        if crate::engine::recovery::repair::stale_lock(&lock, false).is_none() && lock.exists() {
+            return Err(crate::error::RunnerError::NeedsHuman(format!(
+                "{} is held by a running git command; the interrupted {} of {} was left as it is. Wait for that command to finish (or stop it), then `runner recover --spec {}`",
+                lock.display(),
+                op_name(intent.op),
+                intent.spec,
+                intent.spec
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Whether finishing or rolling back `intent` may change the main worktree.
+pub(super) fn touches_main_worktree(intent: &Intent) -> bool {
+    match intent.op {
+        Op::Merge => intent.main_files,
+        Op::Undo => true,
+        Op::Discard => false,
+    }
+}
+
+/// Finish or roll back the spec's interrupted merge, discard or undo, if there is one. The
+/// caller holds the spec's run lock; the main worktree's lock is taken here when the operation
+/// touches it. Returns what was done, for the report.
+pub fn finish_interrupted(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    dry_run: bool,
+) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, dry_run, false)
+}
+
+/// `finish_interrupted` for a caller that already holds the main worktree's lock.
+pub fn finish_interrupted_holding_main(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+) -> anyhow::Result<Option<Finished>> {
+    finish_interrupted_inner(ws, paths, journal, false, true)
+}
+
+pub(super) fn finish_interrupted_inner(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    dry_run: bool,
+    holding_main: bool,
+) -> anyhow::Result<Option<Finished>> {
+    let Some(intent) = load(paths)? else {
+        return Ok(None);
+    };
+    let _main_lock = if !dry_run && !holding_main && touches_main_worktree(&intent) {
+        Some(lock_main_worktree(ws, &paths.name)?)
+    } else {
+        None
+    };
+    if !dry_run {
+        clear_stale_git_locks(ws, &intent)?;
+    }
+    let what = op_name(intent.op);
+    let direction = direction(&intent, observe(ws, &intent));
+    let done = |rolled_back: bool, message: String| {
+        Ok(Some(Finished {
+            op: intent.op,
+            intent: intent.clone(),
+            rolled_back,
+            message,
+        }))
+    };
+    if dry_run {
+        return match direction {
+            Direction::Forward => done(false, format!("an interrupted {what} would be finished")),
+            Direction::Back => done(true, format!("an interrupted {what} would be rolled back")),
+            Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
+        };
+    }
+    match direction {
+        Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
+        Direction::Forward => {
+            let saved = match intent.op {
+                Op::Merge => crate::ops::merge::finish(ws, paths, &intent, journal)?,
+                Op::Discard => crate::ops::discard::finish(ws, paths, &intent, journal)?,
+                Op::Undo => {
+                    crate::ops::undo::finish(ws, paths, &intent, journal)?;
+                    None
+                }
+            };
+            clear(paths)?;
+            let saved = saved
+                .map(|r| format!("; uncommitted changes found in its worktree were saved to {r} (git checkout {r} -- . brings them back)"))
+                .unwrap_or_default();
+            done(false, format!("finished an interrupted {what}{saved}"))
+        }
+        Direction::Back => {
+            let saved = if intent.op == Op::Merge {
+                crate::ops::merge::roll_back(ws, &intent)?
+            } else {
+                None
+            };
+            crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
+            clear(paths)?;
+            journal.record(
+                "lifecycle_rolled_back",
+                None,
+                serde_json::json!({"op": what, "backup": intent.backup, "saved": saved}),
+            )?;
+            done(
+                true,
+                format!(
+                    "rolled back an interrupted {what}{}",
+                    crate::ops::merge::saved_note(saved.as_deref())
+                ),
+            )
+        }
+    }
+}
+
+/// `runner recover`, before it repairs slots: finish or roll back every spec's interrupted
+/// merge, discard or undo, each under the spec's run lock (a spec being run is skipped: its
+/// holder finishes it). Returns one action per spec that had one; a cut-off operation that
+/// needs a person gives a `lifecycle_needs_human` action, not an error.
+pub fn finish_all(
+    ws: &Workspace,
+    names: &[String],
+    run_id: &str,
+    dry_run: bool,
+) -> anyhow::Result<std::collections::BTreeMap<String, crate::engine::recovery::Action>> {
+    let mut out = std::collections::BTreeMap::new();
+    for name in names {
+        // A spec folder refused (linked outside the repository) is reported by the caller.
+        let Ok(paths) = ws.spec(name) else {
+            continue;
+        };
+        if intent_path(&paths).symlink_metadata().is_err() {
+            continue;
+        }
+        let Some(_lock) = crate::store::FileLock::try_acquire(&paths.run_lock)? else {
+            continue;
+        };
+        let journal = Journal::new(&paths.dir, run_id);
+        let (kind, detail) = match finish_interrupted(ws, &paths, &journal, dry_run) {
+            Ok(Some(done)) => ("lifecycle", done.message),
+            Ok(None) => continue,
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::NEEDS_HUMAN => {
+                ("lifecycle_needs_human", format!("{e:#}"))
+            }
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::BUSY => {
+                ("lifecycle_busy", format!("{e:#}"))
+            }
+            // One spec's failure is reported with it; the others are still recovered.
+            Err(e) => (
+                "lifecycle_needs_human",
+                format!(
+                    "finishing its interrupted {} failed: {e:#}. Fix that, then `runner recover --spec {name}` tries again",
+                    load(&paths)
+                        .ok()
+                        .flatten()
+                        .map_or("operation", |i| op_name(i.op))
+                ),
+            ),
+        };
+        out.insert(
+            name.clone(),
+            crate::engine::recovery::Action {
+                kind: kind.into(),
+                chunk: None,
+                decision: None,
+                detail,
+                if_verification: None,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Put `action` (from `finish_all`) first in the spec's report.
+pub fn add_to_report(
+    report: &mut crate::engine::recovery::SpecRecovery,
+    action: crate::engine::recovery::Action,
+) {
+    if action.kind == "lifecycle_needs_human" {
+        report.outcome = "needs_human".into();
+    } else if action.kind == "lifecycle_busy" {
+        report.outcome = "busy".into();
+    } else if report.outcome == "clean" {
+        report.outcome = "recovered".into();
+    }
+    report.actions.insert(0, action);
+}

@@ -1,0 +1,72 @@
+//! The spec's base branch: pin it, re-pin it when it was deleted, undo a re-pin.
+
+use super::*;
+
+/// A fresh `git init`: HEAD is unborn and no branch exists. (git2's `is_empty` only knows an
+/// unborn `master`.)
+pub(super) fn has_no_commits(repo: &git2::Repository) -> bool {
+    let unborn = matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
+    unborn
+        && repo
+            .branches(Some(git2::BranchType::Local))
+            .map(|mut b| b.next().is_none())
+            .unwrap_or(false)
+}
+
+/// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
+/// the user confirmed (a question on a terminal, else `--yes`). Its work will merge there.
+pub(super) fn repin_base(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    from: &str,
+    to: &str,
+    yes: bool,
+) -> anyhow::Result<()> {
+    if ws.main.branch_tip(to).is_none() {
+        return Err(RunnerError::bad_input(format!(
+            "base branch {to:?} does not exist. Create it, or pass --base-branch with an existing branch"
+        ))
+        .into());
+    }
+    // Short: a question wider than the terminal is redrawn badly.
+    let question = format!("Base {from:?} is gone. Re-pin {} to {to:?}?", paths.name);
+    if !yes {
+        if !crate::ops::interact::can_ask() {
+            return Err(RunnerError::bad_input(format!(
+                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on: pass --yes",
+                paths.name
+            ))
+            .into());
+        }
+        if !crate::ops::interact::confirm(&question)? {
+            return Err(RunnerError::Cancelled.into());
+        }
+    }
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(to.to_string()));
+        Ok(())
+    })?;
+    crate::failpoint::hit("after_base_repin");
+    journal.record("base_repinned", None, json!({"from": from, "to": to}))?;
+    Ok(())
+}
+
+/// Put back the pin a re-pin replaced: the run it was confirmed for did not go ahead.
+pub(super) fn undo_repin(
+    paths: &SpecPaths,
+    journal: &Journal,
+    from: &str,
+    to: &str,
+) -> anyhow::Result<()> {
+    paths.plan.update(|plan| {
+        plan.set_field("base_branch", Value::String(from.to_string()));
+        Ok(())
+    })?;
+    journal.record(
+        "base_repinned",
+        None,
+        json!({"from": to, "to": from, "why": "the run did not go ahead: the re-pin is undone"}),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! One chunk: take it, guard the worktree after its session, complete it or fail the attempt.
+
+use super::*;
+
+impl Run {
+    /// Under one plan lock: decide what comes next (`prefer`, if it is pending, else the plan's
+    /// next chunk) and, if it is a chunk and the session budget allows, mark it `in_progress`
+    /// with a new attempt.
+    pub(super) fn take_chunk(&self, prefer: Option<&str>) -> anyhow::Result<Take> {
+        let start_commit = head_commit(&self.open_worktree()?)?.to_string();
+        let run_id = self.run_id.clone();
+        let budget_left = self.budget_left();
+        let take = self.paths.plan.update_if(|plan| {
+            let preferred = prefer
+                .and_then(|id| plan.find_chunk(id))
+                .filter(|&pos| plan.chunk(pos).status == Status::Pending);
+            let step = match preferred {
+                Some(pos) => NextStep::Chunk(pos),
+                None => next_step(plan),
+            };
+            let pos = match step {
+                NextStep::Chunk(pos) if budget_left => pos,
+                NextStep::Chunk(_) => return Ok((Take::BudgetSpent, false)),
+                NextStep::Complete => return Ok((Take::Complete(plan.total()), false)),
+                NextStep::Stuck(reasons) => return Ok((Take::Stuck(reasons), false)),
+            };
+            let phase_name = plan.phases[pos.phase].name().map(str::to_string);
+            let chunk = plan.chunk_mut(pos);
+            let mut attempts = chunk.attempts();
+            let attempt = attempts.len() as u32 + 1;
+            let session_id = session_id("coder", Some(&chunk.id), attempt);
+            let now = crate::clock::now();
+            attempts.push(Attempt {
+                n: attempt,
+                session_id: Some(session_id.clone()),
+                run_id: Some(run_id),
+                started_at: Some(now.clone()),
+                start_commit: Some(start_commit.clone()),
+                ..Attempt::default()
+            });
+            chunk.set_attempts(&attempts);
+            chunk.set_status(Status::InProgress);
+            chunk.set_str("started_at", &now);
+            chunk.set_str("session_id", &session_id);
+            let chunk = chunk.clone();
+            let taken = Taken {
+                chunk,
+                phase_name,
+                attempt,
+                session_id,
+                plan: plan.clone(),
+            };
+            Ok((Take::Chunk(Box::new(taken)), true))
+        })?;
+        if matches!(take, Take::Chunk(_)) {
+            crate::failpoint::hit("after_take");
+        }
+        if let Take::Chunk(t) = &take {
+            self.journal.record(
+                "chunk_status",
+                Some(&t.chunk.id),
+                json!({"from": "pending", "to": "in_progress", "attempt": t.attempt, "session_id": t.session_id, "start_commit": start_commit}),
+            )?;
+        }
+        Ok(take)
+    }
+
+    pub(super) fn open_worktree(&self) -> anyhow::Result<git2::Repository> {
+        crate::git::repo::open_worktree_exactly(&self.worktree, &self.common_dir)
+            .map_err(anyhow::Error::msg)
+    }
+
+    /// After a session, before anything is judged or committed: put the plan right (the agent
+    /// may have edited, replaced or deleted it), then check that the worktree still opens as
+    /// itself and that the branch still holds every commit runner recorded and the attempt's
+    /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved.
+    pub(super) fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
+        use crate::engine::recovery::integrity;
+        let id = taken.chunk.id.as_str();
+        let by_person = match &self.person {
+            Some(listener) => listener.take_changes(),
+            None => integrity::changed_by_person(
+                &crate::store::read_events(&self.paths.dir),
+                &taken.session_id,
+            ),
+        };
+        for line in integrity::settle_after_session(
+            &self.paths,
+            &self.journal,
+            &taken.plan,
+            id,
+            &taken.session_id,
+            &by_person,
+        )? {
+            self.reporter.line(line);
+        }
+        let wt = match self.open_worktree() {
+            Ok(wt) => wt,
+            Err(why) => {
+                let message = integrity::unopenable_worktree(
+                    &ws.main,
+                    &self.paths,
+                    &self.journal,
+                    &self.worktree,
+                    &format!("{why:#}"),
+                    Some(id),
+                    false,
+                )?;
+                return Err(RunnerError::NeedsHuman(message).into());
+            }
+        };
+        let plan = self.load_plan()?;
+        let current = plan.find_chunk(id).map(|pos| plan.chunk(pos).clone());
+        if let Some(guarded) = integrity::guard_history(
+            &ws.main,
+            &self.paths,
+            &self.journal,
+            &plan,
+            current.as_ref(),
+            Some(&wt),
+            Some(&self.worktree),
+            false,
+        )? {
+            return Err(RunnerError::NeedsHuman(guarded.message).into());
+        }
+        Ok(())
+    }
+
+    pub(super) async fn work_on(
+        &mut self,
+        ws: &Workspace,
+        taken: Box<Taken>,
+        prompt_override: Option<String>,
+    ) -> anyhow::Result<()> {
+        let plan = &taken.plan;
+        let done = plan.count(Status::Completed);
+        let id = taken.chunk.id.clone();
+        self.reporter.progress(done, plan.total(), &id);
+        self.reporter.line(format!(
+            "[{}/{}] {id}: {} (attempt {})",
+            done + 1,
+            plan.total(),
+            taken.chunk.description(),
+            taken.attempt
+        ));
+        let prompt = match prompt_override.map_or_else(|| self.coder_prompt(plan, &taken), Ok) {
+            Ok(prompt) => prompt,
+            Err(e) => {
+                // No prompt (say, spec.md was deleted meanwhile): the agent never ran.
+                self.release_chunk(&id, "not_started", &format!("{e:#}"))?;
+                return Err(e);
+            }
+        };
+        // The plan as runner left it when the session started: if this run dies before the
+        // session end settles the plan, recovery settles it against this copy (advisory, like
+        // the session's other files; `runner chunk` never rewrites it, unlike last-good).
+        let before_path = self
+            .paths
+            .session_dir(&taken.session_id)
+            .map_err(crate::store::at(&self.paths.dir))?
+            .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
+        crate::store::safe::write(&before_path, &crate::plan::plan_to_bytes(plan))
+            .map_err(crate::store::at(&before_path))?;
+        let end = match self
+            .session(
+                "coder",
+                Some(&id),
+                taken.attempt,
+                &taken.session_id,
+                &prompt,
+            )
+            .await
+        {
+            Ok(end) => end,
+            Err(e) => {
+                // The agent never ran (say, its command does not exist): not a failed attempt.
+                self.release_chunk(&id, "not_started", &format!("{e:#}"))?;
+                return Err(e);
+            }
+        };
+        crate::failpoint::hit("after_coder_session");
+        self.guard_after_session(ws, &taken)?;
+        if let Ended::Interrupted { drained } = end.ended {
+            return self
+                .interrupted(
+                    Some(ws),
+                    "coder",
+                    Some(&taken),
+                    &taken.session_id,
+                    &prompt,
+                    drained,
+                )
+                .await;
+        }
+
+        let after = self.load_plan()?;
+        let pos = after.find_chunk(&id).ok_or_else(|| {
+            RunnerError::NeedsHuman(format!(
+                "chunk {id} vanished from the plan during its session"
+            ))
+        })?;
+        let chunk = after.chunk(pos);
+        let report = read_report(chunk);
+        let check = if policy::needs_check(&report) {
+            self.verify(chunk, &taken.session_id).await?
+        } else {
+            None
+        };
+        match policy::judge(&report, &end.ended, check.as_ref()) {
+            Verdict::Completed => self.complete(&taken, check.as_ref()),
+            Verdict::Failed(reason) => self.fail_attempt(&taken, &reason),
+        }
+    }
+
+    pub(super) fn complete(
+        &self,
+        taken: &Taken,
+        check: Option<&CheckResult>,
+    ) -> anyhow::Result<()> {
+        let id = &taken.chunk.id;
+        let message = taken.chunk.commit_message();
+        let wt = self.open_worktree()?;
+        // Commit only onto the spec's branch, in a clean repository state: an agent that
+        // switched branches, detached HEAD or left a rebase stopped would otherwise have its
+        // work committed where the branch never sees it.
+        let on_branch =
+            crate::git::head_branch(&wt).as_deref() == Some(branch_for(&self.paths.name).as_str());
+        let operation = crate::engine::recovery::inspect::operation_in_progress(&wt);
+        if !on_branch || operation.is_some() {
+            let reason = match operation {
+                Some(op) => format!("a {op} is half done in the worktree"),
+                None => format!(
+                    "the worktree is not on {} any more (the agent switched branches or detached HEAD)",
+                    branch_for(&self.paths.name)
+                ),
+            };
+            self.paths.plan.update(|plan| {
+                if let Some(pos) = plan.find_chunk(id) {
+                    let chunk = plan.chunk_mut(pos);
+                    chunk.update_last_attempt(|a| {
+                        a.outcome = Some("blocked".into());
+                        a.reason = Some(reason.clone());
+                        a.ended_at = Some(crate::clock::now());
+                    });
+                    chunk.set_status(Status::Blocked);
+                    chunk.set_str("blocked_reason", &reason);
+                }
+                Ok(())
+            })?;
+            self.journal.record(
+                "chunk_status",
+                Some(id),
+                json!({"from": "in_progress", "to": "blocked", "why": reason}),
+            )?;
+            return Err(RunnerError::NeedsHuman(format!(
+                "chunk {id} was reported done, but {reason}; nothing was committed. Look at {} (git status, git log), put the work on {} and set the chunk back to \"pending\" in {}",
+                self.worktree.display(),
+                branch_for(&self.paths.name),
+                self.paths.plan.path().display()
+            ))
+            .into());
+        }
+        let commit = commit_all(&wt, &message)?;
+        crate::failpoint::hit("after_commit");
+        if let Some(oid) = commit {
+            self.journal.record(
+                "commit",
+                Some(id),
+                json!({"commit": oid.to_string(), "message": message}),
+            )?;
+        }
+        let head = head_commit(&self.open_worktree()?)?.to_string();
+        // The attempt's own commit: runner's, else the agent's (HEAD moved since the start,
+        // which the history guard proved an ancestor); never the start commit, which is an
+        // earlier chunk's.
+        let start = taken.chunk.last_attempt().and_then(|a| a.start_commit);
+        let own_commit = match commit {
+            Some(oid) => Some(oid.to_string()),
+            None if start.as_deref() != Some(head.as_str()) => Some(head.clone()),
+            None => None,
+        };
+        let (done, total) = self.paths.plan.update(|plan| {
+            if let Some(pos) = plan.find_chunk(id) {
+                let chunk = plan.chunk_mut(pos);
+                let now = crate::clock::now();
+                chunk.update_last_attempt(|a| {
+                    a.outcome = Some("completed".into());
+                    a.ended_at = Some(now.clone());
+                    a.commit = own_commit.clone();
+                });
+                chunk.set_status(Status::Completed);
+                chunk.set_str("completed_at", &now);
+            }
+            Ok((plan.count(Status::Completed), plan.total()))
+        })?;
+        crate::failpoint::hit("after_complete");
+        self.journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": own_commit, "verified": check.map(|c| c.passed)}),
+        )?;
+        self.reporter.progress(done, total, id);
+        self.reporter.line(match (commit, &own_commit) {
+            (Some(oid), _) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
+            (None, Some(_)) => format!("  ✓ {id} completed (the agent committed its own work)"),
+            (None, None) => format!("  ✓ {id} completed (no changes: the session changed nothing)"),
+        });
+        Ok(())
+    }
+
+    pub(super) fn fail_attempt(&self, taken: &Taken, reason: &str) -> anyhow::Result<()> {
+        let id = &taken.chunk.id;
+        let max = self.config.run.max_attempts;
+        let log = self
+            .paths
+            .sessions_dir
+            .join(&taken.session_id)
+            .join("output.log");
+        let (failed_count, decision) = self.paths.plan.update(|plan| {
+            let pos = plan.find_chunk(id).ok_or_else(|| {
+                RunnerError::NeedsHuman(format!("chunk {id} vanished from the plan"))
+            })?;
+            let chunk = plan.chunk_mut(pos);
+            let now = crate::clock::now();
+            chunk.update_last_attempt(|a| {
+                a.outcome = Some("failed".into());
+                a.reason = Some(reason.to_string());
+                a.ended_at = Some(now.clone());
+            });
+            let failed = chunk
+                .attempts()
+                .iter()
+                .filter(|a| a.outcome.as_deref() == Some("failed"))
+                .count() as u32;
+            let decision = policy::after_failure(failed, max);
+            match decision {
+                AfterFailure::Retry => chunk.set_status(Status::Pending),
+                AfterFailure::GiveUp => {
+                    chunk.set_status(Status::Failed);
+                    chunk.set_str("failure_reason", reason);
+                }
+            }
+            Ok((failed, decision))
+        })?;
+        crate::failpoint::hit("after_fail");
+        self.journal.record(
+            "attempt_failed",
+            Some(id),
+            json!({"attempt": taken.attempt, "session_id": taken.session_id, "reason": reason, "log": log, "failed_attempts": failed_count}),
+        )?;
+        let to = match decision {
+            AfterFailure::Retry => "pending",
+            AfterFailure::GiveUp => "failed",
+        };
+        self.journal.record(
+            "chunk_status",
+            Some(id),
+            json!({"from": "in_progress", "to": to, "attempt": taken.attempt}),
+        )?;
+        self.reporter.line(format!(
+            "  ✗ {id} attempt {} failed: {reason}",
+            taken.attempt
+        ));
+        match decision {
+            AfterFailure::Retry => Ok(()),
+            AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
+                self.paths.sessions_dir.display(),
+                self.journal.path().display(),
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+            ))
+            .into()),
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The run loop: chunk after chunk until the plan is done, blocked, out of budget or interrupted.
+
+use super::*;
+
+impl Run {
+    pub(super) async fn drive(&mut self, ws: &Workspace) -> anyhow::Result<()> {
+        let resume = std::mem::take(&mut self.resume);
+        if self.paths.plan.load()?.is_none() {
+            let planner = resume.iter().find(|r| r.role == "planner");
+            let prompt = planner.and_then(|r| self.resume_prompt(r));
+            self.plan_feature(prompt).await?;
+        } else {
+            self.pin_base()?;
+        }
+        // A blocked chunk needs a person; the worktree may hold its unresolved state, which
+        // another chunk must not build on (or commit).
+        let plan = self.load_plan()?;
+        let blocked: Vec<String> = plan
+            .chunks()
+            .filter(|c| c.status == Status::Blocked)
+            .map(|c| {
+                format!(
+                    "  - {}: {}",
+                    c.id,
+                    c.str_field("blocked_reason").unwrap_or("blocked")
+                )
+            })
+            .collect();
+        if !blocked.is_empty() {
+            return Err(RunnerError::NeedsHuman(format!(
+                "spec {} has blocked chunks that need a person first:\n{}\nLook at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
+                self.paths.name,
+                blocked.join("\n"),
+                self.worktree.display(),
+                self.paths.plan.path().display()
+            ))
+            .into());
+        }
+        // Coder sessions the last shutdown cut off go first, with the prompt they were given.
+        for entry in resume.iter().filter(|r| r.role == "coder") {
+            let Some(chunk_id) = entry.chunk_id.as_deref() else {
+                continue;
+            };
+            let plan = self.load_plan()?;
+            let pending = plan
+                .find_chunk(chunk_id)
+                .is_some_and(|pos| plan.chunk(pos).status == Status::Pending);
+            let Some(prompt) = self.resume_prompt(entry).filter(|_| pending) else {
+                tracing::debug!(
+                    chunk = chunk_id,
+                    "interrupted session skipped: its chunk is gone or no longer pending"
+                );
+                continue;
+            };
+            self.reporter.line(format!(
+                "Resuming interrupted work for {} on {}/{}: \"{}…\"",
+                entry.role,
+                entry.spec,
+                chunk_id,
+                crate::engine::recovery::interrupted::preview(&entry.prompt_preview, 80)
+            ));
+            if !self.budget_left() {
+                return Err(self.budget_spent().into());
+            }
+            if let Take::Chunk(taken) = self.take_chunk(Some(chunk_id))? {
+                self.work_on(ws, taken, Some(prompt)).await?;
+            }
+        }
+        loop {
+            if self.interrupt.is_set() {
+                return Err(RunnerError::Interrupted.into());
+            }
+            let taken = match self.take_chunk(None)? {
+                Take::Chunk(taken) => taken,
+                Take::Complete(total) => {
+                    // "Completed" only with every chunk's commit still on the branch.
+                    let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+                    if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
+                        &ws.main,
+                        &self.paths,
+                        &self.journal,
+                        &plan,
+                        None,
+                        self.open_worktree().ok().as_ref(),
+                        Some(&self.worktree),
+                        false,
+                    )? {
+                        return Err(RunnerError::NeedsHuman(guarded.message).into());
+                    }
+                    self.reporter.progress(total, total, "done");
+                    self.reporter.line(format!(
+                        "All {total} chunks of {} are completed on branch {}.",
+                        self.paths.name,
+                        branch_for(&self.paths.name)
+                    ));
+                    return Ok(());
+                }
+                Take::Stuck(reasons) => {
+                    // Failed chunks have a command; anything else (a chunk another process
+                    // holds in progress, phases waiting on them) follows from it.
+                    let plan = self.load_plan()?;
+                    let what_to_do = if plan.count(Status::Failed) > 0 {
+                        format!(
+                            "For failed chunks: {}",
+                            retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+                        )
+                    } else {
+                        format!(
+                            "After fixing, set the chunk back to pending in {} and run again",
+                            self.paths.plan.path().display()
+                        )
+                    };
+                    return Err(RunnerError::NeedsHuman(format!(
+                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}. {what_to_do}",
+                        self.paths.name,
+                        reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+                        self.journal.path().display(),
+                        self.paths.sessions_dir.display(),
+                    ))
+                    .into());
+                }
+                Take::BudgetSpent => return Err(self.budget_spent().into()),
+            };
+            self.work_on(ws, taken, None).await?;
+        }
+    }
+
+    /// The original prompt of an interrupted session, with a note on what happened since.
+    pub(super) fn resume_prompt(
+        &self,
+        entry: &crate::engine::recovery::interrupted::InterruptedSession,
+    ) -> Option<String> {
+        let original = crate::store::safe::read_to_string(&entry.prompt_path).ok()?;
+        let mut note = format!(
+            "\n\n## Note: this session was interrupted\n\nThis is the prompt of session {}, which was cut off at {} when runner was stopped. Work it did may already be in the worktree",
+            entry.session_id, entry.time
+        );
+        if let Some(chunk) = entry.chunk_id.as_deref()
+            && let Ok(plan) = self.load_plan()
+            && let Some(pos) = plan.find_chunk(chunk)
+            && let Some(partial) = crate::engine::recovery::partial_work_note(plan.chunk(pos))
+        {
+            note.push_str(&format!(
+                ": {} commit(s) since {}{}",
+                partial["new_commits"],
+                partial["start_commit"].as_str().unwrap_or("the start"),
+                partial["saved_ref"]
+                    .as_str()
+                    .map(|r| format!(", and its uncommitted changes (saved at {r})"))
+                    .unwrap_or_default()
+            ));
+        }
+        note.push_str(". Check what is there before you continue.\n");
+        Some(original + &note)
+    }
+
+    pub(super) fn load_plan(&self) -> anyhow::Result<Plan> {
+        match self.paths.plan.load() {
+            Ok(Some(plan)) => Ok(plan),
+            Ok(None) => Err(RunnerError::NeedsHuman(format!(
+                "the plan {} disappeared during the run",
+                self.paths.plan.path().display()
+            ))
+            .into()),
+            Err(e) => match e.downcast::<PlanError>() {
+                Ok(plan_err) => Err(RunnerError::NeedsHuman(format!(
+                    "{plan_err}\n(the plan was valid when the run started: an agent or a person broke it)"
+                ))
+                .into()),
+                Err(other) => Err(other),
+            },
+        }
+    }
+
+    pub(super) fn budget_left(&self) -> bool {
+        self.sessions < self.config.run.max_sessions
+    }
+
+    pub(super) fn budget_spent(&self) -> RunnerError {
+        RunnerError::BudgetSpent(format!(
+            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `{}` again to go on",
+            self.sessions,
+            run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
+        ))
+    }
+
+    /// Pin the base branch in the plan the first time the spec has one.
+    pub(super) fn pin_base(&self) -> anyhow::Result<()> {
+        let plan = self.load_plan()?;
+        if plan.str_field("base_branch").is_none() {
+            let base = self.base.clone();
+            self.paths.plan.update(|plan| {
+                plan.set_field("base_branch", Value::String(base));
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+}

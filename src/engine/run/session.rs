@@ -1,0 +1,228 @@
+//! One agent session: its environment, journaled start and end, verification.
+
+use super::*;
+
+/// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
+/// an agent that edited the plan itself and set `completed` counts as done.
+pub(super) fn read_report(chunk: &Chunk) -> Report {
+    let last = chunk.last_attempt();
+    match last.as_ref().and_then(|a| a.reported.as_deref()) {
+        Some("done") => Report::Done,
+        Some("fail") => Report::Fail(
+            last.and_then(|a| a.report_notes)
+                .unwrap_or_else(|| "no reason given".into()),
+        ),
+        _ if chunk.status == Status::Completed => Report::Done,
+        _ => Report::Silent,
+    }
+}
+
+impl Run {
+    pub(super) async fn verify(
+        &self,
+        chunk: &Chunk,
+        session_id: &str,
+    ) -> anyhow::Result<Option<CheckResult>> {
+        let Some(check) = verification::command_check(chunk) else {
+            return Ok(None);
+        };
+        // Through the safe session-folder helper, like every session file (`store::safe`).
+        let log_path = self
+            .paths
+            .session_dir(session_id)
+            .with_context(|| format!("creating the session folder of {session_id}"))?
+            .join("verification.log");
+        let spec = ChildSpec {
+            argv: vec!["sh".into(), "-c".into(), check.command.clone()],
+            cwd: self.worktree.clone(),
+            env: self.agent_env("coder", Some(&chunk.id), 0, session_id),
+            stdin: None,
+            log_path: log_path.clone(),
+            timeout: self.config.run.verification_timeout(),
+            drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: check.expect_output.clone(),
+        };
+        let end = self
+            .run_journaled(&spec, session_id, "verification")
+            .await?;
+        if let Ended::Interrupted { .. } = end.ended {
+            // The agent's report stands; recovery re-runs the verification next time.
+            return Err(RunnerError::Interrupted.into());
+        }
+        let status_ok = end.ended == Ended::Exited(check.expect_status);
+        // Searched in the whole output as it streamed, as bytes: a part cut from the capped
+        // log or a non-UTF-8 byte cannot hide it.
+        let output_ok = end.output.found;
+        let mut detail = end.ended.describe();
+        if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
+            detail.push_str(&format!("; its output lacks {want:?}"));
+        }
+        detail.push_str(&format!(" (log: {})", log_path.display()));
+        if let Some(e) = &end.output.log_incomplete {
+            // Judged on every byte all the same; only the log misses some.
+            detail.push_str(&format!("; the log is incomplete: {e}"));
+        }
+        let result = CheckResult {
+            command: check.command,
+            passed: status_ok && output_ok,
+            detail,
+        };
+        self.journal.record(
+            "verification",
+            Some(&chunk.id),
+            json!({"command": result.command, "passed": result.passed, "detail": result.detail}),
+        )?;
+        Ok(Some(result))
+    }
+
+    pub(super) fn agent_env(
+        &self,
+        role: &str,
+        chunk: Option<&str>,
+        attempt: u32,
+        session_id: &str,
+    ) -> Vec<(String, String)> {
+        let exe = std::env::current_exe().ok();
+        let mut env = vec![
+            ("RUNNER_ROLE".to_string(), role.to_string()),
+            ("RUNNER_SPEC".into(), self.paths.name.clone()),
+            (
+                "RUNNER_SPEC_DIR".into(),
+                self.paths.dir.display().to_string(),
+            ),
+            (
+                "RUNNER_PLAN_FILE".into(),
+                self.paths.plan.path().display().to_string(),
+            ),
+            ("RUNNER_ATTEMPT".into(), attempt.to_string()),
+            ("RUNNER_SESSION_ID".into(), session_id.to_string()),
+            (
+                "RUNNER_WORKTREE".into(),
+                self.worktree.display().to_string(),
+            ),
+            ("RUNNER_REPO".into(), self.repo_root.display().to_string()),
+            ("RUNNER_RUN_ID".into(), self.run_id.clone()),
+        ];
+        if let Some(chunk) = chunk {
+            env.push(("RUNNER_CHUNK_ID".into(), chunk.to_string()));
+        }
+        if let Some(exe) = exe {
+            env.push(("RUNNER_BIN".into(), exe.display().to_string()));
+            // Let the agent call `runner chunk done` by name.
+            if let Some(dir) = exe.parent() {
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                let mut dirs = vec![dir.to_path_buf()];
+                dirs.extend(std::env::split_paths(&path));
+                if let Ok(joined) = std::env::join_paths(dirs) {
+                    env.push(("PATH".into(), joined.to_string_lossy().into_owned()));
+                }
+            }
+        }
+        env
+    }
+
+    /// Run a child and journal its process group as soon as it exists, so that recovery can
+    /// find it if runner dies, and its end.
+    pub(super) async fn run_journaled(
+        &self,
+        spec: &ChildSpec,
+        session_id: &str,
+        role: &str,
+    ) -> anyhow::Result<crate::agent::ChildEnd> {
+        let journal = &self.journal;
+        let mut on_spawn = |pgid: i32| {
+            let _ = journal.record(
+                "process_started",
+                None,
+                json!({"pgid": pgid, "session_id": session_id, "role": role}),
+            );
+            crate::failpoint::hit("after_spawn");
+        };
+        let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
+        // Whatever the agent left running — in its group or not (`setsid`, a double fork: the
+        // subreaper keeps them our descendants) — goes now, before the plan is settled.
+        let killed = crate::agent::ancestry::kill_descendants();
+        if killed > 0 {
+            self.journal.record(
+                "leftovers_killed",
+                None,
+                json!({"session_id": session_id, "processes": killed}),
+            )?;
+        }
+        if let Some(pgid) = end.pgid {
+            self.journal.record(
+                "process_ended",
+                None,
+                json!({"pgid": pgid, "session_id": session_id, "role": role}),
+            )?;
+        }
+        Ok(end)
+    }
+
+    pub(super) async fn session(
+        &mut self,
+        role: &str,
+        chunk: Option<&str>,
+        attempt: u32,
+        session_id: &str,
+        prompt: &str,
+    ) -> anyhow::Result<crate::agent::ChildEnd> {
+        // After Ctrl-C no new session starts.
+        if self.interrupt.is_set() {
+            return Err(RunnerError::Interrupted.into());
+        }
+        let dir = self
+            .paths
+            .session_dir(session_id)
+            .with_context(|| format!("creating the folder of session {session_id}"))?;
+        let prompt_path = dir.join("prompt.md");
+        crate::store::safe::write(&prompt_path, prompt.as_bytes())
+            .map_err(crate::store::at(&prompt_path))?;
+        let start_commit = head_commit(&self.open_worktree()?)?.to_string();
+        self.sessions += 1;
+        let spec = ChildSpec {
+            argv: self.agent.clone(),
+            cwd: self.worktree.clone(),
+            env: self.agent_env(role, chunk, attempt, session_id),
+            stdin: Some(prompt.to_string()),
+            log_path: dir.join("output.log"),
+            timeout: self.config.run.session_timeout(),
+            drain: self.drain,
+            max_log_bytes: self.config.agent.max_log_bytes,
+            watch_for: None,
+        };
+        self.journal.record(
+            "session_start",
+            chunk,
+            json!({"role": role, "attempt": attempt, "session_id": session_id, "start_commit": start_commit, "command": self.agent}),
+        )?;
+        let end = self.run_journaled(&spec, session_id, role).await?;
+        let (exit_code, signal) = match end.ended {
+            Ended::Exited(c) => (Some(c), None),
+            Ended::Signaled(s) => (None, Some(s)),
+            _ => (None, None),
+        };
+        self.journal.record(
+            "session_end",
+            chunk,
+            json!({
+                "role": role, "attempt": attempt, "session_id": session_id,
+                "start_commit": start_commit, "exit_status": exit_code, "signal": signal,
+                "ended": self.describe_end(&end.ended), "duration_ms": end.duration.as_millis() as u64,
+                "pgid": end.pgid,
+            }),
+        )?;
+        Ok(end)
+    }
+
+    /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.
+    pub(super) fn describe_end(&self, ended: &Ended) -> String {
+        match ended {
+            Ended::Interrupted { drained: false } if self.interrupt.forced() => {
+                "was killed: you stopped runner with a second Ctrl-C".to_string()
+            }
+            other => other.describe(),
+        }
+    }
+}
