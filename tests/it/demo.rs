@@ -242,3 +242,14 @@ fn demo_json_is_one_object_with_the_steps_commits_and_commands() {
         stderr(&again)
     );
 }
+
+#[test]
+fn a_demo_folder_that_is_not_utf8_is_refused_before_anything_is_made() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(std::ffi::OsStr::from_bytes(b"demo-\xff"));
+    let out = demo(Path::new(RUNNER), &dir, &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("is not UTF-8"), "{}", stderr(&out));
+    assert!(!dir.exists());
+}

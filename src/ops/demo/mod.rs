@@ -29,6 +29,9 @@ pub const DEMO_SPEC: &str = "001-greeting-tool";
 
 const SPEC_TEXT: &str = "# A greeting tool\n\nAdd `greet.sh NAME`, which prints `Hello, NAME!`, with a test script and a\nsection in the README.\n";
 
+const DIR: &str = "the demo's folder";
+const EXE: &str = "the runner binary's path";
+
 pub struct DemoOptions {
     /// Where to create the repository; it must not exist or be empty (default: a new folder in
     /// the temp dir).
@@ -81,6 +84,7 @@ pub struct Suggestion {
 
 /// Create the repository and run the demo's steps in it.
 pub fn demo(opts: DemoOptions, sink: &mut dyn FnMut(DemoEvent)) -> anyhow::Result<DemoReport> {
+    printable(&opts.exe, EXE)?;
     let dir = prepare_dir(opts.dir)?;
     make_repo(&dir, &opts.exe)?;
     sink(DemoEvent::Ready {
@@ -118,6 +122,7 @@ fn prepare_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
             std::process::id()
         )),
     };
+    printable(&dir, DIR)?;
     let at = crate::store::at(&dir);
     if dir.exists() && std::fs::read_dir(&dir).map_err(at)?.next().is_some() {
         return Err(RunnerError::bad_input(format!(
@@ -127,7 +132,26 @@ fn prepare_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         .into());
     }
     std::fs::create_dir_all(&dir).map_err(crate::store::at(&dir))?;
-    Ok(dir.canonicalize().map_err(crate::store::at(&dir))?)
+    let dir = dir.canonicalize().map_err(crate::store::at(&dir))?;
+    printable(&dir, DIR)?;
+    Ok(dir)
+}
+
+/// The demo prints commands naming `path`; a path that is not UTF-8 could not be printed as
+/// it is, and a command naming it would not work as printed: refused before anything is made.
+fn printable<'a>(path: &'a Path, what: &str) -> anyhow::Result<&'a str> {
+    path.to_str().ok_or_else(|| {
+        let fix = if what == DIR {
+            "give --dir a folder whose path is UTF-8"
+        } else {
+            "run runner from a path that is UTF-8"
+        };
+        RunnerError::bad_input(format!(
+            "{what}, {}, is not UTF-8: the commands the demo prints could not name it; {fix}",
+            path.display()
+        ))
+        .into()
+    })
 }
 
 /// The project, its spec, and a configuration naming the scripted agent (so that every runner
@@ -143,9 +167,7 @@ fn make_repo(dir: &Path, exe: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&spec_dir).map_err(crate::store::at(&spec_dir))?;
     crate::store::write_atomic(&spec_dir.join("spec.md"), SPEC_TEXT.as_bytes())
         .context("writing the demo's spec")?;
-    let exe = exe
-        .to_str()
-        .context("the runner binary's path is not UTF-8; the demo cannot name it in config.toml")?;
+    let exe = printable(exe, EXE)?;
     let command = toml::Value::Array(vec![exe.into(), "demo-agent".into()]);
     let config = format!(
         "# The demo's agent: runner's built-in scripted agent (no LLM, no network).\n[agent]\ncommand = {command}\n"
@@ -269,4 +291,53 @@ fn suggestions(runner: &Runner, saved_ref: Option<&str>) -> Vec<Suggestion> {
             command,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn odd_runner() -> Runner {
+        Runner {
+            exe: PathBuf::from("/build dir/it's/runner"),
+            dir: PathBuf::from("/tmp/demo $(x)"),
+        }
+    }
+
+    #[test]
+    fn every_suggestion_names_the_binary_and_the_folder_quoted() {
+        let commands = suggestions(&odd_runner(), Some("refs/auto-claude/recovery/s/c/1"));
+        let cd = "cd '/tmp/demo $(x)' &&";
+        let exe = r"'/build dir/it'\''s/runner'";
+        assert_eq!(commands[0].command, format!("{cd} {exe} status"));
+        assert!(
+            commands[..commands.len() - 1]
+                .iter()
+                .all(|c| c.command.starts_with(cd))
+        );
+        assert!(commands.iter().any(|c| {
+            c.command
+                .ends_with("git show refs/auto-claude/recovery/s/c/1")
+        }));
+        assert_eq!(commands.last().unwrap().command, "rm -rf '/tmp/demo $(x)'");
+    }
+
+    #[test]
+    fn without_a_saved_ref_no_command_names_one() {
+        let commands = suggestions(&odd_runner(), None);
+        assert!(commands.iter().all(|c| !c.command.contains("git show")));
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_refused_as_bad_input() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/demo-\xff"));
+        let err = printable(path, DIR).unwrap_err();
+        assert_eq!(
+            crate::error::exit_code_of(&err),
+            crate::error::exit::BAD_INPUT
+        );
+        assert!(err.to_string().contains("--dir"), "{err}");
+        assert!(printable(Path::new("/tmp/ok"), DIR).is_ok());
+    }
 }
