@@ -264,7 +264,7 @@ fn suggestions(runner: &Runner, saved_ref: Option<&str>) -> Vec<Suggestion> {
             "the commits, one per chunk",
             format!(
                 "{cd} git log --oneline --stat {}",
-                crate::sh(branch_for(DEMO_SPEC))
+                crate::sh(format!("main..{}", branch_for(DEMO_SPEC)))
             ),
         ),
     ];
