@@ -66,7 +66,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Gc(args) => lifecycle::gc_cmd(&cwd, args),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
-        Command::DemoAgent => crate::ops::demo::demo_agent(),
+        Command::DemoAgent => demo::agent(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Everything that touches git2: the main repository, the worktree slots, commits.
 
 pub mod backup;
+pub mod init;
 pub mod merge;
 pub mod refs;
 pub mod repo;
