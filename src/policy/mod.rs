@@ -1,5 +1,8 @@
 //! Decisions as plain functions over data, unit-tested without a repository: what a session's
-//! end means for its chunk, when to give up, which base branch a spec uses.
+//! end means for its chunk, when to give up, which base branch a spec uses; and, in its own
+//! modules, the recovery rules. No I/O here: the engine gathers the facts and acts on the answer.
+
+pub mod recovery;
 
 use crate::agent::Ended;
 

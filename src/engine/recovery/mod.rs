@@ -2,7 +2,7 @@
 //! for its own spec, by `runner run` before it starts. The caller holds the spec's run lock.
 
 mod chunk;
-pub mod decide;
+
 pub mod evaluator;
 pub mod inspect;
 pub mod integrity;
@@ -18,6 +18,7 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub use crate::policy::recovery as decide;
 pub use chunk::{partial_work_note, predict_chunk, recover_chunk};
 pub use decide::{ChunkFacts, Decision};
 
