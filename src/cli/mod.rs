@@ -2,10 +2,15 @@
 
 mod chunk;
 mod demo;
-mod lifecycle;
+mod discard;
+mod gc;
+mod locked;
+mod merge;
 mod recover;
+mod review;
 mod run;
 mod status;
+mod undo;
 
 use clap::{Parser, Subcommand};
 
@@ -31,15 +36,15 @@ pub enum Command {
     /// Put interrupted state right without running an agent, and report what was done.
     Recover(recover::RecoverArgs),
     /// Look at a spec's work: commits, files, progress, whether it merges cleanly (read-only).
-    Review(lifecycle::ReviewArgs),
+    Review(review::ReviewArgs),
     /// Land a spec's work on its base branch (backed up first; undoable).
-    Merge(lifecycle::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Throw a spec's build away and reset its plan (backed up first; undoable).
-    Discard(lifecycle::DiscardArgs),
+    Discard(discard::DiscardArgs),
     /// Reverse the last merge or discard of a spec; --list shows the backups.
-    Undo(lifecycle::UndoArgs),
+    Undo(undo::UndoArgs),
     /// Remove backups older than a number of days (never done automatically).
-    Gc(lifecycle::GcArgs),
+    Gc(gc::GcArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
     /// Report on a chunk (for agents): done, fail, show.
@@ -59,11 +64,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&cwd, args),
         Command::Recover(args) => recover::run(&cwd, args),
         Command::Status(args) => status::run(&cwd, args),
-        Command::Review(args) => lifecycle::review(&cwd, args),
-        Command::Merge(args) => lifecycle::merge_cmd(&cwd, args),
-        Command::Discard(args) => lifecycle::discard_cmd(&cwd, args),
-        Command::Undo(args) => lifecycle::undo_cmd(&cwd, args),
-        Command::Gc(args) => lifecycle::gc_cmd(&cwd, args),
+        Command::Review(args) => review::review(&cwd, args),
+        Command::Merge(args) => merge::merge_cmd(&cwd, args),
+        Command::Discard(args) => discard::discard_cmd(&cwd, args),
+        Command::Undo(args) => undo::undo_cmd(&cwd, args),
+        Command::Gc(args) => gc::gc_cmd(&cwd, args),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => crate::ops::demo::demo_agent(),
