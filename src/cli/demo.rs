@@ -38,7 +38,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     println!("\nrunner status:");
     print!(
         "{}",
-        crate::ops::status::render(&crate::ops::status::status(&ws)?)
+        super::status::render(
+            &crate::ops::status::status(&ws)?,
+            super::style::for_stdout()
+        )
     );
     println!("\nLook around:");
     println!("  cd {}", result.dir.display());

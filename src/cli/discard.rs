@@ -28,7 +28,7 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
             &format!("Discard the build of {}? (it can be undone)", paths.name),
             &paths.name,
         )? {
-            eprintln!("Not discarded.");
+            super::info("Not discarded.");
             return Ok(0);
         }
     }

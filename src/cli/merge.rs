@@ -48,7 +48,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
             paths.name,
             mode.as_str()
         ))? {
-            eprintln!("Not merged.");
+            super::info("Not merged.");
             return Ok(crate::error::exit::OK);
         }
     }

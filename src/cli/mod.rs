@@ -10,9 +10,13 @@ mod recover;
 mod review;
 mod run;
 mod status;
+pub mod style;
 mod undo;
 
 use clap::{Parser, Subcommand};
+
+// For ops/choice.rs until the interactive choice moves here (issue 9, layers).
+pub use review::render as render_review;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,6 +29,16 @@ pub struct Cli {
     /// More log output on stderr (repeat for more). RUST_LOG works too.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// No progress or informational lines on stderr (errors and warnings still shown; the
+    /// reports on stdout are unchanged).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: style::ColorChoice,
+    /// Run as if runner was started in DIR.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub directory: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,6 +73,7 @@ pub enum Command {
 
 /// Run the parsed command; returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    apply_globals(&cli)?;
     let cwd = std::env::current_dir()?;
     match cli.command {
         Command::Run(args) => run::run(&cwd, args),
@@ -72,6 +87,31 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => crate::ops::demo::demo_agent(),
+    }
+}
+
+/// The global flags, before anything else looks at the directory or prints: `-C` first (so
+/// the repository is found from there), then colour and quiet, and the sink that prints the
+/// warnings lower layers hand up (`output::warn`).
+fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(dir) = &cli.directory {
+        std::env::set_current_dir(dir).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!(
+                "-C {}: cannot run there: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    style::init(cli.color);
+    crate::output::set_quiet(cli.quiet);
+    crate::output::set_warning_sink(style::print_warning);
+    Ok(())
+}
+
+/// An informational line on stderr, left out with `-q/--quiet`.
+fn info(line: &str) {
+    if !crate::output::quiet() {
+        eprintln!("{line}");
     }
 }
 
