@@ -1,9 +1,12 @@
 //! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
 
 mod chunk;
+mod completions;
+mod config;
 mod demo;
 mod discard;
 mod gc;
+mod init;
 mod locked;
 mod merge;
 mod recover;
@@ -64,6 +67,14 @@ pub enum Command {
     /// Report on a chunk (for agents): done, fail, show.
     #[command(subcommand)]
     Chunk(chunk::ChunkCommand),
+    /// Write .auto-claude/config.toml with every key commented out at its default.
+    Init(init::InitArgs),
+    /// The effective configuration and where each value came from.
+    Config(config::ConfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print runner's man page (roff) on stdout.
+    Man,
     /// Show runner at work on a throw-away repository with a built-in scripted agent.
     Demo(demo::DemoArgs),
     /// The scripted agent the demo uses (internal).
@@ -84,6 +95,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Discard(args) => discard::discard_cmd(&cwd, args),
         Command::Undo(args) => undo::undo_cmd(&cwd, args),
         Command::Gc(args) => gc::gc_cmd(&cwd, args),
+        Command::Init(args) => init::run(&cwd, args),
+        Command::Config(args) => config::run(&cwd, args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => crate::ops::demo::demo_agent(),

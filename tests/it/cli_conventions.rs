@@ -1,4 +1,5 @@
-//! The conventions every command shares: `--color`, `NO_COLOR`, `-q`, `-C`.
+//! The conventions every command shares: `--color`, `NO_COLOR`, `-q`, `-C`, shell completions,
+//! the man page, `runner init` and `runner config`.
 
 use std::process::Command;
 use std::time::Duration;
@@ -184,4 +185,174 @@ fn dash_c_runs_as_if_started_there_and_a_missing_dir_is_exit_2() {
         stderr(&out)
     );
     assert_eq!(stdout(&out), "");
+}
+
+#[test]
+fn completions_name_every_command_and_man_is_a_roff_page() {
+    let repo = TestRepo::new();
+    let commands = [
+        "run",
+        "recover",
+        "review",
+        "merge",
+        "discard",
+        "undo",
+        "gc",
+        "status",
+        "chunk",
+        "init",
+        "config",
+        "completions",
+        "man",
+        "demo",
+    ];
+    let bash = repo.runner(&["completions", "bash"]);
+    assert_exit(&bash, 0);
+    let bash = stdout(&bash);
+    assert!(bash.contains("_runner()"), "{bash}");
+    for c in commands {
+        assert!(
+            bash.contains(&format!("runner__subcmd__{c}\"")),
+            "bash lacks {c}"
+        );
+    }
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let out = repo.runner(&["completions", shell]);
+        assert_exit(&out, 0);
+        assert!(stdout(&out).contains("merge"), "{shell}");
+    }
+    assert_exit(&repo.runner(&["completions", "tcsh"]), 2);
+    let man = repo.runner(&["man"]);
+    assert_exit(&man, 0);
+    let man = stdout(&man);
+    let th = man.lines().find(|l| l.starts_with('.')).unwrap();
+    assert!(th.starts_with(".ie") || th.starts_with(".TH"), "{th}");
+    assert!(man.contains(".TH runner 1"), "{man}");
+    assert!(man.contains(".SH COMMANDS"));
+    for c in commands {
+        assert!(
+            man.contains(&format!(".SS \"runner {c}\"")),
+            "man lacks {c}"
+        );
+    }
+    assert!(
+        man.contains("\\-\\-squash"),
+        "a command's own flags are in the page"
+    );
+}
+
+#[test]
+fn init_writes_the_commented_defaults_once() {
+    let repo = TestRepo::new();
+    let out = repo.runner(&["init"]);
+    assert_exit(&out, 0);
+    let written = repo.read(".auto-claude/config.toml");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".auto-claude.example/config.toml"),
+    )
+    .unwrap();
+    assert_eq!(written, example);
+    assert!(written.contains("# max_attempts = 3"));
+    // A second init refuses and changes nothing; --force replaces.
+    repo.write_config("[run]\nmax_attempts = 9\n");
+    let again = repo.runner(&["init"]);
+    assert_exit(&again, 2);
+    assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
+    assert_eq!(
+        repo.read(".auto-claude/config.toml"),
+        "[run]\nmax_attempts = 9\n"
+    );
+    assert_exit(&repo.runner(&["init", "--force"]), 0);
+    assert_eq!(repo.read(".auto-claude/config.toml"), example);
+}
+
+#[cfg(unix)]
+#[test]
+fn init_never_writes_through_a_link() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("victim.toml");
+    std::fs::write(&target, "mine\n").unwrap();
+    std::fs::create_dir_all(repo.path(".auto-claude")).unwrap();
+    std::os::unix::fs::symlink(&target, repo.path(".auto-claude/config.toml")).unwrap();
+    assert_exit(&repo.runner(&["init"]), 2);
+    assert_exit(&repo.runner(&["init", "--force"]), 0);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+    let link = std::fs::symlink_metadata(repo.path(".auto-claude/config.toml")).unwrap();
+    assert!(link.is_file(), "the link was replaced by the file");
+}
+
+#[test]
+fn unknown_keys_warn_and_config_says_where_each_value_came_from() {
+    let repo = TestRepo::new();
+    repo.add_spec(SPEC);
+    repo.write_config("[run]\nmax_attempt = 5\nmax_sessions = 9\n[agent]\ncommand = \"a 'b c'\"\n");
+    let path = repo.path(".auto-claude/config.toml").display().to_string();
+    let out = repo.runner(&["config", "--json"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: unknown key `run.max_attempt`"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&path) && err.contains("max_attempts, max_sessions"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["file_exists"], true);
+    let get = |k: &str| {
+        v["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == k)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(get("run.max_sessions")["value"], 9);
+    assert_eq!(get("run.max_sessions")["source"], "file");
+    assert_eq!(get("run.max_sessions")["path"], path.as_str());
+    assert_eq!(get("run.max_attempts")["value"], 3);
+    assert_eq!(get("run.max_attempts")["source"], "default");
+    assert_eq!(
+        get("agent.command")["value"],
+        serde_json::json!(["a", "b c"])
+    );
+    assert_eq!(v["unknown_keys"][0]["key"], "run.max_attempt");
+    let text = stdout(&repo.runner(&["config"]));
+    assert!(text.contains("max_sessions = 9"), "{text}");
+    assert!(
+        text.contains("max_attempts = 3") && text.contains("default"),
+        "{text}"
+    );
+    // A command that reads the config warns too, and still works.
+    let run = repo.run_spec(SPEC, &[]);
+    assert_exit(&run, 0);
+    let run_err = stderr(&run);
+    let warnings: Vec<&str> = run_err
+        .lines()
+        .filter(|l| l.contains("unknown key"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "once per run: {warnings:?}");
+    assert_eq!(repo.statuses(SPEC).len(), 3);
+}
+
+#[test]
+fn config_without_a_file_is_all_defaults() {
+    let repo = TestRepo::new();
+    let out = repo.runner(&["config", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(stderr(&out), "");
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["file_exists"], false);
+    assert!(
+        v["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["source"] == "default")
+    );
 }
