@@ -11,11 +11,23 @@ pub struct CompletionsArgs {
 }
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
-    let mut cmd = super::Cli::command();
+    let mut cmd = without_hidden_commands(super::Cli::command());
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "runner", &mut out);
     print!("{}", String::from_utf8_lossy(&out));
     Ok(0)
+}
+
+/// `cmd` without its hidden subcommands (the demo's internal agent): the generators would
+/// offer them, and clap has no way to take a subcommand out, so the root is built again.
+fn without_hidden_commands(cmd: clap::Command) -> clap::Command {
+    let mut root = clap::Command::new("runner")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true);
+    for arg in cmd.get_arguments() {
+        root = root.arg(arg.clone());
+    }
+    root.subcommands(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
 }
 
 /// The man page: `runner(1)` with every command and its flags in one page.

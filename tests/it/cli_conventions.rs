@@ -216,10 +216,18 @@ fn completions_name_every_command_and_man_is_a_roff_page() {
             "bash lacks {c}"
         );
     }
-    for shell in ["zsh", "fish", "powershell", "elvish"] {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let out = repo.runner(&["completions", shell]);
         assert_exit(&out, 0);
-        assert!(stdout(&out).contains("merge"), "{shell}");
+        let script = stdout(&out);
+        assert!(
+            script.contains("merge") && script.contains("color"),
+            "{shell}"
+        );
+        assert!(
+            !script.contains("demo-agent"),
+            "{shell} offers the hidden command"
+        );
     }
     assert_exit(&repo.runner(&["completions", "tcsh"]), 2);
     let man = repo.runner(&["man"]);
