@@ -1,17 +1,27 @@
 //! `.auto-claude/config.toml`: every key, its default, and the one-run overrides.
-//! `.auto-claude.example/config.toml` documents the same keys for users; keep them in step.
+//! `.auto-claude.example/config.toml` documents the same keys for users and is what `runner
+//! init` writes (it ships inside the binary); a test fails when it misses a key known here.
+//!
+//! An unknown key is a warning (`output::warn`, naming the key, the file and the keys its
+//! table knows), not an error: a config written for a newer runner still works with this one.
+
+mod keys;
 
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::RunnerError;
 
+pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
+
 pub const CONFIG_FILE: &str = "config.toml";
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// The example config, every key commented out at its default: what `runner init` writes.
+pub const EXAMPLE: &str = include_str!("../.auto-claude.example/config.toml");
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 pub struct Config {
     #[serde(default)]
     pub agent: AgentConfig,
@@ -25,8 +35,8 @@ pub struct Config {
     pub backup: BackupConfig,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
 pub struct BackupConfig {
     /// `runner gc` removes backups older than this many days. Nothing is removed automatically.
     pub keep_days: u64,
@@ -38,8 +48,7 @@ impl Default for BackupConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 pub struct RecoveryConfig {
     /// `rules` (default): recovery decides by its documented rules. `agent`: for a chunk with
     /// partial work, the agent is asked (recovery prompt, JSON answer); anything but a valid
@@ -48,7 +57,7 @@ pub struct RecoveryConfig {
     pub evaluator: Evaluator,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Evaluator {
     #[default]
@@ -56,10 +65,12 @@ pub enum Evaluator {
     Agent,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
 pub struct AgentConfig {
-    /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`.
+    /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`; in the
+    /// file a list, or a string split like a shell (`"claude -p"`).
+    #[serde(deserialize_with = "command_string_or_list")]
     pub command: Vec<String>,
     /// Bytes of output one session log (agent, verification, evaluator) keeps: the first half
     /// and the last half, with a line saying what was cut between, so a runaway agent cannot
@@ -86,8 +97,8 @@ impl Default for AgentConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
 pub struct RunConfig {
     /// Seconds a single agent session may take before its process group is killed.
     pub session_timeout: u64,
@@ -113,8 +124,7 @@ impl Default for RunConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 pub struct GitConfig {
     /// The branch specs start from and will merge into. Default: the branch checked out when
     /// the spec first runs. Pinned per spec (in its plan) once chosen.
@@ -134,11 +144,20 @@ impl RunConfig {
 }
 
 impl Config {
-    /// The config at `path`, or the defaults if there is no file.
+    /// The config at `path`, or the defaults if there is no file. Each unknown key is handed
+    /// to `output::warn`.
     pub fn load(path: &Path) -> Result<Config, RunnerError> {
+        Ok(Config::load_with_table(path)?.0)
+    }
+
+    /// The config at `path` and the file's own table (`None` without a file): which keys
+    /// the file sets, for `runner config`.
+    pub fn load_with_table(path: &Path) -> Result<(Config, Option<toml::Table>), RunnerError> {
         let text = match crate::store::safe::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Config::default(), None));
+            }
             Err(e) => {
                 return Err(RunnerError::bad_input(format!(
                     "cannot read {}: {e}",
@@ -146,14 +165,22 @@ impl Config {
                 )));
             }
         };
-        let config: Config = toml::from_str(&text).map_err(|e| {
+        let invalid = |e: toml::de::Error| {
             RunnerError::bad_input(format!(
-                "invalid config {}: {e}\nSee .auto-claude.example/config.toml in the runner repository for every key.",
+                "invalid config {}: {e}\n`runner init --force` writes a fresh one with every key \
+                 and its default (the old one is replaced).",
                 path.display()
             ))
-        })?;
+        };
+        // The typed parse and its checks first: they name the key (`agent.max_log_bytes`) and
+        // its line, and take any u64 (the untyped table below holds only i64).
+        let config: Config = toml::from_str(&text).map_err(invalid)?;
         config.check(path)?;
-        Ok(config)
+        let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
+        for unknown in unknown_keys(&table) {
+            crate::output::warn(&unknown.message(path));
+        }
+        Ok((config, Some(table)))
     }
 
     fn check(&self, path: &Path) -> Result<(), RunnerError> {
@@ -183,6 +210,26 @@ impl Config {
     }
 }
 
+/// `[agent] command`: a list of strings as it is, or a string split like a shell.
+fn command_string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Command {
+        Line(String),
+        Argv(Vec<String>),
+    }
+    match Command::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "agent.command must be a string (\"claude -p\") or a list of strings",
+        )
+    })? {
+        Command::Argv(argv) => Ok(argv),
+        Command::Line(line) => shell_words::split(&line).map_err(|e| {
+            serde::de::Error::custom(format!("agent.command {line:?} does not parse: {e}"))
+        }),
+    }
+}
+
 /// Split `--agent-command "claude -p"` the way a shell would.
 pub fn parse_agent_command(text: &str) -> Result<Vec<String>, RunnerError> {
     let argv = shell_words::split(text).map_err(|e| {
@@ -207,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_keys_and_rejects_typos() {
+    fn reads_keys_and_warns_of_typos() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(
@@ -221,20 +268,77 @@ mod tests {
         assert_eq!(c.run.session_timeout, 3600);
         assert_eq!(c.git.base_branch.as_deref(), Some("dev"));
 
-        std::fs::write(&path, "[run]\nmax_attempt = 5\n").unwrap();
-        let err = Config::load(&path).unwrap_err().to_string();
-        assert!(err.contains("max_attempt"), "{err}");
+        // A typo is a warning (output::warn), not an error: the rest of the file still counts.
+        std::fs::write(&path, "[run]\nmax_attempt = 5\nmax_sessions = 9\n").unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.run.max_attempts, 3);
+        assert_eq!(c.run.max_sessions, 9);
     }
 
     #[test]
-    fn the_example_config_is_valid_and_says_the_defaults() {
-        let example =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(".auto-claude.example/config.toml");
-        let c = Config::load(&example).unwrap();
-        assert_eq!(c.run, RunConfig::default());
-        assert_eq!(c.git.base_branch, None);
-        assert_eq!(c.recovery.evaluator, Evaluator::Rules);
-        assert_eq!(c.agent.max_log_bytes, DEFAULT_MAX_LOG_BYTES);
+    fn agent_command_is_a_list_or_a_string_split_like_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[agent]\ncommand = \"claude -p 'a b'\"\n").unwrap();
+        assert_eq!(
+            Config::load(&path).unwrap().agent.command,
+            vec!["claude", "-p", "a b"]
+        );
+        for bad in ["\"'open\"", "3", "[1, 2]"] {
+            std::fs::write(&path, format!("[agent]\ncommand = {bad}\n")).unwrap();
+            let err = Config::load(&path).unwrap_err();
+            assert!(err.to_string().contains("agent.command"), "{bad}: {err}");
+            assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+        }
+    }
+
+    /// The example with its `# key = value` lines uncommented.
+    fn example_uncommented() -> String {
+        EXAMPLE
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest) if is_key_line(rest) => rest,
+                _ => line,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn is_key_line(text: &str) -> bool {
+        text.split_once(" = ").is_some_and(|(key, _)| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        })
+    }
+
+    #[test]
+    fn the_example_lists_every_key_the_config_knows() {
+        let example: toml::Table = toml::from_str(&example_uncommented()).unwrap();
+        for (table, keys) in known_keys() {
+            for key in keys {
+                assert!(
+                    example
+                        .get(&table)
+                        .and_then(|t| t.as_table())
+                        .is_some_and(|t| t.contains_key(&key)),
+                    "{table}.{key} is missing from .auto-claude.example/config.toml: add it, \
+                     commented out at its default"
+                );
+            }
+        }
+        assert!(unknown_keys(&example).is_empty());
+    }
+
+    #[test]
+    fn the_example_is_all_comments_and_says_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, EXAMPLE).unwrap();
+        assert_eq!(Config::load(&path).unwrap(), Config::default());
+        std::fs::write(&path, example_uncommented()).unwrap();
+        let mut c = Config::load(&path).unwrap();
+        // The one key without a default shows an example value.
+        assert_eq!(c.git.base_branch.take().as_deref(), Some("main"));
+        assert_eq!(c, Config::default());
     }
 
     #[test]

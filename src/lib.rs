@@ -42,6 +42,7 @@ pub mod error;
 pub mod failpoint;
 pub mod git;
 pub mod ops;
+pub mod output;
 pub mod plan;
 pub mod policy;
 pub mod store;

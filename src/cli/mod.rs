@@ -1,13 +1,25 @@
 //! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
 
 mod chunk;
+mod completions;
+mod config;
 mod demo;
-mod lifecycle;
+mod discard;
+mod gc;
+mod init;
+mod locked;
+mod merge;
 mod recover;
+mod review;
 mod run;
 mod status;
+pub mod style;
+mod undo;
 
 use clap::{Parser, Subcommand};
+
+// For ops/choice.rs until the interactive choice moves here (issue 9, layers).
+pub use review::render as render_review;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,6 +32,16 @@ pub struct Cli {
     /// More log output on stderr (repeat for more). RUST_LOG works too.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// No progress or informational lines on stderr (errors and warnings still shown; the
+    /// reports on stdout are unchanged).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: style::ColorChoice,
+    /// Run as if runner was started in DIR.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub directory: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -31,20 +53,28 @@ pub enum Command {
     /// Put interrupted state right without running an agent, and report what was done.
     Recover(recover::RecoverArgs),
     /// Look at a spec's work: commits, files, progress, whether it merges cleanly (read-only).
-    Review(lifecycle::ReviewArgs),
+    Review(review::ReviewArgs),
     /// Land a spec's work on its base branch (backed up first; undoable).
-    Merge(lifecycle::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Throw a spec's build away and reset its plan (backed up first; undoable).
-    Discard(lifecycle::DiscardArgs),
+    Discard(discard::DiscardArgs),
     /// Reverse the last merge or discard of a spec; --list shows the backups.
-    Undo(lifecycle::UndoArgs),
+    Undo(undo::UndoArgs),
     /// Remove backups older than a number of days (never done automatically).
-    Gc(lifecycle::GcArgs),
+    Gc(gc::GcArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
     /// Report on a chunk (for agents): done, fail, show.
     #[command(subcommand)]
     Chunk(chunk::ChunkCommand),
+    /// Write .auto-claude/config.toml with every key commented out at its default.
+    Init(init::InitArgs),
+    /// The effective configuration and where each value came from.
+    Config(config::ConfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print runner's man page (roff) on stdout.
+    Man,
     /// Show runner at work on a throw-away repository with a built-in scripted agent.
     Demo(demo::DemoArgs),
     /// The scripted agent the demo uses (internal).
@@ -54,19 +84,49 @@ pub enum Command {
 
 /// Run the parsed command; returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    apply_globals(&cli)?;
     let cwd = std::env::current_dir()?;
     match cli.command {
         Command::Run(args) => run::run(&cwd, args),
         Command::Recover(args) => recover::run(&cwd, args),
         Command::Status(args) => status::run(&cwd, args),
-        Command::Review(args) => lifecycle::review(&cwd, args),
-        Command::Merge(args) => lifecycle::merge_cmd(&cwd, args),
-        Command::Discard(args) => lifecycle::discard_cmd(&cwd, args),
-        Command::Undo(args) => lifecycle::undo_cmd(&cwd, args),
-        Command::Gc(args) => lifecycle::gc_cmd(&cwd, args),
+        Command::Review(args) => review::review(&cwd, args),
+        Command::Merge(args) => merge::merge_cmd(&cwd, args),
+        Command::Discard(args) => discard::discard_cmd(&cwd, args),
+        Command::Undo(args) => undo::undo_cmd(&cwd, args),
+        Command::Gc(args) => gc::gc_cmd(&cwd, args),
+        Command::Init(args) => init::run(&cwd, args),
+        Command::Config(args) => config::run(&cwd, args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
         Command::Chunk(cmd) => chunk::run(&cwd, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => demo::agent(),
+    }
+}
+
+/// The global flags, before anything else looks at the directory or prints: `-C` first (so
+/// the repository is found from there), then colour and quiet, and the sink that prints the
+/// warnings lower layers hand up (`output::warn`).
+fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(dir) = &cli.directory {
+        std::env::set_current_dir(dir).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!(
+                "-C {}: cannot run there: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    style::init(cli.color);
+    crate::output::set_quiet(cli.quiet);
+    crate::output::set_warning_sink(style::print_warning);
+    Ok(())
+}
+
+/// An informational line on stderr, left out with `-q/--quiet`.
+fn info(line: &str) {
+    if !crate::output::quiet() {
+        eprintln!("{line}");
     }
 }
 

@@ -1,8 +1,11 @@
+//! `runner status`: every spec, its progress, branch and worktree; coloured on a terminal.
+
 use std::path::Path;
 
 use clap::Args;
 
-use crate::ops::status::{render, status};
+use super::style::{Style, for_stdout};
+use crate::ops::status::{SpecStatus, StatusReport, status};
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
@@ -18,7 +21,107 @@ pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     if args.json {
         super::print_json(&report)?;
     } else {
-        print!("{}", crate::text::for_terminal(&render(&report)));
+        print!("{}", render(&report, for_stdout()));
     }
     Ok(0)
+}
+
+/// Plan and agent text made safe for the terminal; done on each piece, before colour is
+/// added, so the only escapes printed are the colour's own.
+fn t(text: &str) -> String {
+    crate::text::for_terminal(text).into_owned()
+}
+
+/// The colour of a spec's status word: done green, broken red, needing a look yellow.
+fn paint_status(style: Style, status: &str, padded: &str) -> String {
+    match status {
+        "complete" | "merged" => style.ok(padded),
+        "failed" | "blocked" | "invalid_plan" | "refused" | "missing_work" => style.bad(padded),
+        "running" | "planning" | "interrupted" => style.warn(padded),
+        _ => padded.to_string(),
+    }
+}
+
+/// The human form of the report.
+pub fn render(report: &StatusReport, style: Style) -> String {
+    let mut out = String::new();
+    if report.specs.is_empty() {
+        out.push_str("No specs yet. Create .auto-claude/specs/001-my-feature/spec.md, then `runner run --spec 001`.\n");
+    }
+    for s in &report.specs {
+        render_spec(&mut out, s, style);
+    }
+    for slot in &report.slots {
+        let what = match (&slot.state[..], &slot.branch, &slot.problem) {
+            ("ready", Some(b), _) => format!("holds {b}"),
+            ("ready", None, _) => "detached HEAD".to_string(),
+            (_, _, Some(p)) => p.clone(),
+            _ => String::new(),
+        };
+        let state = format!("[{}]", t(&slot.state));
+        let state = match &slot.state[..] {
+            "ready" => style.ok(&state),
+            "broken" => style.bad(&state),
+            _ => style.warn(&state),
+        };
+        out.push_str(&format!("slot {} {state} {}\n", t(&slot.path), t(&what)));
+    }
+    out
+}
+
+fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
+    let name = style.bold(&format!("{:<32}", t(&s.name)));
+    let status = paint_status(style, &s.status, &format!("{:<13}", t(&s.status)));
+    out.push_str(&format!(
+        "{name} {status} {}/{} chunks",
+        s.chunks.completed, s.chunks.total
+    ));
+    if s.chunks.failed > 0 {
+        out.push_str(&style.bad(&format!(", {} failed", s.chunks.failed)));
+    }
+    if s.chunks.blocked > 0 {
+        out.push_str(&style.bad(&format!(", {} blocked", s.chunks.blocked)));
+    }
+    match (&s.current_chunk, &s.running, &s.next_chunk) {
+        (Some(current), Some(_), _) => out.push_str(&format!(", working on: {}", t(current))),
+        (Some(current), None, _) => out.push_str(&format!(", interrupted at: {}", t(current))),
+        (None, _, Some(next)) => out.push_str(&format!(", next: {}", t(next))),
+        (None, _, None) => {}
+    }
+    out.push('\n');
+    if s.chunks.failed > 0 {
+        out.push_str(&format!(
+            "    {} {}\n",
+            style.bad("failed chunks:"),
+            t(&crate::engine::run::retry_failed_hint(&s.name, None))
+        ));
+    }
+    if let Some(r) = &s.running {
+        out.push_str(&format!(
+            "    {} pid {}, {}, since {}\n",
+            style.warn("running:"),
+            r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            t(r.run_id.as_deref().unwrap_or("?")),
+            t(r.since.as_deref().unwrap_or("?"))
+        ));
+    }
+    if let Some(wt) = &s.worktree {
+        out.push_str(&style.dim(&format!("    worktree: {}", t(wt))));
+        out.push('\n');
+    } else if let Some(b) = &s.branch {
+        out.push_str(&style.dim(&format!("    branch: {} (not in a worktree)", t(b))));
+        out.push('\n');
+    }
+    if let Some(p) = &s.problem {
+        out.push_str(&format!(
+            "    {} {}; `runner recover --spec {}` keeps the last tip runner knew and prints the way back\n",
+            style.bad("problem:"),
+            t(p),
+            t(&s.name)
+        ));
+    }
+    if let Some(e) = &s.error {
+        let first = e.lines().next().unwrap_or("");
+        out.push_str(&format!("    {} {}\n", style.bad("error:"), t(first)));
+    }
 }

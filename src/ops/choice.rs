@@ -127,7 +127,10 @@ pub fn ask(
             CONTINUE => return Ok(Choice::Continue),
             REVIEW => {
                 let review = super::review::review(ws, paths)?;
-                eprintln!("{}", super::review::render(&review));
+                eprintln!(
+                    "{}",
+                    crate::cli::render_review(&review, crate::cli::style::for_stderr())
+                );
             }
             MERGE => {
                 let outcome =

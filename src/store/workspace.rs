@@ -69,8 +69,14 @@ impl Workspace {
         Ok(ws)
     }
 
+    /// The config (defaults without a file); unknown keys are warned of (`output::warn`).
     pub fn config(&self) -> anyhow::Result<Config> {
-        Ok(Config::load(&self.state_dir.join(CONFIG_FILE))?)
+        Ok(Config::load(&self.config_path())?)
+    }
+
+    /// `.auto-claude/config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.state_dir.join(CONFIG_FILE)
     }
 
     /// The files of spec `name`. The one way a spec is opened: its folder may be a link only

@@ -5,6 +5,7 @@
 mod common;
 
 mod chunk;
+mod cli_conventions;
 mod crash;
 mod demo;
 mod file_safety;

@@ -1,0 +1,52 @@
+//! `runner discard`: throw a spec's build away (backed up first).
+
+use std::path::Path;
+
+use clap::Args;
+
+use super::locked::locked_spec;
+use crate::ops::interact::{can_ask, confirm_by_name, needs_flag};
+
+#[derive(Debug, Args)]
+pub struct DiscardArgs {
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// Do not ask for confirmation (needed without a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
+    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "discard")?;
+    if !args.yes {
+        if !can_ask() {
+            return Err(needs_flag("discard", "--yes"));
+        }
+        if !confirm_by_name(
+            &format!("Discard the build of {}? (it can be undone)", paths.name),
+            &paths.name,
+        )? {
+            super::info("Not discarded.");
+            return Ok(0);
+        }
+    }
+    let outcome = crate::ops::discard::discard(&ws, &paths, &journal)?;
+    if args.json {
+        super::print_json(&outcome)?;
+    } else {
+        println!(
+            "Discarded the build of {}; the plan is reset to pending. Backup: {}. Undo with: runner undo --spec {}",
+            outcome.spec,
+            outcome.backup,
+            crate::sh(&outcome.spec)
+        );
+        if let Some(r) = &outcome.late_changes {
+            println!(
+                "Changes made in its worktree after the backup were saved to {r} (git checkout {r} -- . brings them back)."
+            );
+        }
+    }
+    Ok(0)
+}

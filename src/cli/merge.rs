@@ -1,0 +1,104 @@
+//! `runner merge`: land a spec's work on its base branch.
+
+use std::path::Path;
+
+use clap::Args;
+
+use super::locked::locked_spec;
+use crate::ops::interact::{can_ask, confirm, needs_flag};
+use crate::ops::merge::{MergeMode, merge};
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// One commit on the base branch listing the chunks, instead of a merge commit.
+    #[arg(long, conflicts_with = "no_commit")]
+    pub squash: bool,
+    /// Stage the merged changes on the checked-out base branch for you to commit.
+    #[arg(long)]
+    pub no_commit: bool,
+    /// Keep the spec's branch and worktree after merging.
+    #[arg(long)]
+    pub keep_worktree: bool,
+    /// Do not ask for confirmation (needed without a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
+    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "merge")?;
+    let mode = if args.squash {
+        MergeMode::Squash
+    } else if args.no_commit {
+        MergeMode::NoCommit
+    } else {
+        MergeMode::Merge
+    };
+    if !args.yes {
+        if !can_ask() {
+            return Err(needs_flag("merge", "--yes"));
+        }
+        let plan = paths.plan.load().ok().flatten();
+        let base = crate::ops::review::base_branch(&ws, plan.as_ref())?;
+        if !confirm(&format!(
+            "Merge {} into {base} ({})?",
+            paths.name,
+            mode.as_str()
+        ))? {
+            super::info("Not merged.");
+            return Ok(crate::error::exit::OK);
+        }
+    }
+    let outcome = merge(&ws, &paths, mode, args.keep_worktree, &journal)?;
+    if args.json {
+        super::print_json(&outcome)?;
+        return Ok(0);
+    }
+    if outcome.already_merged {
+        println!(
+            "{} is already merged into {}: nothing to do.",
+            paths.name, outcome.target
+        );
+        return Ok(0);
+    }
+    match &outcome.commit {
+        Some(c) => println!(
+            "Merged {} into {} ({}): {} — {} commit(s), {} file(s).",
+            outcome.spec,
+            outcome.target,
+            outcome.mode.as_str(),
+            crate::git::short_id(c),
+            outcome.landed.len(),
+            outcome.files
+        ),
+        None => println!(
+            "The changes of {} are staged on {}: review them and commit (`git commit`).",
+            outcome.spec, outcome.target
+        ),
+    }
+    for l in &outcome.landed {
+        println!("  {l}");
+    }
+    if outcome.cleaned_up {
+        match &outcome.freed_worktree {
+            Some(path) => println!(
+                "The worktree {path} was freed and branch auto-claude/{} deleted (its tip is kept in the backup).",
+                outcome.spec
+            ),
+            None => println!(
+                "Branch auto-claude/{} was deleted (its tip is kept in the backup).",
+                outcome.spec
+            ),
+        }
+    }
+    if let Some(b) = &outcome.backup {
+        println!(
+            "Backup: {b}. Undo with: runner undo --spec {}",
+            crate::sh(&outcome.spec)
+        );
+    }
+    Ok(0)
+}

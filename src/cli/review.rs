@@ -1,0 +1,180 @@
+//! `runner review`: a spec's commits, files and progress; `--diff` the whole patch.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use clap::Args;
+
+use super::style::{Style, for_stdout};
+use crate::engine::run::pick_spec;
+use crate::ops::review::Review;
+use crate::store::Workspace;
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// Show the full patch (through $PAGER on a terminal).
+    #[arg(long)]
+    pub diff: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::open(cwd)?;
+    let name = pick_spec(&ws, args.spec.as_deref())?;
+    let paths = ws.spec(&name)?;
+    let r = crate::ops::review::review(&ws, &paths)?;
+    if args.json {
+        let mut v = serde_json::to_value(&r)?;
+        if args.diff {
+            v["diff"] = patch(&ws, &r)?.into();
+        }
+        super::print_json(&v)?;
+        return Ok(0);
+    }
+    print!("{}", render(&r, for_stdout()));
+    if args.diff {
+        show_patch(&patch(&ws, &r)?)?;
+    }
+    Ok(0)
+}
+
+fn patch(ws: &Workspace, r: &Review) -> anyhow::Result<String> {
+    let from = r.merge_base.unwrap_or(r.tip);
+    crate::git::merge::patch_text(&ws.main.repo, from, r.tip)
+}
+
+/// Through $PAGER on a terminal (default `less -R`), else straight to stdout; coloured as
+/// `--color` says (made safe for the terminal first, so only the colour's escapes remain).
+fn show_patch(text: &str) -> anyhow::Result<()> {
+    let text = for_stdout().diff(&crate::text::for_terminal(text));
+    if std::io::stdout().is_terminal() {
+        let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+        if let Ok(argv) = shell_words::split(&pager)
+            && let Some((program, rest)) = argv.split_first()
+            && let Ok(mut child) = std::process::Command::new(program)
+                .args(rest)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+        {
+            if let Some(mut stdin) = child.stdin.take() {
+                use std::io::Write;
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            let _ = child.wait();
+            return Ok(());
+        }
+    }
+    print!("\n{text}");
+    Ok(())
+}
+
+/// Plan, agent and file text made safe for the terminal, piece by piece, before colour.
+fn t(text: &str) -> String {
+    crate::text::for_terminal(text).into_owned()
+}
+
+/// The human form: the spec's commits, the files they change (the stat), the plan's progress,
+/// the last verifications, uncommitted files, and whether it merges cleanly.
+pub fn render(r: &Review, style: Style) -> String {
+    let mut out = format!(
+        "{} on {} (base {}",
+        style.bold(&format!("Spec {}", t(&r.spec))),
+        t(&r.branch),
+        t(&r.base_branch)
+    );
+    if r.base_moved > 0 {
+        out.push_str(&format!(
+            ", which moved {} commit(s) since the spec started",
+            r.base_moved
+        ));
+    }
+    out.push_str(")\n");
+    let header = format!(
+        "{} commit(s) ahead of {}:",
+        r.commits.len(),
+        t(&r.base_branch)
+    );
+    out.push_str(&format!("\n{}\n", style.bold(&header)));
+    for c in &r.commits {
+        let id = style.warn(crate::git::short_id(&c.commit));
+        out.push_str(&format!("  {id} {}\n", t(&c.summary)));
+    }
+    render_stat(&mut out, r, style);
+    render_progress(&mut out, r, style);
+    if !r.uncommitted.is_empty() {
+        let header = format!(
+            "Uncommitted in {}:",
+            t(r.worktree.as_deref().unwrap_or("the worktree"))
+        );
+        out.push_str(&format!("\n{}\n", style.bold(&header)));
+        for p in &r.uncommitted {
+            out.push_str(&format!("  {}\n", t(p)));
+        }
+    }
+    if r.merge.clean {
+        let line = format!("It merges cleanly into {}.", t(&r.base_branch));
+        out.push_str(&format!("\n{}\n", style.ok(&line)));
+    } else {
+        let line = format!(
+            "It would NOT merge cleanly into {}: conflicts in {}",
+            t(&r.base_branch),
+            t(&r.merge.conflicts.join(", "))
+        );
+        out.push_str(&format!("\n{}\n", style.bad(&line)));
+    }
+    out
+}
+
+/// The files changed, with their added (green) and removed (red) line counts.
+fn render_stat(out: &mut String, r: &Review, style: Style) {
+    let (adds, dels) = r
+        .files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
+    let header = format!("{} file(s) changed, +{adds} -{dels}:", r.files.len());
+    out.push_str(&format!("\n{}\n", style.bold(&header)));
+    for f in &r.files {
+        out.push_str(&format!(
+            "  {:<9} {} ({} {})\n",
+            t(&f.change),
+            t(&f.path),
+            style.ok(&format!("+{}", f.additions)),
+            style.bad(&format!("-{}", f.deletions))
+        ));
+    }
+}
+
+/// Plan progress by phase and the last verification of each chunk.
+fn render_progress(out: &mut String, r: &Review, style: Style) {
+    if !r.progress.is_empty() {
+        out.push_str(&format!("\n{}\n", style.bold("Plan progress:")));
+        for p in &r.progress {
+            let name = p.name.as_deref().map(|n| format!(" ({})", t(n)));
+            out.push_str(&format!(
+                "  {}{}: {}/{}\n",
+                t(&p.phase),
+                name.unwrap_or_default(),
+                p.completed,
+                p.total
+            ));
+        }
+    }
+    if !r.verifications.is_empty() {
+        out.push_str(&format!("\n{}\n", style.bold("Last verifications:")));
+        for v in &r.verifications {
+            let verdict = if v["passed"] == true {
+                style.ok("pass")
+            } else {
+                style.bad("FAIL")
+            };
+            out.push_str(&format!(
+                "  {verdict} {}: {}\n",
+                t(v["chunk"].as_str().unwrap_or("?")),
+                t(v["command"].as_str().unwrap_or("?"))
+            ));
+        }
+    }
+}

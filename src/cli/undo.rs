@@ -1,0 +1,63 @@
+//! `runner undo`: reverse the last merge or discard of a spec; `--list` the backups.
+
+use std::path::Path;
+
+use clap::Args;
+
+use super::locked::locked_spec;
+use crate::store::Workspace;
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// List the backups instead of undoing.
+    #[arg(long)]
+    pub list: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
+    if args.list {
+        let ws = Workspace::open(cwd)?;
+        let spec = match &args.spec {
+            Some(q) => Some(crate::store::spec::resolve(&ws.specs_dir, q)?),
+            None => None,
+        };
+        let backups = crate::git::backup::list(&ws.main.repo, spec.as_deref());
+        if args.json {
+            super::print_json(&backups)?;
+        } else if backups.is_empty() {
+            println!("No backups.");
+        } else {
+            for b in &backups {
+                println!(
+                    "{} {} {} ({})",
+                    b.meta.time, b.meta.kind, b.meta.spec, b.refs_prefix
+                );
+            }
+        }
+        return Ok(0);
+    }
+    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "undo")?;
+    let outcome = crate::ops::undo::undo(&ws, &paths, &journal)?;
+    if args.json {
+        super::print_json(&outcome)?;
+    } else {
+        println!("Undid the {} of {}.", outcome.kind, outcome.spec);
+        if let Some(t) = &outcome.reset_target {
+            println!("  {t} is back on its pre-merge tip.");
+        }
+        if let Some(b) = &outcome.restored_branch {
+            println!("  branch {b} restored.");
+        }
+        if let Some(w) = &outcome.restored_worktree {
+            println!("  worktree {w} restored.");
+        }
+        for n in &outcome.notes {
+            println!("  note: {n}");
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,45 @@
+//! Output choices the front end makes once per process (`-q/--quiet`) and the one way a lower
+//! layer hands the front end a warning, so that no layer below `cli/` prints.
+//!
+//! Cheap to ask from anywhere (an atomic load): the run's progress renderer checks `quiet()`
+//! before each informational line.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+static WARNING_SINK: OnceLock<fn(&str)> = OnceLock::new();
+/// The warnings given so far: a config read twice in one run warns once.
+static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Set by the front end from `-q/--quiet` before any command runs.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// `-q/--quiet` was given: print no progress or informational line on stderr (errors, warnings
+/// and the reports on stdout are unchanged).
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Where `warn` sends its lines; set once by the front end (later calls are ignored).
+pub fn set_warning_sink(sink: fn(&str)) {
+    let _ = WARNING_SINK.set(sink);
+}
+
+/// A warning for the person (an unknown config key): shown even with `--quiet`, never an
+/// error; each message once per process. Without a sink (the library used on its own) it goes
+/// to the log.
+pub fn warn(message: &str) {
+    if let Ok(mut warned) = WARNED.lock() {
+        if warned.iter().any(|w| w == message) {
+            return;
+        }
+        warned.push(message.to_string());
+    }
+    match WARNING_SINK.get() {
+        Some(sink) => sink(message),
+        None => tracing::warn!("{message}"),
+    }
+}
