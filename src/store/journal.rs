@@ -121,9 +121,14 @@ pub fn read_entries(spec_dir: &Path) -> Vec<Entry> {
 pub fn read_entries_containing(spec_dir: &Path, needle: &str) -> Vec<Entry> {
     read_events_containing(spec_dir, needle)
         .into_iter()
-        .filter_map(|line| {
+        .filter_map(|mut line| {
             let text = |key: &str| line[key].as_str().map(str::to_string);
             let (time, run_id) = (text("time"), text("run_id"));
+            // A null reads as a missing field, which takes its default: one null (an older or
+            // hand-written line) does not make the whole line unreadable.
+            if let Value::Object(fields) = &mut line {
+                fields.retain(|_, v| !v.is_null());
+            }
             match serde_json::from_value::<Event>(line) {
                 Ok(Event::Unknown) | Err(_) => None,
                 Ok(event) => Some(Entry {
@@ -239,16 +244,19 @@ mod tests {
             .unwrap();
         f.write_all(b"{\"event\":\"from_the_future\",\"chunk\":\"c1\"}\n")
             .unwrap();
+        f.write_all(b"{\"event\":\"run_start\",\"spec\":\"001\",\"base_branch\":null}\n")
+            .unwrap();
         f.write_all(b"{\"event\":\"chunk_status\",\"chunk\":\"c1\",\"to\":\"archived\"}\n")
             .unwrap();
         journal.record("plan_reset", None, json!({})).unwrap();
         let entries = read_entries(dir.path());
-        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert_eq!(entries.len(), 3, "{entries:?}");
         assert_eq!(entries[0].run_id.as_deref(), Some("run-1"));
         assert!(entries[0].time.is_some());
         assert!(matches!(&entries[0].event, Event::RunEnd(e) if e.sessions == 2));
-        assert!(matches!(entries[1].event, Event::PlanReset(_)));
+        assert!(matches!(&entries[1].event, Event::RunStart(e) if e.spec == "001"));
+        assert!(matches!(entries[2].event, Event::PlanReset(_)));
         // Every line is still in the file, and reads as JSON as it was.
-        assert_eq!(read_events(dir.path()).len(), 4);
+        assert_eq!(read_events(dir.path()).len(), 5);
     }
 }
