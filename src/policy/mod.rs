@@ -1,5 +1,6 @@
 //! Decisions as plain functions over data, unit-tested without a repository: what a session's
-//! end means for its chunk, when to give up, which base branch a spec uses.
+//! end means for its chunk, when to give up, which base branch a spec uses; and (transition.rs)
+//! the one table of legal chunk status changes.
 
 pub mod transition;
 

@@ -180,7 +180,7 @@ fn record_decision(
     let event = match decision {
         Decision::Next => ChunkEvent::Complete {
             attempt: None,
-            commit: None,
+            commit: commit.clone(),
             verified: None,
             why: Some(because),
         },

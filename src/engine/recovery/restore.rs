@@ -111,3 +111,37 @@ pub fn replay_status_changes(plan: &mut Plan, events: &[Event]) -> bool {
     }
     any
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_sets_each_chunk_to_its_last_journaled_status() {
+        let mut plan = parse_plan(
+            Path::new("p"),
+            br#"{"phases":[{"id":"1","chunks":[
+                {"id":"a","description":"a","status":"pending"},
+                {"id":"b","description":"b","status":"pending"}]}]}"#,
+        )
+        .unwrap();
+        let line = |chunk: &str, from: &str, to: &str| -> Event {
+            serde_json::from_value(serde_json::json!(
+                {"event": "chunk_status", "chunk": chunk, "from": from, "to": to}
+            ))
+            .unwrap()
+        };
+        assert!(!replay_status_changes(&mut plan, &[]));
+        let events = [
+            line("a", "pending", "in_progress"),
+            line("a", "in_progress", "completed"),
+            // A person's `runner chunk fail` on a pending chunk.
+            line("b", "pending", "failed"),
+            // A chunk the plan does not have changes nothing.
+            line("zz", "pending", "completed"),
+        ];
+        assert!(replay_status_changes(&mut plan, &events));
+        let statuses: Vec<Status> = plan.chunks().map(|c| c.status).collect();
+        assert_eq!(statuses, [Status::Completed, Status::Failed]);
+    }
+}
