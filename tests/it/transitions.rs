@@ -99,3 +99,25 @@ fn an_unknown_journal_line_is_kept_and_skipped() {
     assert!(after.lines().any(|l| l == unknown), "{after}");
     assert!(after.lines().any(|l| l == odd_status), "{after}");
 }
+
+#[test]
+fn a_discards_reset_is_journaled_so_a_rebuilt_plan_does_not_bring_back_discarded_progress() {
+    let spec = "092-discard";
+    let repo = partial_run(spec);
+    assert_exit(&repo.runner(&["discard", "--spec", spec, "--yes"]), 0);
+    expect_statuses(&repo, spec, ["pending", "pending", "pending"]);
+    for chunk in ["core-a", "core-b"] {
+        let last = status_events(&repo, spec, chunk).pop().unwrap();
+        assert_eq!(
+            (&last["from"], &last["to"]),
+            (&"completed".into(), &"pending".into())
+        );
+        assert_eq!(last["why"], "discard");
+    }
+    // polish was pending already: no change, no line.
+    assert!(status_events(&repo, spec, "polish").is_empty());
+
+    let s = rebuild_from_the_journal(&repo, spec);
+    assert_eq!(s["plan_source"], "journal", "{s}");
+    expect_statuses(&repo, spec, ["pending", "pending", "pending"]);
+}
