@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use crate::error::RunnerError;
 use crate::plan::{Plan, Status, next_chunk_id};
+use crate::policy::transition::{ChunkEvent, apply};
 use crate::store::Journal;
+use crate::store::event::{self as ev, Event};
 use crate::store::workspace::{SpecPaths, Workspace};
 
 /// Which spec a `runner chunk` call is about: `--spec`, else `RUNNER_SPEC_DIR`, else the branch
@@ -71,7 +73,7 @@ fn caller_session(paths: &SpecPaths) -> Option<String> {
     }
     // SAFETY: getpgrp has no preconditions and cannot fail.
     let own_group = unsafe { libc::getpgrp() };
-    let events = crate::store::read_events_containing(&paths.dir, "\"process_");
+    let events = crate::store::journal::read_typed_containing(&paths.dir, "\"process_");
     crate::engine::recovery::procs::leftovers(&events)
         .into_iter()
         .find(|open| open.pgid == own_group)
@@ -134,7 +136,7 @@ pub fn mark_as(
     text: Option<&str>,
     caller: Option<String>,
 ) -> anyhow::Result<String> {
-    let outcome = paths.plan.update(|plan| {
+    let (outcome, change) = paths.plan.update(|plan| {
         let pos = plan.find_chunk(id).ok_or_else(|| unknown_chunk(plan, id))?;
         let chunk = plan.chunk_mut(pos);
         let caller = caller.clone();
@@ -162,29 +164,32 @@ pub fn mark_as(
             if let (Mark::Done, Some(notes)) = (mark, text) {
                 chunk.set_str("notes", notes);
             }
-            return Ok(match mark {
+            let said = match mark {
                 Mark::Done => format!(
                     "chunk {id} reported done; runner verifies and commits it when the session ends"
                 ),
                 Mark::Fail => format!(
                     "chunk {id} reported failed; runner records the attempt when the session ends"
                 ),
-            });
+            };
+            return Ok((said, None));
         }
+        // A person's override: a status change like any other, journaled so that a plan
+        // rebuilt from the journal has it.
         let now = crate::clock::now();
         match mark {
             Mark::Done => {
-                chunk.set_status(Status::Completed);
+                let change = apply(chunk, &ChunkEvent::MarkDone)?;
                 chunk.set_str("completed_at", &now);
                 if let Some(notes) = text {
                     chunk.set_str("notes", notes);
                 }
-                Ok(format!("chunk {id} marked completed"))
+                Ok((format!("chunk {id} marked completed"), Some(change)))
             }
             Mark::Fail => {
-                chunk.set_status(Status::Failed);
+                let change = apply(chunk, &ChunkEvent::MarkFailed)?;
                 chunk.set_str("failure_reason", text.unwrap_or("marked failed by hand"));
-                Ok(format!("chunk {id} marked failed"))
+                Ok((format!("chunk {id} marked failed"), Some(change)))
             }
         }
     })?;
@@ -192,12 +197,20 @@ pub fn mark_as(
         &paths.dir,
         &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| "manual".into()),
     );
-    let _ = journal.record(
-        "chunk_report",
-        Some(id),
-        json!({"report": match mark { Mark::Done => "done", Mark::Fail => "fail" }, "text": text,
-               "session_id": caller}),
-    );
+    // Advisory: the plan already holds the change.
+    if let Some(change) = change {
+        let _ = journal.status(id, change);
+    }
+    let _ = journal.write(&Event::ChunkReport(ev::ChunkReport {
+        chunk: id.to_string(),
+        report: match mark {
+            Mark::Done => "done",
+            Mark::Fail => "fail",
+        }
+        .into(),
+        text: text.map(str::to_string),
+        session_id: caller,
+    }));
     Ok(outcome)
 }
 

@@ -8,7 +8,8 @@ use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::{branch_for, dirty_paths, slot_holding};
-use crate::plan::{Plan, Status};
+use crate::plan::Plan;
+use crate::policy::transition::{self, ChunkEvent, IllegalTransition, StatusChange};
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
@@ -147,18 +148,17 @@ pub fn finish(
     }
     crate::failpoint::hit("discard_branch_deleted");
     // A build started again since (a branch at another tip) keeps its plan.
+    let mut reset = Vec::new();
     if (tip.is_none() || tip == backed_up) && paths.plan.exists() {
-        paths.plan.update(|plan| {
-            reset_for_fresh_start(plan);
-            Ok(())
-        })?;
+        reset = paths.plan.update(|plan| Ok(reset_for_fresh_start(plan)?))?;
+    }
+    for (id, change) in reset {
+        journal.status(&id, change)?;
     }
     crate::failpoint::hit("discard_plan_reset");
-    journal.record(
-        "discarded",
-        None,
+    journal.write(&crate::store::Event::Discarded(
         json!({"backup": intent.backup, "branch_tip": intent.branch_tip, "late_changes": saved}),
-    )?;
+    ))?;
     Ok(saved)
 }
 
@@ -178,11 +178,17 @@ pub fn refuse_if_index_locked(git_dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// Every chunk back to `pending`, with runner's progress records removed (they are in the
-/// backup): a fresh start from the same plan.
-pub fn reset_for_fresh_start(plan: &mut Plan) {
+/// backup): a fresh start from the same plan. Returns the status changes, for the journal.
+pub fn reset_for_fresh_start(
+    plan: &mut Plan,
+) -> Result<Vec<(String, StatusChange)>, IllegalTransition> {
+    let mut changes = Vec::new();
     for pos in plan.positions().collect::<Vec<_>>() {
         let chunk = plan.chunk_mut(pos);
-        chunk.set_status(Status::Pending);
+        let change = transition::apply(chunk, &ChunkEvent::Reset)?;
+        if change.from != change.to {
+            changes.push((chunk.id.clone(), change));
+        }
         for key in [
             "attempts",
             "failure_reason",
@@ -195,4 +201,5 @@ pub fn reset_for_fresh_start(plan: &mut Plan) {
         }
     }
     plan.raw.shift_remove("merged");
+    Ok(changes)
 }

@@ -459,11 +459,7 @@ pub fn finish(
         })?;
         }
     }
-    journal.record(
-        "merged",
-        None,
-        json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up, "late_changes": saved}),
-    )?;
+    journal.write(&crate::store::Event::Merged(json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up, "late_changes": saved})))?;
     Ok(saved)
 }
 

@@ -212,11 +212,7 @@ fn undo_backup(
     };
     crate::failpoint::hit("undo_plan_restored");
     backup::mark_undone(repo, b)?;
-    journal.record(
-        "undone",
-        None,
-        json!({"kind": b.meta.kind, "backup": b.refs_prefix, "restored_branch": restored_branch, "reset_target": reset_target}),
-    )?;
+    journal.write(&crate::store::Event::Undone(json!({"kind": b.meta.kind, "backup": b.refs_prefix, "restored_branch": restored_branch, "reset_target": reset_target})))?;
     Ok(UndoOutcome {
         spec: paths.name.clone(),
         kind: b.meta.kind.clone(),

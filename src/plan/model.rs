@@ -471,9 +471,9 @@ impl Chunk {
         }
     }
 
-    /// Put an unfinished chunk back to `pending`, closing its open attempt (if any) with
-    /// `outcome` and `reason`. An attempt that already has an outcome keeps it.
-    pub fn return_to_pending(&mut self, outcome: &str, reason: &str, now: &str) {
+    /// Close the chunk's open attempt (if any) with `outcome` and `reason`. An attempt that
+    /// already has an outcome keeps it. (The status is `policy::transition`'s to change.)
+    pub fn close_open_attempt(&mut self, outcome: &str, reason: &str, now: &str) {
         self.update_last_attempt(|a| {
             if a.outcome.is_none() {
                 a.outcome = Some(outcome.to_string());
@@ -481,7 +481,6 @@ impl Chunk {
                 a.ended_at = Some(now.to_string());
             }
         });
-        self.set_status(Status::Pending);
     }
 
     /// The subject of the commit that lands this chunk: `auto-claude: <id> - <description>`.

@@ -67,6 +67,21 @@ impl fmt::Display for Status {
     }
 }
 
+/// In the journal: the spelling runner writes; read back in any spelling `parse` knows.
+impl serde::Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Status {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
+        let raw = String::deserialize(d)?;
+        Status::parse(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown chunk status {raw:?}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,10 @@
 //! Decisions as plain functions over data, unit-tested without a repository: what a session's
-//! end means for its chunk, when to give up, which base branch a spec uses; and, in its own
-//! modules, the recovery rules. No I/O here: the engine gathers the facts and acts on the answer.
+//! end means for its chunk, when to give up, which base branch a spec uses; and, in their own
+//! modules, the recovery rules (recovery.rs) and the one table of legal chunk status changes
+//! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
 pub mod recovery;
+pub mod transition;
 
 use crate::agent::Ended;
 

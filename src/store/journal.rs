@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+pub use super::event::Event;
+
 pub const JOURNAL_FILE: &str = "events.jsonl";
 
 #[derive(Debug, Clone)]
@@ -26,18 +28,47 @@ impl Journal {
         &self.path
     }
 
-    /// Append one event. `details` must be a JSON object; its fields are merged into the line.
+    /// Append a chunk's status change, as `policy::transition` yielded it.
+    pub fn status(
+        &self,
+        chunk: &str,
+        change: crate::policy::transition::StatusChange,
+    ) -> std::io::Result<()> {
+        self.write(&Event::ChunkStatus(super::event::ChunkStatus {
+            chunk: chunk.to_string(),
+            change,
+        }))
+    }
+
+    /// Append an untyped line `event` with `details` (a JSON object) merged in: only for the
+    /// lines not yet given an [`Event`] variant (slot, run and lifecycle bookkeeping), which
+    /// read back typed all the same as long as the fields agree.
     pub fn record(&self, event: &str, chunk: Option<&str>, details: Value) -> std::io::Result<()> {
+        let mut fields = Map::new();
+        fields.insert("event".into(), json!(event));
+        if let Some(chunk) = chunk {
+            fields.insert("chunk".into(), json!(chunk));
+        }
+        if let Value::Object(extra) = details {
+            fields.extend(extra);
+        }
+        self.append(fields)
+    }
+
+    /// Append one event, stamped with the time and this journal's run id.
+    pub fn write(&self, event: &Event) -> std::io::Result<()> {
+        match serde_json::to_value(event).map_err(std::io::Error::other)? {
+            Value::Object(fields) => self.append(fields),
+            _ => Err(std::io::Error::other("a journal event is not an object")),
+        }
+    }
+
+    /// Write one line: the time, the run id, then `fields`.
+    fn append(&self, fields: Map<String, Value>) -> std::io::Result<()> {
         let mut line = Map::new();
         line.insert("time".into(), json!(crate::clock::now()));
         line.insert("run_id".into(), json!(self.run_id));
-        line.insert("event".into(), json!(event));
-        if let Some(chunk) = chunk {
-            line.insert("chunk".into(), json!(chunk));
-        }
-        if let Value::Object(extra) = details {
-            line.extend(extra);
-        }
+        line.extend(fields);
         let mut bytes = Vec::with_capacity(256);
         // A torn last line (runner killed mid-write) would swallow this event: start afresh.
         if ends_torn(&self.path) {
@@ -71,7 +102,59 @@ fn ends_torn(path: &Path) -> bool {
     len > 0 && file.read_at(&mut last, len - 1).is_ok_and(|n| n == 1) && last[0] != b'\n'
 }
 
-/// Every event that parses, in order. Lines that do not parse (a torn last line) are skipped.
+/// One journal line, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub time: Option<String>,
+    pub run_id: Option<String>,
+    pub event: Event,
+}
+
+/// Every event this runner knows, in order. A line that does not parse (torn, not JSON) or
+/// whose event is unknown (a newer runner's, a hand-written one) is skipped, never an error,
+/// and stays in the file.
+pub fn read_entries(spec_dir: &Path) -> Vec<Entry> {
+    read_entries_containing(spec_dir, "")
+}
+
+/// The known events whose line contains `needle` (cheap pre-filter before parsing).
+pub fn read_entries_containing(spec_dir: &Path, needle: &str) -> Vec<Entry> {
+    read_events_containing(spec_dir, needle)
+        .into_iter()
+        .filter_map(|mut line| {
+            let text = |key: &str| line[key].as_str().map(str::to_string);
+            let (time, run_id) = (text("time"), text("run_id"));
+            // A null reads as a missing field, which takes its default: one null (an older or
+            // hand-written line) does not make the whole line unreadable.
+            if let Value::Object(fields) = &mut line {
+                fields.retain(|_, v| !v.is_null());
+            }
+            match serde_json::from_value::<Event>(line) {
+                Ok(Event::Unknown) | Err(_) => None,
+                Ok(event) => Some(Entry {
+                    time,
+                    run_id,
+                    event,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The events alone (see [`read_entries`]).
+pub fn read_typed(spec_dir: &Path) -> Vec<Event> {
+    read_typed_containing(spec_dir, "")
+}
+
+/// The known events whose line contains `needle`, alone.
+pub fn read_typed_containing(spec_dir: &Path, needle: &str) -> Vec<Event> {
+    read_entries_containing(spec_dir, needle)
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+/// Every event that parses, in order, as JSON (for readers that show lines as they are). Lines that do not parse (a torn last line) are skipped.
 pub fn read_events(spec_dir: &Path) -> Vec<Value> {
     read_events_containing(spec_dir, "")
 }
@@ -143,5 +226,37 @@ mod tests {
         let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
         assert_eq!(names, ["run_start", "attempt_failed", "run_end"]);
         assert_eq!(events[1]["reason"], "bad \u{fffd} byte");
+    }
+
+    #[test]
+    fn typed_reading_skips_unknown_and_malformed_lines_and_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::new(dir.path(), "run-1");
+        journal
+            .write(&Event::RunEnd(super::super::event::RunEnd {
+                outcome: "complete".into(),
+                sessions: 2,
+            }))
+            .unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(journal.path())
+            .unwrap();
+        f.write_all(b"{\"event\":\"from_the_future\",\"chunk\":\"c1\"}\n")
+            .unwrap();
+        f.write_all(b"{\"event\":\"run_start\",\"spec\":\"001\",\"base_branch\":null}\n")
+            .unwrap();
+        f.write_all(b"{\"event\":\"chunk_status\",\"chunk\":\"c1\",\"to\":\"archived\"}\n")
+            .unwrap();
+        journal.record("plan_reset", None, json!({})).unwrap();
+        let entries = read_entries(dir.path());
+        assert_eq!(entries.len(), 3, "{entries:?}");
+        assert_eq!(entries[0].run_id.as_deref(), Some("run-1"));
+        assert!(entries[0].time.is_some());
+        assert!(matches!(&entries[0].event, Event::RunEnd(e) if e.sessions == 2));
+        assert!(matches!(&entries[1].event, Event::RunStart(e) if e.spec == "001"));
+        assert!(matches!(entries[2].event, Event::PlanReset(_)));
+        // Every line is still in the file, and reads as JSON as it was.
+        assert_eq!(read_events(dir.path()).len(), 5);
     }
 }

@@ -1,6 +1,7 @@
 //! Files at the edge: durable writes, locks, the journal.
 
 pub mod atomic;
+pub mod event;
 pub mod journal;
 pub mod lock;
 pub mod safe;
@@ -8,7 +9,7 @@ pub mod spec;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};
-pub use journal::{Journal, read_events, read_events_containing};
+pub use journal::{Event, Journal, read_entries, read_events, read_events_containing, read_typed};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};
 

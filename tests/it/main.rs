@@ -19,6 +19,7 @@ mod recover;
 mod run;
 mod shutdown;
 mod slotfix;
+mod transitions;
 
 /// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently
 /// never run: fail instead.

@@ -935,7 +935,7 @@ fn temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
 // 4. A corrupt plan.
 
 /// A run that completed core-a and core-b and stopped on its session budget.
-fn partial_run(spec: &str) -> TestRepo {
+pub(crate) fn partial_run(spec: &str) -> TestRepo {
     let repo = repo_with_fixture_plan(spec);
     repo.write_config("[run]\nmax_sessions = 2\n");
     assert_exit(&repo.run_spec(spec, &[]), 5);

@@ -1,6 +1,8 @@
 //! One chunk left in progress: decide, save its partial work, re-check it, report.
 
 use super::*;
+use crate::policy::transition::{self, ChunkEvent};
+use crate::store::event::{self as ev, Event};
 
 /// Decide and apply the rules for one chunk left `in_progress`; `why` says how it was left
 /// (`interrupted` by a dead run, or by a shutdown of this one).
@@ -25,146 +27,208 @@ pub async fn recover_chunk(
         Some(wt) if checks => run_check(paths, chunk, wt, opts).await?,
         _ => None,
     };
-    let (rule_decision, rule_reason) = decide::decide(&facts, verified);
-    // The agent is asked only where the rules weigh partial work.
-    let ambiguous = rule_decision == Decision::Continue
-        || (rule_decision == Decision::Next && !facts.reported_done);
-    // (A `next` from the agent still needs the chunk's check passing; see below.)
-    let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous) {
-        (Some(ev), Some(wt_repo), true) => {
-            let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
-            let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
-            match evaluator::ask(
-                ev,
-                paths,
-                chunk,
-                &facts,
-                (rule_decision, &rule_reason),
-                workdir,
-                &session_id,
-                &opts.interrupt,
-            )
-            .await
-            {
-                // The agent may not complete a chunk whose verification does not pass.
-                Ok((Decision::Next, r)) if facts.has_check && verified != Some(true) => (
-                    Decision::Continue,
-                    format!(
-                        "{rule_reason} (the agent said next: {r}; but the chunk's verification does not pass)"
-                    ),
-                    "rules (the agent's next was refused: verification)".to_string(),
-                ),
-                Ok((d, r)) => (d, r, "agent".to_string()),
-                Err(evaluator::Unanswered::Interrupted) => {
-                    return Err(RunnerError::Interrupted.into());
-                }
-                Err(evaluator::Unanswered::Unusable(why)) => (
-                    rule_decision,
-                    rule_reason.clone(),
-                    format!("rules (the agent's answer was not used: {why})"),
-                ),
-            }
-        }
-        _ => (rule_decision, rule_reason.clone(), "rules".to_string()),
-    };
-    let mut detail = reason.clone();
-    if source != "rules" {
-        detail.push_str(&format!(" [decided by {source}]"));
+    let decided = decide_chunk(paths, chunk, &facts, verified, wt, opts).await?;
+    let mut detail = decided.reason.clone();
+    if decided.source != "rules" {
+        detail.push_str(&format!(" [decided by {}]", decided.source));
     }
-    let mut saved_ref = None;
-    let mut commit = None;
-    // (A dry run returned its prediction above; kept as a guard: nothing below may run in one.)
-    if !opts.dry_run {
-        match decision {
-            Decision::Next => {
-                if let Some(wt) = wt {
-                    let message = chunk.commit_message();
-                    commit = commit_all(wt, &message)?.map(|oid| oid.to_string());
-                    // The agent's own commits since the start are the attempt's work too;
-                    // without any, no commit is claimed (the start is an earlier chunk's).
-                    if commit.is_none() && facts.new_commits > 0 {
-                        commit = crate::git::head_commit(wt).ok().map(|o| o.to_string());
-                    }
-                }
-            }
-            Decision::Continue | Decision::Restart if facts.has_work() => {
-                if let Some(wt) = wt {
-                    saved_ref = save_partial_work(wt, &paths.name, chunk, &facts, decision)?;
-                }
-            }
-            _ => {}
-        }
-        // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
-        crate::failpoint::hit("after_recovery_ref");
-        if let Some(r) = &saved_ref {
-            // A restart reset the worktree to the attempt's start (save_partial_work).
-            let reset = decision == Decision::Restart
-                && chunk.last_attempt().and_then(|a| a.start_commit).is_some();
-            detail.push_str(&if reset {
-                format!("; the attempt's work saved at {r}, and the worktree reset to where the attempt started")
-            } else {
-                format!("; uncommitted changes saved at {r} and left in the worktree")
-            });
-        }
-        let now = crate::clock::now();
-        let record = json!({
-            "decision": decision.as_str(), "reason": reason, "source": source,
-            "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
+    let (commit, saved_ref) = keep_the_work(paths, chunk, &facts, decided.decision, wt)?;
+    // After recovery's git changes (the chunk's commit, or the recovery ref), before the plan.
+    crate::failpoint::hit("after_recovery_ref");
+    if let Some(r) = &saved_ref {
+        // A restart reset the worktree to the attempt's start (save_partial_work).
+        let reset = decided.decision == Decision::Restart
+            && chunk.last_attempt().and_then(|a| a.start_commit).is_some();
+        detail.push_str(&if reset {
+            format!("; the attempt's work saved at {r}, and the worktree reset to where the attempt started")
+        } else {
+            format!("; uncommitted changes saved at {r} and left in the worktree")
         });
-        paths.plan.update(|plan| {
-            let Some(pos) = plan.find_chunk(id) else {
-                return Ok(());
-            };
-            let c = plan.chunk_mut(pos);
-            c.update_last_attempt(|a| {
-                a.outcome = Some(match decision {
-                    Decision::Next => "completed".into(),
-                    _ => why.to_string(),
-                });
-                a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
-                a.ended_at = Some(now.clone());
-                if let Some(c) = &commit {
-                    a.commit = Some(c.clone());
-                }
-                a.extra.insert("recovery".into(), record.clone());
-            });
-            match decision {
-                Decision::Next => {
-                    c.set_status(Status::Completed);
-                    c.set_str("completed_at", &now);
-                }
-                Decision::Continue | Decision::Restart => c.set_status(Status::Pending),
-                Decision::HumanReview => {
-                    c.set_status(Status::Blocked);
-                    c.set_str("blocked_reason", &reason);
-                }
-            }
-            Ok(())
-        })?;
-        crate::failpoint::hit("after_recovery_decision");
-        let to = match decision {
-            Decision::Next => "completed",
-            Decision::Continue | Decision::Restart => "pending",
-            Decision::HumanReview => "blocked",
-        };
-        journal.record(
-            "recovery_decision",
-            Some(id),
-            json!({"decision": decision.as_str(), "reason": reason, "source": source, "saved_ref": saved_ref, "commit": commit, "why": why}),
-        )?;
-        journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": to, "why": format!("recovery: {}", decision.as_str())}),
-        )?;
     }
+    record_decision(paths, journal, id, &facts, &decided, commit, saved_ref, why)?;
     Ok(Action {
         kind: "chunk".into(),
         chunk: Some(id.to_string()),
-        decision: Some(decision),
+        decision: Some(decided.decision),
         if_verification: None,
         detail,
     })
+}
+
+/// A decision for a chunk left in progress, and who reached it.
+struct Decided {
+    decision: Decision,
+    reason: String,
+    /// `rules`, `agent`, or the rules with why the agent's answer was not used.
+    source: String,
+}
+
+/// The rules' decision over the facts, or the agent evaluator's where the rules weigh partial
+/// work (`[recovery] evaluator = "agent"`).
+async fn decide_chunk(
+    paths: &SpecPaths,
+    chunk: &Chunk,
+    facts: &ChunkFacts,
+    verified: Option<bool>,
+    wt: Option<&git2::Repository>,
+    opts: &RecoverOptions,
+) -> anyhow::Result<Decided> {
+    let id = chunk.id.as_str();
+    let (rule_decision, rule_reason) = decide::decide(facts, verified);
+    // The agent is asked only where the rules weigh partial work.
+    let ambiguous = rule_decision == Decision::Continue
+        || (rule_decision == Decision::Next && !facts.reported_done);
+    let rules = |source: String| Decided {
+        decision: rule_decision,
+        reason: rule_reason.clone(),
+        source,
+    };
+    // (A `next` from the agent still needs the chunk's check passing; see below.)
+    let (Some(ev), Some(wt_repo), true) = (&opts.evaluator, wt, ambiguous) else {
+        return Ok(rules("rules".to_string()));
+    };
+    let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
+    let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
+    let answer = evaluator::ask(
+        ev,
+        paths,
+        chunk,
+        facts,
+        (rule_decision, &rule_reason),
+        workdir,
+        &session_id,
+        &opts.interrupt,
+    )
+    .await;
+    Ok(match answer {
+        // The agent may not complete a chunk whose verification does not pass.
+        Ok((Decision::Next, r)) if facts.has_check && verified != Some(true) => Decided {
+            decision: Decision::Continue,
+            reason: format!(
+                "{rule_reason} (the agent said next: {r}; but the chunk's verification does not pass)"
+            ),
+            source: "rules (the agent's next was refused: verification)".to_string(),
+        },
+        Ok((decision, reason)) => Decided {
+            decision,
+            reason,
+            source: "agent".to_string(),
+        },
+        Err(evaluator::Unanswered::Interrupted) => return Err(RunnerError::Interrupted.into()),
+        Err(evaluator::Unanswered::Unusable(why)) => {
+            rules(format!("rules (the agent's answer was not used: {why})"))
+        }
+    })
+}
+
+/// Recovery's git changes for `decision`: a `next` commits what the agent left (the chunk's
+/// commit); a continue or restart with work keeps it under a recovery ref. Returns (the
+/// chunk's commit, the saved ref).
+fn keep_the_work(
+    paths: &SpecPaths,
+    chunk: &Chunk,
+    facts: &ChunkFacts,
+    decision: Decision,
+    wt: Option<&git2::Repository>,
+) -> anyhow::Result<(Option<String>, Option<String>)> {
+    let Some(wt) = wt else {
+        return Ok((None, None));
+    };
+    match decision {
+        Decision::Next => {
+            let mut commit = commit_all(wt, &chunk.commit_message())?.map(|oid| oid.to_string());
+            // The agent's own commits since the start are the attempt's work too; without any,
+            // no commit is claimed (the start is an earlier chunk's).
+            if commit.is_none() && facts.new_commits > 0 {
+                commit = crate::git::head_commit(wt).ok().map(|o| o.to_string());
+            }
+            Ok((commit, None))
+        }
+        Decision::Continue | Decision::Restart if facts.has_work() => Ok((
+            None,
+            save_partial_work(wt, &paths.name, chunk, facts, decision)?,
+        )),
+        _ => Ok((None, None)),
+    }
+}
+
+/// The decision on the chunk's attempt and status (through `policy::transition`), then in the
+/// journal.
+#[allow(clippy::too_many_arguments)]
+fn record_decision(
+    paths: &SpecPaths,
+    journal: &Journal,
+    id: &str,
+    facts: &ChunkFacts,
+    decided: &Decided,
+    commit: Option<String>,
+    saved_ref: Option<String>,
+    why: &str,
+) -> anyhow::Result<()> {
+    let Decided {
+        decision,
+        reason,
+        source,
+    } = decided;
+    let decision = *decision;
+    let now = crate::clock::now();
+    let record = json!({
+        "decision": decision.as_str(), "reason": reason, "source": source,
+        "new_commits": facts.new_commits, "dirty": facts.dirty, "saved_ref": saved_ref,
+    });
+    let because = format!("recovery: {}", decision.as_str());
+    let event = match decision {
+        Decision::Next => ChunkEvent::Complete {
+            attempt: None,
+            commit: commit.clone(),
+            verified: None,
+            why: Some(because),
+        },
+        Decision::Continue | Decision::Restart => ChunkEvent::Release {
+            why: because,
+            reason: None,
+        },
+        Decision::HumanReview => ChunkEvent::Block { why: because },
+    };
+    let change = paths.plan.update(|plan| {
+        let Some(pos) = plan.find_chunk(id) else {
+            return Ok(None);
+        };
+        let c = plan.chunk_mut(pos);
+        let change = transition::apply(c, &event)?;
+        c.update_last_attempt(|a| {
+            a.outcome = Some(match decision {
+                Decision::Next => "completed".into(),
+                _ => why.to_string(),
+            });
+            a.reason = Some(format!("recovery: {}: {reason}", decision.as_str()));
+            a.ended_at = Some(now.clone());
+            if let Some(c) = &commit {
+                a.commit = Some(c.clone());
+            }
+            a.extra.insert("recovery".into(), record.clone());
+        });
+        match decision {
+            Decision::Next => c.set_str("completed_at", &now),
+            Decision::HumanReview => c.set_str("blocked_reason", reason),
+            Decision::Continue | Decision::Restart => {}
+        }
+        Ok(Some(change))
+    })?;
+    crate::failpoint::hit("after_recovery_decision");
+    journal.write(&Event::RecoveryDecision(ev::RecoveryDecision {
+        chunk: id.to_string(),
+        decision: decision.as_str().to_string(),
+        reason: reason.clone(),
+        source: source.clone(),
+        saved_ref,
+        commit,
+        why: why.to_string(),
+    }))?;
+    if let Some(change) = change {
+        journal.status(id, change)?;
+    }
+    Ok(())
 }
 
 /// What `recover_chunk` will do, without doing it: the same rules over the same facts. The

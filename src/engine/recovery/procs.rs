@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::store::Event;
 
 use crate::agent::process::kill_group;
 
@@ -21,17 +21,14 @@ pub struct Leftover {
 }
 
 /// From journal events: children started without a matching end.
-pub fn leftovers(events: &[Value]) -> Vec<Leftover> {
+pub fn leftovers(events: &[Event]) -> Vec<Leftover> {
     let mut open: BTreeMap<i32, String> = BTreeMap::new();
     for e in events {
-        let Some(pgid) = e["pgid"].as_i64().and_then(|p| i32::try_from(p).ok()) else {
-            continue;
-        };
-        match e["event"].as_str() {
-            Some("process_started") => {
-                open.insert(pgid, e["session_id"].as_str().unwrap_or("").to_string());
+        match e {
+            Event::ProcessStarted(p) if let Some(pgid) = p.pgid => {
+                open.insert(pgid, p.session_id.clone());
             }
-            Some("process_ended") => {
+            Event::ProcessEnded(p) if let Some(pgid) = p.pgid => {
                 open.remove(&pgid);
             }
             _ => {}
@@ -113,6 +110,10 @@ mod tests {
             json!({"event": "process_started", "pgid": 11, "session_id": "b"}),
             json!({"event": "session_end", "pgid": 11}),
         ];
+        let events: Vec<Event> = events
+            .into_iter()
+            .map(|line| serde_json::from_value(line).unwrap())
+            .collect();
         assert_eq!(
             leftovers(&events),
             vec![Leftover {

@@ -10,10 +10,9 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::git::{MainRepo, branch_for};
 use crate::plan::{LAST_GOOD_FILE, Plan, Status, parse_plan};
+use crate::store::Event;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -45,7 +44,7 @@ impl Source {
 pub fn rebuild(
     spec_dir: &Path,
     spec: &str,
-    events: &[Value],
+    events: &[Event],
     main: Option<&MainRepo>,
 ) -> Option<(Plan, Source)> {
     let last_good = spec_dir.join(LAST_GOOD_FILE);
@@ -57,26 +56,20 @@ pub fn rebuild(
     // Snapshots from before the last plan reset belong to an earlier plan.
     let reset = events
         .iter()
-        .rposition(|e| e["event"] == "plan_reset")
+        .rposition(|e| matches!(e, Event::PlanReset(_)))
         .map(|i| i + 1)
         .unwrap_or(0);
-    let at = reset
-        + events[reset..]
-            .iter()
-            .rposition(|e| e["event"] == "plan_snapshot" && e["plan"].is_object())?;
-    let bytes = serde_json::to_vec(&events[at]["plan"]).ok()?;
-    let mut plan = parse_plan(Path::new("journal plan snapshot"), &bytes).ok()?;
-    let changes: Vec<(&str, Status)> = events[at + 1..]
+    let (at, snapshot) = events[reset..]
         .iter()
-        .filter(|e| e["event"] == "chunk_status")
-        .filter_map(|e| Some((e["chunk"].as_str()?, Status::parse(e["to"].as_str()?)?)))
-        .collect();
-    if !changes.is_empty() {
-        for (id, status) in changes {
-            if let Some(pos) = plan.find_chunk(id) {
-                plan.chunk_mut(pos).set_status(status);
-            }
-        }
+        .enumerate()
+        .rev()
+        .find_map(|(i, e)| match e {
+            Event::PlanSnapshot(s) if s.plan.is_object() => Some((reset + i, &s.plan)),
+            _ => None,
+        })?;
+    let bytes = serde_json::to_vec(snapshot).ok()?;
+    let mut plan = parse_plan(Path::new("journal plan snapshot"), &bytes).ok()?;
+    if replay_status_changes(&mut plan, &events[at + 1..]) {
         return Some((plan, Source::Journal));
     }
     let main = main?;
@@ -97,7 +90,58 @@ pub fn rebuild(
         let Some(pos) = commit.message().and_then(|m| plan.chunk_of_commit(m)) else {
             continue;
         };
+        // Not a transition: the record is rebuilt from git, whatever the snapshot said.
         plan.chunk_mut(pos).set_status(Status::Completed);
     }
     Some((plan, Source::Commits))
+}
+
+/// Set each chunk to the status the journal's status changes (`chunk_status`, from
+/// `policy::transition`) last gave it. Not a transition itself: the journal records the
+/// outcome of each, which is replayed as it is. Whether there was any change to replay.
+pub fn replay_status_changes(plan: &mut Plan, events: &[Event]) -> bool {
+    let mut any = false;
+    for event in events {
+        if let Event::ChunkStatus(e) = event {
+            any = true;
+            if let Some(pos) = plan.find_chunk(&e.chunk) {
+                plan.chunk_mut(pos).set_status(e.change.to);
+            }
+        }
+    }
+    any
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_sets_each_chunk_to_its_last_journaled_status() {
+        let mut plan = parse_plan(
+            Path::new("p"),
+            br#"{"phases":[{"id":"1","chunks":[
+                {"id":"a","description":"a","status":"pending"},
+                {"id":"b","description":"b","status":"pending"}]}]}"#,
+        )
+        .unwrap();
+        let line = |chunk: &str, from: &str, to: &str| -> Event {
+            serde_json::from_value(serde_json::json!(
+                {"event": "chunk_status", "chunk": chunk, "from": from, "to": to}
+            ))
+            .unwrap()
+        };
+        assert!(!replay_status_changes(&mut plan, &[]));
+        let events = [
+            line("a", "pending", "in_progress"),
+            line("a", "in_progress", "completed"),
+            // A person's `runner chunk fail` on a pending chunk.
+            line("b", "pending", "failed"),
+            // A chunk the plan does not have changes nothing.
+            line("zz", "pending", "completed"),
+        ];
+        assert!(replay_status_changes(&mut plan, &events));
+        let statuses: Vec<Status> = plan.chunks().map(|c| c.status).collect();
+        assert_eq!(statuses, [Status::Completed, Status::Failed]);
+    }
 }

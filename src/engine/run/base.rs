@@ -1,6 +1,7 @@
 //! The spec's base branch: pin it, re-pin it when it was deleted, undo a re-pin.
 
 use super::*;
+use crate::store::event::{self as ev, Event};
 
 /// A fresh `git init`: HEAD is unborn and no branch exists. (git2's `is_empty` only knows an
 /// unborn `master`.)
@@ -48,7 +49,11 @@ pub(super) fn repin_base(
         Ok(())
     })?;
     crate::failpoint::hit("after_base_repin");
-    journal.record("base_repinned", None, json!({"from": from, "to": to}))?;
+    journal.write(&Event::BaseRepinned(ev::BaseRepinned {
+        from: from.to_string(),
+        to: to.to_string(),
+        why: None,
+    }))?;
     Ok(())
 }
 
@@ -63,10 +68,10 @@ pub(super) fn undo_repin(
         plan.set_field("base_branch", Value::String(from.to_string()));
         Ok(())
     })?;
-    journal.record(
-        "base_repinned",
-        None,
-        json!({"from": to, "to": from, "why": "the run did not go ahead: the re-pin is undone"}),
-    )?;
+    journal.write(&Event::BaseRepinned(ev::BaseRepinned {
+        from: to.to_string(),
+        to: from.to_string(),
+        why: Some("the run did not go ahead: the re-pin is undone".into()),
+    }))?;
     Ok(())
 }

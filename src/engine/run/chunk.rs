@@ -1,6 +1,8 @@
 //! One chunk: take it, guard the worktree after its session, complete it or fail the attempt.
 
 use super::*;
+use crate::policy::transition::{ChunkEvent, apply};
+use crate::store::event::{self as ev, Event};
 
 impl Run {
     /// Under one plan lock: decide what comes next (`prefer`, if it is pending, else the plan's
@@ -10,7 +12,7 @@ impl Run {
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
         let run_id = self.run_id.clone();
         let budget_left = self.budget_left();
-        let take = self.paths.plan.update_if(|plan| {
+        let (take, change) = self.paths.plan.update_if(|plan| {
             let preferred = prefer
                 .and_then(|id| plan.find_chunk(id))
                 .filter(|&pos| plan.chunk(pos).status == Status::Pending);
@@ -20,9 +22,9 @@ impl Run {
             };
             let pos = match step {
                 NextStep::Chunk(pos) if budget_left => pos,
-                NextStep::Chunk(_) => return Ok((Take::BudgetSpent, false)),
-                NextStep::Complete => return Ok((Take::Complete(plan.total()), false)),
-                NextStep::Stuck(reasons) => return Ok((Take::Stuck(reasons), false)),
+                NextStep::Chunk(_) => return Ok(((Take::BudgetSpent, None), false)),
+                NextStep::Complete => return Ok(((Take::Complete(plan.total()), None), false)),
+                NextStep::Stuck(reasons) => return Ok(((Take::Stuck(reasons), None), false)),
             };
             let phase_name = plan.phases[pos.phase].name().map(str::to_string);
             let chunk = plan.chunk_mut(pos);
@@ -38,8 +40,15 @@ impl Run {
                 start_commit: Some(start_commit.clone()),
                 ..Attempt::default()
             });
+            let change = apply(
+                chunk,
+                &ChunkEvent::Take {
+                    attempt,
+                    session_id: session_id.clone(),
+                    start_commit: start_commit.clone(),
+                },
+            )?;
             chunk.set_attempts(&attempts);
-            chunk.set_status(Status::InProgress);
             chunk.set_str("started_at", &now);
             chunk.set_str("session_id", &session_id);
             let chunk = chunk.clone();
@@ -50,17 +59,11 @@ impl Run {
                 session_id,
                 plan: plan.clone(),
             };
-            Ok((Take::Chunk(Box::new(taken)), true))
+            Ok(((Take::Chunk(Box::new(taken)), Some(change)), true))
         })?;
-        if matches!(take, Take::Chunk(_)) {
+        if let (Take::Chunk(t), Some(change)) = (&take, change) {
             crate::failpoint::hit("after_take");
-        }
-        if let Take::Chunk(t) = &take {
-            self.journal.record(
-                "chunk_status",
-                Some(&t.chunk.id),
-                json!({"from": "pending", "to": "in_progress", "attempt": t.attempt, "session_id": t.session_id, "start_commit": start_commit}),
-            )?;
+            self.journal.status(&t.chunk.id, change)?;
         }
         Ok(take)
     }
@@ -80,7 +83,7 @@ impl Run {
         let by_person = match &self.person {
             Some(listener) => listener.take_changes(),
             None => integrity::changed_by_person(
-                &crate::store::read_events(&self.paths.dir),
+                &crate::store::read_typed(&self.paths.dir),
                 &taken.session_id,
             ),
         };
@@ -234,24 +237,11 @@ impl Run {
                     branch_for(&self.paths.name)
                 ),
             };
-            self.paths.plan.update(|plan| {
-                if let Some(pos) = plan.find_chunk(id) {
-                    let chunk = plan.chunk_mut(pos);
-                    chunk.update_last_attempt(|a| {
-                        a.outcome = Some("blocked".into());
-                        a.reason = Some(reason.clone());
-                        a.ended_at = Some(crate::clock::now());
-                    });
-                    chunk.set_status(Status::Blocked);
-                    chunk.set_str("blocked_reason", &reason);
-                }
-                Ok(())
-            })?;
-            self.journal.record(
-                "chunk_status",
-                Some(id),
-                json!({"from": "in_progress", "to": "blocked", "why": reason}),
-            )?;
+            if let Some(change) =
+                crate::engine::recovery::integrity::block_chunk(&self.paths, id, &reason, &reason)?
+            {
+                self.journal.status(id, change)?;
+            }
             return Err(RunnerError::NeedsHuman(format!(
                 "chunk {id} was reported done, but {reason}; nothing was committed. Look at {} (git status, git log), put the work on {} and set the chunk back to \"pending\" in {}",
                 self.worktree.display(),
@@ -263,11 +253,11 @@ impl Run {
         let commit = commit_all(&wt, &message)?;
         crate::failpoint::hit("after_commit");
         if let Some(oid) = commit {
-            self.journal.record(
-                "commit",
-                Some(id),
-                json!({"commit": oid.to_string(), "message": message}),
-            )?;
+            self.journal.write(&Event::Commit(ev::Commit {
+                chunk: id.clone(),
+                commit: oid.to_string(),
+                message: message.clone(),
+            }))?;
         }
         let head = head_commit(&self.open_worktree()?)?.to_string();
         // The attempt's own commit: runner's, else the agent's (HEAD moved since the start,
@@ -279,26 +269,31 @@ impl Run {
             None if start.as_deref() != Some(head.as_str()) => Some(head.clone()),
             None => None,
         };
-        let (done, total) = self.paths.plan.update(|plan| {
+        let event = ChunkEvent::Complete {
+            attempt: Some(taken.attempt),
+            commit: own_commit.clone(),
+            verified: check.map(|c| c.passed),
+            why: None,
+        };
+        let (done, total, change) = self.paths.plan.update(|plan| {
+            let mut change = None;
             if let Some(pos) = plan.find_chunk(id) {
                 let chunk = plan.chunk_mut(pos);
                 let now = crate::clock::now();
+                change = Some(apply(chunk, &event)?);
                 chunk.update_last_attempt(|a| {
                     a.outcome = Some("completed".into());
                     a.ended_at = Some(now.clone());
                     a.commit = own_commit.clone();
                 });
-                chunk.set_status(Status::Completed);
                 chunk.set_str("completed_at", &now);
             }
-            Ok((plan.count(Status::Completed), plan.total()))
+            Ok((plan.count(Status::Completed), plan.total(), change))
         })?;
         crate::failpoint::hit("after_complete");
-        self.journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": "completed", "attempt": taken.attempt, "commit": own_commit, "verified": check.map(|c| c.passed)}),
-        )?;
+        if let Some(change) = change {
+            self.journal.status(id, change)?;
+        }
         self.reporter.progress(done, total, id);
         self.reporter.line(match (commit, &own_commit) {
             (Some(oid), _) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
@@ -316,7 +311,7 @@ impl Run {
             .sessions_dir
             .join(&taken.session_id)
             .join("output.log");
-        let (failed_count, decision) = self.paths.plan.update(|plan| {
+        let (failed_count, decision, change) = self.paths.plan.update(|plan| {
             let pos = plan.find_chunk(id).ok_or_else(|| {
                 RunnerError::NeedsHuman(format!("chunk {id} vanished from the plan"))
             })?;
@@ -333,30 +328,28 @@ impl Run {
                 .filter(|a| a.outcome.as_deref() == Some("failed"))
                 .count() as u32;
             let decision = policy::after_failure(failed, max);
-            match decision {
-                AfterFailure::Retry => chunk.set_status(Status::Pending),
+            let attempt = taken.attempt;
+            let change = match decision {
+                AfterFailure::Retry => apply(chunk, &ChunkEvent::AttemptFailed { attempt })?,
                 AfterFailure::GiveUp => {
-                    chunk.set_status(Status::Failed);
+                    let change = apply(chunk, &ChunkEvent::GiveUp { attempt })?;
                     chunk.set_str("failure_reason", reason);
+                    change
                 }
-            }
-            Ok((failed, decision))
+            };
+            Ok((failed, decision, change))
         })?;
         crate::failpoint::hit("after_fail");
-        self.journal.record(
-            "attempt_failed",
-            Some(id),
-            json!({"attempt": taken.attempt, "session_id": taken.session_id, "reason": reason, "log": log, "failed_attempts": failed_count}),
-        )?;
-        let to = match decision {
-            AfterFailure::Retry => "pending",
-            AfterFailure::GiveUp => "failed",
-        };
-        self.journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": to, "attempt": taken.attempt}),
-        )?;
+        self.journal
+            .write(&Event::AttemptFailed(ev::AttemptFailed {
+                chunk: id.clone(),
+                attempt: taken.attempt,
+                session_id: taken.session_id.clone(),
+                reason: reason.to_string(),
+                log,
+                failed_attempts: failed_count,
+            }))?;
+        self.journal.status(id, change)?;
         self.reporter.line(format!(
             "  ✗ {id} attempt {} failed: {reason}",
             taken.attempt

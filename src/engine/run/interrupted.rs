@@ -75,12 +75,8 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
         let in_progress =
             matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
         // Only run_start/run_end lines matter here: skip parsing the rest of the journal.
-        let events = crate::store::read_events_containing(&paths.dir, "\"event\":\"run_");
-        let unfinished_run = events
-            .iter()
-            .rev()
-            .find(|e| e["event"] == "run_start" || e["event"] == "run_end")
-            .is_some_and(|e| e["event"] == "run_start");
+        let events = crate::store::journal::read_typed_containing(&paths.dir, "\"event\":\"run_");
+        let unfinished_run = crate::engine::recovery::integrity::last_run_unfinished(&events);
         if in_progress || unfinished_run || listed.contains(&name) {
             let when = std::fs::metadata(paths.dir.join(crate::store::journal::JOURNAL_FILE))
                 .and_then(|m| m.modified())

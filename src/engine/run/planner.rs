@@ -1,6 +1,7 @@
 //! The planner session: write a plan where there is none, retry an invalid one.
 
 use super::*;
+use crate::store::event::{self as ev, Event};
 
 pub(super) fn plan_error_lines(e: &PlanError) -> Vec<String> {
     let at = match (e.line, e.column) {
@@ -28,7 +29,7 @@ impl Run {
             crate::store::safe::rename(&last_good, &aside)
                 .with_context(|| format!("moving {} aside", last_good.display()))?;
         }
-        self.journal.record("plan_reset", None, json!({}))?;
+        self.journal.write(&Event::PlanReset(ev::Empty {}))?;
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
         for attempt in 1..=max {
@@ -89,13 +90,14 @@ impl Run {
                     Ok(plan.clone())
                 })?;
                 crate::failpoint::hit("after_plan_accepted");
-                self.journal.record(
-                    "plan_accepted",
-                    None,
-                    json!({"session_id": session_id, "phases": plan.phases.len(), "chunks": plan.total()}),
-                )?;
-                self.journal
-                    .record("plan_snapshot", None, json!({"plan": plan.to_value()}))?;
+                self.journal.write(&Event::PlanAccepted(ev::PlanAccepted {
+                    session_id: session_id.clone(),
+                    phases: plan.phases.len(),
+                    chunks: plan.total(),
+                }))?;
+                self.journal.write(&Event::PlanSnapshot(ev::PlanSnapshot {
+                    plan: plan.to_value(),
+                }))?;
                 self.reporter.line(format!(
                     "Plan ready: {} phases, {} chunks.",
                     plan.phases.len(),
@@ -103,11 +105,11 @@ impl Run {
                 ));
                 return Ok(());
             }
-            self.journal.record(
-                "plan_rejected",
-                None,
-                json!({"session_id": session_id, "attempt": attempt, "errors": errors}),
-            )?;
+            self.journal.write(&Event::PlanRejected(ev::PlanRejected {
+                session_id: session_id.clone(),
+                attempt,
+                errors: errors.clone(),
+            }))?;
             self.reporter.line(format!(
                 "The planner's output was not a valid plan:\n{}",
                 errors
@@ -144,11 +146,10 @@ impl Run {
             "The interrupted planner left an incomplete plan; it is kept as {}.",
             aside.display()
         ));
-        self.journal.record(
-            "plan_set_aside",
-            None,
-            json!({"path": aside, "why": "planner interrupted"}),
-        )?;
+        self.journal.write(&Event::PlanSetAside(ev::PlanSetAside {
+            path: aside,
+            why: "planner interrupted".into(),
+        }))?;
         Ok(())
     }
 }

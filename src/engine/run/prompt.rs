@@ -58,22 +58,15 @@ impl Run {
             .into_iter()
             .filter_map(|a| a.session_id)
             .collect();
-        let from_journal: Vec<Value> = crate::store::read_events(&self.paths.dir)
+        let from_journal: Vec<Value> = crate::store::read_typed(&self.paths.dir)
             .into_iter()
-            .filter(|e| e["event"] == "attempt_failed" && e["chunk"] == chunk.id.as_str())
+            .filter_map(|e| match e {
+                crate::store::Event::AttemptFailed(f) if f.chunk == chunk.id => Some(f),
+                _ => None,
+            })
             // Only this plan's attempts: a discarded build's failures are not this one's.
-            .filter(|e| {
-                e["session_id"]
-                    .as_str()
-                    .is_some_and(|s| sessions.iter().any(|own| own == s))
-            })
-            .map(|e| {
-                json!({
-                    "attempt": e["attempt"],
-                    "reason": e["reason"],
-                    "log": e["log"],
-                })
-            })
+            .filter(|f| sessions.contains(&f.session_id))
+            .map(|f| json!({"attempt": f.attempt, "reason": f.reason, "log": f.log}))
             .collect();
         if !from_journal.is_empty() {
             return from_journal;

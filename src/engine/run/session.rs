@@ -1,6 +1,7 @@
 //! One agent session: its environment, journaled start and end, verification.
 
 use super::*;
+use crate::store::event::{self as ev, Event};
 
 /// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
 /// an agent that edited the plan itself and set `completed` counts as done.
@@ -132,11 +133,12 @@ impl Run {
     ) -> anyhow::Result<crate::agent::ChildEnd> {
         let journal = &self.journal;
         let mut on_spawn = |pgid: i32| {
-            let _ = journal.record(
-                "process_started",
-                None,
-                json!({"pgid": pgid, "session_id": session_id, "role": role}),
-            );
+            let _ = journal.write(&Event::ProcessStarted(ev::Process {
+                pgid: Some(pgid),
+                session_id: session_id.to_string(),
+                role: Some(role.to_string()),
+                why: None,
+            }));
             crate::failpoint::hit("after_spawn");
         };
         let end = run_child(spec, &self.interrupt, &mut on_spawn).await?;
@@ -144,18 +146,19 @@ impl Run {
         // subreaper keeps them our descendants) — goes now, before the plan is settled.
         let killed = crate::agent::ancestry::kill_descendants();
         if killed > 0 {
-            self.journal.record(
-                "leftovers_killed",
-                None,
-                json!({"session_id": session_id, "processes": killed}),
-            )?;
+            self.journal
+                .write(&Event::LeftoversKilled(ev::LeftoversKilled {
+                    session_id: session_id.to_string(),
+                    processes: killed as u64,
+                }))?;
         }
         if let Some(pgid) = end.pgid {
-            self.journal.record(
-                "process_ended",
-                None,
-                json!({"pgid": pgid, "session_id": session_id, "role": role}),
-            )?;
+            self.journal.write(&Event::ProcessEnded(ev::Process {
+                pgid: Some(pgid),
+                session_id: session_id.to_string(),
+                role: Some(role.to_string()),
+                why: None,
+            }))?;
         }
         Ok(end)
     }
@@ -192,27 +195,32 @@ impl Run {
             max_log_bytes: self.config.agent.max_log_bytes,
             watch_for: None,
         };
-        self.journal.record(
-            "session_start",
-            chunk,
-            json!({"role": role, "attempt": attempt, "session_id": session_id, "start_commit": start_commit, "command": self.agent}),
-        )?;
+        let started = ev::Session {
+            chunk: chunk.map(str::to_string),
+            role: role.to_string(),
+            attempt,
+            session_id: session_id.to_string(),
+            start_commit: Some(start_commit),
+            command: Some(self.agent.clone()),
+        };
+        self.journal.write(&Event::SessionStart(started.clone()))?;
         let end = self.run_journaled(&spec, session_id, role).await?;
         let (exit_code, signal) = match end.ended {
             Ended::Exited(c) => (Some(c), None),
             Ended::Signaled(s) => (None, Some(s)),
             _ => (None, None),
         };
-        self.journal.record(
-            "session_end",
-            chunk,
-            json!({
-                "role": role, "attempt": attempt, "session_id": session_id,
-                "start_commit": start_commit, "exit_status": exit_code, "signal": signal,
-                "ended": self.describe_end(&end.ended), "duration_ms": end.duration.as_millis() as u64,
-                "pgid": end.pgid,
-            }),
-        )?;
+        self.journal.write(&Event::SessionEnd(ev::SessionEnd {
+            start: ev::Session {
+                command: None,
+                ..started
+            },
+            exit_status: exit_code,
+            signal,
+            ended: self.describe_end(&end.ended),
+            duration_ms: end.duration.as_millis() as u64,
+            pgid: end.pgid,
+        }))?;
         Ok(end)
     }
 

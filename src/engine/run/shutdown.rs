@@ -98,18 +98,22 @@ impl Run {
         outcome: &str,
         reason: &str,
     ) -> anyhow::Result<()> {
-        self.paths.plan.update(|plan| {
-            if let Some(pos) = plan.find_chunk(id) {
-                plan.chunk_mut(pos)
-                    .return_to_pending(outcome, reason, &crate::clock::now());
-            }
-            Ok(())
+        let event = crate::policy::transition::ChunkEvent::Release {
+            why: outcome.to_string(),
+            reason: Some(reason.to_string()),
+        };
+        let change = self.paths.plan.update(|plan| {
+            let Some(pos) = plan.find_chunk(id) else {
+                return Ok(None);
+            };
+            let chunk = plan.chunk_mut(pos);
+            let change = crate::policy::transition::apply(chunk, &event)?;
+            chunk.close_open_attempt(outcome, reason, &crate::clock::now());
+            Ok(Some(change))
         })?;
-        self.journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": "pending", "why": outcome, "reason": reason}),
-        )?;
+        if let Some(change) = change {
+            self.journal.status(id, change)?;
+        }
         Ok(())
     }
 }

@@ -5,9 +5,11 @@
 //! The decisions are plain functions over data (`judge_history`, `settle_plan`,
 //! `restore_missing_plan`); the mechanisms (git, the plan file, the journal) follow them.
 
+mod guard;
 mod plan;
 mod worktree;
 
+pub use guard::*;
 pub use plan::*;
 pub use worktree::*;
 
@@ -15,12 +17,14 @@ use std::path::Path;
 
 use anyhow::Context;
 use git2::{Oid, Repository};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::git::{MainRepo, Slot, SlotState, branch_for};
 use crate::plan::{Chunk, Plan, Status};
+use crate::policy::transition::{self, ChunkEvent, StatusChange};
 use crate::store::Journal;
 use crate::store::SpecPaths;
+use crate::store::event::{self as ev, Event};
 
 // ---------------------------------------------------------------------------------------------
 // History.
@@ -86,6 +90,17 @@ impl Breach {
             ));
         }
         format!("the branch's history was rewritten: {}", parts.join("; "))
+    }
+
+    /// The completed chunks whose work is lost, by id; `None` if none is.
+    fn lost_chunks(&self) -> Option<String> {
+        let ids: Vec<&str> = self
+            .missing
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .chain(self.hollowed.iter().map(|(c, _)| c.as_str()))
+            .collect();
+        (!ids.is_empty()).then(|| ids.join(", "))
     }
 }
 
@@ -302,211 +317,6 @@ pub fn missing_work(main: &MainRepo, spec: &str, plan: &Plan) -> Option<Breach> 
     judge_history(&history_facts(main, spec, plan, None))
 }
 
-/// The last tip runner knew to hold all of the spec's work: the attempt's start commit if it
-/// contains every recorded commit, else the recorded commit that contains the most others.
-fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
-    let recorded: Vec<Oid> = facts
-        .recorded
-        .iter()
-        .filter_map(|(_, o, _)| crate::git::commit_id(o))
-        .collect();
-    let holds =
-        |tip: Oid, oid: Oid| tip == oid || repo.graph_descendant_of(tip, oid).unwrap_or(false);
-    let score = |tip: Oid| recorded.iter().filter(|&&o| holds(tip, o)).count();
-    let start = facts
-        .start
-        .as_ref()
-        .and_then(|(_, s, _)| crate::git::commit_id(s))
-        .filter(|o| repo.find_commit(*o).is_ok());
-    if let Some(start) = start
-        && score(start) == recorded.len()
-    {
-        return Some(start);
-    }
-    recorded.iter().copied().max_by_key(|&o| score(o)).or(start)
-}
-
-/// Point a recovery ref of `spec` at `oid`, unless one already does (recovering twice must not
-/// pile up refs for the same commit).
-fn keep_at_recovery_ref(
-    repo: &Repository,
-    spec: &str,
-    label: &str,
-    oid: Oid,
-    why: &str,
-) -> anyhow::Result<String> {
-    if let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
-        .into_iter()
-        .find(|(_, o)| *o == oid)
-    {
-        return Ok(name);
-    }
-    let refname = crate::git::refs::next_recovery_ref(repo, spec, label)?;
-    repo.reference(&refname, oid, false, why)
-        .with_context(|| format!("creating {refname}"))?;
-    Ok(refname)
-}
-
-/// Another recovery ref of `spec` holding the same tree on the same parent as the snapshot just
-/// made at `refname` (which is then removed), if any.
-fn same_state_kept(
-    repo: &Repository,
-    spec: &str,
-    refname: &str,
-    oid: Oid,
-) -> anyhow::Result<Option<String>> {
-    let key = |o: Oid| {
-        repo.find_commit(o)
-            .ok()
-            .map(|c| (c.tree_id(), c.parent_ids().collect::<Vec<_>>()))
-    };
-    let mine = key(oid);
-    let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
-        .into_iter()
-        .find(|(n, o)| n != refname && key(*o) == mine)
-    else {
-        return Ok(None);
-    };
-    repo.find_reference(refname)?.delete()?;
-    Ok(Some(name))
-}
-
-/// A breach found and made safe: the refs saved, the chunk blocked, the message written.
-pub struct Guarded {
-    pub message: String,
-    pub blocked: Option<String>,
-    /// The recovery ref holding the last tip runner knew.
-    pub saved_ref: Option<String>,
-}
-
-/// Check the spec's branch against the work runner recorded. On a breach: keep the last tip
-/// runner knew under a recovery ref (and the rewritten state under another), block `current`
-/// (the chunk whose attempt is in progress) for a person, journal it, and return a message with
-/// the exact command to restore. `wt` is the worktree, when it can be opened. `plan` is the
-/// plan as the caller holds it (a dry run's restored plan exists only in memory).
-#[allow(clippy::too_many_arguments)]
-pub fn guard_history(
-    main: &MainRepo,
-    paths: &SpecPaths,
-    journal: &Journal,
-    plan: &crate::plan::Plan,
-    current: Option<&Chunk>,
-    wt: Option<&Repository>,
-    worktree_path: Option<&Path>,
-    dry_run: bool,
-) -> anyhow::Result<Option<Guarded>> {
-    let facts = history_facts(main, &paths.name, plan, current);
-    let Some(breach) = judge_history(&facts) else {
-        return Ok(None);
-    };
-    let branch = branch_for(&paths.name);
-    let mut message = breach.describe(&branch);
-    if dry_run {
-        return Ok(Some(Guarded {
-            message,
-            blocked: None,
-            saved_ref: None,
-        }));
-    }
-    let label = current.map(|c| c.id.as_str()).unwrap_or("branch");
-    let repo = &main.repo;
-    let old_tip = last_known_tip(repo, &facts);
-    let old = match old_tip {
-        Some(oid) => Some(keep_at_recovery_ref(
-            repo,
-            &paths.name,
-            label,
-            oid,
-            "runner: the branch's tip before its history was rewritten",
-        )?),
-        None => None,
-    };
-    crate::failpoint::hit("after_history_ref");
-    // The rewritten state (commits and uncommitted changes) is kept too, so that the restore
-    // command loses nothing.
-    let mut rewritten = None;
-    if let Some(wt) = wt {
-        let refname = crate::git::refs::next_recovery_ref(repo, &paths.name, label)?;
-        let saved = crate::git::refs::snapshot_worktree(
-            wt,
-            &refname,
-            "auto-claude: the worktree as the agent left it after rewriting history",
-        )?;
-        rewritten = match saved {
-            // The same state kept by an earlier check (recovering twice) is not kept twice.
-            Some(oid) => {
-                Some(same_state_kept(repo, &paths.name, &refname, oid)?.unwrap_or(refname))
-            }
-            None => match crate::git::head_commit(wt) {
-                Ok(head) => Some(keep_at_recovery_ref(
-                    repo,
-                    &paths.name,
-                    label,
-                    head,
-                    "runner: the rewritten history",
-                )?),
-                Err(_) => None,
-            },
-        };
-    }
-    if let (Some(old), Some(tip)) = (&old, old_tip) {
-        let on_branch =
-            wt.is_some_and(|w| crate::git::head_branch(w).as_deref() == Some(branch.as_str()));
-        // The command names the commit itself, not the ref: a ref under refs/auto-claude/ is
-        // one an agent can delete (or planted, and recovery reused), a commit id stays true.
-        let tip = tip.to_string();
-        let command = match (worktree_path, on_branch) {
-            (Some(p), true) => format!(
-                "git -C {} reset --hard {tip}",
-                crate::sh(p.to_string_lossy())
-            ),
-            _ => format!(
-                "git -C {} branch -f {} {tip}",
-                crate::sh(main.root.to_string_lossy()),
-                crate::sh(&branch)
-            ),
-        };
-        message.push_str(&format!(
-            ". The last tip runner knew is saved at {old}; restore it with:\n    {command}"
-        ));
-    }
-    if let Some(r) = &rewritten {
-        message.push_str(&format!(
-            "\nThe rewritten history and any uncommitted changes are kept at {r}."
-        ));
-    }
-    let blocked = current.map(|c| c.id.clone());
-    if let Some(id) = &blocked {
-        message.push_str(&format!(
-            "\nChunk {id} is blocked: after restoring, set it back to \"pending\" in {} and run again. To accept the loss instead, also set {} back to \"pending\".",
-            paths.plan.path().display(),
-            if breach.missing.is_empty() && breach.hollowed.is_empty() { "nothing".to_string() } else { breach.missing.iter().map(|(c, _)| c.as_str()).chain(breach.hollowed.iter().map(|(c, _)| c.as_str())).collect::<Vec<_>>().join(", ") }
-        ));
-        block_chunk(paths, id, &breach.describe(&branch))?;
-    }
-    journal.record(
-        "history_rewritten",
-        blocked.as_deref(),
-        json!({
-            "missing": breach.missing.iter().map(|(c, o)| json!({"chunk": c, "commit": o})).collect::<Vec<_>>(),
-            "start_lost": breach.start_lost, "branch_gone": breach.branch_gone,
-            "saved_ref": old, "rewritten_ref": rewritten,
-        }),
-    )?;
-    if let Some(id) = &blocked {
-        journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": "blocked", "why": "history rewritten"}),
-        )?;
-    }
-    Ok(Some(Guarded {
-        message,
-        blocked,
-        saved_ref: old,
-    }))
-}
-
 /// Recovery's record of a human-review decision it did not reach through `decide` (a rewritten
 /// history, an unopenable worktree): on the attempt (`recovery`) and in the journal
 /// (`recovery_decision`), like every other recovery decision.
@@ -528,30 +338,43 @@ pub fn note_recovery_decision(
         }
         Ok(())
     })?;
-    journal.record(
-        "recovery_decision",
-        Some(id),
-        json!({"decision": "human_review", "reason": reason, "source": "rules", "saved_ref": saved_ref, "why": "interrupted"}),
-    )?;
+    journal.write(&Event::RecoveryDecision(ev::RecoveryDecision {
+        chunk: id.to_string(),
+        decision: "human_review".into(),
+        reason: reason.to_string(),
+        source: "rules".into(),
+        saved_ref: saved_ref.map(str::to_string),
+        commit: None,
+        why: "interrupted".into(),
+    }))?;
     Ok(())
 }
 
-/// Block a chunk for a person, closing its open attempt with the reason.
-pub fn block_chunk(paths: &SpecPaths, id: &str, reason: &str) -> anyhow::Result<()> {
+/// Block a chunk for a person (through `policy::transition`; `why` goes to the journal),
+/// closing its open attempt with the reason. The change, for the caller to journal; `None` if
+/// the chunk is not in the plan.
+pub fn block_chunk(
+    paths: &SpecPaths,
+    id: &str,
+    reason: &str,
+    why: &str,
+) -> anyhow::Result<Option<StatusChange>> {
+    let event = ChunkEvent::Block { why: why.into() };
     paths.plan.update(|plan| {
-        if let Some(pos) = plan.find_chunk(id) {
-            let chunk = plan.chunk_mut(pos);
-            chunk.update_last_attempt(|a| {
-                if a.outcome.is_none() {
-                    a.outcome = Some("blocked".into());
-                    a.reason = Some(reason.to_string());
-                    a.ended_at = Some(crate::clock::now());
-                }
-            });
-            chunk.set_status(Status::Blocked);
-            chunk.set_str("blocked_reason", reason);
-        }
-        Ok(())
+        let Some(pos) = plan.find_chunk(id) else {
+            return Ok(None);
+        };
+        let chunk = plan.chunk_mut(pos);
+        let change = transition::apply(chunk, &event)?;
+        chunk.update_last_attempt(|a| {
+            if a.outcome.is_none() {
+                a.outcome = Some("blocked".into());
+                a.reason = Some(reason.to_string());
+                a.ended_at = Some(crate::clock::now());
+            }
+        });
+        chunk.set_str("blocked_reason", reason);
+        Ok(Some(change))
     })
 }
 

@@ -30,12 +30,12 @@ pub fn restore_missing_plan(
 }
 
 /// Did the journal's last run start without ending?
-pub fn last_run_unfinished(events: &[Value]) -> bool {
+pub fn last_run_unfinished(events: &[Event]) -> bool {
     events
         .iter()
         .rev()
-        .find(|e| e["event"] == "run_start" || e["event"] == "run_end")
-        .is_some_and(|e| e["event"] == "run_start")
+        .find(|e| matches!(e, Event::RunStart(_) | Event::RunEnd(_)))
+        .is_some_and(|e| matches!(e, Event::RunStart(_)))
 }
 
 /// The plan after a session, put right: `before` is the plan as runner wrote it when the
@@ -71,8 +71,10 @@ pub fn settle_plan(
                 chunk.set_str("notes", notes);
             }
         }
+        // Its mark is only a report: the session's end judges it. (No journal line: the
+        // judgement that follows writes the status change.)
         if now.status == Status::Completed {
-            chunk.set_status(Status::Completed);
+            let _ = transition::apply(chunk, &transition::ChunkEvent::ReportInFile);
         }
     }
     for id in by_person {
@@ -178,18 +180,19 @@ pub fn settle_after_session(
     })?;
     let (gone, source, edited, undone) = record;
     if let Some(how) = gone {
-        journal.record(
-            "plan_restored",
-            None,
-            json!({"source": source, "why": format!("the plan was {how} during session {session}")}),
-        )?;
+        journal.write(&Event::PlanRestored(ev::PlanRestored {
+            source: source.map(str::to_string),
+            why: Some(format!("the plan was {how} during session {session}")),
+            ..Default::default()
+        }))?;
     }
     if edited {
-        journal.record(
-            "plan_edit_undone",
-            Some(own),
-            json!({"session_id": session, "undone": undone}),
-        )?;
+        journal.write(&Event::PlanEditUndone(ev::PlanEditUndone {
+            chunk: Some(own.to_string()),
+            session_id: Some(session.to_string()),
+            undone,
+            why: None,
+        }))?;
     }
     Ok(lines)
 }
@@ -197,14 +200,16 @@ pub fn settle_after_session(
 /// Chunks a person changed with `runner chunk …` (no session) since `session` started, as the
 /// journal says. Only where the run cannot hear a person's changes itself (no `/proc`, see
 /// `ops::person`): an agent can write this journal line too.
-pub fn changed_by_person(events: &[Value], session: &str) -> Vec<String> {
+pub fn changed_by_person(events: &[Event], session: &str) -> Vec<String> {
     let start = events
         .iter()
-        .rposition(|e| e["event"] == "session_start" && e["session_id"] == session)
+        .rposition(|e| matches!(e, Event::SessionStart(s) if s.session_id == session))
         .unwrap_or(0);
     events[start..]
         .iter()
-        .filter(|e| e["event"] == "chunk_report" && e["session_id"].is_null())
-        .filter_map(|e| e["chunk"].as_str().map(str::to_string))
+        .filter_map(|e| match e {
+            Event::ChunkReport(r) if r.session_id.is_none() => Some(r.chunk.clone()),
+            _ => None,
+        })
         .collect()
 }

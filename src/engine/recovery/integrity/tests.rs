@@ -72,7 +72,7 @@ fn a_plan_restores_only_when_runner_was_running_or_it_is_torn() {
 
 #[test]
 fn the_last_run_is_unfinished_without_a_run_end() {
-    let ev = |e: &str| json!({"event": e});
+    let ev = |e: &str| typed(json!({"event": e}));
     assert!(last_run_unfinished(&[
         ev("run_end"),
         ev("run_start"),
@@ -82,8 +82,13 @@ fn the_last_run_is_unfinished_without_a_run_end() {
     assert!(!last_run_unfinished(&[]));
 }
 
+/// A journal line as the journal reads it back.
+fn typed(line: serde_json::Value) -> Event {
+    serde_json::from_value(line).unwrap()
+}
+
 fn plan(statuses: &[(&str, &str)]) -> Plan {
-    let chunks: Vec<Value> = statuses
+    let chunks: Vec<serde_json::Value> = statuses
         .iter()
         .map(|(id, s)| json!({"id": id, "description": format!("do {id}"), "status": s}))
         .collect();
@@ -168,5 +173,6 @@ fn person_changes_are_read_from_the_journal_since_the_session_started() {
         json!({"event": "chunk_report", "chunk": "a", "session_id": "s1"}),
         json!({"event": "chunk_report", "chunk": "b", "session_id": null}),
     ];
+    let events: Vec<Event> = events.into_iter().map(typed).collect();
     assert_eq!(changed_by_person(&events, "s1"), vec!["b"]);
 }

@@ -141,10 +141,18 @@ pub fn unopenable_worktree(
             quote(r)
         ));
     }
-    if let Some(id) = chunk {
-        block_chunk(paths, id, &format!("its worktree {shown} cannot be opened"))?;
-        message.push_str(&format!(" Chunk {id} is blocked."));
-    }
+    let blocked = match chunk {
+        Some(id) => {
+            message.push_str(&format!(" Chunk {id} is blocked."));
+            block_chunk(
+                paths,
+                id,
+                &format!("its worktree {shown} cannot be opened"),
+                "worktree cannot be opened",
+            )?
+        }
+        None => None,
+    };
     if !readable {
         message.push_str(&format!(
             " If the folder is yours, make it readable again (chmod -R u+rwX {quoted}) and run `runner recover` again; otherwise:"
@@ -159,17 +167,14 @@ pub fn unopenable_worktree(
         " To go on: move the folder away (mv {quoted} {quoted_aside}), run `git worktree prune`, {take}set the chunk back to \"pending\" in {}, and run again; the worktree is recreated from {branch}.",
         paths.plan.path().display()
     ));
-    journal.record(
-        "worktree_unopenable",
-        chunk,
-        json!({"worktree": folder, "why": why, "saved_ref": saved}),
-    )?;
-    if let Some(id) = chunk {
-        journal.record(
-            "chunk_status",
-            Some(id),
-            json!({"from": "in_progress", "to": "blocked", "why": "worktree cannot be opened"}),
-        )?;
+    journal.write(&Event::WorktreeUnopenable(ev::WorktreeUnopenable {
+        chunk: chunk.map(str::to_string),
+        worktree: folder.to_path_buf(),
+        why: why.to_string(),
+        saved_ref: saved,
+    }))?;
+    if let (Some(id), Some(change)) = (chunk, blocked) {
+        journal.status(id, change)?;
     }
     Ok(message)
 }

@@ -163,11 +163,9 @@ pub(super) fn finish_interrupted_inner(
             };
             crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
             clear(paths)?;
-            journal.record(
-                "lifecycle_rolled_back",
-                None,
+            journal.write(&crate::store::Event::LifecycleRolledBack(
                 serde_json::json!({"op": what, "backup": intent.backup, "saved": saved}),
-            )?;
+            ))?;
             done(
                 true,
                 format!(

@@ -1,0 +1,409 @@
+//! The journal's events, typed: one variant per kind of line, named by its `event` field, with
+//! the field names the journal has always used (old journals read as they are). Every field
+//! has a default on read, so a line a person wrote by hand with fewer fields still counts; a
+//! line whose `event` this runner does not know (a newer runner's, a hand-written one) reads as
+//! [`Event::Unknown`]: kept in the file, skipped by every reader.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::policy::transition::StatusChange;
+
+/// One journal line's event (without `time` and `run_id`, which the journal adds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    // A chunk's life.
+    ChunkStatus(ChunkStatus),
+    ChunkReport(ChunkReport),
+    AttemptFailed(AttemptFailed),
+    Commit(Commit),
+    Verification(Verification),
+    RecoveryDecision(RecoveryDecision),
+    // Runs and sessions.
+    RunStart(RunStart),
+    RunEnd(RunEnd),
+    SessionStart(Session),
+    SessionEnd(SessionEnd),
+    ProcessStarted(Process),
+    ProcessEnded(Process),
+    LeftoversKilled(LeftoversKilled),
+    Recovered(Recovered),
+    // The plan.
+    PlanSnapshot(PlanSnapshot),
+    PlanReset(Empty),
+    PlanAccepted(PlanAccepted),
+    PlanRejected(PlanRejected),
+    PlanSetAside(PlanSetAside),
+    PlanRestored(PlanRestored),
+    PlanEditUndone(PlanEditUndone),
+    // The branch and the worktree.
+    HistoryRewritten(HistoryRewritten),
+    WorktreeUnopenable(WorktreeUnopenable),
+    BaseRepinned(BaseRepinned),
+    BranchCreated(BranchCreated),
+    SlotCreated(SlotCreated),
+    SlotCreationFinished(SlotCreationFinished),
+    SlotPruned(SlotPruned),
+    SlotRepaired(SlotRepaired),
+    SlotSaved(SlotSaved),
+    SlotSwitched(SlotSwitched),
+    SlotSwitchFinished(SlotSwitchFinished),
+    // Landing or throwing away the work.
+    Merged(Value),
+    Discarded(Value),
+    Undone(Value),
+    LifecycleRolledBack(Value),
+    /// An event this runner does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Event {
+    /// The chunk the event is about, if any.
+    pub fn chunk(&self) -> Option<&str> {
+        let id = match self {
+            Event::ChunkStatus(e) => &e.chunk,
+            Event::ChunkReport(e) => &e.chunk,
+            Event::AttemptFailed(e) => &e.chunk,
+            Event::Commit(e) => &e.chunk,
+            Event::Verification(e) => &e.chunk,
+            Event::RecoveryDecision(e) => &e.chunk,
+            Event::SessionStart(e) => return e.chunk.as_deref(),
+            Event::SessionEnd(e) => return e.start.chunk.as_deref(),
+            Event::PlanEditUndone(e) => return e.chunk.as_deref(),
+            Event::HistoryRewritten(e) => return e.chunk.as_deref(),
+            Event::WorktreeUnopenable(e) => return e.chunk.as_deref(),
+            _ => return None,
+        };
+        Some(id)
+    }
+}
+
+fn none<T>(v: &Option<T>) -> bool {
+    v.is_none()
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// A status change, as [`crate::policy::transition::transition`] yields it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkStatus {
+    #[serde(default)]
+    pub chunk: String,
+    #[serde(flatten)]
+    pub change: StatusChange,
+}
+
+/// `runner chunk done|fail`: by the agent of `session_id`, or by a person (`None`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChunkReport {
+    pub chunk: String,
+    pub report: String,
+    pub text: Option<String>,
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AttemptFailed {
+    pub chunk: String,
+    pub attempt: u32,
+    pub session_id: String,
+    pub reason: String,
+    pub log: PathBuf,
+    pub failed_attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Commit {
+    pub chunk: String,
+    pub commit: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Verification {
+    pub chunk: String,
+    pub command: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecoveryDecision {
+    pub chunk: String,
+    pub decision: String,
+    pub reason: String,
+    pub source: String,
+    pub saved_ref: Option<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub commit: Option<String>,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunStart {
+    pub spec: String,
+    pub pid: u32,
+    pub slot: String,
+    pub base_branch: String,
+    pub auto_continue: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunEnd {
+    pub outcome: String,
+    pub sessions: u32,
+}
+
+/// A session's start; its end adds how it ended.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Session {
+    #[serde(skip_serializing_if = "none")]
+    pub chunk: Option<String>,
+    pub role: String,
+    pub attempt: u32,
+    pub session_id: String,
+    pub start_commit: Option<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionEnd {
+    #[serde(flatten)]
+    pub start: Session,
+    pub exit_status: Option<i32>,
+    pub signal: Option<i32>,
+    pub ended: String,
+    pub duration_ms: u64,
+    pub pgid: Option<i32>,
+}
+
+/// An agent's (or a check's) process group, started or ended.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Process {
+    pub pgid: Option<i32>,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "none")]
+    pub role: Option<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LeftoversKilled {
+    pub session_id: String,
+    pub processes: u64,
+}
+
+/// What recovery did (its actions as `runner recover --json` shows them).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Recovered {
+    pub outcome: String,
+    pub actions: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanSnapshot {
+    pub plan: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanAccepted {
+    pub session_id: String,
+    pub phases: usize,
+    pub chunks: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanRejected {
+    pub session_id: String,
+    pub attempt: u32,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanSetAside {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanRestored {
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub broken_copy: Option<PathBuf>,
+    #[serde(skip_serializing_if = "none")]
+    pub problems: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "none")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanEditUndone {
+    #[serde(skip_serializing_if = "none")]
+    pub chunk: Option<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub session_id: Option<String>,
+    pub undone: Vec<String>,
+    #[serde(skip_serializing_if = "none")]
+    pub why: Option<String>,
+}
+
+/// A completed chunk's commit missing from the branch.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MissingCommit {
+    pub chunk: String,
+    pub commit: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HistoryRewritten {
+    #[serde(skip_serializing_if = "none")]
+    pub chunk: Option<String>,
+    pub missing: Vec<MissingCommit>,
+    pub start_lost: Option<String>,
+    pub branch_gone: bool,
+    pub saved_ref: Option<String>,
+    pub rewritten_ref: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorktreeUnopenable {
+    #[serde(skip_serializing_if = "none")]
+    pub chunk: Option<String>,
+    pub worktree: PathBuf,
+    pub why: String,
+    pub saved_ref: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BaseRepinned {
+    pub from: String,
+    pub to: String,
+    #[serde(skip_serializing_if = "none")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BranchCreated {
+    pub branch: String,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotCreated {
+    pub slot: String,
+    pub branch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotCreationFinished {
+    pub slot: String,
+    pub what: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotPruned {
+    pub slot: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotRepaired {
+    pub slot: String,
+    pub repair: String,
+}
+
+/// Uncommitted work of a slot kept under a ref before the slot changed hands.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotSaved {
+    pub slot: String,
+    #[serde(skip_serializing_if = "none")]
+    pub spec: Option<String>,
+    #[serde(rename = "ref")]
+    pub saved_ref: String,
+    #[serde(skip_serializing_if = "none")]
+    pub paths: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotSwitched {
+    pub slot: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlotSwitchFinished {
+    pub slot: String,
+    pub to: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Status;
+
+    #[test]
+    fn a_status_line_reads_back_with_todays_field_names() {
+        let line = r#"{"event":"chunk_status","chunk":"c1","from":"in_progress","to":"pending","why":"interrupted","reason":"r"}"#;
+        let Event::ChunkStatus(e) = serde_json::from_str(line).unwrap() else {
+            panic!("not a status line");
+        };
+        assert_eq!(e.chunk, "c1");
+        assert_eq!(
+            (e.change.from, e.change.to),
+            (Status::InProgress, Status::Pending)
+        );
+        assert_eq!(e.change.why.as_deref(), Some("interrupted"));
+        let back = serde_json::to_value(Event::ChunkStatus(e)).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(line).unwrap());
+    }
+
+    #[test]
+    fn an_unknown_event_reads_as_unknown() {
+        let e: Event = serde_json::from_str(r#"{"event":"from_the_future","x":[1]}"#).unwrap();
+        assert_eq!(e, Event::Unknown);
+    }
+
+    #[test]
+    fn a_hand_written_line_with_few_fields_still_counts() {
+        let e: Event = serde_json::from_str(r#"{"event":"run_start"}"#).unwrap();
+        assert!(matches!(e, Event::RunStart(_)));
+    }
+}

@@ -1,0 +1,123 @@
+//! Every chunk status change is journaled as the `chunk_status` event `policy::transition`
+//! yields, so a plan rebuilt from the journal has them all; journal lines runner does not know
+//! are kept and skipped.
+
+use crate::common::*;
+use crate::recover::partial_run;
+use serde_json::Value;
+
+/// The statuses core-a, core-b and polish are expected to have.
+fn expect_statuses(repo: &TestRepo, spec: &str, [a, b, polish]: [&str; 3]) {
+    let want: Vec<(String, String)> = [("core-a", a), ("core-b", b), ("polish", polish)]
+        .iter()
+        .map(|(id, s)| (id.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(repo.statuses(spec), want);
+}
+
+fn status_of(repo: &TestRepo, spec: &str, chunk: &str) -> String {
+    repo.chunk(spec, chunk)["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn status_events(repo: &TestRepo, spec: &str, chunk: &str) -> Vec<Value> {
+    repo.events(spec)
+        .into_iter()
+        .filter(|e| e["event"] == "chunk_status" && e["chunk"] == chunk)
+        .collect()
+}
+
+/// Break the plan and remove runner's last-good copy: `runner recover` can only rebuild it
+/// from the journal. Returns recover's report of the spec.
+fn rebuild_from_the_journal(repo: &TestRepo, spec: &str) -> Value {
+    let last_good = repo
+        .spec_dir(spec)
+        .join("implementation_plan.json.last-good");
+    std::fs::remove_file(&last_good).unwrap();
+    std::fs::write(repo.plan_path(spec), b"not a plan at all").unwrap();
+    let out = repo.runner(&["recover", "--json"]);
+    assert_exit(&out, 0);
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    report["specs"][0].clone()
+}
+
+#[test]
+fn a_persons_chunk_done_and_fail_are_journaled_and_survive_a_rebuild_from_the_journal() {
+    let spec = "090-person";
+    let repo = partial_run(spec);
+    // A person marks the pending chunk done and a completed one failed (no run active).
+    let done = repo.runner(&["chunk", "done", "polish", "--spec", spec]);
+    assert_exit(&done, 0);
+    let fail = repo.runner(&["chunk", "fail", "core-b", "--spec", spec, "--reason", "bad"]);
+    assert_exit(&fail, 0);
+    assert_eq!(status_of(&repo, spec, "polish"), "completed");
+    assert_eq!(status_of(&repo, spec, "core-b"), "failed");
+
+    // Each is a status change in the journal, not only a report.
+    let polish = status_events(&repo, spec, "polish");
+    let last = polish.last().expect("no chunk_status for polish");
+    assert_eq!(
+        (&last["from"], &last["to"]),
+        (&"pending".into(), &"completed".into())
+    );
+    let core_b = status_events(&repo, spec, "core-b");
+    let last = core_b.last().unwrap();
+    assert_eq!(
+        (&last["from"], &last["to"]),
+        (&"completed".into(), &"failed".into())
+    );
+
+    let s = rebuild_from_the_journal(&repo, spec);
+    assert_eq!(s["plan_source"], "journal", "{s}");
+    expect_statuses(&repo, spec, ["completed", "failed", "completed"]);
+}
+
+#[test]
+fn an_unknown_journal_line_is_kept_and_skipped() {
+    let spec = "091-unknown";
+    let repo = partial_run(spec);
+    let journal = repo.spec_dir(spec).join("events.jsonl");
+    // A newer runner's event, and a status line with a status this runner does not know:
+    // neither may change the rebuilt plan, and neither is an error.
+    let unknown = r#"{"time":"2030-01-01T00:00:00Z","run_id":"future","event":"chunk_archived","chunk":"core-a","to":"pending"}"#;
+    let odd_status = r#"{"time":"2030-01-01T00:00:01Z","run_id":"future","event":"chunk_status","chunk":"core-b","from":"completed","to":"archived"}"#;
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str(&format!("{unknown}\n{odd_status}\n"));
+    std::fs::write(&journal, text).unwrap();
+
+    let status = repo.runner(&["status", "--json"]);
+    assert_exit(&status, 0);
+    let s = rebuild_from_the_journal(&repo, spec);
+    assert_eq!(s["plan_source"], "journal", "{s}");
+    expect_statuses(&repo, spec, ["completed", "completed", "pending"]);
+    // The run goes on to the end, and the lines are still there, as they were.
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    assert_eq!(status_of(&repo, spec, "polish"), "completed");
+    let after = std::fs::read_to_string(&journal).unwrap();
+    assert!(after.lines().any(|l| l == unknown), "{after}");
+    assert!(after.lines().any(|l| l == odd_status), "{after}");
+}
+
+#[test]
+fn a_discards_reset_is_journaled_so_a_rebuilt_plan_does_not_bring_back_discarded_progress() {
+    let spec = "092-discard";
+    let repo = partial_run(spec);
+    assert_exit(&repo.runner(&["discard", "--spec", spec, "--yes"]), 0);
+    expect_statuses(&repo, spec, ["pending", "pending", "pending"]);
+    for chunk in ["core-a", "core-b"] {
+        let last = status_events(&repo, spec, chunk).pop().unwrap();
+        assert_eq!(
+            (&last["from"], &last["to"]),
+            (&"completed".into(), &"pending".into())
+        );
+        assert_eq!(last["why"], "discard");
+    }
+    // polish was pending already: no change, no line.
+    assert!(status_events(&repo, spec, "polish").is_empty());
+
+    let s = rebuild_from_the_journal(&repo, spec);
+    assert_eq!(s["plan_source"], "journal", "{s}");
+    expect_statuses(&repo, spec, ["pending", "pending", "pending"]);
+}
