@@ -37,33 +37,8 @@ pub struct ChildSpec {
 /// process that left the group (setsid) may hold the pipe open forever.
 const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ended {
-    Exited(i32),
-    Signaled(i32),
-    TimedOut,
-    /// runner was interrupted; `drained` says whether the child ended within the drain
-    /// timeout (true) or was killed when it ran out (false).
-    Interrupted {
-        drained: bool,
-    },
-}
-
-impl Ended {
-    pub fn describe(&self) -> String {
-        match self {
-            Ended::Exited(code) => format!("exited with status {code}"),
-            Ended::Signaled(sig) => format!("killed by signal {sig}"),
-            Ended::TimedOut => "timed out and was killed".to_string(),
-            Ended::Interrupted { drained: true } => {
-                "stopped after runner was interrupted".to_string()
-            }
-            Ended::Interrupted { drained: false } => {
-                "was killed: runner was interrupted and the drain timeout ran out".to_string()
-            }
-        }
-    }
-}
+/// How a child ended: plain data, defined with the decisions that read it.
+pub use crate::policy::Ended;
 
 #[derive(Debug, Clone)]
 pub struct ChildEnd {

@@ -6,7 +6,34 @@
 pub mod recovery;
 pub mod transition;
 
-use crate::agent::Ended;
+/// How an agent session's process ended (the mechanism in `agent/` reports it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Exited(i32),
+    Signaled(i32),
+    TimedOut,
+    /// runner was interrupted; `drained` says whether the child ended within the drain
+    /// timeout (true) or was killed when it ran out (false).
+    Interrupted {
+        drained: bool,
+    },
+}
+
+impl Ended {
+    pub fn describe(&self) -> String {
+        match self {
+            Ended::Exited(code) => format!("exited with status {code}"),
+            Ended::Signaled(sig) => format!("killed by signal {sig}"),
+            Ended::TimedOut => "timed out and was killed".to_string(),
+            Ended::Interrupted { drained: true } => {
+                "stopped after runner was interrupted".to_string()
+            }
+            Ended::Interrupted { drained: false } => {
+                "was killed: runner was interrupted and the drain timeout ran out".to_string()
+            }
+        }
+    }
+}
 
 /// What the agent said about its chunk, read back from the plan after the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
