@@ -36,9 +36,8 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
         }
         return Ok((ws, paths));
     }
-    let from_branch = git2::Repository::discover(cwd)
-        .ok()
-        .and_then(|r| crate::git::head_branch(&r))
+    let from_branch = crate::git::repo::worktree_containing(cwd)
+        .and_then(|(_, branch)| branch)
         .and_then(|b| crate::git::spec_of_branch(&b).map(str::to_string));
     if let Some(name) = from_branch {
         crate::store::spec::check_name(&name)?;

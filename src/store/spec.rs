@@ -18,7 +18,7 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
         Some("it contains control characters")
     } else if name.chars().any(|c| " ~^:?*[@{".contains(c)) {
         Some("it contains a character git does not allow in branch names (space ~ ^ : ? * [ @ {)")
-    } else if !git2::Reference::is_valid_name(&format!("refs/heads/auto-claude/{name}")) {
+    } else if !crate::git::refs::is_valid_name(&format!("refs/heads/auto-claude/{name}")) {
         Some("git does not allow it in a branch name (for example it ends in .lock or .)")
     } else {
         None

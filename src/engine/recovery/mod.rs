@@ -265,8 +265,8 @@ pub async fn recover_spec(
     let slot = slot_holding(&ws.main, &branch_for(&paths.name));
     let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
     let candidates = repair::lock_candidates(
-        ws.main.repo.commondir(),
-        wt.as_ref().map(|w| w.path()),
+        ws.main.common_dir(),
+        wt.as_ref().map(crate::git::repo::git_folder),
         &paths.name,
     );
     for candidate in candidates {

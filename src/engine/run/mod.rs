@@ -34,7 +34,7 @@ use crate::plan::{
 use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{FileLock, Holder, Journal, LockState, lock};
-use base::{has_no_commits, repin_base, undo_repin};
+use base::{repin_base, undo_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use holder::{describe_holder, new_holder};
 use holder::{heartbeat, take_lock};
@@ -213,7 +213,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         flag: opts.base_branch.as_deref(),
         config: config.git.base_branch.as_deref(),
         checked_out: checked_out.as_deref(),
-        no_commits: has_no_commits(&ws.main.repo),
+        no_commits: crate::git::history::has_no_commits(&ws.main.repo),
     })
     .map_err(RunnerError::BadInput)?;
     // The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
@@ -295,7 +295,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
-        common_dir: ws.main.repo.commondir().to_path_buf(),
+        common_dir: ws.main.common_dir().to_path_buf(),
         worktree: slot.path.clone(),
         state_dir: ws.state_dir.clone(),
         paths,
