@@ -38,7 +38,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     println!("\nrunner status:");
     print!(
         "{}",
-        crate::ops::status::render(&crate::ops::status::status(&ws)?)
+        crate::ops::status::render(&crate::ops::status::status(&ws, None)?)
     );
     println!("\nLook around:");
     println!("  cd {}", result.dir.display());

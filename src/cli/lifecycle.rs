@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::engine::run::{describe_holder, new_holder, pick_spec};
+use crate::engine::run::{describe_holder, new_holder};
 use crate::error::RunnerError;
 use crate::ops::interact::{can_ask, confirm, confirm_by_name, needs_flag};
 use crate::ops::merge::{MergeMode, merge};
@@ -19,7 +19,7 @@ fn locked_spec(
     what: &str,
 ) -> anyhow::Result<(Workspace, SpecPaths, FileLock, Journal)> {
     let ws = Workspace::open(cwd)?;
-    let name = pick_spec(&ws, spec)?;
+    let name = super::pick::spec(&ws, cwd, spec)?;
     let paths = ws.spec(&name)?;
     let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
         return Err(RunnerError::Busy(format!(
@@ -47,7 +47,7 @@ pub struct ReviewArgs {
 
 pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
-    let name = pick_spec(&ws, args.spec.as_deref())?;
+    let name = super::pick::spec(&ws, cwd, args.spec.as_deref())?;
     let paths = ws.spec(&name)?;
     let r = crate::ops::review::review(&ws, &paths)?;
     if args.json {
@@ -250,7 +250,7 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
     if args.list {
         let ws = Workspace::open(cwd)?;
         let spec = match &args.spec {
-            Some(q) => Some(crate::store::spec::resolve(&ws.specs_dir, q)?),
+            Some(q) => Some(super::pick::named(&ws, cwd, q)?),
             None => None,
         };
         let backups = crate::git::backup::list(&ws.main.repo, spec.as_deref());

@@ -3,6 +3,7 @@
 mod chunk;
 mod demo;
 mod lifecycle;
+mod pick;
 mod recover;
 mod run;
 mod status;

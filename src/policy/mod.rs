@@ -1,6 +1,8 @@
 //! Decisions as plain functions over data, unit-tested without a repository: what a session's
 //! end means for its chunk, when to give up, which base branch a spec uses.
 
+pub mod spec_choice;
+
 use crate::agent::Ended;
 
 /// What the agent said about its chunk, read back from the plan after the session.

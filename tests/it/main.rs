@@ -16,6 +16,7 @@ mod output;
 mod plan_compat;
 mod plan_reference;
 mod recover;
+mod resolver;
 mod run;
 mod shutdown;
 mod slotfix;
