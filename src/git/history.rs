@@ -10,7 +10,7 @@ pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> anyhow::Result<bool
 }
 
 /// `contains`, with an unreadable history answering "no".
-pub fn contains_or_not(repo: &Repository, tip: Oid, commit: Oid) -> bool {
+pub fn contains_or_false(repo: &Repository, tip: Oid, commit: Oid) -> bool {
     contains(repo, tip, commit).unwrap_or(false)
 }
 
@@ -51,17 +51,6 @@ pub fn tree_and_parents(repo: &Repository, commit: Oid) -> Option<(Oid, Vec<Oid>
 pub fn branch_commit(repo: &Repository, branch: &str) -> anyhow::Result<Oid> {
     repo.refname_to_id(&format!("refs/heads/{branch}"))
         .with_context(|| format!("reading branch {branch}"))
-}
-
-/// Every commit reachable from `tip`, newest first; an unreadable history gives none.
-pub fn ancestry(repo: &Repository, tip: Oid) -> Vec<Oid> {
-    let Ok(mut walk) = repo.revwalk() else {
-        return Vec::new();
-    };
-    if walk.push(tip).is_err() {
-        return Vec::new();
-    }
-    walk.flatten().collect()
 }
 
 /// Write a commit of the tree `tree` with `parents` (no ref moves) and return its id.

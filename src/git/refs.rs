@@ -244,7 +244,7 @@ pub fn kept_by_a_branch_or_runner_ref(repo: &Repository, commit: Oid) -> anyhow:
             continue;
         }
         if let Some(tip) = r.target()
-            && super::history::contains_or_not(repo, tip, commit)
+            && super::history::contains_or_false(repo, tip, commit)
         {
             return Ok(true);
         }

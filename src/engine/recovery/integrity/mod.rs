@@ -223,7 +223,7 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
         .iter()
         .filter_map(|(_, o, _)| crate::git::commit_id(o))
         .collect();
-    let holds = |tip: Oid, oid: Oid| history::contains_or_not(repo, tip, oid);
+    let holds = |tip: Oid, oid: Oid| history::contains_or_false(repo, tip, oid);
     let score = |tip: Oid| recorded.iter().filter(|&&o| holds(tip, o)).count();
     let start = facts
         .start
