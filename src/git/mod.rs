@@ -1,4 +1,7 @@
-//! Everything that touches git2: the main repository, the worktree slots, commits.
+//! Everything that touches git2: the main repository, the worktree slots, commits, refs,
+//! backups, merges, a worktree's files and index. No module outside this folder names git2
+//! (`tests/it/layers.rs` fails naming the line): the operations here take and return plain data
+//! (`Oid`s, names, paths), and `Repository` is passed around as a handle only.
 
 pub mod backup;
 pub mod history;

@@ -50,25 +50,6 @@ pub fn list(specs_dir: &Path) -> Vec<String> {
     names
 }
 
-/// Resolve `query` against the folders in `specs_dir`, with errors that say what to do.
-pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
-    check_name(query)?;
-    let names = list(specs_dir);
-    match spec_choice::choose(&names, Some(query), None) {
-        SpecChoice::One(name) => {
-            // runner writes in the spec folder: a link must not lead out of the repository
-            // (`specs_dir` is `<repo>/.auto-claude/specs`).
-            if let Some(root) = specs_dir.ancestors().nth(2) {
-                crate::store::safe::check_link_inside(root, &specs_dir.join(&name))?;
-            }
-            Ok(name)
-        }
-        other => Err(explain(specs_dir, &other, &|name| {
-            format!("runner run --spec {}", crate::sh(name))
-        })),
-    }
-}
-
 /// The spec of the runner slot (`.worktrees/auto-claude*`) that `cwd` is inside, read from the
 /// branch checked out there (`auto-claude/<spec>`). Any other worktree, or a slot on another
 /// branch or a detached HEAD, says nothing.
