@@ -45,7 +45,7 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             spec,
             json,
         } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
             (mark(&paths, &id, Mark::Done, notes.as_deref())?, json)
         }
         ChunkCommand::Fail {
@@ -54,11 +54,11 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             spec,
             json,
         } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
             (mark(&paths, &id, Mark::Fail, Some(&reason))?, json)
         }
         ChunkCommand::Show { id, spec, json } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref())?;
+            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
             let value = show(&paths, id.as_deref())?;
             if json {
                 super::print_json(&value)?;

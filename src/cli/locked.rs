@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::engine::run::{describe_holder, new_holder, pick_spec};
+use crate::engine::run::{describe_holder, new_holder};
 use crate::error::RunnerError;
 use crate::store::{FileLock, Journal};
 use crate::store::{SpecPaths, Workspace};
@@ -14,7 +14,7 @@ pub(super) fn locked_spec(
     what: &str,
 ) -> anyhow::Result<(Workspace, SpecPaths, FileLock, Journal)> {
     let ws = Workspace::open(cwd)?;
-    let name = pick_spec(&ws, spec)?;
+    let name = super::pick::spec(&ws, cwd, spec)?;
     let paths = ws.spec(&name)?;
     let Some(lock) = FileLock::try_acquire(&paths.run_lock)? else {
         return Err(RunnerError::Busy(format!(

@@ -9,6 +9,7 @@ mod gc;
 mod init;
 mod locked;
 mod merge;
+mod pick;
 mod recover;
 mod review;
 mod run;

@@ -24,10 +24,19 @@ pub struct RecoverArgs {
 }
 
 pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
+    // Resolved here, so that several matches list the command as typed (never a question).
+    let spec = match &args.spec {
+        Some(q) => Some(super::pick::named(
+            &crate::store::Workspace::open(cwd)?,
+            cwd,
+            q,
+        )?),
+        None => None,
+    };
     let report = recover(
         cwd,
         RecoverRequest {
-            spec: args.spec,
+            spec,
             dry_run: args.dry_run,
             retry_failed: args.retry_failed,
         },

@@ -6,7 +6,6 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use crate::engine::run::pick_spec;
 use crate::ops::review::Review;
 use crate::store::Workspace;
 
@@ -23,7 +22,7 @@ pub struct ReviewArgs {
 
 pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
-    let name = pick_spec(&ws, args.spec.as_deref())?;
+    let name = super::pick::spec(&ws, cwd, args.spec.as_deref())?;
     let paths = ws.spec(&name)?;
     let r = crate::ops::review::review(&ws, &paths)?;
     if args.json {

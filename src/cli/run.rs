@@ -39,8 +39,20 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         crate::store::spec::check_name(slot)
             .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
     }
+    // With --auto-continue and no --spec (and not started in a spec's slot), every interrupted
+    // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
+    // be asked.
+    let ws = crate::store::Workspace::open(cwd)?;
+    let many = args.spec.is_none()
+        && args.auto_continue
+        && crate::store::spec::slot_spec(&ws, cwd).is_none();
+    let spec = if many {
+        None
+    } else {
+        Some(super::pick::spec(&ws, cwd, args.spec.as_deref())?)
+    };
     let opts = RunOptions {
-        spec: args.spec,
+        spec,
         auto_continue: args.auto_continue,
         base_branch: args.base_branch,
         agent_command: args.agent_command,
@@ -48,8 +60,6 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         drain_timeout: args.drain_timeout,
         yes: args.yes,
     };
-    // With --auto-continue and no --spec, every interrupted spec is resumed (JSON: a list).
-    let many = opts.spec.is_none() && opts.auto_continue;
     let summaries = if many {
         let all = run_interrupted(cwd, opts)?;
         if all.is_empty() && !args.json {

@@ -6,10 +6,14 @@ use clap::Args;
 
 use super::style::{Style, for_stdout};
 use crate::ops::status::{SpecStatus, StatusReport, status};
+use crate::policy::spec_choice::SpecChoice;
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    /// Show only this spec (inside a spec's worktree, that spec is the default).
+    #[arg(long)]
+    pub spec: Option<String>,
     /// Print JSON: {"specs": [...], "slots": [...]}.
     #[arg(long)]
     pub json: bool,
@@ -17,7 +21,16 @@ pub struct StatusArgs {
 
 pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
-    let report = status(&ws)?;
+    // `--spec` names one spec (an open choice is an error: status never asks); without it,
+    // the spec of the slot status runs in (or the only one), else every spec.
+    let only = match &args.spec {
+        Some(q) => Some(super::pick::named(&ws, cwd, q)?),
+        None => match crate::store::spec::choose(&ws, cwd, None)? {
+            SpecChoice::One(name) => Some(name),
+            _ => None,
+        },
+    };
+    let report = status(&ws, only.as_deref())?;
     if args.json {
         super::print_json(&report)?;
     } else {

@@ -22,7 +22,7 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
     if args.list {
         let ws = Workspace::open(cwd)?;
         let spec = match &args.spec {
-            Some(q) => Some(crate::store::spec::resolve(&ws.specs_dir, q)?),
+            Some(q) => Some(super::pick::named(&ws, cwd, q)?),
             None => None,
         };
         let backups = crate::git::backup::list(&ws.main.repo, spec.as_deref());

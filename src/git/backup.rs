@@ -144,6 +144,11 @@ pub fn list(repo: &Repository, spec: Option<&str>) -> Vec<Backup> {
     out
 }
 
+/// The backup whose meta ref is `meta_ref`, if it exists and reads as one.
+pub fn read_backup_at(repo: &Repository, meta_ref: &str) -> Option<Backup> {
+    read_backup(repo, &repo.find_reference(meta_ref).ok()?)
+}
+
 pub fn read_backup(repo: &Repository, r: &git2::Reference) -> Option<Backup> {
     let name = r.name()?.to_string();
     let commit = r.peel_to_commit().ok()?;

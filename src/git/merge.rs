@@ -128,11 +128,13 @@ fn on_disk(repo: &Repository, root: &std::path::Path, rel: &std::path::Path) -> 
 pub fn restore_paths(
     repo: &Repository,
     root: &std::path::Path,
-    before_commit: &git2::Commit,
-    merged: &git2::Tree,
+    before_commit: Oid,
+    merged: Oid,
     spec: &str,
     what: &str,
 ) -> anyhow::Result<Option<String>> {
+    let before_commit = &repo.find_commit(before_commit)?;
+    let merged = &repo.find_tree(merged)?;
     let before = before_commit.tree()?;
     let paths = changed_paths(repo, &before, merged)?;
     if paths.is_empty() {

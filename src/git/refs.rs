@@ -173,6 +173,99 @@ pub fn snapshot_worktree(
     Ok(Some(oid))
 }
 
+/// A ref name git accepts (`refs/...`, no `..`, no control characters, ...).
+pub fn is_valid_name(name: &str) -> bool {
+    git2::Reference::is_valid_name(name)
+}
+
+/// Point the new ref `name` at `commit`; an error if it exists already.
+pub fn create(repo: &Repository, name: &str, commit: Oid, message: &str) -> anyhow::Result<()> {
+    repo.reference(name, commit, false, message)
+        .with_context(|| format!("creating {name}"))?;
+    Ok(())
+}
+
+/// Move `name` from `expected` to `commit`; an error (nothing moved) if it is not at `expected`
+/// any more: someone moved it meanwhile.
+pub fn move_if_at(
+    repo: &Repository,
+    name: &str,
+    commit: Oid,
+    expected: Oid,
+    message: &str,
+) -> anyhow::Result<()> {
+    repo.reference_matching(name, commit, true, expected, message)
+        .with_context(|| format!("moving {name}"))?;
+    Ok(())
+}
+
+/// A ref of this name exists.
+pub fn exists(repo: &Repository, name: &str) -> bool {
+    repo.find_reference(name).is_ok()
+}
+
+/// The commit a ref points at, if the ref exists (a symbolic ref is not followed).
+pub fn target(repo: &Repository, name: &str) -> Option<Oid> {
+    repo.find_reference(name).ok()?.target()
+}
+
+/// Delete the ref `name`; an error if it does not exist or cannot be deleted.
+pub fn delete(repo: &Repository, name: &str) -> anyhow::Result<()> {
+    repo.find_reference(name)?
+        .delete()
+        .with_context(|| format!("deleting {name}"))?;
+    Ok(())
+}
+
+/// Delete the ref `name` if it exists; whether there was one.
+pub fn delete_if_present(repo: &Repository, name: &str) -> anyhow::Result<bool> {
+    match repo.find_reference(name) {
+        Ok(mut r) => {
+            r.delete().with_context(|| format!("deleting {name}"))?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Delete the local branch `branch`.
+pub fn delete_branch(repo: &Repository, branch: &str) -> anyhow::Result<()> {
+    repo.find_branch(branch, git2::BranchType::Local)?
+        .delete()
+        .with_context(|| format!("deleting branch {branch}"))?;
+    Ok(())
+}
+
+/// Some branch, or one of runner's refs, has `commit` in its history.
+pub fn kept_by_a_branch_or_runner_ref(repo: &Repository, commit: Oid) -> anyhow::Result<bool> {
+    for r in repo.references()?.flatten() {
+        let Some(name) = r.name() else { continue };
+        if !(name.starts_with("refs/heads/") || name.starts_with("refs/auto-claude/")) {
+            continue;
+        }
+        if let Some(tip) = r.target()
+            && super::history::contains_or_false(repo, tip, commit)
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The refs matching `glob`, each with the time (seconds since the epoch) of the commit it
+/// points at; refs that do not point at a commit are left out.
+pub fn commit_times(repo: &Repository, glob: &str) -> anyhow::Result<Vec<(String, i64)>> {
+    Ok(repo
+        .references_glob(glob)?
+        .flatten()
+        .filter_map(|r| {
+            let name = r.name()?.to_string();
+            let commit = r.peel_to_commit().ok()?;
+            Some((name, commit.time().seconds()))
+        })
+        .collect())
+}
+
 /// Every recovery ref of a spec, with the commit it points at.
 pub fn recovery_refs(repo: &Repository, spec: &str) -> Vec<(String, Oid)> {
     let glob = format!("{RECOVERY_PREFIX}/{}/*", ref_component(spec));

@@ -90,6 +90,21 @@ impl MainRepo {
         })
     }
 
+    /// The main repository's `.git` folder (its index, its lock files).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.path()
+    }
+
+    /// The folder every worktree of the repository shares (`.git` of the main one).
+    pub fn common_dir(&self) -> &Path {
+        self.repo.commondir()
+    }
+
+    /// Git knows a linked worktree of this name (`.git/worktrees/<name>` reads as one).
+    pub fn has_worktree(&self, name: &str) -> bool {
+        self.repo.find_worktree(name).is_ok()
+    }
+
     /// The branch checked out in the main worktree, if any (not detached, not unborn).
     pub fn current_branch(&self) -> Option<String> {
         head_branch(&self.repo)
@@ -110,6 +125,53 @@ impl MainRepo {
             .with_context(|| format!("creating branch {name}"))?;
         Ok(())
     }
+}
+
+/// The working tree that holds `start` (its top folder, canonical) and the branch checked out
+/// there (none when HEAD is detached or unborn); `None` outside any repository.
+pub fn worktree_containing(start: &Path) -> Option<(PathBuf, Option<String>)> {
+    let repo = Repository::discover(start).ok()?;
+    let top = repo.workdir()?.to_path_buf();
+    let top = top.canonicalize().unwrap_or(top);
+    Some((top, head_branch(&repo)))
+}
+
+/// The git folder of `repo` (a linked worktree's own folder under `.git/worktrees/`).
+pub fn git_folder(repo: &Repository) -> &Path {
+    repo.path()
+}
+
+/// `repo` is a working tree whose checkout never completed (see `unfinished_checkout`).
+pub fn checkout_unfinished(repo: &Repository) -> bool {
+    unfinished_checkout(repo).is_some()
+}
+
+/// The top folder of `repo`'s working tree (none for a bare repository).
+pub fn work_folder(repo: &Repository) -> Option<&Path> {
+    repo.workdir()
+}
+
+/// Make a new repository at `dir` whose first branch is `branch`, write `files` (path relative
+/// to `dir`, content) and commit them as its first commit with `message`.
+pub fn init_with_first_commit(
+    dir: &Path,
+    branch: &str,
+    files: &[(&str, &[u8])],
+    message: &str,
+) -> anyhow::Result<()> {
+    let repo = Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head(branch))
+        .with_context(|| format!("creating a repository in {}", dir.display()))?;
+    let mut index = repo.index()?;
+    for (path, content) in files {
+        std::fs::write(dir.join(path), content)
+            .with_context(|| format!("writing {}", dir.join(path).display()))?;
+        index.add_path(Path::new(path))?;
+    }
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = signature(&repo)?;
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[])?;
+    Ok(())
 }
 
 /// The author and committer runner uses: the repository's configured identity, else a fixed

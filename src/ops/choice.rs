@@ -50,7 +50,8 @@ pub fn existing_work(
     };
     let commits_ahead = match ws.main.branch_tip(base) {
         Some(base_tip) => {
-            let fork = ws.main.repo.merge_base(base_tip, tip).unwrap_or(base_tip);
+            let fork =
+                crate::git::history::merge_base(&ws.main.repo, base_tip, tip).unwrap_or(base_tip);
             log_between(&ws.main.repo, fork, tip)?.len()
         }
         None => 0,

@@ -12,12 +12,17 @@ use crate::store::Journal;
 use crate::store::event::{self as ev, Event};
 use crate::store::workspace::{SpecPaths, Workspace};
 
-/// Which spec a `runner chunk` call is about: `--spec`, else `RUNNER_SPEC_DIR`, else the branch
-/// of the worktree it is called from.
-pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace, SpecPaths)> {
+/// Which spec a `runner chunk` call is about: `--spec`, else `RUNNER_SPEC_DIR`, else (as for
+/// every command) the slot it is called from, else the only spec. `command(name)` is what to
+/// type for each spec when that does not tell.
+pub fn locate_spec(
+    cwd: &Path,
+    spec: Option<&str>,
+    command: &dyn Fn(&str) -> String,
+) -> anyhow::Result<(Workspace, SpecPaths)> {
     let ws = Workspace::open(cwd)?;
     if let Some(q) = spec {
-        let name = crate::store::spec::resolve(&ws.specs_dir, q)?;
+        let name = crate::store::spec::choose_or_explain(&ws, cwd, Some(q), command)?;
         let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
@@ -38,19 +43,9 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
         }
         return Ok((ws, paths));
     }
-    let from_branch = git2::Repository::discover(cwd)
-        .ok()
-        .and_then(|r| crate::git::head_branch(&r))
-        .and_then(|b| crate::git::spec_of_branch(&b).map(str::to_string));
-    if let Some(name) = from_branch {
-        crate::store::spec::check_name(&name)?;
-        let paths = ws.spec(&name)?;
-        return Ok((ws, paths));
-    }
-    Err(RunnerError::bad_input(
-        "cannot tell which spec this is about: pass --spec, set RUNNER_SPEC_DIR, or call it from the spec's worktree",
-    )
-    .into())
+    let name = crate::store::spec::choose_or_explain(&ws, cwd, None, command)?;
+    let paths = ws.spec(&name)?;
+    Ok((ws, paths))
 }
 
 /// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends

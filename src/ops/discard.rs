@@ -67,7 +67,7 @@ pub fn discard(
             );
             uncommitted = crate::git::refs::snapshot_worktree(&wt, &tmp_ref, &message)?;
             if uncommitted.is_some() {
-                let _ = wt.find_reference(&tmp_ref).and_then(|mut r| r.delete());
+                let _ = crate::git::refs::delete_if_present(&wt, &tmp_ref);
             }
         }
     }
@@ -138,13 +138,9 @@ pub fn finish(
     let saved = lifecycle::remove_own_slot(ws, intent)?;
     crate::failpoint::hit("discard_worktree_removed");
     let tip = ws.main.branch_tip(&intent.branch);
-    let backed_up = intent
-        .branch_tip
-        .as_deref()
-        .and_then(|t| git2::Oid::from_str(t).ok());
+    let backed_up = intent.branch_tip.as_deref().and_then(crate::git::commit_id);
     if tip.is_some() && tip == backed_up {
-        repo.find_branch(&intent.branch, git2::BranchType::Local)?
-            .delete()?;
+        crate::git::refs::delete_branch(repo, &intent.branch)?;
     }
     crate::failpoint::hit("discard_branch_deleted");
     // A build started again since (a branch at another tip) keeps its plan.

@@ -3,7 +3,6 @@
 //! verified to contain the branch's work.
 
 use anyhow::Context;
-use git2::{Oid, Repository};
 use serde::Serialize;
 use serde_json::json;
 
@@ -12,7 +11,9 @@ use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
-use crate::git::{branch_for, dirty_paths, log_between, signature, slot_holding};
+use crate::git::{
+    Oid, Repository, branch_for, commit_id, dirty_paths, history, log_between, slot_holding,
+};
 use crate::ops::discard::refuse_if_index_locked;
 use crate::plan::{Plan, Status};
 use crate::store::Journal;
@@ -78,34 +79,7 @@ pub fn merge(
         && done.op == Op::Merge
         && !done.rolled_back
     {
-        let cleaned_up =
-            done.intent.mode.as_deref() != Some("no-commit") && !done.intent.keep_worktree;
-        let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
-        let (landed, files) = match (
-            oid(&done.intent.target_before),
-            oid(&done.intent.branch_tip),
-        ) {
-            (Some(before), Some(tip)) => what_lands(&ws.main.repo, before, tip)?,
-            _ => (Vec::new(), 0),
-        };
-        return Ok(MergeOutcome {
-            spec: paths.name.clone(),
-            target: done.intent.target.clone().unwrap_or_default(),
-            mode: MergeMode::from_name(done.intent.mode.as_deref()),
-            commit: done.intent.target_after.clone(),
-            landed,
-            files,
-            backup: Some(done.intent.backup.clone()),
-            cleaned_up,
-            freed_worktree: done
-                .intent
-                .slot
-                .as_deref()
-                .filter(|_| cleaned_up)
-                .and_then(|n| crate::git::Slot::named(&ws.root, n))
-                .map(|s| s.path.display().to_string()),
-            already_merged: false,
-        });
+        return outcome_of_finished(ws, paths, &done.intent);
     }
     let repo = &ws.main.repo;
     let plan = paths.plan.load()?;
@@ -123,81 +97,9 @@ pub fn merge(
 
     // Refusals first: nothing is touched, no backup is written.
     let slot = slot_holding(&ws.main, &branch);
-    // A branch that lost completed work is not merged (nor called "already merged"): the last
-    // tip runner knew is kept under a recovery ref and the way back is printed.
-    if let Some(plan) = &plan
-        && crate::engine::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_some()
-    {
-        let wt = slot.as_ref().and_then(|s| s.open(&ws.main).ok());
-        if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
-            &ws.main,
-            paths,
-            journal,
-            plan,
-            None,
-            wt.as_ref(),
-            slot.as_ref().map(|s| s.path.as_path()),
-            false,
-        )? {
-            return Err(RunnerError::NeedsHuman(format!(
-                "{}
-Nothing was merged.",
-                guarded.message
-            ))
-            .into());
-        }
-    }
-    if let Some(slot) = &slot {
-        let dirty = dirty_paths(&slot.open(&ws.main)?)?;
-        if !dirty.is_empty() {
-            return Err(RunnerError::NeedsHuman(format!(
-                "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
-                slot.path.display(),
-                super::capped_list(&dirty),
-                paths.name
-            ))
-            .into());
-        }
-    }
-    let checked_out = where_checked_out(&ws.main, &target);
-    match &checked_out {
-        CheckedOut::Linked(path) => {
-            return Err(RunnerError::NeedsHuman(format!(
-                "{target} is checked out in the worktree {}; runner will not change files there. Check out another branch in it, or merge from there by hand",
-                path.display()
-            ))
-            .into());
-        }
-        CheckedOut::Main => {
-            let dirty = dirty_paths(repo)?;
-            if !dirty.is_empty() {
-                return Err(RunnerError::NeedsHuman(format!(
-                    "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
-                    ws.root.display(),
-                    super::capped_list(&dirty)
-                ))
-                .into());
-            }
-        }
-        CheckedOut::Nowhere if mode == MergeMode::NoCommit => {
-            return Err(RunnerError::bad_input(format!(
-                "--no-commit stages the merge in your working tree, so {target} must be checked out there (git switch {target})"
-            ))
-            .into());
-        }
-        CheckedOut::Nowhere => {}
-    }
-    // A held index lock would make the update fail half-way: refuse before touching anything.
-    if checked_out == CheckedOut::Main {
-        refuse_if_index_locked(repo.path())?;
-    }
-    if let Some(slot) = &slot
-        && mode != MergeMode::NoCommit
-        && !keep_worktree
-    {
-        refuse_if_index_locked(&crate::git::slot::admin_dir(&ws.main, slot))?;
-    }
-    if target_tip == branch_tip || repo.graph_descendant_of(target_tip, branch_tip)? {
+    refuse_lost_work(ws, paths, journal, plan.as_ref(), slot.as_ref())?;
+    let checked_out = refuse_unsafe_places(ws, paths, &target, mode, keep_worktree, slot.as_ref())?;
+    if history::contains(repo, target_tip, branch_tip)? {
         return Ok(MergeOutcome {
             spec: paths.name.clone(),
             target,
@@ -221,95 +123,42 @@ Nothing was merged.",
         .into());
     };
     let (landed, files) = what_lands(repo, target_tip, branch_tip)?;
-
-    // Back up both tips (and the plan) before anything moves.
-    let stamp = backup::new_stamp(repo, &paths.name);
-    let mut meta = BackupMeta {
-        kind: "merge".into(),
-        spec: paths.name.clone(),
-        time: crate::clock::now(),
-        stamp,
-        branch: branch.clone(),
-        branch_tip: Some(branch_tip.to_string()),
-        target: Some(target.clone()),
-        target_tip_before: Some(target_tip.to_string()),
-        target_tip_after: None,
-        mode: Some(mode.as_str().into()),
-        uncommitted: None,
-    };
-    let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
-    let tree = repo.find_tree(tree_id)?;
-    let sig = signature(repo)?;
-    let ours = repo.find_commit(target_tip)?;
-    let theirs = repo.find_commit(branch_tip)?;
     let new_commit = match mode {
-        MergeMode::Merge => Some(repo.commit(
-            None,
-            &sig,
-            &sig,
+        MergeMode::Merge => Some(history::write_commit(
+            repo,
+            tree_id,
+            &[target_tip, branch_tip],
             &merge_message(&paths.name, plan.as_ref(), false),
-            &tree,
-            &[&ours, &theirs],
         )?),
-        MergeMode::Squash => Some(repo.commit(
-            None,
-            &sig,
-            &sig,
+        MergeMode::Squash => Some(history::write_commit(
+            repo,
+            tree_id,
+            &[target_tip],
             &merge_message(&paths.name, plan.as_ref(), true),
-            &tree,
-            &[&ours],
         )?),
         MergeMode::NoCommit => None,
     };
-    meta.target_tip_after = new_commit.map(|c| c.to_string());
+    let stamp = backup::new_stamp(repo, &paths.name);
     let intent = Intent {
         branch_tip: Some(branch_tip.to_string()),
         slot: slot.as_ref().map(|s| s.name.clone()),
         mode: Some(mode.as_str().into()),
         target: Some(target.clone()),
         target_before: Some(target_tip.to_string()),
-        target_after: meta.target_tip_after.clone(),
+        target_after: new_commit.map(|c| c.to_string()),
         merged_tree: Some(tree_id.to_string()),
         main_files: checked_out == CheckedOut::Main,
         keep_worktree,
         ..Intent::new(
             Op::Merge,
             &paths.name,
-            backup::prefix(&paths.name, &meta.stamp),
+            backup::prefix(&paths.name, &stamp),
             branch.clone(),
         )
     };
-    lifecycle::record(paths, &intent)?;
-    crate::failpoint::hit("merge_intent_recorded");
-    let refs_prefix = match backup::write(
-        repo,
-        &meta,
-        &[("branch", branch_tip), ("target", target_tip)],
-        plan_bytes.as_deref(),
-    ) {
-        Ok(prefix) => prefix,
-        Err(e) => {
-            // Nothing changed yet but a partial backup: forget it (recover would too).
-            let _ = roll_back_refused(ws, paths, &intent);
-            return Err(e.context("writing the backup; nothing was changed"));
-        }
-    };
+    let refs_prefix = record_and_back_up(ws, paths, &intent, stamp)?;
     crate::failpoint::hit("merge_after_backup");
-
-    // Land it: files first (when the target is checked out), then the ref. A failure before
-    // the ref moved puts back whatever was written: nothing of a refused merge remains.
-    if let Err(e) = land(ws, &intent, &tree, new_commit, target_tip) {
-        return Err(match roll_back_refused(ws, paths, &intent) {
-            Ok(saved) => e.context(format!(
-                "merging into {target} failed; the files, the index and {target} were put back as they were{}",
-                saved_note(saved.as_deref())
-            )),
-            Err(undo_err) => e.context(format!(
-                "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
-                paths.name
-            )),
-        });
-    }
+    land_or_put_back(ws, paths, &intent, tree_id, new_commit, target_tip)?;
     crate::failpoint::hit("merge_after_ref");
 
     finish(ws, paths, &intent, journal)?;
@@ -331,6 +180,208 @@ Nothing was merged.",
     })
 }
 
+/// What a merge that an earlier run of this command took past its point of no return (and
+/// this one finished) landed, told as this merge's outcome.
+fn outcome_of_finished(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+) -> anyhow::Result<MergeOutcome> {
+    let cleaned_up = intent.mode.as_deref() != Some("no-commit") && !intent.keep_worktree;
+    let oid = |s: &Option<String>| s.as_deref().and_then(commit_id);
+    let (landed, files) = match (oid(&intent.target_before), oid(&intent.branch_tip)) {
+        (Some(before), Some(tip)) => what_lands(&ws.main.repo, before, tip)?,
+        _ => (Vec::new(), 0),
+    };
+    Ok(MergeOutcome {
+        spec: paths.name.clone(),
+        target: intent.target.clone().unwrap_or_default(),
+        mode: MergeMode::from_name(intent.mode.as_deref()),
+        commit: intent.target_after.clone(),
+        landed,
+        files,
+        backup: Some(intent.backup.clone()),
+        cleaned_up,
+        freed_worktree: intent
+            .slot
+            .as_deref()
+            .filter(|_| cleaned_up)
+            .and_then(|n| crate::git::Slot::named(&ws.root, n))
+            .map(|s| s.path.display().to_string()),
+        already_merged: false,
+    })
+}
+
+/// A branch that lost completed work is not merged (nor called "already merged"): the last
+/// tip runner knew is kept under a recovery ref and the way back is printed.
+fn refuse_lost_work(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+    plan: Option<&Plan>,
+    slot: Option<&crate::git::Slot>,
+) -> anyhow::Result<()> {
+    let Some(plan) = plan else { return Ok(()) };
+    if crate::engine::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_none() {
+        return Ok(());
+    }
+    let wt = slot.and_then(|s| s.open(&ws.main).ok());
+    if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
+        &ws.main,
+        paths,
+        journal,
+        plan,
+        None,
+        wt.as_ref(),
+        slot.map(|s| s.path.as_path()),
+        false,
+    )? {
+        return Err(RunnerError::NeedsHuman(format!(
+            "{}
+Nothing was merged.",
+            guarded.message
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuse a merge that would lose or clobber something where it writes: uncommitted changes in
+/// the spec's worktree or in the checked-out target, a target checked out in another
+/// worktree, a held index lock. Returns where the target is checked out.
+fn refuse_unsafe_places(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    target: &str,
+    mode: MergeMode,
+    keep_worktree: bool,
+    slot: Option<&crate::git::Slot>,
+) -> anyhow::Result<CheckedOut> {
+    if let Some(slot) = slot {
+        let dirty = dirty_paths(&slot.open(&ws.main)?)?;
+        if !dirty.is_empty() {
+            return Err(RunnerError::NeedsHuman(format!(
+                "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
+                slot.path.display(),
+                super::capped_list(&dirty),
+                paths.name
+            ))
+            .into());
+        }
+    }
+    let checked_out = where_checked_out(&ws.main, target);
+    match &checked_out {
+        CheckedOut::Linked(path) => {
+            return Err(RunnerError::NeedsHuman(format!(
+                "{target} is checked out in the worktree {}; runner will not change files there. Check out another branch in it, or merge from there by hand",
+                path.display()
+            ))
+            .into());
+        }
+        CheckedOut::Main => {
+            let dirty = dirty_paths(&ws.main.repo)?;
+            if !dirty.is_empty() {
+                return Err(RunnerError::NeedsHuman(format!(
+                    "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
+                    ws.root.display(),
+                    super::capped_list(&dirty)
+                ))
+                .into());
+            }
+        }
+        CheckedOut::Nowhere if mode == MergeMode::NoCommit => {
+            return Err(RunnerError::bad_input(format!(
+                "--no-commit stages the merge in your working tree, so {target} must be checked out there (git switch {target})"
+            ))
+            .into());
+        }
+        CheckedOut::Nowhere => {}
+    }
+    // A held index lock would make the update fail half-way: refuse before touching anything.
+    if checked_out == CheckedOut::Main {
+        refuse_if_index_locked(ws.main.git_dir())?;
+    }
+    if let Some(slot) = slot
+        && mode != MergeMode::NoCommit
+        && !keep_worktree
+    {
+        refuse_if_index_locked(&crate::git::slot::admin_dir(&ws.main, slot))?;
+    }
+    Ok(checked_out)
+}
+
+/// Record the intent, then back up both tips (and the plan) before anything moves. Returns the
+/// backup's refs prefix; a failed backup leaves nothing behind.
+fn record_and_back_up(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+    stamp: String,
+) -> anyhow::Result<String> {
+    let repo = &ws.main.repo;
+    let tip = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(commit_id)
+            .context("merge intent without tips")
+    };
+    let (branch_tip, target_tip) = (tip(&intent.branch_tip)?, tip(&intent.target_before)?);
+    let meta = BackupMeta {
+        kind: "merge".into(),
+        spec: paths.name.clone(),
+        time: crate::clock::now(),
+        stamp,
+        branch: intent.branch.clone(),
+        branch_tip: intent.branch_tip.clone(),
+        target: intent.target.clone(),
+        target_tip_before: intent.target_before.clone(),
+        target_tip_after: intent.target_after.clone(),
+        mode: intent.mode.clone(),
+        uncommitted: None,
+    };
+    let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
+    lifecycle::record(paths, intent)?;
+    crate::failpoint::hit("merge_intent_recorded");
+    match backup::write(
+        repo,
+        &meta,
+        &[("branch", branch_tip), ("target", target_tip)],
+        plan_bytes.as_deref(),
+    ) {
+        Ok(prefix) => Ok(prefix),
+        Err(e) => {
+            // Nothing changed yet but a partial backup: forget it (recover would too).
+            let _ = roll_back_refused(ws, paths, intent);
+            Err(e.context("writing the backup; nothing was changed"))
+        }
+    }
+}
+
+/// Land it: files first (when the target is checked out), then the ref. A failure before the
+/// ref moved puts back whatever was written: nothing of a refused merge remains.
+fn land_or_put_back(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    intent: &Intent,
+    tree: Oid,
+    new_commit: Option<Oid>,
+    target_tip: Oid,
+) -> anyhow::Result<()> {
+    let Err(e) = land(ws, intent, tree, new_commit, target_tip) else {
+        return Ok(());
+    };
+    let target = intent.target.as_deref().unwrap_or_default();
+    Err(match roll_back_refused(ws, paths, intent) {
+        Ok(saved) => e.context(format!(
+            "merging into {target} failed; the files, the index and {target} were put back as they were{}",
+            saved_note(saved.as_deref())
+        )),
+        Err(undo_err) => e.context(format!(
+            "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
+            paths.name
+        )),
+    })
+}
+
 /// The commits (one line each) and the number of files merging `branch_tip` into
 /// `target_tip` lands.
 fn what_lands(
@@ -338,9 +389,7 @@ fn what_lands(
     target_tip: Oid,
     branch_tip: Oid,
 ) -> anyhow::Result<(Vec<String>, usize)> {
-    let fork = repo
-        .merge_base(target_tip, branch_tip)
-        .unwrap_or(target_tip);
+    let fork = history::merge_base(repo, target_tip, branch_tip).unwrap_or(target_tip);
     let landed = log_between(repo, fork, branch_tip)?
         .into_iter()
         .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
@@ -353,24 +402,22 @@ fn what_lands(
 fn land(
     ws: &Workspace,
     intent: &Intent,
-    tree: &git2::Tree,
+    tree: Oid,
     new_commit: Option<Oid>,
     target_tip: Oid,
 ) -> anyhow::Result<()> {
     let repo = &ws.main.repo;
     let target = intent.target.as_deref().unwrap_or_default();
     if intent.main_files {
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.safe();
-        repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        crate::git::tree::checkout_tree_safely(repo, tree)
             .with_context(|| format!("updating the files of {target} in {}", ws.root.display()))?;
     }
     crate::failpoint::hit("merge_files_written");
     if let Some(commit) = new_commit {
-        repo.reference_matching(
+        crate::git::refs::move_if_at(
+            repo,
             &format!("refs/heads/{target}"),
             commit,
-            true,
             target_tip,
             &format!("runner: merge {}", intent.spec),
         )
@@ -400,18 +447,15 @@ pub fn roll_back(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option<Strin
         return Ok(None);
     }
     let oid = |s: &Option<String>| -> anyhow::Result<Oid> {
-        Ok(Oid::from_str(
-            s.as_deref().context("intent without a tree")?,
-        )?)
+        s.as_deref()
+            .and_then(commit_id)
+            .context("intent without a tree")
     };
-    let repo = &ws.main.repo;
-    let before = repo.find_commit(oid(&intent.target_before)?)?;
-    let merged = repo.find_tree(oid(&intent.merged_tree)?)?;
     crate::git::merge::restore_paths(
-        repo,
+        &ws.main.repo,
         &ws.root,
-        &before,
-        &merged,
+        oid(&intent.target_before)?,
+        oid(&intent.merged_tree)?,
         &intent.spec,
         "merge-rollback",
     )
@@ -428,7 +472,7 @@ pub fn finish(
 ) -> anyhow::Result<Option<String>> {
     let repo = &ws.main.repo;
     let mode = MergeMode::from_name(intent.mode.as_deref());
-    let oid = |s: &Option<String>| s.as_deref().and_then(|s| Oid::from_str(s).ok());
+    let oid = |s: &Option<String>| s.as_deref().and_then(commit_id);
     let target = intent
         .target
         .clone()
@@ -444,8 +488,7 @@ pub fn finish(
         saved = lifecycle::remove_own_slot(ws, intent)?;
         crate::failpoint::hit("merge_worktree_removed");
         if ws.main.branch_tip(&intent.branch) == Some(branch_tip) {
-            repo.find_branch(&intent.branch, git2::BranchType::Local)?
-                .delete()?;
+            crate::git::refs::delete_branch(repo, &intent.branch)?;
         }
         crate::failpoint::hit("merge_branch_deleted");
         // A spec merged without a plan (its branch is all there is) has none to mark.
@@ -474,16 +517,16 @@ fn verify(
     let ok = match (mode, commit) {
         // The target at the merge commit, or moved on from it (commits made on top since).
         (MergeMode::Merge, Some(c)) => {
-            let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            (tip == c || repo.graph_descendant_of(tip, c)?)
-                && repo.graph_descendant_of(c, branch_tip)?
+            let tip = history::branch_commit(repo, target)?;
+            history::contains(repo, tip, c)?
+                && c != branch_tip
+                && history::contains(repo, c, branch_tip)?
         }
         (MergeMode::Squash, Some(c)) => {
-            let tip = repo.refname_to_id(&format!("refs/heads/{target}"))?;
-            (tip == c || repo.graph_descendant_of(tip, c)?)
-                && repo.find_commit(c)?.tree_id() == tree
+            let tip = history::branch_commit(repo, target)?;
+            history::contains(repo, tip, c)? && history::tree_of(repo, c) == Some(tree)
         }
-        _ => repo.index()?.write_tree()? == tree,
+        _ => crate::git::tree::index_tree(repo)? == tree,
     };
     if ok {
         Ok(())

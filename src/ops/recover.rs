@@ -47,7 +47,12 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     let ws = Workspace::open(cwd)?;
     let config = ws.config()?;
     let names = match &req.spec {
-        Some(q) => vec![crate::store::spec::resolve(&ws.specs_dir, q)?],
+        Some(q) => vec![crate::store::spec::choose_or_explain(
+            &ws,
+            cwd,
+            Some(q),
+            &|n| format!("runner recover --spec {}", crate::sh(n)),
+        )?],
         None => crate::store::spec::list(&ws.specs_dir),
     };
     let mut opts = recover_options(

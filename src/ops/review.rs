@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::RunnerError;
 use crate::git::merge::{FileChange, file_changes, preview};
-use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
+use crate::git::{Oid, Repository, branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::{Plan, Status};
 use crate::store::workspace::{SpecPaths, Workspace};
 
@@ -25,9 +25,9 @@ pub struct Review {
     pub worktree: Option<String>,
     pub last_activity: Option<String>,
     #[serde(skip)]
-    pub merge_base: Option<git2::Oid>,
+    pub merge_base: Option<Oid>,
     #[serde(skip)]
-    pub tip: git2::Oid,
+    pub tip: Oid,
 }
 
 #[derive(Debug, Serialize)]
@@ -64,7 +64,7 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
         .or_else(|| ws.main.current_branch())
         .ok_or_else(|| {
             // HEAD on a branch with no commit yet is unborn, not detached.
-            let unborn = matches!(ws.main.repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
+            let unborn = crate::git::history::head_is_unborn(&ws.main.repo);
             RunnerError::bad_input(if unborn {
                 "no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge (make a first commit, then `runner run`)"
             } else {
@@ -76,12 +76,7 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
 
 /// The chunk a commit landed: matched against the plan's ids when there is a plan (an id may
 /// hold ` - `), else read from the subject.
-fn chunk_of(
-    repo: &git2::Repository,
-    plan: Option<&Plan>,
-    oid: git2::Oid,
-    summary: &str,
-) -> Option<String> {
+fn chunk_of(repo: &Repository, plan: Option<&Plan>, oid: Oid, summary: &str) -> Option<String> {
     let Some(plan) = plan else {
         return crate::plan::chunk_id_of_commit(summary).map(str::to_string);
     };
@@ -95,8 +90,8 @@ fn chunk_of(
     if let Some(chunk) = plan.chunks().find(|c| recorded(c).contains(&id)) {
         return Some(chunk.id.clone());
     }
-    let commit = repo.find_commit(oid).ok()?;
-    let pos = plan.chunk_of_commit(commit.message()?)?;
+    let message = crate::git::history::message_of(repo, oid)?;
+    let pos = plan.chunk_of_commit(&message)?;
     let chunk = plan.chunk(pos);
     recorded(chunk).is_empty().then(|| chunk.id.clone())
 }
@@ -116,7 +111,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
         RunnerError::bad_input(format!("the base branch {base:?} does not exist"))
     })?;
     let repo = &ws.main.repo;
-    let merge_base = repo.merge_base(base_tip, tip).ok();
+    let merge_base = crate::git::history::merge_base(repo, base_tip, tip);
     let fork = merge_base.unwrap_or(base_tip);
     let commits = log_between(repo, fork, tip)?
         .into_iter()

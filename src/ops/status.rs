@@ -68,9 +68,13 @@ pub struct SlotStatus {
     pub problem: Option<String>,
 }
 
-pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
+/// Every spec's state (or only the spec `only`), and every slot's.
+pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport> {
     let mut specs = Vec::new();
-    for name in crate::store::spec::list(&ws.specs_dir) {
+    let names = crate::store::spec::list(&ws.specs_dir)
+        .into_iter()
+        .filter(|name| only.is_none_or(|o| o == name));
+    for name in names {
         let paths = match ws.spec(&name) {
             Ok(paths) => paths,
             // A spec folder linked outside the repository: listed, never opened.

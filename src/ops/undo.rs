@@ -2,7 +2,6 @@
 //! `runner gc`: remove old backups (never automatically).
 
 use anyhow::Context;
-use git2::Oid;
 use serde::Serialize;
 use serde_json::json;
 
@@ -10,7 +9,7 @@ use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, Backup};
 use crate::git::merge::{CheckedOut, where_checked_out};
-use crate::git::{Slot, SlotState, dirty_paths};
+use crate::git::{Oid, Slot, SlotState, dirty_paths, history, tree};
 use crate::plan::parse_plan;
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
@@ -113,10 +112,7 @@ pub fn finish(
                     .backup
                     .replacen(backup::BACKUP_PREFIX, backup::UNDONE_PREFIX, 1)
             );
-            let own = repo
-                .find_reference(&undone_meta)
-                .ok()
-                .and_then(|r| backup::read_backup(repo, &r))
+            let own = backup::read_backup_at(repo, &undone_meta)
                 .is_some_and(|b| b.meta.spec == paths.name);
             if !own {
                 return Err(RunnerError::NeedsHuman(format!(
@@ -287,12 +283,12 @@ fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<Tar
             }
             let dirty = dirty_paths(repo)?;
             if dirty.is_empty() || resuming {
-                crate::ops::discard::refuse_if_index_locked(repo.path())?;
+                crate::ops::discard::refuse_if_index_locked(ws.main.git_dir())?;
                 return Ok(TargetUndo::CheckoutThenRef { before, after });
             }
             // An undo cut off between the files and the ref: the files are already back.
-            let before_tree = repo.find_commit(before)?.tree_id();
-            if repo.index()?.write_tree()? == before_tree && !has_unstaged(repo)? {
+            let before_tree = history::tree_of(repo, before);
+            if Some(tree::index_tree(repo)?) == before_tree && !tree::has_unstaged(repo)? {
                 return Ok(TargetUndo::RefOnly { before, after });
             }
             Err(RunnerError::NeedsHuman(format!(
@@ -311,14 +307,14 @@ fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<Tar
             let branch_tip =
                 backup::ref_target(repo, b, "branch").context("backup without branch tip")?;
             let staged = crate::git::merge::preview(repo, before, branch_tip)?.tree;
-            let index_tree = repo.index()?.write_tree()?;
-            let unstaged = has_unstaged(repo)?;
-            let head_tree = repo.find_commit(now)?.tree_id();
+            let index_tree = tree::index_tree(repo)?;
+            let unstaged = tree::has_unstaged(repo)?;
+            let head_tree = history::tree_of(repo, now).context("the target's commit is missing")?;
             if index_tree == head_tree && !unstaged {
                 // Nothing of the merge reached the files: nothing to put back.
                 Ok(TargetUndo::Nothing)
             } else if staged == Some(index_tree) && !unstaged {
-                crate::ops::discard::refuse_if_index_locked(repo.path())?;
+                crate::ops::discard::refuse_if_index_locked(ws.main.git_dir())?;
                 Ok(TargetUndo::DropStaged { head: now })
             } else {
                 Err(RunnerError::NeedsHuman(format!(
@@ -338,20 +334,6 @@ fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<Tar
     }
 }
 
-/// Unstaged changes (untracked files included) in `repo`'s working tree.
-fn has_unstaged(repo: &git2::Repository) -> anyhow::Result<bool> {
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true).include_ignored(false);
-    Ok(repo.statuses(Some(&mut opts))?.iter().any(|e| {
-        let s = e.status();
-        s.is_wt_new()
-            || s.is_wt_modified()
-            || s.is_wt_deleted()
-            || s.is_wt_renamed()
-            || s.is_wt_typechange()
-    }))
-}
-
 /// Put the target back; returns its name and the recovery ref of any files saved first.
 fn apply_target_undo(
     ws: &Workspace,
@@ -366,26 +348,23 @@ fn apply_target_undo(
         TargetUndo::CheckoutThenRef { before, after } => {
             // Only the merge's paths change; a file there that is neither the merged nor the
             // old version (this undo cut off mid-write, or edited since) is saved first.
-            let before_commit = repo.find_commit(before)?;
-            let after_tree = repo.find_commit(after)?.tree()?;
+            let after_tree =
+                history::tree_of(repo, after).context("the merge commit is missing")?;
             saved = crate::git::merge::restore_paths(
                 repo,
                 &ws.root,
-                &before_commit,
-                &after_tree,
+                before,
+                after_tree,
                 &b.meta.spec,
                 "undo",
             )?;
             crate::failpoint::hit("undo_target_files_reset");
-            repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
+            crate::git::refs::move_if_at(repo, &target_ref, before, after, "runner undo merge")?;
         }
         TargetUndo::RefOnly { before, after } => {
-            repo.reference_matching(&target_ref, before, true, after, "runner undo merge")?;
+            crate::git::refs::move_if_at(repo, &target_ref, before, after, "runner undo merge")?;
         }
-        TargetUndo::DropStaged { head } => {
-            let head = repo.find_object(head, None)?;
-            repo.reset(&head, git2::ResetType::Hard, None)?;
-        }
+        TargetUndo::DropStaged { head } => tree::reset_hard(repo, head)?,
         TargetUndo::Nothing => {}
     }
     Ok((target, saved))
@@ -460,20 +439,11 @@ fn restore_worktree(
     crate::failpoint::hit("undo_slot_created");
     let wt = slot.open(&ws.main)?;
     if let Some(u) = uncommitted {
-        let tree = wt.find_commit(u)?.tree()?;
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.force();
-        wt.checkout_tree(tree.as_object(), Some(&mut checkout))?;
-        // The files are back; leave them uncommitted, as they were.
-        let head_tree = wt.head()?.peel_to_tree()?;
-        let mut index = wt.index()?;
-        index.read_tree(&head_tree)?;
-        index.write()?;
+        // The files are back; left uncommitted, as they were.
+        tree::restore_uncommitted(&wt, u)?;
     } else if resuming {
         // A creation cut off mid-checkout: complete it.
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.force();
-        wt.checkout_head(Some(&mut checkout))?;
+        tree::force_checkout_head(&wt)?;
     }
     Ok(Some(slot.path.display().to_string()))
 }
@@ -502,17 +472,14 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
     let mut removed = Vec::new();
     let mut kept = 0;
     for prefix in [backup::BACKUP_PREFIX, backup::UNDONE_PREFIX] {
-        let metas: Vec<(String, Option<String>)> = repo
-            .references_glob(&format!("{prefix}/*/*/meta"))?
-            .flatten()
-            .filter_map(|r| {
-                let name = r.name()?.to_string();
-                let commit = r.peel_to_commit().ok()?;
-                let when = chrono::DateTime::from_timestamp(commit.time().seconds(), 0)
-                    .map(|t| t.to_rfc3339());
-                Some((name, when))
-            })
-            .collect();
+        let metas: Vec<(String, Option<String>)> =
+            crate::git::refs::commit_times(repo, &format!("{prefix}/*/*/meta"))?
+                .into_iter()
+                .map(|(name, seconds)| {
+                    let when = chrono::DateTime::from_timestamp(seconds, 0).map(|t| t.to_rfc3339());
+                    (name, when)
+                })
+                .collect();
         for (name, when) in metas {
             let old = when
                 .as_deref()

@@ -4,6 +4,7 @@
 //! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
 pub mod recovery;
+pub mod spec_choice;
 pub mod transition;
 
 /// How an agent session's process ended (the mechanism in `agent/` reports it).

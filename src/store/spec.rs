@@ -1,8 +1,11 @@
-//! Spec names: what may be a spec name, and how `--spec X` finds a folder.
+//! Spec names: what may be a spec name, and the one resolver that finds the spec a command is
+//! about (`choose`: `--spec X`, the slot it runs in, the only spec).
 
 use std::path::Path;
 
 use crate::error::RunnerError;
+use crate::policy::spec_choice::{self, SpecChoice};
+use crate::store::workspace::Workspace;
 
 /// Reject anything that could leave `.auto-claude/specs/` or confuse git or a terminal.
 pub fn check_name(name: &str) -> Result<(), RunnerError> {
@@ -18,7 +21,7 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
         Some("it contains control characters")
     } else if name.chars().any(|c| " ~^:?*[@{".contains(c)) {
         Some("it contains a character git does not allow in branch names (space ~ ^ : ? * [ @ {)")
-    } else if !git2::Reference::is_valid_name(&format!("refs/heads/auto-claude/{name}")) {
+    } else if !crate::git::refs::is_valid_name(&format!("refs/heads/auto-claude/{name}")) {
         Some("git does not allow it in a branch name (for example it ends in .lock or .)")
     } else {
         None
@@ -47,71 +50,86 @@ pub fn list(specs_dir: &Path) -> Vec<String> {
     names
 }
 
-/// How a query matched: pure function over the folder names, unit-tested.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Resolution {
-    One(String),
-    None,
-    Many(Vec<String>),
+/// The spec of the runner slot (`.worktrees/auto-claude*`) that `cwd` is inside, read from the
+/// branch checked out there (`auto-claude/<spec>`). Any other worktree, or a slot on another
+/// branch or a detached HEAD, says nothing.
+pub fn slot_spec(ws: &Workspace, cwd: &Path) -> Option<String> {
+    let (top, branch) = crate::git::repo::worktree_containing(cwd)?;
+    let in_a_slot = crate::git::Slot::all(&ws.main)
+        .iter()
+        .any(|slot| slot.path.canonicalize().is_ok_and(|p| p == top));
+    if !in_a_slot {
+        return None;
+    }
+    crate::git::spec_of_branch(&branch?).map(str::to_string)
 }
 
-/// Exact name, else the unique folder starting with `X-`, else a unique substring.
-pub fn resolve_among(names: &[String], query: &str) -> Resolution {
-    if names.iter().any(|n| n == query) {
-        return Resolution::One(query.to_string());
+/// The one spec resolver every command uses: the folder names, `--spec` and the slot the
+/// command runs in, decided by `policy::spec_choice::choose`. A query is checked first (no
+/// `..`, no `/` …).
+pub fn choose(ws: &Workspace, cwd: &Path, query: Option<&str>) -> Result<SpecChoice, RunnerError> {
+    if let Some(q) = query {
+        check_name(q)?;
     }
-    let prefix = format!("{query}-");
-    for matches in [
-        names
-            .iter()
-            .filter(|n| n.starts_with(&prefix))
-            .cloned()
-            .collect::<Vec<_>>(),
-        names
-            .iter()
-            .filter(|n| n.contains(query))
-            .cloned()
-            .collect(),
-    ] {
-        match matches.len() {
-            0 => continue,
-            1 => return Resolution::One(matches.into_iter().next().unwrap_or_default()),
-            _ => return Resolution::Many(matches),
-        }
-    }
-    Resolution::None
+    let names = list(&ws.specs_dir);
+    let from_slot = if query.is_none() {
+        slot_spec(ws, cwd)
+    } else {
+        None
+    };
+    Ok(spec_choice::choose(&names, query, from_slot.as_deref()))
 }
 
-/// Resolve `query` against the folders in `specs_dir`, with errors that say what to do.
-pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
-    check_name(query)?;
-    let names = list(specs_dir);
-    match resolve_among(&names, query) {
-        Resolution::One(name) => {
-            // runner writes in the spec folder: a link must not lead out of the repository
-            // (`specs_dir` is `<repo>/.auto-claude/specs`).
-            if let Some(root) = specs_dir.ancestors().nth(2) {
-                crate::store::safe::check_link_inside(root, &specs_dir.join(&name))?;
-            }
-            Ok(name)
-        }
-        Resolution::None if names.is_empty() => Err(RunnerError::bad_input(format!(
-            "no spec matches {query:?}: {} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
-            specs_dir.display()
-        ))),
-        Resolution::None => Err(RunnerError::bad_input(format!(
-            "no spec matches {query:?}. Specs: {}",
-            names.join(", ")
-        ))),
-        Resolution::Many(matches) => Err(RunnerError::bad_input(format!(
+/// `choose` for a caller that cannot ask: one spec, or an error (exit 2) that lists the
+/// candidates, each with `command(name)`, the command to type for it.
+pub fn choose_or_explain(
+    ws: &Workspace,
+    cwd: &Path,
+    query: Option<&str>,
+    command: &dyn Fn(&str) -> String,
+) -> Result<String, RunnerError> {
+    match choose(ws, cwd, query)? {
+        SpecChoice::One(name) => Ok(name),
+        other => Err(explain(&ws.specs_dir, &other, command)),
+    }
+}
+
+/// The error for a choice that is not one spec: what is wrong and what to type instead.
+pub fn explain(
+    specs_dir: &Path,
+    choice: &SpecChoice,
+    command: &dyn Fn(&str) -> String,
+) -> RunnerError {
+    let listed = |candidates: &[String]| {
+        candidates
+            .iter()
+            .map(|m| format!("  {}", command(m)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    RunnerError::bad_input(match choice {
+        SpecChoice::One(name) => format!("spec {name} needs no choice"),
+        SpecChoice::SeveralMatch { query, candidates } => format!(
             "{query:?} matches several specs; name one exactly:\n{}",
-            matches
-                .iter()
-                .map(|m| format!("  runner run --spec {}", crate::sh(m)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ))),
-    }
+            listed(candidates)
+        ),
+        SpecChoice::NotSaid { candidates } => format!(
+            "cannot tell which spec this is about: there are several, no --spec was given and this is not run from a spec's worktree. Name one:\n{}",
+            listed(candidates)
+        ),
+        SpecChoice::NoMatch { query } => format!(
+            "no spec matches {query:?}. Specs: {}",
+            list(specs_dir).join(", ")
+        ),
+        SpecChoice::NoSpecs => format!(
+            "{} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
+            specs_dir.display()
+        ),
+        SpecChoice::SlotSpecGone(name) => format!(
+            "this worktree holds the branch of spec {name}, whose folder {} is gone; pass --spec to name another spec (or restore the folder)",
+            specs_dir.join(name).display()
+        ),
+    })
 }
 
 /// The largest `spec.md` read: a feature description, not a data file (every session's prompt
@@ -208,34 +226,6 @@ pub fn is_blank(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn exact_then_prefix_then_substring() {
-        let n = names(&["001-add-login", "002-add-logout", "010-login-page"]);
-        assert_eq!(
-            resolve_among(&n, "001-add-login"),
-            Resolution::One("001-add-login".into())
-        );
-        assert_eq!(
-            resolve_among(&n, "001"),
-            Resolution::One("001-add-login".into())
-        );
-        assert_eq!(
-            resolve_among(&n, "logout"),
-            Resolution::One("002-add-logout".into())
-        );
-        assert_eq!(
-            resolve_among(&n, "login"),
-            Resolution::Many(names(&["001-add-login", "010-login-page"]))
-        );
-        assert_eq!(resolve_among(&n, "zzz"), Resolution::None);
-        // "00" is no exact name and no folder starts with "00-": substring matches all three.
-        assert!(matches!(resolve_among(&n, "00"), Resolution::Many(m) if m.len() == 2));
-    }
 
     #[test]
     fn a_spec_with_nothing_visible_is_blank() {

@@ -72,11 +72,14 @@ fn chunk_errors_are_clear_and_change_nothing() {
     assert_exit(&unknown, 2);
     assert!(stderr(&unknown).contains("no chunk \"nope\"") && stderr(&unknown).contains("core-a"));
 
-    // Outside any worktree, with nothing to say which spec: a usage error.
+    // Outside any worktree, with several specs and nothing to say which: a usage error that
+    // gives the command for each.
+    repo.add_spec("003-other");
     let lost = repo.runner(&["chunk", "done", "polish"]);
     assert_exit(&lost, 2);
     assert!(
-        stderr(&lost).contains("cannot tell which spec"),
+        stderr(&lost).contains("cannot tell which spec")
+            && stderr(&lost).contains("runner chunk done polish --spec 002-err"),
         "{}",
         stderr(&lost)
     );

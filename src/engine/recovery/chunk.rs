@@ -11,7 +11,7 @@ pub async fn recover_chunk(
     paths: &SpecPaths,
     journal: &Journal,
     chunk: &Chunk,
-    wt: Option<&git2::Repository>,
+    wt: Option<&crate::git::Repository>,
     opts: &RecoverOptions,
     why: &str,
 ) -> anyhow::Result<Action> {
@@ -70,7 +70,7 @@ async fn decide_chunk(
     chunk: &Chunk,
     facts: &ChunkFacts,
     verified: Option<bool>,
-    wt: Option<&git2::Repository>,
+    wt: Option<&crate::git::Repository>,
     opts: &RecoverOptions,
 ) -> anyhow::Result<Decided> {
     let id = chunk.id.as_str();
@@ -88,7 +88,7 @@ async fn decide_chunk(
         return Ok(rules("rules".to_string()));
     };
     let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
-    let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
+    let workdir = crate::git::repo::work_folder(wt_repo).unwrap_or(std::path::Path::new("."));
     let answer = evaluator::ask(
         ev,
         paths,
@@ -129,7 +129,7 @@ fn keep_the_work(
     chunk: &Chunk,
     facts: &ChunkFacts,
     decision: Decision,
-    wt: Option<&git2::Repository>,
+    wt: Option<&crate::git::Repository>,
 ) -> anyhow::Result<(Option<String>, Option<String>)> {
     let Some(wt) = wt else {
         return Ok((None, None));
@@ -272,7 +272,7 @@ pub fn predict_chunk(facts: &ChunkFacts, checks: bool, evaluator: bool, id: &str
 /// worktree is then reset to the attempt's start commit, so the ref also keeps the commits made
 /// since; nothing is lost.
 pub(super) fn save_partial_work(
-    wt: &git2::Repository,
+    wt: &crate::git::Repository,
     spec: &str,
     chunk: &Chunk,
     facts: &ChunkFacts,
@@ -284,7 +284,7 @@ pub(super) fn save_partial_work(
     if saved.is_none() && facts.new_commits > 0 {
         // Nothing uncommitted: the ref keeps the commits.
         let head = crate::git::head_commit(wt)?;
-        wt.reference(&refname, head, false, &message)?;
+        crate::git::refs::create(wt, &refname, head, &message)?;
         saved = Some(head);
     }
     if decision == Decision::Restart
@@ -293,13 +293,10 @@ pub(super) fn save_partial_work(
             .and_then(|a| a.start_commit)
             .and_then(|s| crate::git::commit_id(&s))
     {
-        let target = wt.find_object(start, None)?;
-        wt.reset(&target, git2::ResetType::Hard, None)?;
-        // A hard reset keeps untracked files (libgit2 ignores remove_untracked there); the
-        // attempt's new files are saved in the ref, so they go too.
-        let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.force().remove_untracked(true);
-        wt.checkout_head(Some(&mut checkout))?;
+        crate::git::tree::reset_hard(wt, start)?;
+        // A hard reset keeps untracked files; the attempt's new files are saved in the ref,
+        // so they go too.
+        crate::git::tree::clean_to_head(wt)?;
     }
     Ok(saved.map(|_| refname))
 }
@@ -310,13 +307,13 @@ pub(super) fn save_partial_work(
 pub(super) async fn run_check(
     paths: &SpecPaths,
     chunk: &Chunk,
-    wt: &git2::Repository,
+    wt: &crate::git::Repository,
     opts: &RecoverOptions,
 ) -> anyhow::Result<Option<bool>> {
     let Some(check) = verification::command_check(chunk) else {
         return Ok(None);
     };
-    let Some(dir) = wt.workdir() else {
+    let Some(dir) = crate::git::repo::work_folder(wt) else {
         return Ok(None);
     };
     let session = crate::engine::run::session_id("recovery-check", Some(&chunk.id), 0);
@@ -378,7 +375,7 @@ pub fn partial_work_note(chunk: &Chunk) -> Option<Value> {
         .start_commit
         .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
     let saved_ref = rec["saved_ref"].as_str().filter(|r| {
-        r.starts_with(crate::git::refs::RECOVERY_PREFIX) && git2::Reference::is_valid_name(r)
+        r.starts_with(crate::git::refs::RECOVERY_PREFIX) && crate::git::refs::is_valid_name(r)
     });
     Some(json!({
         "attempt": last.n,

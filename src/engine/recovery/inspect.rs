@@ -3,43 +3,20 @@
 
 use std::io::Read;
 
-use git2::{Oid, Repository, RepositoryState};
+pub use crate::git::tree::operation_in_progress;
 
 use super::decide::ChunkFacts;
-use crate::git::{MainRepo, branch_for, dirty_paths};
+use crate::git::history::count_between;
+use crate::git::tree::changed_files;
+use crate::git::{MainRepo, Repository, branch_for, dirty_paths, history};
 use crate::plan::{Chunk, verification};
-
-/// The worktree's operation in progress, if any, in words.
-pub fn operation_in_progress(wt: &Repository) -> Option<String> {
-    let what = match wt.state() {
-        RepositoryState::Clean => return None,
-        RepositoryState::Merge => "merge",
-        RepositoryState::Revert | RepositoryState::RevertSequence => "revert",
-        RepositoryState::CherryPick | RepositoryState::CherryPickSequence => "cherry-pick",
-        RepositoryState::Bisect => "bisect",
-        RepositoryState::Rebase
-        | RepositoryState::RebaseInteractive
-        | RepositoryState::RebaseMerge => "rebase",
-        RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => "git am",
-    };
-    Some(what.to_string())
-}
 
 /// Files in conflict in the index, and changed files that carry conflict markers.
 pub fn conflicts(wt: &Repository, dirty: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(index) = wt.index()
-        && index.has_conflicts()
-        && let Ok(conflicts) = index.conflicts()
-    {
-        for c in conflicts.flatten() {
-            let entry = c.our.or(c.their).or(c.ancestor);
-            if let Some(e) = entry {
-                out.push(String::from_utf8_lossy(&e.path).into_owned());
-            }
-        }
-    }
-    let Some(root) = wt.workdir() else { return out };
+    let mut out = crate::git::tree::conflicted_paths(wt);
+    let Some(root) = crate::git::repo::work_folder(wt) else {
+        return out;
+    };
     for path in dirty {
         if out.contains(path) {
             continue;
@@ -83,18 +60,18 @@ pub fn chunk_facts(
 ) -> ChunkFacts {
     let attempt = chunk.last_attempt();
     let tip = main.branch_tip(&branch_for(spec));
-    let head = wt.and_then(|r| r.head().ok()?.target()).or(tip);
+    let head = wt.and_then(|r| crate::git::head_commit(r).ok()).or(tip);
     let start = attempt
         .as_ref()
         .and_then(|a| a.start_commit.as_deref())
-        .and_then(|s| Oid::from_str(s).ok())
-        .filter(|oid| main.repo.find_commit(*oid).is_ok());
+        .and_then(crate::git::commit_id)
+        .filter(|oid| history::commit_exists(&main.repo, *oid));
     let (descends, new_commits) = match (start, head) {
         (Some(start), Some(head)) if start == head => (true, 0),
-        (Some(start), Some(head)) => match main.repo.graph_descendant_of(head, start) {
-            Ok(true) => (true, count_between(&main.repo, start, head)),
-            _ => (false, 0),
-        },
+        (Some(start), Some(head)) if history::strictly_descends(&main.repo, head, start) => {
+            (true, count_between(&main.repo, start, head))
+        }
+        (Some(_), Some(_)) => (false, 0),
         // Without a start commit runner cannot tell new commits from old ones.
         _ => (true, 0),
     };
@@ -119,31 +96,4 @@ pub fn chunk_facts(
             && tip.is_some()
             && attempt.as_ref().is_some_and(|a| a.start_commit.is_some()),
     }
-}
-
-/// Every changed or new file, descending into new folders (which `dirty_paths` lists whole).
-fn changed_files(wt: &Repository) -> Vec<String> {
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    wt.statuses(Some(&mut opts))
-        .map(|st| {
-            st.iter()
-                .filter(|e| !e.status().is_wt_deleted() && !e.status().is_index_deleted())
-                .filter_map(|e| e.path().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn count_between(repo: &Repository, base: Oid, tip: Oid) -> usize {
-    let Ok(mut walk) = repo.revwalk() else {
-        return 0;
-    };
-    if walk.push(tip).is_err() || walk.hide(base).is_err() {
-        return 0;
-    }
-    walk.count()
 }

@@ -165,13 +165,13 @@ pub fn unfinished_creation(
             slot.finish_interrupted_create(main, marker)?;
         }
         "its creation was cut off: removed, to be created afresh"
-    } else if admin.is_dir() && main.repo.find_worktree(&slot.name).is_err() {
+    } else if admin.is_dir() && !main.has_worktree(&slot.name) {
         if !dry_run {
             slot.clear_unreadable_registration(main)?;
         }
         "its registration in .git/worktrees was left unfinished: removed, to be created afresh"
     } else if matches!(slot.inspect(main), SlotState::Ready { .. })
-        && crate::git::repo::unfinished_checkout(&slot.open(main)?).is_some()
+        && crate::git::repo::checkout_unfinished(&slot.open(main)?)
     {
         if !dry_run {
             crate::git::repo::finish_incomplete_checkout(&slot.open(main)?)?;

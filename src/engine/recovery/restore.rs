@@ -77,17 +77,9 @@ pub fn rebuild(
     let base = plan
         .str_field("base_branch")
         .and_then(|b| main.branch_tip(b));
-    let mut walk = main.repo.revwalk().ok()?;
-    walk.push(tip).ok()?;
-    if let Some(base) = base {
-        let _ = walk.hide(base);
-    }
-    for oid in walk.flatten().take(100_000) {
-        let Ok(commit) = main.repo.find_commit(oid) else {
-            continue;
-        };
+    for message in crate::git::history::messages_since(&main.repo, tip, base, 100_000)? {
         // Matched against the plan's own ids: an id may hold the ` - ` that ends it.
-        let Some(pos) = commit.message().and_then(|m| plan.chunk_of_commit(m)) else {
+        let Some(pos) = plan.chunk_of_commit(&message) else {
             continue;
         };
         // Not a transition: the record is rebuilt from git, whatever the snapshot said.

@@ -250,10 +250,10 @@ impl Steps<'_> {
         Ok(Some(settled))
     }
 
-    fn remove_stale_git_locks(&mut self, wt: Option<&git2::Repository>) {
+    fn remove_stale_git_locks(&mut self, wt: Option<&crate::git::Repository>) {
         let candidates = repair::lock_candidates(
-            self.ws.main.repo.commondir(),
-            wt.map(|w| w.path()),
+            self.ws.main.common_dir(),
+            wt.map(crate::git::repo::git_folder),
             &self.paths.name,
         );
         for candidate in candidates {
@@ -276,7 +276,7 @@ impl Steps<'_> {
         &mut self,
         plan: Option<&Plan>,
         slot: Option<&crate::git::Slot>,
-        wt: Option<&git2::Repository>,
+        wt: Option<&crate::git::Repository>,
         needs_human: &mut bool,
     ) -> anyhow::Result<Vec<String>> {
         let in_progress: Vec<&Chunk> = plan

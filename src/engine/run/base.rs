@@ -3,17 +3,6 @@
 use super::*;
 use crate::store::event::{self as ev, Event};
 
-/// A fresh `git init`: HEAD is unborn and no branch exists. (git2's `is_empty` only knows an
-/// unborn `master`.)
-pub(super) fn has_no_commits(repo: &git2::Repository) -> bool {
-    let unborn = matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
-    unborn
-        && repo
-            .branches(Some(git2::BranchType::Local))
-            .map(|mut b| b.next().is_none())
-            .unwrap_or(false)
-}
-
 /// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
 /// the user confirmed (a question on a terminal, else `--yes`). Its work will merge there.
 pub(super) fn repin_base(

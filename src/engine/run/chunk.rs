@@ -68,7 +68,7 @@ impl Run {
         Ok(take)
     }
 
-    pub(super) fn open_worktree(&self) -> anyhow::Result<git2::Repository> {
+    pub(super) fn open_worktree(&self) -> anyhow::Result<crate::git::Repository> {
         crate::git::repo::open_worktree_exactly(&self.worktree, &self.common_dir)
             .map_err(anyhow::Error::msg)
     }

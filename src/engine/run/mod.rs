@@ -34,7 +34,7 @@ use crate::plan::{
 use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{FileLock, Holder, Journal, LockState, lock};
-use base::{has_no_commits, repin_base, undo_repin};
+use base::{repin_base, undo_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use holder::{describe_holder, new_holder};
 use holder::{heartbeat, take_lock};
@@ -108,7 +108,10 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let ws = Workspace::open(cwd)?;
     ws.main.ensure_excluded()?;
     let config = ws.config()?;
-    let spec_name = pick_spec(&ws, opts.spec.as_deref())?;
+    // The front end asked already where it could; here an open choice is an error (exit 2).
+    let spec_name = crate::store::spec::choose_or_explain(&ws, cwd, opts.spec.as_deref(), &|n| {
+        run_again_command(n, opts.agent_command.as_deref(), false)
+    })?;
     let paths = ws.spec(&spec_name)?;
     // Every session is given the feature: a spec.md that cannot be read stops the run here,
     // before anything is changed.
@@ -213,7 +216,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         flag: opts.base_branch.as_deref(),
         config: config.git.base_branch.as_deref(),
         checked_out: checked_out.as_deref(),
-        no_commits: has_no_commits(&ws.main.repo),
+        no_commits: crate::git::history::has_no_commits(&ws.main.repo),
     })
     .map_err(RunnerError::BadInput)?;
     // The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
@@ -295,7 +298,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     let mut run = Run {
         prompts: Prompts::new(&ws.templates_dir()),
         repo_root: ws.root.clone(),
-        common_dir: ws.main.repo.commondir().to_path_buf(),
+        common_dir: ws.main.common_dir().to_path_buf(),
         worktree: slot.path.clone(),
         state_dir: ws.state_dir.clone(),
         paths,
@@ -359,43 +362,6 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
 
 fn empty_plan() -> Plan {
     Plan::default()
-}
-
-/// `--spec` resolved, or the only spec there is.
-pub fn pick_spec(ws: &Workspace, query: Option<&str>) -> anyhow::Result<String> {
-    if let Some(q) = query {
-        crate::store::spec::check_name(q)?;
-        // Several matches: on a terminal, a numbered choice; otherwise the list and exit 2.
-        let names = crate::store::spec::list(&ws.specs_dir);
-        if let crate::store::spec::Resolution::Many(matches) =
-            crate::store::spec::resolve_among(&names, q)
-            && crate::ops::interact::can_ask()
-        {
-            let numbered: Vec<String> = matches
-                .iter()
-                .enumerate()
-                .map(|(i, m)| format!("{}. {m}", i + 1))
-                .collect();
-            let title = format!("{q:?} matches several specs:");
-            let picked =
-                crate::ops::interact::ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
-            return Ok(matches[picked.index].clone());
-        }
-        return Ok(crate::store::spec::resolve(&ws.specs_dir, q)?);
-    }
-    let names = crate::store::spec::list(&ws.specs_dir);
-    match names.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(RunnerError::bad_input(
-            "no specs yet: create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
-        )
-        .into()),
-        _ => Err(RunnerError::bad_input(format!(
-            "several specs; pick one with --spec: {}",
-            names.join(", ")
-        ))
-        .into()),
-    }
 }
 
 static RESUME_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();

@@ -7,7 +7,7 @@ pub(super) async fn prepare_slot(
     ws: &Workspace,
     slot: &Slot,
     spec: &str,
-    base_tip: git2::Oid,
+    base_tip: crate::git::Oid,
     journal: &Journal,
     reporter: &Reporter,
 ) -> anyhow::Result<()> {
@@ -173,22 +173,14 @@ pub(super) fn keep_detached_head(ws: &Workspace, slot: &Slot) -> anyhow::Result<
         return Ok(None);
     };
     let repo = &ws.main.repo;
-    for r in repo.references()?.flatten() {
-        let Some(name) = r.name() else { continue };
-        if !(name.starts_with("refs/heads/") || name.starts_with("refs/auto-claude/")) {
-            continue;
-        }
-        if let Some(tip) = r.target()
-            && (tip == head || repo.graph_descendant_of(tip, head).unwrap_or(false))
-        {
-            return Ok(None);
-        }
+    if crate::git::refs::kept_by_a_branch_or_runner_ref(repo, head)? {
+        return Ok(None);
     }
     let refname = crate::git::refs::next_detached_ref(repo, &slot.name)?;
-    repo.reference(
+    crate::git::refs::create(
+        repo,
         &refname,
         head,
-        false,
         "runner: keep a detached HEAD's commits",
     )?;
     Ok(Some(refname))
@@ -219,10 +211,7 @@ pub(super) fn save_and_clean_slot(
         format!("auto-claude: uncommitted changes of {spec} saved before switching the slot");
     crate::git::refs::snapshot_worktree(&wt, &refname, &message)?;
     crate::failpoint::hit("after_slot_snapshot");
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    checkout.force().remove_untracked(true);
-    wt.checkout_head(Some(&mut checkout))
-        .context("cleaning the slot after saving its changes")?;
+    crate::git::tree::clean_to_head(&wt).context("cleaning the slot after saving its changes")?;
     Ok(refname)
 }
 

@@ -54,7 +54,7 @@ pub fn demo_agent(say: &mut dyn FnMut(&str)) -> anyhow::Result<i32> {
         .ok()
         .and_then(|a| a.parse().ok())
         .unwrap_or(1);
-    let (_, paths) = locate_spec(&cwd, None)?;
+    let (_, paths) = locate_spec(&cwd, None, &|name| name.to_string())?;
     match chunk.as_str() {
         "add-greet-script" => write(
             &cwd,

@@ -11,14 +11,13 @@ fn last_known_tip(repo: &Repository, facts: &HistoryFacts) -> Option<Oid> {
         .iter()
         .filter_map(|(_, o, _)| crate::git::commit_id(o))
         .collect();
-    let holds =
-        |tip: Oid, oid: Oid| tip == oid || repo.graph_descendant_of(tip, oid).unwrap_or(false);
+    let holds = |tip: Oid, oid: Oid| history::contains_or_false(repo, tip, oid);
     let score = |tip: Oid| recorded.iter().filter(|&&o| holds(tip, o)).count();
     let start = facts
         .start
         .as_ref()
         .and_then(|(_, s, _)| crate::git::commit_id(s))
-        .filter(|o| repo.find_commit(*o).is_ok());
+        .filter(|o| history::commit_exists(repo, *o));
     if let Some(start) = start
         && score(start) == recorded.len()
     {
@@ -43,8 +42,7 @@ fn keep_at_recovery_ref(
         return Ok(name);
     }
     let refname = crate::git::refs::next_recovery_ref(repo, spec, label)?;
-    repo.reference(&refname, oid, false, why)
-        .with_context(|| format!("creating {refname}"))?;
+    crate::git::refs::create(repo, &refname, oid, why)?;
     Ok(refname)
 }
 
@@ -56,11 +54,7 @@ fn same_state_kept(
     refname: &str,
     oid: Oid,
 ) -> anyhow::Result<Option<String>> {
-    let key = |o: Oid| {
-        repo.find_commit(o)
-            .ok()
-            .map(|c| (c.tree_id(), c.parent_ids().collect::<Vec<_>>()))
-    };
+    let key = |o: Oid| history::tree_and_parents(repo, o);
     let mine = key(oid);
     let Some((name, _)) = crate::git::refs::recovery_refs(repo, spec)
         .into_iter()
@@ -68,7 +62,7 @@ fn same_state_kept(
     else {
         return Ok(None);
     };
-    repo.find_reference(refname)?.delete()?;
+    crate::git::refs::delete(repo, refname)?;
     Ok(Some(name))
 }
 

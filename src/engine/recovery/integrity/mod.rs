@@ -16,10 +16,10 @@ pub use worktree::*;
 use std::path::Path;
 
 use anyhow::Context;
-use git2::{Oid, Repository};
 use serde_json::json;
 
-use crate::git::{MainRepo, Slot, SlotState, branch_for};
+use crate::git::history::{reachable_among, vanished_changes};
+use crate::git::{MainRepo, Oid, Repository, Slot, SlotState, branch_for, history};
 use crate::plan::{Chunk, Plan, Status};
 use crate::policy::transition::{self, ChunkEvent, StatusChange};
 use crate::store::Journal;
@@ -177,7 +177,7 @@ pub fn history_facts(
         .filter_map(|c| Some((c.id.clone(), recorded_commit(c)?)))
         // A commit git does not have at all (a plan imported from elsewhere) proves nothing.
         .filter(|(_, oid)| {
-            crate::git::commit_id(oid).is_some_and(|o| main.repo.find_commit(o).is_ok())
+            crate::git::commit_id(oid).is_some_and(|o| history::commit_exists(&main.repo, o))
         })
         .collect();
     let start = current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?)));
@@ -220,93 +220,6 @@ pub fn history_facts(
         start,
         hollowed,
     }
-}
-
-/// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
-/// back as they were before `commit`, while no ordinary (one-parent) commit since changed them:
-/// the change was dropped by a merge (`git merge -s ours`), not undone by visible work. Cheap:
-/// one diff of `commit` with its parent, lookups in the tip's tree, and a walk since `commit`
-/// only when something is missing.
-pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
-    let found = (|| -> Result<Vec<String>, git2::Error> {
-        let c = repo.find_commit(commit)?;
-        let parent_tree = match c.parent(0) {
-            Ok(p) => Some(p.tree()?),
-            Err(_) => None,
-        };
-        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
-        let tip_tree = repo.find_commit(tip)?.tree()?;
-        let mut lost: Vec<String> = Vec::new();
-        for delta in diff.deltas() {
-            if !matches!(delta.status(), git2::Delta::Added | git2::Delta::Modified) {
-                continue;
-            }
-            let Some(path) = delta.new_file().path() else {
-                continue;
-            };
-            let at_tip = tip_tree.get_path(path).ok().map(|e| e.id());
-            let before = (delta.status() == git2::Delta::Modified).then(|| delta.old_file().id());
-            if at_tip.is_none() || at_tip == before {
-                lost.push(path.to_string_lossy().into_owned());
-            }
-        }
-        if lost.is_empty() {
-            return Ok(lost);
-        }
-        let mut walk = repo.revwalk()?;
-        walk.push(tip)?;
-        walk.hide(commit)?;
-        for oid in walk {
-            let later = repo.find_commit(oid?)?;
-            if later.parent_count() != 1 {
-                continue;
-            }
-            let mut opts = git2::DiffOptions::new();
-            for p in &lost {
-                opts.pathspec(p);
-            }
-            opts.disable_pathspec_match(true);
-            let d = repo.diff_tree_to_tree(
-                Some(&later.parent(0)?.tree()?),
-                Some(&later.tree()?),
-                Some(&mut opts),
-            )?;
-            let touched: Vec<String> = d
-                .deltas()
-                .flat_map(|x| [x.old_file().path(), x.new_file().path()])
-                .flatten()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
-            lost.retain(|p| !touched.contains(p));
-            if lost.is_empty() {
-                break;
-            }
-        }
-        Ok(lost)
-    })();
-    found.unwrap_or_default()
-}
-
-/// Which of `wanted` the history of `tip` contains, found by one walk from `tip` that stops as
-/// soon as all are seen (cheap when the work is there: the recorded commits are near the tip).
-fn reachable_among(repo: &Repository, tip: Oid, wanted: &[Oid]) -> Vec<Oid> {
-    let mut left: std::collections::HashSet<Oid> = wanted.iter().copied().collect();
-    let mut found = Vec::new();
-    let Ok(mut walk) = repo.revwalk() else {
-        return found;
-    };
-    if walk.push(tip).is_err() {
-        return found;
-    }
-    for oid in walk.flatten() {
-        if left.is_empty() {
-            break;
-        }
-        if left.remove(&oid) {
-            found.push(oid);
-        }
-    }
-    found
 }
 
 /// Completed work the spec's branch no longer holds, when the branch exists: every completed

@@ -58,39 +58,26 @@ pub fn save_unopenable_slot(
     let tree = match slot.open_registered(main) {
         // Through git's registration, the folder's files are read with the user's ignore
         // rules, as `git add -A` would.
-        Ok(wt) => {
-            let mut index = wt.index()?;
-            let staged = (|| -> Result<Oid, git2::Error> {
-                index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-                index.update_all(["*"], None)?;
-                index.write_tree_to(&main.repo)
-            })();
-            let _ = index.read(true);
-            staged?
-        }
-        Err(_) => tree_of_folder(&main.repo, &slot.path)?,
+        Ok(wt) => crate::git::tree::stage_all_in_memory(&wt, &main.repo)?,
+        Err(_) => crate::git::tree::tree_of_folder(&main.repo, &slot.path)?,
     };
     let parent = main
         .branch_tip(&branch_for(spec))
-        .and_then(|t| main.repo.find_commit(t).ok());
+        .filter(|t| history::commit_exists(&main.repo, *t));
     if let Some((name, _)) = crate::git::refs::recovery_refs(&main.repo, spec)
         .into_iter()
-        .find(|(_, o)| main.repo.find_commit(*o).is_ok_and(|c| c.tree_id() == tree))
+        .find(|(_, o)| history::tree_of(&main.repo, *o) == Some(tree))
     {
         return Ok(Some(name));
     }
-    let tree = main.repo.find_tree(tree)?;
-    let sig = crate::git::signature(&main.repo)?;
     let message = format!(
         "auto-claude: files of the worktree {} that git could not open",
         slot.path.display()
     );
-    let parents: Vec<&git2::Commit> = parent.iter().collect();
-    let oid = main
-        .repo
-        .commit(None, &sig, &sig, &message, &tree, &parents)?;
+    let parents: Vec<Oid> = parent.into_iter().collect();
+    let oid = history::write_commit(&main.repo, tree, &parents, &message)?;
     let refname = crate::git::refs::next_recovery_ref(&main.repo, spec, label)?;
-    main.repo.reference(&refname, oid, false, &message)?;
+    crate::git::refs::create(&main.repo, &refname, oid, &message)?;
     Ok(Some(refname))
 }
 
@@ -177,37 +164,4 @@ pub fn unopenable_worktree(
         journal.status(id, change)?;
     }
     Ok(message)
-}
-
-/// Every file under `dir` (but `.git`) as a tree, when git cannot help.
-pub(super) fn tree_of_folder(repo: &Repository, dir: &Path) -> anyhow::Result<Oid> {
-    let mut builder = repo.treebuilder(None)?;
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .flatten()
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name();
-        if name == ".git" {
-            continue;
-        }
-        let path = entry.path();
-        let meta = std::fs::symlink_metadata(&path)?;
-        let (oid, mode) = if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path)?;
-            (repo.blob(target.as_os_str().as_encoded_bytes())?, 0o120000)
-        } else if meta.is_dir() {
-            (tree_of_folder(repo, &path)?, 0o040000)
-        } else {
-            use std::os::unix::fs::PermissionsExt;
-            let exec = meta.permissions().mode() & 0o111 != 0;
-            (
-                repo.blob_path(&path)?,
-                if exec { 0o100755 } else { 0o100644 },
-            )
-        };
-        builder.insert(name.as_encoded_bytes(), oid, mode)?;
-    }
-    Ok(builder.write()?)
 }

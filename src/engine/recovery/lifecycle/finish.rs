@@ -24,7 +24,7 @@ pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::s
 /// (as `recover` repairs them), the main worktree's index and HEAD if it touches them, the
 /// target's ref, the backup's moved refs.
 pub(super) fn git_locks_of(ws: &Workspace, intent: &Intent) -> Vec<PathBuf> {
-    let common = ws.main.repo.commondir().to_path_buf();
+    let common = ws.main.common_dir().to_path_buf();
     let slot_git_dir = intent
         .slot
         .as_deref()
@@ -36,7 +36,7 @@ pub(super) fn git_locks_of(ws: &Workspace, intent: &Intent) -> Vec<PathBuf> {
         &intent.spec,
     );
     if touches_main_worktree(intent) {
-        let git_dir = ws.main.repo.path();
+        let git_dir = ws.main.git_dir();
         out.extend(["index.lock", "HEAD.lock", "ORIG_HEAD.lock"].map(|n| git_dir.join(n)));
     }
     if let Some(t) = &intent.target {

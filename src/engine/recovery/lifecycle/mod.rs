@@ -137,7 +137,7 @@ pub fn remove_own_slot(ws: &Workspace, intent: &Intent) -> anyhow::Result<Option
 /// it. Returns the ref written.
 fn save_late_changes(
     ws: &Workspace,
-    wt: &git2::Repository,
+    wt: &crate::git::Repository,
     intent: &Intent,
 ) -> anyhow::Result<Option<String>> {
     use crate::git::refs::{next_recovery_ref, ref_component, snapshot_worktree};
@@ -154,23 +154,18 @@ fn save_late_changes(
     let Some(commit) = snapshot_worktree(wt, &tmp, &message)? else {
         return Ok(None);
     };
-    let tree_of = |oid: git2::Oid| repo.find_commit(oid).ok().map(|c| c.tree_id());
-    let backed_up = repo
-        .refname_to_id(&format!("{}/uncommitted", intent.backup))
-        .ok()
-        .and_then(tree_of);
+    let tree_of = |oid| crate::git::history::tree_of(repo, oid);
+    let backed_up =
+        crate::git::refs::target(repo, &format!("{}/uncommitted", intent.backup)).and_then(tree_of);
     let name = if backed_up.is_some() && backed_up == tree_of(commit) {
         None
     } else {
         let name = next_recovery_ref(repo, &intent.spec, &format!("at-{}", op_name(intent.op)))?;
-        repo.reference(&name, commit, false, &message)
-            .with_context(|| format!("creating {name}"))?;
+        crate::git::refs::create(repo, &name, commit, &message)?;
         Some(name)
     };
     crate::failpoint::hit("lifecycle_late_changes_saved");
-    if let Ok(mut r) = repo.find_reference(&tmp) {
-        r.delete()?;
-    }
+    crate::git::refs::delete_if_present(repo, &tmp)?;
     Ok(name)
 }
 
@@ -339,23 +334,21 @@ pub fn foreign_names(intent: &Intent, spec: &str) -> Option<String> {
 /// What an interrupted operation was left in, seen in git.
 pub fn observe(ws: &Workspace, intent: &Intent) -> Facts {
     let repo = &ws.main.repo;
-    let backup_whole = repo
-        .find_reference(&format!("{}/meta", intent.backup))
-        .is_ok();
-    let oid = |s: &Option<String>| s.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
+    let backup_whole = crate::git::refs::exists(repo, &format!("{}/meta", intent.backup));
+    let oid = |s: &Option<String>| s.as_deref().and_then(crate::git::commit_id);
     let now = intent.target.as_deref().and_then(|t| ws.main.branch_tip(t));
     let after = oid(&intent.target_after);
     let target = match now {
         Some(now) if Some(now) == after => TargetNow::After,
         Some(now) if Some(now) == oid(&intent.target_before) => TargetNow::Before,
-        Some(now) if after.is_some_and(|a| repo.graph_descendant_of(now, a).unwrap_or(false)) => {
+        Some(now)
+            if after.is_some_and(|a| crate::git::history::strictly_descends(repo, now, a)) =>
+        {
             TargetNow::PastAfter
         }
         _ => TargetNow::Elsewhere,
     };
-    let index_is_merged = repo
-        .index()
-        .and_then(|mut i| i.write_tree())
+    let index_is_merged = crate::git::tree::index_tree(repo)
         .ok()
         .is_some_and(|t| Some(t) == oid(&intent.merged_tree));
     Facts {

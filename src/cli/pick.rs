@@ -1,0 +1,107 @@
+//! Which spec a command is about, with the question the front end may ask: the one resolver
+//! (`store::spec::choose`) decides; on a terminal an open choice becomes a numbered question,
+//! otherwise an error (exit 2) listing, for each spec, the command to type.
+
+use std::path::Path;
+
+use crate::ops::interact::{ask, can_ask};
+use crate::policy::spec_choice::SpecChoice;
+use crate::store::Workspace;
+
+/// The spec `query` (`--spec`), the slot `cwd` is in, or the only spec names; with several
+/// and no way to tell, the user picks one on a terminal (Esc: exit 130, nothing changed).
+pub fn spec(ws: &Workspace, cwd: &Path, query: Option<&str>) -> anyhow::Result<String> {
+    let choice = crate::store::spec::choose(ws, cwd, query)?;
+    let (title, candidates) = match &choice {
+        SpecChoice::One(name) => return Ok(name.clone()),
+        SpecChoice::SeveralMatch { query, candidates } if can_ask() => {
+            (format!("{query:?} matches several specs:"), candidates)
+        }
+        SpecChoice::NotSaid { candidates } if can_ask() => {
+            ("Which spec? (--spec names one)".to_string(), candidates)
+        }
+        other => {
+            return Err(crate::store::spec::explain(&ws.specs_dir, other, &typed_with_spec).into());
+        }
+    };
+    let numbered: Vec<String> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("{}. {m}", i + 1))
+        .collect();
+    let picked = ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
+    Ok(candidates[picked.index].clone())
+}
+
+/// The spec `query` names, for a command that lists rather than acts (`status`, `undo
+/// --list`): it never asks; several matches are an error listing the command for each.
+pub fn named(ws: &Workspace, cwd: &Path, query: &str) -> anyhow::Result<String> {
+    Ok(crate::store::spec::choose_or_explain(
+        ws,
+        cwd,
+        Some(query),
+        &typed_with_spec,
+    )?)
+}
+
+/// The command this process was started with, naming `spec`: what a person types to run the
+/// same command on that spec.
+pub fn typed_with_spec(spec: &str) -> String {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    command_with_spec(&args, spec)
+}
+
+/// `runner` and `args` (quoted for a POSIX shell), any `--spec X` / `--spec=X` among them
+/// replaced by `--spec <spec>` at the end.
+pub fn command_with_spec(args: &[String], spec: &str) -> String {
+    let mut words = vec!["runner".to_string()];
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--" {
+            break;
+        }
+        if arg == "--spec" {
+            rest.next();
+        } else if !arg.starts_with("--spec=") {
+            words.push(crate::sh(arg));
+        }
+    }
+    words.push("--spec".into());
+    words.push(crate::sh(spec));
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_typed_command_names_the_spec() {
+        assert_eq!(
+            command_with_spec(&args(&["review"]), "001-a"),
+            "runner review --spec 001-a"
+        );
+        assert_eq!(
+            command_with_spec(&args(&["merge", "--spec", "login", "--squash"]), "001-a"),
+            "runner merge --squash --spec 001-a"
+        );
+        assert_eq!(
+            command_with_spec(
+                &args(&["run", "--spec=x", "--agent-command", "claude -p"]),
+                "0$(id)"
+            ),
+            "runner run --agent-command 'claude -p' --spec '0$(id)'"
+        );
+        assert_eq!(
+            command_with_spec(&args(&["-C", "my dir", "undo"]), "b"),
+            "runner -C 'my dir' undo --spec b"
+        );
+    }
+}

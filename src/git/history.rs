@@ -1,0 +1,206 @@
+//! Questions about commits and their ancestry, answered with plain ids and strings, and the
+//! commits runner writes that are not a chunk's (merge and squash commits).
+
+use anyhow::Context;
+use git2::{Delta, DiffOptions, Oid, Repository};
+
+/// `tip` is `commit` or has it in its history.
+pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> anyhow::Result<bool> {
+    Ok(tip == commit || repo.graph_descendant_of(tip, commit)?)
+}
+
+/// `contains`, with an unreadable history answering "no".
+pub fn contains_or_false(repo: &Repository, tip: Oid, commit: Oid) -> bool {
+    contains(repo, tip, commit).unwrap_or(false)
+}
+
+/// `descendant` has `ancestor` in its history and is not it; an unreadable history says no.
+pub fn strictly_descends(repo: &Repository, descendant: Oid, ancestor: Oid) -> bool {
+    repo.graph_descendant_of(descendant, ancestor)
+        .unwrap_or(false)
+}
+
+/// The best common ancestor of two commits, if they have one.
+pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Option<Oid> {
+    repo.merge_base(a, b).ok()
+}
+
+/// The id of the tree a commit records, if the commit exists.
+pub fn tree_of(repo: &Repository, commit: Oid) -> Option<Oid> {
+    repo.find_commit(commit).ok().map(|c| c.tree_id())
+}
+
+/// The commit exists in the repository's object database.
+pub fn commit_exists(repo: &Repository, commit: Oid) -> bool {
+    repo.find_commit(commit).is_ok()
+}
+
+/// A commit's full message, if the commit exists and its message is UTF-8.
+pub fn message_of(repo: &Repository, commit: Oid) -> Option<String> {
+    repo.find_commit(commit).ok()?.message().map(str::to_string)
+}
+
+/// A commit's tree and parents, if the commit exists.
+pub fn tree_and_parents(repo: &Repository, commit: Oid) -> Option<(Oid, Vec<Oid>)> {
+    repo.find_commit(commit)
+        .ok()
+        .map(|c| (c.tree_id(), c.parent_ids().collect()))
+}
+
+/// The commit a branch points at (an error when the branch does not exist).
+pub fn branch_commit(repo: &Repository, branch: &str) -> anyhow::Result<Oid> {
+    repo.refname_to_id(&format!("refs/heads/{branch}"))
+        .with_context(|| format!("reading branch {branch}"))
+}
+
+/// Write a commit of the tree `tree` with `parents` (no ref moves) and return its id.
+pub fn write_commit(
+    repo: &Repository,
+    tree: Oid,
+    parents: &[Oid],
+    message: &str,
+) -> anyhow::Result<Oid> {
+    let tree = repo.find_tree(tree)?;
+    let parents = parents
+        .iter()
+        .map(|p| repo.find_commit(*p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parents: Vec<&git2::Commit> = parents.iter().collect();
+    let sig = super::signature(repo)?;
+    Ok(repo.commit(None, &sig, &sig, message, &tree, &parents)?)
+}
+
+/// The repository has no commit at all: HEAD is unborn and no branch exists. (git2's
+/// `is_empty` only knows an unborn HEAD; another branch may already hold commits.)
+pub fn has_no_commits(repo: &Repository) -> bool {
+    head_is_unborn(repo)
+        && repo
+            .branches(Some(git2::BranchType::Local))
+            .map(|mut b| b.next().is_none())
+            .unwrap_or(false)
+}
+
+/// HEAD names a branch that has no commit yet (a fresh `git init`).
+pub fn head_is_unborn(repo: &Repository) -> bool {
+    matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch)
+}
+
+/// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
+/// back as they were before `commit`, while no ordinary (one-parent) commit since changed them:
+/// the change was dropped by a merge (`git merge -s ours`), not undone by visible work. Cheap:
+/// one diff of `commit` with its parent, lookups in the tip's tree, and a walk since `commit`
+/// only when something is missing.
+pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
+    let found = (|| -> Result<Vec<String>, git2::Error> {
+        let c = repo.find_commit(commit)?;
+        let parent_tree = match c.parent(0) {
+            Ok(p) => Some(p.tree()?),
+            Err(_) => None,
+        };
+        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
+        let tip_tree = repo.find_commit(tip)?.tree()?;
+        let mut lost: Vec<String> = Vec::new();
+        for delta in diff.deltas() {
+            if !matches!(delta.status(), Delta::Added | Delta::Modified) {
+                continue;
+            }
+            let Some(path) = delta.new_file().path() else {
+                continue;
+            };
+            let at_tip = tip_tree.get_path(path).ok().map(|e| e.id());
+            let before = (delta.status() == Delta::Modified).then(|| delta.old_file().id());
+            if at_tip.is_none() || at_tip == before {
+                lost.push(path.to_string_lossy().into_owned());
+            }
+        }
+        if lost.is_empty() {
+            return Ok(lost);
+        }
+        let mut walk = repo.revwalk()?;
+        walk.push(tip)?;
+        walk.hide(commit)?;
+        for oid in walk {
+            let later = repo.find_commit(oid?)?;
+            if later.parent_count() != 1 {
+                continue;
+            }
+            let mut opts = DiffOptions::new();
+            for p in &lost {
+                opts.pathspec(p);
+            }
+            opts.disable_pathspec_match(true);
+            let d = repo.diff_tree_to_tree(
+                Some(&later.parent(0)?.tree()?),
+                Some(&later.tree()?),
+                Some(&mut opts),
+            )?;
+            let touched: Vec<String> = d
+                .deltas()
+                .flat_map(|x| [x.old_file().path(), x.new_file().path()])
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            lost.retain(|p| !touched.contains(p));
+            if lost.is_empty() {
+                break;
+            }
+        }
+        Ok(lost)
+    })();
+    found.unwrap_or_default()
+}
+
+/// Which of `wanted` the history of `tip` contains, found by one walk from `tip` that stops as
+/// soon as all are seen (cheap when the work is there: the recorded commits are near the tip).
+pub fn reachable_among(repo: &Repository, tip: Oid, wanted: &[Oid]) -> Vec<Oid> {
+    let mut left: std::collections::HashSet<Oid> = wanted.iter().copied().collect();
+    let mut found = Vec::new();
+    let Ok(mut walk) = repo.revwalk() else {
+        return found;
+    };
+    if walk.push(tip).is_err() {
+        return found;
+    }
+    for oid in walk.flatten() {
+        if left.is_empty() {
+            break;
+        }
+        if left.remove(&oid) {
+            found.push(oid);
+        }
+    }
+    found
+}
+
+/// How many commits `tip` has that `base` has not (0 when the history cannot be read).
+pub fn count_between(repo: &Repository, base: Oid, tip: Oid) -> usize {
+    let Ok(mut walk) = repo.revwalk() else {
+        return 0;
+    };
+    if walk.push(tip).is_err() || walk.hide(base).is_err() {
+        return 0;
+    }
+    walk.count()
+}
+
+/// The messages of the commits from `tip` back to (excluding) `base`, newest first, at most
+/// `limit` of them (commits whose message is not UTF-8 are left out); `None` when the history
+/// cannot be read from `tip`.
+pub fn messages_since(
+    repo: &Repository,
+    tip: Oid,
+    base: Option<Oid>,
+    limit: usize,
+) -> Option<Vec<String>> {
+    let mut walk = repo.revwalk().ok()?;
+    walk.push(tip).ok()?;
+    if let Some(base) = base {
+        let _ = walk.hide(base);
+    }
+    Some(
+        walk.flatten()
+            .take(limit)
+            .filter_map(|oid| message_of(repo, oid))
+            .collect(),
+    )
+}

@@ -1,0 +1,181 @@
+//! Which spec a command is about, decided over plain data: the spec folder names, what the user
+//! typed after `--spec`, and the spec whose slot the command was started in. The one rule every
+//! command follows (the mechanism that gathers the data is `store::spec::choose`).
+
+/// How a `--spec` query matched the folder names.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Resolution {
+    One(String),
+    None,
+    Many(Vec<String>),
+}
+
+/// Exact name, else the unique folder starting with `X-`, else a unique substring.
+pub fn resolve_among(names: &[String], query: &str) -> Resolution {
+    if names.iter().any(|n| n == query) {
+        return Resolution::One(query.to_string());
+    }
+    let prefix = format!("{query}-");
+    for matches in [
+        names
+            .iter()
+            .filter(|n| n.starts_with(&prefix))
+            .cloned()
+            .collect::<Vec<_>>(),
+        names
+            .iter()
+            .filter(|n| n.contains(query))
+            .cloned()
+            .collect(),
+    ] {
+        match matches.len() {
+            0 => continue,
+            1 => return Resolution::One(matches.into_iter().next().unwrap_or_default()),
+            _ => return Resolution::Many(matches),
+        }
+    }
+    Resolution::None
+}
+
+/// What the rule picked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SpecChoice {
+    /// This spec.
+    One(String),
+    /// `--spec` matched several: name one of these.
+    SeveralMatch {
+        query: String,
+        candidates: Vec<String>,
+    },
+    /// No `--spec` and nothing to infer it from, with several specs: name one of these.
+    NotSaid { candidates: Vec<String> },
+    /// `--spec` matched nothing.
+    NoMatch { query: String },
+    /// There are no specs at all.
+    NoSpecs,
+    /// Started inside the slot of a spec whose folder is gone: no other spec is taken for it.
+    SlotSpecGone(String),
+}
+
+/// The rule: `--spec` when given (explicit wins, wherever the command runs); else the spec of
+/// the runner slot the command was started in (`slot_spec`: from the slot's branch
+/// `auto-claude/<spec>`); else the only spec; else the list to choose from. A command started
+/// in any other worktree infers nothing from it.
+pub fn choose(names: &[String], query: Option<&str>, slot_spec: Option<&str>) -> SpecChoice {
+    if let Some(query) = query {
+        return match resolve_among(names, query) {
+            Resolution::One(name) => SpecChoice::One(name),
+            Resolution::Many(candidates) => SpecChoice::SeveralMatch {
+                query: query.to_string(),
+                candidates,
+            },
+            Resolution::None if names.is_empty() => SpecChoice::NoSpecs,
+            Resolution::None => SpecChoice::NoMatch {
+                query: query.to_string(),
+            },
+        };
+    }
+    if let Some(spec) = slot_spec {
+        return if names.iter().any(|n| n == spec) {
+            SpecChoice::One(spec.to_string())
+        } else {
+            SpecChoice::SlotSpecGone(spec.to_string())
+        };
+    }
+    match names {
+        [] => SpecChoice::NoSpecs,
+        [one] => SpecChoice::One(one.clone()),
+        _ => SpecChoice::NotSaid {
+            candidates: names.to_vec(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exact_then_prefix_then_substring() {
+        let n = names(&["001-add-login", "002-add-logout", "010-login-page"]);
+        assert_eq!(
+            resolve_among(&n, "001-add-login"),
+            Resolution::One("001-add-login".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "001"),
+            Resolution::One("001-add-login".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "logout"),
+            Resolution::One("002-add-logout".into())
+        );
+        assert_eq!(
+            resolve_among(&n, "login"),
+            Resolution::Many(names(&["001-add-login", "010-login-page"]))
+        );
+        assert_eq!(resolve_among(&n, "zzz"), Resolution::None);
+        // "00" is no exact name and no folder starts with "00-": substring matches all three.
+        assert!(matches!(resolve_among(&n, "00"), Resolution::Many(m) if m.len() == 2));
+    }
+
+    #[test]
+    fn an_explicit_spec_wins_over_the_slot() {
+        let n = names(&["001-a", "002-b"]);
+        assert_eq!(
+            choose(&n, Some("002"), Some("001-a")),
+            SpecChoice::One("002-b".into())
+        );
+        assert_eq!(
+            choose(&n, Some("zzz"), Some("001-a")),
+            SpecChoice::NoMatch {
+                query: "zzz".into()
+            }
+        );
+    }
+
+    #[test]
+    fn without_spec_the_slot_then_the_only_spec_then_a_choice() {
+        let two = names(&["001-a", "002-b"]);
+        assert_eq!(
+            choose(&two, None, Some("002-b")),
+            SpecChoice::One("002-b".into())
+        );
+        assert_eq!(
+            choose(&two, None, None),
+            SpecChoice::NotSaid {
+                candidates: two.clone()
+            }
+        );
+        assert_eq!(
+            choose(&names(&["001-a"]), None, None),
+            SpecChoice::One("001-a".into())
+        );
+        assert_eq!(choose(&[], None, None), SpecChoice::NoSpecs);
+        assert_eq!(choose(&[], Some("001"), None), SpecChoice::NoSpecs);
+    }
+
+    #[test]
+    fn a_slot_whose_spec_is_gone_picks_no_other() {
+        assert_eq!(
+            choose(&names(&["002-b"]), None, Some("001-a")),
+            SpecChoice::SlotSpecGone("001-a".into())
+        );
+    }
+
+    #[test]
+    fn several_matches_of_a_query_are_listed() {
+        let n = names(&["001-add-login", "010-login-page"]);
+        assert_eq!(
+            choose(&n, Some("login"), None),
+            SpecChoice::SeveralMatch {
+                query: "login".into(),
+                candidates: n.clone()
+            }
+        );
+    }
+}
