@@ -2,7 +2,8 @@ use std::path::Path;
 
 use clap::Subcommand;
 
-use crate::ops::chunk::{Mark, locate_spec, mark, show};
+use crate::engine::report::Mark;
+use crate::ops::chunk::{locate_spec, mark, show};
 
 #[derive(Debug, Subcommand)]
 pub enum ChunkCommand {

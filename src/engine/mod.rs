@@ -3,6 +3,7 @@
 //! it; it calls the mechanism layers (`plan`, `store`, `git`, `agent`) and `policy`.
 
 pub mod recovery;
+pub mod report;
 pub mod run;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one

@@ -174,19 +174,9 @@ impl PlanFile {
 }
 
 fn warn_once(path: &Path, warnings: &[String]) {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    if warnings.is_empty() {
-        return;
-    }
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    let said = said.get_or_insert_with(HashSet::new);
+    // `output::warn` says each line once per process and hands it to the front end.
     for warning in warnings {
-        let line = format!("warning: plan {}: {warning}", path.display());
-        if said.insert(line.clone()) {
-            eprintln!("{line}");
-        }
+        crate::output::warn(&format!("plan {}: {warning}", path.display()));
     }
 }
 

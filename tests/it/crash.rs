@@ -245,7 +245,17 @@ impl Facts {
             in_progress = s.iter().any(|(_, st)| st == "in_progress");
         }
         self.commits.extend(branch_commits(repo, spec));
-        let dirty = dirty_files(repo, spec);
+        // A kill while runner was still checking out a new slot leaves half-written files of
+        // the branch's own tree: not work, and recovery removes the half-made slot.
+        let creating = std::fs::read_dir(repo.root.join(".auto-claude/slots")).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".creating"))
+        });
+        let dirty = if creating {
+            Vec::new()
+        } else {
+            dirty_files(repo, spec)
+        };
         if in_progress {
             self.dirty.extend(dirty.iter().cloned());
         }

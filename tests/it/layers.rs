@@ -54,33 +54,14 @@ fn names_git2(line: &str) -> bool {
         || code.starts_with("extern crate git2")
 }
 
-/// Files that still call git2 directly and are being moved by another change of issue 9; each
-/// must be taken out of this list as soon as it is clean (the test fails if it already is).
-const NOT_YET_MOVED: &[&str] = &[];
-
 #[test]
 fn every_git2_call_lives_in_src_git() {
     let found = offending_lines("src/git/", names_git2);
-    let (pending, offending): (Vec<&String>, Vec<&String>) = found.iter().partition(|l| {
-        NOT_YET_MOVED
-            .iter()
-            .any(|f| l.starts_with(&format!("{f}:")))
-    });
     assert!(
-        offending.is_empty(),
+        found.is_empty(),
         "git2 is used outside src/git/ (move the operation into a function of src/git/):\n{}",
-        offending
-            .iter()
-            .map(|l| l.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+        found.join("\n")
     );
-    for file in NOT_YET_MOVED {
-        assert!(
-            pending.iter().any(|l| l.starts_with(&format!("{file}:"))),
-            "{file} no longer uses git2: take it out of NOT_YET_MOVED"
-        );
-    }
 }
 
 #[test]
@@ -90,4 +71,269 @@ fn the_git2_rule_sees_paths_and_imports() {
     assert!(names_git2("pub use git2::Oid;"));
     assert!(!names_git2("/// (libgit2 keeps a lock file)"));
     assert!(!names_git2("use crate::git::{Oid, Repository};"));
+}
+
+// ---- The layers, printing, and size ----
+
+/// The layer of a top-level module of the crate, lowest first. Each may use its own layer and
+/// those below it. The crate's leaf utilities (`error`, `text`, `clock`, `failpoint`, `output`,
+/// the print macros and `sh` in lib.rs) have no layer: every layer may use them.
+fn layer_of(module: &str) -> Option<u8> {
+    Some(match module {
+        "policy" => 0,
+        "plan" | "store" | "git" | "agent" | "config" => 1,
+        "engine" => 2,
+        "ops" => 3,
+        "cli" | "mcp" => 4,
+        _ => return None,
+    })
+}
+
+const LAYER_NAMES: [&str; 5] = ["policy", "mechanism", "engine", "operations", "front end"];
+
+/// Every `.rs` file under `src/`: its path relative to `src/`, and its text.
+fn sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let out: Vec<(String, String)> = rust_files(&root)
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    assert!(out.len() > 20, "found only {} source files", out.len());
+    out
+}
+
+/// `policy/transition.rs` → `policy`; `lib.rs` → `lib`.
+fn module_of(rel: &str) -> &str {
+    let first = rel.split('/').next().unwrap();
+    first.strip_suffix(".rs").unwrap_or(first)
+}
+
+/// The code of a line, without a `//` comment (a `//` inside a string literal cuts the line
+/// short, which only hides text, never invents a use).
+fn code(line: &str) -> &str {
+    line.split("//").next().unwrap()
+}
+
+/// The crate modules a line names: `crate::x::…`, `crate::{x, y::…}`.
+fn crate_modules(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("crate::") {
+        let after = &rest[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            let inner = group.split('}').next().unwrap_or("");
+            for part in inner.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.push(name);
+                }
+            }
+        } else {
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.push(name);
+        }
+        rest = after;
+    }
+    found
+}
+
+#[test]
+fn no_layer_uses_a_layer_above_it() {
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        let Some(own) = layer_of(module_of(&rel)) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for used in crate_modules(code(line)) {
+                // The plan model is plain data that policy decides over (a chunk's status, its
+                // attempts); policy uses none of plan/'s reading or writing.
+                if module_of(&rel) == "policy" && used == "plan" {
+                    continue;
+                }
+                if let Some(theirs) = layer_of(&used)
+                    && theirs > own
+                {
+                    wrong.push(format!(
+                        "src/{rel}:{}: the {} layer uses `{used}` ({})",
+                        n + 1,
+                        LAYER_NAMES[own as usize],
+                        LAYER_NAMES[theirs as usize]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "layer violations:\n{}", wrong.join("\n"));
+}
+
+/// The leaf utilities use no layer above the mechanism: they sit under everything.
+#[test]
+fn the_leaf_utilities_use_no_engine_operation_or_front_end() {
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        if layer_of(module_of(&rel)).is_some() || rel == "main.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            for used in crate_modules(code(line)) {
+                if layer_of(&used).is_some_and(|l| l >= 2) {
+                    wrong.push(format!("src/{rel}:{}: uses `{used}`", n + 1));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Where `word` stands in `code` as a word of its own (`println!` inside `eprintln!` does not).
+fn names_word(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn only_the_front_ends_print_or_ask() {
+    const FORBIDDEN: [&str; 7] = [
+        "println!",
+        "eprintln!",
+        "print!",
+        "eprint!",
+        "dbg!",
+        "inquire",
+        "indicatif",
+    ];
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        // main.rs and the front ends talk to a person; lib.rs defines the quiet print macros
+        // they use.
+        if matches!(module_of(&rel), "cli" | "mcp" | "main" | "lib") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = code(line);
+            for word in FORBIDDEN.iter().filter(|w| names_word(code, w)) {
+                wrong.push(format!("src/{rel}:{}: {word}", n + 1));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "printing or asking below the front end:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_rules_read_uses_and_words_as_written() {
+    assert_eq!(
+        crate_modules("use crate::{engine::run, store::Journal};"),
+        ["engine", "store"]
+    );
+    assert_eq!(
+        crate_modules("    crate::ops::merge::finish(ws)?;"),
+        ["ops"]
+    );
+    assert!(names_word("    eprintln!(\"x\");", "eprintln!"));
+    assert!(!names_word("    eprintln!(\"x\");", "println!"));
+    assert_eq!(code("let a = 1; // crate::cli::x"), "let a = 1; ");
+}
+
+/// A file of unit tests (`tests.rs`, or a file under a `tests/` folder) is test code.
+fn is_test_file(rel: &str) -> bool {
+    rel.ends_with("/tests.rs") || rel.contains("/tests/")
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .filter(|(rel, text)| !is_test_file(rel) && text.lines().count() > 600)
+        .map(|(rel, text)| format!("src/{rel}: {} lines", text.lines().count()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over 600 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// Each `fn` with a body, from its signature to the closing brace at its own indentation.
+fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let signature = trimmed
+            .trim_start_matches("pub ")
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("const ")
+            .trim_start_matches("async ")
+            .trim_start_matches("unsafe ");
+        let Some(rest) = signature.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // A declaration without a body (a trait's), or a one-line function.
+        let Some(end) = lines[i..].iter().position(|l| {
+            *l == format!("{indent}}}")
+                || l.trim_end().ends_with(';')
+                    && l.starts_with(indent)
+                    && l[indent.len()..].starts_with(|c: char| !c.is_whitespace())
+                    && !l.trim_start().starts_with('}')
+        }) else {
+            continue;
+        };
+        out.push((i + 1, name, end + 1));
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_120_lines() {
+    let mut long = Vec::new();
+    for (rel, text) in sources() {
+        for (line, name, length) in function_lengths(&text) {
+            if length > 120 {
+                long.push(format!("src/{rel}:{line}: fn {name} is {length} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 120 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_measure_counts_a_body_to_its_closing_brace() {
+    let text = "fn a() {\n    let x = 1;\n}\n\nimpl T {\n    pub fn b(&self) -> u8 {\n        1\n    }\n    fn decl(&self);\n}\n";
+    let found = function_lengths(text);
+    assert_eq!(found[0], (1, "a".to_string(), 3));
+    assert_eq!(found[1], (6, "b".to_string(), 3));
+    assert_eq!(found[2], (9, "decl".to_string(), 1));
 }

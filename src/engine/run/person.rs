@@ -22,8 +22,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::agent::ancestry;
+use crate::engine::report::{Mark, mark_as};
 use crate::error::RunnerError;
-use crate::ops::chunk::{Mark, mark_as};
 use crate::store::workspace::SpecPaths;
 
 /// The socket a live run of the spec listens on.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 
-use crate::ops::chunk::{Mark, locate_spec, mark};
+use crate::engine::report::Mark;
+use crate::ops::chunk::{locate_spec, mark};
 
 /// Set by the demo on the run it interrupts: the file the agent creates once the partial work
 /// of `INTERRUPTED_CHUNK` is on disk, the moment to kill runner.
