@@ -21,6 +21,7 @@ mod resolver;
 mod run;
 mod shutdown;
 mod slotfix;
+mod snapshots;
 mod transitions;
 
 /// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently

@@ -1,0 +1,142 @@
+//! The renderers' whole output, text and JSON, as reviewed snapshots (insta): a change of
+//! wording or of a JSON field shows up in review as a changed `.snap` file instead of passing
+//! unnoticed. Values that differ from run to run (commit ids, times, paths, pids) are replaced
+//! by placeholders; everything else is compared exactly.
+//!
+//! After an intended change: `INSTA_UPDATE=always cargo test --test it -- snapshots::`, then
+//! read the diff of `tests/it/snapshots/` before committing it.
+
+use std::process::Output;
+
+use crate::common::*;
+
+/// Two specs: 001 built by a run in which one chunk failed its first attempt; 002 planned by
+/// hand with its first chunk marked done by a person.
+fn two_specs() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.add_spec("001-add-login");
+    repo.script("core-b 1 fail the tests are red\n");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let dir = repo.add_spec("002-fix-logout");
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    assert_exit(
+        &repo.runner(&["chunk", "done", "core-a", "--spec", "002"]),
+        0,
+    );
+    repo
+}
+
+/// Output as it would be compared: run-to-run values replaced, the repository's folder named.
+fn settled(repo: &TestRepo, text: &str) -> String {
+    let root = repo.root.to_string_lossy().into_owned();
+    let tmp = repo.tmp.path().to_string_lossy().into_owned();
+    text.replace(&root, "[repo]").replace(&tmp, "[tmp]")
+}
+
+fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        // Times: ISO 8601 with or without zone, and the compact stamps of backup refs.
+        (
+            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?",
+            "[time]",
+        ),
+        (r"\d{8}T\d{6}Z", "[stamp]"),
+        // Commit and object ids (abbreviated or full), and run ids (r + hex).
+        (r"\b[0-9a-f]{7,40}\b", "[commit]"),
+        (r"\br[0-9a-f]{8,}\b", "[run-id]"),
+        (r"\bpid \d+", "pid [pid]"),
+        (r#""pid": \d+"#, r#""pid": [pid]"#),
+        (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
+        (r#""(duration_ms|elapsed_ms|seconds)": \d+"#, r#""$1": [n]"#),
+    ]
+}
+
+fn snap(name: &str, text: &str) {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in filters() {
+        settings.add_filter(pattern, replacement);
+    }
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// The JSON on stdout, pretty-printed (one object, or the test fails).
+fn json_of(repo: &TestRepo, out: &Output) -> String {
+    let value: serde_json::Value = serde_json::from_str(&stdout(out))
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{}", stdout(out)));
+    settled(repo, &serde_json::to_string_pretty(&value).unwrap())
+}
+
+fn plain(repo: &TestRepo, args: &[&str]) -> Output {
+    let mut cmd = repo.cmd(args);
+    cmd.env("NO_COLOR", "1");
+    cmd.output().unwrap()
+}
+
+#[test]
+fn status_text_and_json() {
+    let repo = two_specs();
+    let out = plain(&repo, &["status"]);
+    assert_exit(&out, 0);
+    snap("status_text", &settled(&repo, &stdout(&out)));
+    let out = plain(&repo, &["status", "--json"]);
+    assert_exit(&out, 0);
+    snap("status_json", &json_of(&repo, &out));
+}
+
+#[test]
+fn review_text_and_json() {
+    let repo = two_specs();
+    let out = plain(&repo, &["review", "--spec", "001"]);
+    assert_exit(&out, 0);
+    snap("review_text", &settled(&repo, &stdout(&out)));
+    let out = plain(&repo, &["review", "--spec", "001", "--json"]);
+    assert_exit(&out, 0);
+    snap("review_json", &json_of(&repo, &out));
+}
+
+#[test]
+fn recover_dry_run_and_chunk_show() {
+    let repo = two_specs();
+    // 002's run dies right after the agent's session for core-b: the chunk is left in progress
+    // with its work uncommitted.
+    run_killed_at(&repo, "002-fix-logout", "after_coder_session@1");
+    let out = plain(&repo, &["recover", "--spec", "002", "--dry-run"]);
+    assert_exit(&out, 0);
+    snap("recover_dry_run_text", &settled(&repo, &stdout(&out)));
+    let out = plain(&repo, &["recover", "--spec", "002", "--dry-run", "--json"]);
+    assert_exit(&out, 0);
+    snap("recover_dry_run_json", &json_of(&repo, &out));
+    let out = plain(&repo, &["chunk", "show", "core-b", "--spec", "002"]);
+    assert_exit(&out, 0);
+    snap("chunk_show_text", &settled(&repo, &stdout(&out)));
+}
+
+#[test]
+fn errors_text_and_json() {
+    let repo = two_specs();
+    let out = plain(&repo, &["review", "--spec", "nope"]);
+    assert_exit(&out, 2);
+    snap("error_unknown_spec_text", &settled(&repo, &stderr(&out)));
+    let out = plain(&repo, &["review", "--spec", "nope", "--json"]);
+    assert_exit(&out, 2);
+    snap("error_unknown_spec_json", &json_of(&repo, &out));
+    let out = plain(&repo, &["review"]);
+    assert_exit(&out, 2);
+    snap("error_which_spec_text", &settled(&repo, &stderr(&out)));
+}
+
+#[test]
+fn merge_and_undo_json() {
+    let repo = two_specs();
+    let out = plain(&repo, &["merge", "--spec", "001", "--yes", "--json"]);
+    assert_exit(&out, 0);
+    snap("merge_json", &json_of(&repo, &out));
+    let out = plain(&repo, &["undo", "--spec", "001", "--json"]);
+    assert_exit(&out, 0);
+    snap("undo_json", &json_of(&repo, &out));
+}
