@@ -42,7 +42,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
             return Err(needs_flag("merge", "--yes"));
         }
         let plan = paths.plan.load().ok().flatten();
-        let base = crate::ops::review::base_branch(&ws, plan.as_ref())?;
+        let base = crate::engine::lifecycle::base_branch(&ws, plan.as_ref())?;
         if !confirm(&format!(
             "Merge {} into {base} ({})?",
             paths.name,

@@ -2,6 +2,7 @@
 //! planner and coder sessions; `recovery` puts interrupted state right. Operations (`ops`) call
 //! it; it calls the mechanism layers (`plan`, `store`, `git`, `agent`) and `policy`.
 
+pub mod lifecycle;
 pub mod recovery;
 pub mod report;
 pub mod run;

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::engine::lifecycle::base_branch;
 use crate::error::RunnerError;
 use crate::git::merge::{FileChange, file_changes, preview};
 use crate::git::{Oid, Repository, branch_for, dirty_paths, log_between, slot_holding};
@@ -49,29 +50,6 @@ pub struct PhaseProgress {
 pub struct MergeCheck {
     pub clean: bool,
     pub conflicts: Vec<String>,
-}
-
-/// The base branch a spec merges into: pinned in its plan, else the config, else the branch
-/// checked out now.
-pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String> {
-    if let Some(b) = plan.and_then(|p| p.str_field("base_branch")) {
-        return Ok(b.to_string());
-    }
-    let config = ws.config()?;
-    config
-        .git
-        .base_branch
-        .or_else(|| ws.main.current_branch())
-        .ok_or_else(|| {
-            // HEAD on a branch with no commit yet is unborn, not detached.
-            let unborn = crate::git::history::head_is_unborn(&ws.main.repo);
-            RunnerError::bad_input(if unborn {
-                "no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge (make a first commit, then `runner run`)"
-            } else {
-                "no base branch is pinned for this spec and HEAD is detached: check out the branch to merge into (git switch NAME), or set [git] base_branch"
-            })
-            .into()
-        })
 }
 
 /// The chunk a commit landed: matched against the plan's ids when there is a plan (an id may

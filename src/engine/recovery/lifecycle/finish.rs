@@ -142,10 +142,12 @@ pub(super) fn finish_interrupted_inner(
         Direction::Human(why) => Err(crate::error::RunnerError::NeedsHuman(why).into()),
         Direction::Forward => {
             let saved = match intent.op {
-                Op::Merge => crate::ops::merge::finish(ws, paths, &intent, journal)?,
-                Op::Discard => crate::ops::discard::finish(ws, paths, &intent, journal)?,
+                Op::Merge => crate::engine::lifecycle::merge::finish(ws, paths, &intent, journal)?,
+                Op::Discard => {
+                    crate::engine::lifecycle::discard::finish(ws, paths, &intent, journal)?
+                }
                 Op::Undo => {
-                    crate::ops::undo::finish(ws, paths, &intent, journal)?;
+                    crate::engine::lifecycle::undo::finish(ws, paths, &intent, journal)?;
                     None
                 }
             };
@@ -157,7 +159,7 @@ pub(super) fn finish_interrupted_inner(
         }
         Direction::Back => {
             let saved = if intent.op == Op::Merge {
-                crate::ops::merge::roll_back(ws, &intent)?
+                crate::engine::lifecycle::merge::roll_back(ws, &intent)?
             } else {
                 None
             };
@@ -170,7 +172,7 @@ pub(super) fn finish_interrupted_inner(
                 true,
                 format!(
                     "rolled back an interrupted {what}{}",
-                    crate::ops::merge::saved_note(saved.as_deref())
+                    crate::engine::lifecycle::merge::saved_note(saved.as_deref())
                 ),
             )
         }
