@@ -37,6 +37,16 @@ pub enum ChunkCommand {
     },
 }
 
+impl ChunkCommand {
+    pub fn json(&self) -> bool {
+        match self {
+            ChunkCommand::Done { json, .. }
+            | ChunkCommand::Fail { json, .. }
+            | ChunkCommand::Show { json, .. } => *json,
+        }
+    }
+}
+
 pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
     let (message, json) = match cmd {
         ChunkCommand::Done {

@@ -2,6 +2,7 @@
 
 mod chunk;
 mod demo;
+mod json;
 mod lifecycle;
 mod recover;
 mod run;
@@ -70,8 +71,33 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Print `value` as pretty JSON on stdout.
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+/// Whether the command was asked for `--json`: then its error, too, is printed as JSON.
+pub fn wants_json(command: &Command) -> bool {
+    match command {
+        Command::Run(a) => a.json,
+        Command::Recover(a) => a.json,
+        Command::Review(a) => a.json,
+        Command::Merge(a) => a.json,
+        Command::Discard(a) => a.json,
+        Command::Undo(a) => a.json,
+        Command::Gc(a) => a.json,
+        Command::Status(a) => a.json,
+        Command::Chunk(c) => c.json(),
+        Command::Demo(_) | Command::DemoAgent => false,
+    }
+}
+
+/// Print `value` as pretty JSON on stdout: one object that starts with `"schema"`
+/// (docs/json.md).
+fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {
+    println!("{}", json::to_json(value)?);
     Ok(())
+}
+
+/// Print an error as `{"schema":1,"error":{…}}` on stdout, for `--json` (docs/json.md). A
+/// closed stdout is not reported: the exit code still says what happened.
+pub fn print_error_json(report: &crate::error::ErrorReport) {
+    if let Ok(text) = json::error_to_json(report) {
+        crate::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
+    }
 }

@@ -45,10 +45,11 @@ pub fn locate_spec(cwd: &Path, spec: Option<&str>) -> anyhow::Result<(Workspace,
         let paths = ws.spec(&name)?;
         return Ok((ws, paths));
     }
-    Err(RunnerError::bad_input(
-        "cannot tell which spec this is about: pass --spec, set RUNNER_SPEC_DIR, or call it from the spec's worktree",
+    Err(
+        RunnerError::bad_input("cannot tell which spec this is about")
+            .with_hint("pass --spec, set RUNNER_SPEC_DIR, or call it from the spec's worktree")
+            .into(),
     )
-    .into())
 }
 
 /// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends

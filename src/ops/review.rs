@@ -30,11 +30,38 @@ pub struct Review {
     pub tip: git2::Oid,
 }
 
-#[derive(Debug, Serialize)]
+/// A commit as every command lists it (`review`, `merge`): its id, subject, and the chunk it
+/// belongs to, if any.
+#[derive(Debug, Clone, Serialize)]
 pub struct CommitLine {
     pub commit: String,
     pub summary: String,
     pub chunk: Option<String>,
+}
+
+/// One line for a person: the short id and the subject.
+impl std::fmt::Display for CommitLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = self.commit.get(..10).unwrap_or(&self.commit);
+        write!(f, "{short} {}", self.summary)
+    }
+}
+
+/// The commits on `tip` that `fork` does not have, newest first, each with its chunk.
+pub fn commit_lines(
+    repo: &git2::Repository,
+    plan: Option<&Plan>,
+    fork: git2::Oid,
+    tip: git2::Oid,
+) -> anyhow::Result<Vec<CommitLine>> {
+    Ok(log_between(repo, fork, tip)?
+        .into_iter()
+        .map(|(oid, summary)| CommitLine {
+            commit: oid.to_string(),
+            chunk: chunk_of(repo, plan, oid, &summary),
+            summary,
+        })
+        .collect())
 }
 
 #[derive(Debug, Serialize)]
@@ -65,11 +92,13 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
         .ok_or_else(|| {
             // HEAD on a branch with no commit yet is unborn, not detached.
             let unborn = matches!(ws.main.repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch);
-            RunnerError::bad_input(if unborn {
-                "no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge (make a first commit, then `runner run`)"
+            if unborn {
+                RunnerError::bad_input("no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge")
+                    .with_hint("make a first commit, then `runner run`")
             } else {
-                "no base branch is pinned for this spec and HEAD is detached: check out the branch to merge into (git switch NAME), or set [git] base_branch"
-            })
+                RunnerError::bad_input("no base branch is pinned for this spec and HEAD is detached")
+                    .with_hint("check out the branch to merge into (git switch NAME), or set [git] base_branch")
+            }
             .into()
         })
 }
@@ -106,8 +135,11 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let branch = branch_for(&paths.name);
     let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
         RunnerError::bad_input(format!(
-            "spec {} has no branch {branch}: nothing has been built yet (run `runner run --spec {}`)",
+            "spec {} has no branch {branch}: nothing has been built yet",
             paths.name,
+        ))
+        .with_hint(format!(
+            "build it with `runner run --spec {}`",
             crate::sh(&paths.name)
         ))
     })?;
@@ -118,14 +150,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let repo = &ws.main.repo;
     let merge_base = repo.merge_base(base_tip, tip).ok();
     let fork = merge_base.unwrap_or(base_tip);
-    let commits = log_between(repo, fork, tip)?
-        .into_iter()
-        .map(|(oid, summary)| CommitLine {
-            commit: oid.to_string(),
-            chunk: chunk_of(repo, plan.as_ref(), oid, &summary),
-            summary,
-        })
-        .collect();
+    let commits = commit_lines(repo, plan.as_ref(), fork, tip)?;
     let base_moved = merge_base
         .map(|mb| {
             log_between(repo, mb, base_tip)

@@ -15,7 +15,7 @@ pub struct StatusReport {
 
 #[derive(Debug, Serialize)]
 pub struct SpecStatus {
-    pub name: String,
+    pub spec: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
     /// blocked, complete, merged, refused (its folder links outside the repository),
     /// missing_work (the branch lost a completed chunk's commit)
@@ -86,7 +86,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                     error: Some(e.to_string()),
                     warnings: Vec::new(),
                     problem: None,
-                    name,
+                    spec: name,
                 });
                 continue;
             }
@@ -132,7 +132,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                 .as_ref()
                 .map(|p| p.warnings.clone())
                 .unwrap_or_default(),
-            name,
+            spec: name,
         });
     }
     let slots = Slot::all(&ws.main)
@@ -226,7 +226,7 @@ pub fn render(report: &StatusReport) -> String {
     for s in &report.specs {
         out.push_str(&format!(
             "{:<32} {:<13} {}/{} chunks",
-            s.name, s.status, s.chunks.completed, s.chunks.total
+            s.spec, s.status, s.chunks.completed, s.chunks.total
         ));
         if s.chunks.failed > 0 {
             out.push_str(&format!(", {} failed", s.chunks.failed));
@@ -244,7 +244,7 @@ pub fn render(report: &StatusReport) -> String {
         if s.chunks.failed > 0 {
             out.push_str(&format!(
                 "    failed chunks: {}\n",
-                crate::engine::run::retry_failed_hint(&s.name, None)
+                crate::engine::run::retry_failed_hint(&s.spec, None)
             ));
         }
         if let Some(r) = &s.running {
@@ -263,7 +263,7 @@ pub fn render(report: &StatusReport) -> String {
         if let Some(p) = &s.problem {
             out.push_str(&format!(
                 "    problem: {p}; `runner recover --spec {}` keeps the last tip runner knew and prints the way back\n",
-                s.name
+                s.spec
             ));
         }
         if let Some(e) = &s.error {

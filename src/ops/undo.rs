@@ -120,10 +120,13 @@ pub fn finish(
                 .is_some_and(|b| b.meta.spec == paths.name);
             if !own {
                 return Err(RunnerError::NeedsHuman(format!(
-                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed. Check `runner undo --list`, then delete {}",
+                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed",
                     paths.name,
                     intent.backup,
-                    lifecycle::intent_path(paths).display()
+                ))
+                .with_hint(format!(
+                    "check `runner undo --list`, then delete {}",
+                    crate::sh(lifecycle::intent_path(paths).display().to_string())
                 ))
                 .into());
             }

@@ -208,8 +208,8 @@ fn backups_written_under_the_old_shared_names_are_undone_for_their_own_spec_only
     let list = repo.runner(&["undo", "--list", "--spec", DOT, "--json"]);
     assert_exit(&list, 0);
     let listed: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
-    assert_eq!(listed[0]["meta"]["spec"], DOT);
+    assert_eq!(listed["backups"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["backups"][0]["spec"], DOT);
 
     assert_exit(&repo.runner(&["undo", "--spec", DOT]), 0);
     assert_eq!(rev(&repo, &branch(DOT)).as_deref(), Some(dot_tip.as_str()));

@@ -327,7 +327,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     run.reporter.finish();
     let outcome = match &result {
         Ok(()) => "complete".to_string(),
-        Err(e) => match e.downcast_ref::<RunnerError>() {
+        Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
             Some(RunnerError::Interrupted) => "interrupted".into(),
             Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
             Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
