@@ -194,22 +194,36 @@ pub struct ErrorReport {
 impl ErrorReport {
     pub fn of(err: &anyhow::Error) -> ErrorReport {
         let (code, kind) = classify(err);
+        let mut hints: Vec<String> = runner_errors(err)
+            .flat_map(|e| e.hints().iter().cloned())
+            .collect();
+        if kind == "invalid_plan" {
+            hints.push(crate::plan::PlanError::ADVICE.to_string());
+        }
         ErrorReport {
             code,
             kind,
             message: format!("{err:#}"),
-            hints: runner_errors(err)
-                .flat_map(|e| e.hints().iter().cloned())
-                .collect(),
+            hints,
         }
+    }
+
+    /// The message and its hints in one string, for a report that holds an error as a field
+    /// (`status`'s `error`, a recovery action's `detail`).
+    pub fn inline(err: &anyhow::Error) -> String {
+        ErrorReport::of(err).message_and_hints()
     }
 
     /// `runner: <message>`, then one `  hint: <hint>` line per hint (not yet made safe for a
     /// terminal: the caller does that).
     pub fn to_text(&self) -> String {
-        let mut text = format!("runner: {}\n", self.message);
+        format!("runner: {}\n", self.message_and_hints())
+    }
+
+    fn message_and_hints(&self) -> String {
+        let mut text = self.message.clone();
         for hint in &self.hints {
-            text.push_str(&format!("  hint: {hint}\n"));
+            text.push_str(&format!("\n  hint: {hint}"));
         }
         text
     }

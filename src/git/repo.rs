@@ -27,9 +27,10 @@ impl MainRepo {
     pub fn discover(start: &Path) -> anyhow::Result<MainRepo> {
         let found = Repository::discover(start).map_err(|_| {
             RunnerError::bad_input(format!(
-                "{} is not inside a git repository: run runner from your project (or `git init` first)",
+                "{} is not inside a git repository",
                 start.display()
             ))
+            .with_hint("run runner from your project (or `git init` first)")
         })?;
         // A linked worktree's common dir is the main repository's `.git`.
         let common = found.commondir().to_path_buf();

@@ -104,7 +104,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
         let worktree = slot_holding(&ws.main, &branch).map(|s| s.path.display().to_string());
         let (plan, error) = match paths.plan.load() {
             Ok(plan) => (plan, None),
-            Err(e) => (None, Some(format!("{e:#}"))),
+            Err(e) => (None, Some(crate::error::ErrorReport::inline(&e))),
         };
         // One walk of the branch's history, only when it exists.
         let problem = plan

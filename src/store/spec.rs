@@ -24,9 +24,11 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
         None
     };
     match problem {
-        Some(why) => Err(RunnerError::bad_input(format!(
-            "invalid spec name {name:?}: {why}. Spec names are folder names under .auto-claude/specs/, like 001-add-login"
-        ))),
+        Some(why) => Err(
+            RunnerError::bad_input(format!("invalid spec name {name:?}: {why}")).with_hint(
+                "spec names are folder names under .auto-claude/specs/, like 001-add-login",
+            ),
+        ),
         None => Ok(()),
     }
 }
@@ -82,6 +84,9 @@ pub fn resolve_among(names: &[String], query: &str) -> Resolution {
     Resolution::None
 }
 
+/// How to make a first spec (the advice of every "no specs yet" error).
+pub const NEW_SPEC_HINT: &str = "create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`";
+
 /// Resolve `query` against the folders in `specs_dir`, with errors that say what to do.
 pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
     check_name(query)?;
@@ -96,21 +101,19 @@ pub fn resolve(specs_dir: &Path, query: &str) -> Result<String, RunnerError> {
             Ok(name)
         }
         Resolution::None if names.is_empty() => Err(RunnerError::bad_input(format!(
-            "no spec matches {query:?}: {} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
+            "no spec matches {query:?}: {} has no specs yet",
             specs_dir.display()
-        ))),
+        ))
+        .with_hint(NEW_SPEC_HINT)),
         Resolution::None => Err(RunnerError::bad_input(format!(
             "no spec matches {query:?}. Specs: {}",
             names.join(", ")
-        ))),
-        Resolution::Many(matches) => Err(RunnerError::bad_input(format!(
-            "{query:?} matches several specs; name one exactly:\n{}",
-            matches
-                .iter()
-                .map(|m| format!("  runner run --spec {}", crate::sh(m)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ))),
+        ))
+        .with_hint("name one of them with --spec (its number, or a unique part of its name)")),
+        Resolution::Many(matches) => Err(matches.iter().fold(
+            RunnerError::bad_input(format!("{query:?} matches several specs; name one exactly")),
+            |err, m| err.with_hint(format!("runner run --spec {}", crate::sh(m))),
+        )),
     }
 }
 
@@ -124,15 +127,16 @@ pub const MAX_SPEC_BYTES: u64 = 10 * 1024 * 1024;
 /// `MAX_SPEC_BYTES`, or blank (nothing visible in it) is bad input: no session may start
 /// without the feature.
 pub fn read_text(path: &Path) -> Result<String, RunnerError> {
-    let why = "It must be a readable file describing the feature to build (every planner and coder session is given it)";
+    let why = "it must be a readable file describing the feature to build (every planner and coder session is given it)";
     let cannot = |what: String| {
-        RunnerError::bad_input(format!("cannot read {}: {what}. {why}", path.display()))
+        RunnerError::bad_input(format!("cannot read {}: {what}", path.display())).with_hint(why)
     };
     let file = open_nonblocking(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RunnerError::bad_input(format!(
-            "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",
+            "{} is missing",
             path.display()
-        )),
+        ))
+        .with_hint("write it, describing the feature to build (every planner and coder session is given it)"),
         _ => cannot(e.to_string()),
     })?;
     let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
@@ -165,9 +169,12 @@ pub fn read_text(path: &Path) -> Result<String, RunnerError> {
     let text = String::from_utf8_lossy(&bytes).into_owned();
     if is_blank(&text) {
         return Err(RunnerError::bad_input(format!(
-            "{} is empty (nothing visible in it): describe the feature to build in it (every planner and coder session is given it)",
+            "{} is empty (nothing visible in it)",
             path.display()
-        )));
+        ))
+        .with_hint(
+            "describe the feature to build in it (every planner and coder session is given it)",
+        ));
     }
     Ok(text)
 }

@@ -51,9 +51,10 @@ pub(super) async fn prepare_slot(
             .strip_prefix("auto-claude-")
             .unwrap_or(&other.name);
         return Err(RunnerError::bad_input(format!(
-            "spec {spec} is already in the slot {}: run it there with --slot {suffix}",
+            "spec {spec} is already in the slot {}",
             other.path.display()
         ))
+        .with_hint(format!("run it there with --slot {}", crate::sh(suffix)))
         .into());
     }
     match slot.inspect(main) {
