@@ -11,7 +11,7 @@ use runner::error::ErrorReport;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
     init_logging(cli.verbose);
     let json = wants_json(&cli.command);
     let code = match dispatch(cli) {
@@ -19,6 +19,36 @@ fn main() {
         Err(err) => report_error(&err, json),
     };
     std::process::exit(code);
+}
+
+/// A command line clap refused: its text on stderr as always, and with `--json` among the
+/// arguments also the error object on stdout (docs/json.md). Help and version go out as asked.
+fn usage_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let json = std::env::args_os().skip(1).any(|a| a == "--json");
+    if json
+        && !matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        let text = e.render().to_string();
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let message = lines.next().unwrap_or_default();
+        let report = ErrorReport {
+            code: e.exit_code(),
+            kind: "bad_input",
+            message: message
+                .strip_prefix("error: ")
+                .unwrap_or(message)
+                .to_string(),
+            hints: lines.map(|l| l.trim().to_string()).collect(),
+        };
+        print_error_json(&report);
+    }
+    e.exit()
 }
 
 /// Render an error once: `runner: <message>` and its hints on stderr, and with `--json` also

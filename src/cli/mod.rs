@@ -83,7 +83,8 @@ pub fn wants_json(command: &Command) -> bool {
         Command::Gc(a) => a.json,
         Command::Status(a) => a.json,
         Command::Chunk(c) => c.json(),
-        Command::Demo(_) | Command::DemoAgent => false,
+        Command::Demo(a) => a.json,
+        Command::DemoAgent => false,
     }
 }
 
