@@ -9,6 +9,7 @@ mod crash;
 mod demo;
 mod file_safety;
 mod hostile;
+mod json_shape;
 mod lifecycle;
 mod lifecycle_safety;
 mod output;
