@@ -101,8 +101,12 @@ pub(super) async fn prepare_slot(
                 // into a ref behind its plan's back.
                 let refuse = |why: String| -> anyhow::Error {
                     RunnerError::NeedsHuman(format!(
-                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away. Sort out {other_spec} first, or build {spec} in another slot: runner run --spec {spec} --slot NAME",
+                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away",
                         slot.path.display()
+                    ))
+                    .with_hint(format!(
+                        "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
+                        crate::sh(spec)
                     ))
                     .into()
                 };
