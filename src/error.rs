@@ -83,6 +83,7 @@ impl RunnerError {
             RunnerError::Busy(_) => exit::BUSY,
             RunnerError::BudgetSpent(_) => exit::BUDGET_SPENT,
             RunnerError::Interrupted | RunnerError::Cancelled => exit::INTERRUPTED,
+            // (`fact` never returns `Hinted`.)
             RunnerError::Io { .. } | RunnerError::Hinted { .. } => exit::INTERNAL,
         }
     }
@@ -192,6 +193,9 @@ pub struct ErrorReport {
 }
 
 impl ErrorReport {
+    /// The report of any error that reached `main`: kind and code from the first
+    /// `RunnerError` (or `PlanError`) in its chain, the whole chain as the message, and the
+    /// hints of every `RunnerError` in it, outermost first.
     pub fn of(err: &anyhow::Error) -> ErrorReport {
         let (code, kind) = classify(err);
         let mut hints: Vec<String> = runner_errors(err)

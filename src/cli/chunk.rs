@@ -48,7 +48,7 @@ impl ChunkCommand {
 }
 
 pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
-    let (message, json) = match cmd {
+    let (message, spec, id, json) = match cmd {
         ChunkCommand::Done {
             id,
             notes,
@@ -56,7 +56,8 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             json,
         } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref())?;
-            (mark(&paths, &id, Mark::Done, notes.as_deref())?, json)
+            let message = mark(&paths, &id, Mark::Done, notes.as_deref())?;
+            (message, paths.name, id, json)
         }
         ChunkCommand::Fail {
             id,
@@ -65,7 +66,8 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             json,
         } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref())?;
-            (mark(&paths, &id, Mark::Fail, Some(&reason))?, json)
+            let message = mark(&paths, &id, Mark::Fail, Some(&reason))?;
+            (message, paths.name, id, json)
         }
         ChunkCommand::Show { id, spec, json } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref())?;
@@ -83,7 +85,9 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
         }
     };
     if json {
-        super::print_json(&serde_json::json!({"ok": true, "message": message}))?;
+        super::print_json(
+            &serde_json::json!({"ok": true, "spec": spec, "chunk": id, "message": message}),
+        )?;
     } else {
         println!("{}", crate::text::for_terminal(&message));
     }

@@ -73,9 +73,11 @@ impl MainRepo {
         };
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(RunnerError::bad_input(format!(
-                "{} is a symbolic link; runner does not write through it. Add these lines to \
-                 the file it points to (or replace the link with a file) and run again:\n{}",
+                "{} is a symbolic link; runner does not write through it",
                 path.display(),
+            ))
+            .with_hint(format!(
+                "add these lines to the file it points to (or replace the link with a file) and run again:\n{}",
                 EXCLUDED.join("\n")
             ))
             .into());

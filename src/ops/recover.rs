@@ -108,7 +108,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                         kind: "refused".into(),
                         chunk: None,
                         decision: None,
-                        detail: e.to_string(),
+                        detail: crate::error::ErrorReport::inline(&e.into()),
                         if_verification: None,
                     }],
                     plan_source: None,

@@ -83,7 +83,7 @@ pub fn status(ws: &Workspace) -> anyhow::Result<StatusReport> {
                     next_chunk: None,
                     current_chunk: None,
                     running: None,
-                    error: Some(e.to_string()),
+                    error: Some(crate::error::ErrorReport::inline(&e.into())),
                     warnings: Vec::new(),
                     problem: None,
                     spec: name,

@@ -329,14 +329,16 @@ fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<Tar
                 Ok(TargetUndo::DropStaged { head: now })
             } else {
                 Err(RunnerError::NeedsHuman(format!(
-                    "the merge's staged changes on {target} were changed since; runner will not reset them. To drop them by hand: git reset --hard (after saving what you want to keep)"
+                    "the merge's staged changes on {target} were changed since; runner will not reset them"
                 ))
+                .with_hint("to drop them by hand: git reset --hard (after saving what you want to keep)")
                 .into())
             }
         }
         Some(after) => Err(RunnerError::NeedsHuman(format!(
-            "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
+            "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits"
         ))
+        .with_hint(format!("revert the merge instead: git revert -m 1 {after}"))
         .into()),
         None => Err(RunnerError::NeedsHuman(format!(
             "{target} moved since the --no-commit merge was staged (it is at {now}); runner will not reset it"

@@ -189,8 +189,11 @@ impl Run {
 
     pub(super) fn budget_spent(&self) -> RunnerError {
         RunnerError::BudgetSpent(format!(
-            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `{}` again to go on",
+            "this run started its {} sessions (run.max_sessions); the spec is not finished",
             self.sessions,
+        ))
+        .with_hint(format!(
+            "run `{}` again to go on",
             run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
         ))
     }
