@@ -102,3 +102,66 @@ pub fn print_error_json(report: &crate::error::ErrorReport) {
         crate::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Each command line, with its required arguments, of a command that takes `--json`.
+    const WITH_JSON: &[&[&str]] = &[
+        &["run"],
+        &["recover"],
+        &["review"],
+        &["merge"],
+        &["discard"],
+        &["undo"],
+        &["gc"],
+        &["status"],
+        &["demo"],
+        &["chunk", "done", "x"],
+        &["chunk", "fail", "x", "--reason", "r"],
+        &["chunk", "show"],
+    ];
+
+    #[test]
+    fn every_command_that_takes_json_prints_its_errors_as_json() {
+        for argv in WITH_JSON {
+            let with = |json: bool| {
+                let mut args = vec!["runner"];
+                args.extend_from_slice(argv);
+                args.extend(json.then_some("--json"));
+                wants_json(&Cli::try_parse_from(args).unwrap().command)
+            };
+            assert!(with(true), "{argv:?} --json");
+            assert!(!with(false), "{argv:?}");
+        }
+    }
+
+    /// A new command with `--json` must be listed above (and so in `wants_json`).
+    #[test]
+    fn the_list_of_commands_with_json_is_complete() {
+        fn walk(cmd: &clap::Command, path: &mut Vec<String>, found: &mut Vec<String>) {
+            if cmd.get_arguments().any(|a| a.get_id() == "json") {
+                found.push(path.join(" "));
+            }
+            for sub in cmd.get_subcommands() {
+                path.push(sub.get_name().to_string());
+                walk(sub, path, found);
+                path.pop();
+            }
+        }
+        let mut found = Vec::new();
+        walk(&Cli::command(), &mut Vec::new(), &mut found);
+        let mut listed: Vec<String> = WITH_JSON
+            .iter()
+            .map(|argv| {
+                let words = if argv[0] == "chunk" { 2 } else { 1 };
+                argv[..words].join(" ")
+            })
+            .collect();
+        found.sort();
+        listed.sort();
+        assert_eq!(found, listed);
+    }
+}
