@@ -8,6 +8,8 @@ mod recover;
 mod run;
 mod status;
 
+pub use json::{print_error_json, wants_json};
+
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -71,97 +73,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Whether the command was asked for `--json`: then its error, too, is printed as JSON.
-pub fn wants_json(command: &Command) -> bool {
-    match command {
-        Command::Run(a) => a.json,
-        Command::Recover(a) => a.json,
-        Command::Review(a) => a.json,
-        Command::Merge(a) => a.json,
-        Command::Discard(a) => a.json,
-        Command::Undo(a) => a.json,
-        Command::Gc(a) => a.json,
-        Command::Status(a) => a.json,
-        Command::Chunk(c) => c.json(),
-        Command::Demo(a) => a.json,
-        Command::DemoAgent => false,
-    }
-}
-
 /// Print `value` as pretty JSON on stdout: one object that starts with `"schema"`
 /// (docs/json.md).
 fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {
     println!("{}", json::to_json(value)?);
     Ok(())
-}
-
-/// Print an error as `{"schema":1,"error":{…}}` on stdout, for `--json` (docs/json.md). A
-/// closed stdout is not reported: the exit code still says what happened.
-pub fn print_error_json(report: &crate::error::ErrorReport) {
-    if let Ok(text) = json::error_to_json(report) {
-        crate::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    /// Each command line, with its required arguments, of a command that takes `--json`.
-    const WITH_JSON: &[&[&str]] = &[
-        &["run"],
-        &["recover"],
-        &["review"],
-        &["merge"],
-        &["discard"],
-        &["undo"],
-        &["gc"],
-        &["status"],
-        &["demo"],
-        &["chunk", "done", "x"],
-        &["chunk", "fail", "x", "--reason", "r"],
-        &["chunk", "show"],
-    ];
-
-    #[test]
-    fn every_command_that_takes_json_prints_its_errors_as_json() {
-        for argv in WITH_JSON {
-            let with = |json: bool| {
-                let mut args = vec!["runner"];
-                args.extend_from_slice(argv);
-                args.extend(json.then_some("--json"));
-                wants_json(&Cli::try_parse_from(args).unwrap().command)
-            };
-            assert!(with(true), "{argv:?} --json");
-            assert!(!with(false), "{argv:?}");
-        }
-    }
-
-    /// A new command with `--json` must be listed above (and so in `wants_json`).
-    #[test]
-    fn the_list_of_commands_with_json_is_complete() {
-        fn walk(cmd: &clap::Command, path: &mut Vec<String>, found: &mut Vec<String>) {
-            if cmd.get_arguments().any(|a| a.get_id() == "json") {
-                found.push(path.join(" "));
-            }
-            for sub in cmd.get_subcommands() {
-                path.push(sub.get_name().to_string());
-                walk(sub, path, found);
-                path.pop();
-            }
-        }
-        let mut found = Vec::new();
-        walk(&Cli::command(), &mut Vec::new(), &mut found);
-        let mut listed: Vec<String> = WITH_JSON
-            .iter()
-            .map(|argv| {
-                let words = if argv[0] == "chunk" { 2 } else { 1 };
-                argv[..words].join(" ")
-            })
-            .collect();
-        found.sort();
-        listed.sort();
-        assert_eq!(found, listed);
-    }
 }
