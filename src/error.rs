@@ -2,6 +2,19 @@
 //!
 //! Anything not listed here (an I/O failure, a git error we did not expect) surfaces as an
 //! `anyhow::Error` and exits with code 1.
+//!
+//! The fact and the advice are kept apart: an error's message says what is wrong, its hints say
+//! what to do about it, one line each. Attach them where the advice is known:
+//!
+//! ```ignore
+//! return Err(RunnerError::bad_input(format!("unknown spec {q:?}"))
+//!     .with_hint("`runner status` lists the specs")
+//!     .into());
+//! ```
+//!
+//! `main` renders every error once: `runner: <message>`, then `  hint: <hint>` per hint (or, with
+//! `--json`, the object of [`ErrorReport`]). Code that reacts to an error looks at
+//! [`RunnerError::fact`] or [`RunnerError::kind`], never at the `Hinted` wrapper.
 
 use std::path::PathBuf;
 
@@ -47,6 +60,13 @@ pub enum RunnerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Any of the above with advice for the user (built by [`RunnerError::with_hint`]); it
+    /// prints as the error it wraps, the hints on lines of their own.
+    #[error("{error}")]
+    Hinted {
+        error: Box<RunnerError>,
+        hints: Vec<String>,
+    },
 }
 
 impl From<crate::plan::PlanError> for RunnerError {
@@ -57,51 +77,201 @@ impl From<crate::plan::PlanError> for RunnerError {
 
 impl RunnerError {
     pub fn exit_code(&self) -> i32 {
-        match self {
+        match self.fact() {
             RunnerError::BadInput(_) | RunnerError::InvalidPlan(_) => exit::BAD_INPUT,
             RunnerError::NeedsHuman(_) => exit::NEEDS_HUMAN,
             RunnerError::Busy(_) => exit::BUSY,
             RunnerError::BudgetSpent(_) => exit::BUDGET_SPENT,
             RunnerError::Interrupted | RunnerError::Cancelled => exit::INTERRUPTED,
-            RunnerError::Io { .. } => exit::INTERNAL,
+            // (`fact` never returns `Hinted`.)
+            RunnerError::Io { .. } | RunnerError::Hinted { .. } => exit::INTERNAL,
         }
     }
 
     pub fn bad_input(msg: impl Into<String>) -> Self {
         RunnerError::BadInput(msg.into())
     }
+
+    /// Add a line of advice: what the user can do about this error (a command to copy, a flag
+    /// to pass). Shown after the message as `  hint: …`, and in `--json` as `hints`.
+    pub fn with_hint(self, hint: impl Into<String>) -> Self {
+        match self {
+            RunnerError::Hinted { error, mut hints } => {
+                hints.push(hint.into());
+                RunnerError::Hinted { error, hints }
+            }
+            error => RunnerError::Hinted {
+                error: Box::new(error),
+                hints: vec![hint.into()],
+            },
+        }
+    }
+
+    /// The error without its hints: what to match on.
+    pub fn fact(&self) -> &RunnerError {
+        match self {
+            RunnerError::Hinted { error, .. } => error.fact(),
+            error => error,
+        }
+    }
+
+    /// The advice attached with [`RunnerError::with_hint`], in order.
+    pub fn hints(&self) -> &[String] {
+        match self {
+            RunnerError::Hinted { hints, .. } => hints,
+            _ => &[],
+        }
+    }
+
+    /// The stable name of the error's kind (`--json`'s `error.kind`, docs/json.md).
+    pub fn kind(&self) -> &'static str {
+        match self.fact() {
+            RunnerError::BadInput(_) => "bad_input",
+            RunnerError::InvalidPlan(_) => "invalid_plan",
+            RunnerError::NeedsHuman(_) => "needs_human",
+            RunnerError::Busy(_) => "busy",
+            RunnerError::BudgetSpent(_) => "budget_spent",
+            RunnerError::Interrupted => "interrupted",
+            RunnerError::Cancelled => "cancelled",
+            RunnerError::Io { .. } | RunnerError::Hinted { .. } => "internal",
+        }
+    }
 }
 
 /// A signal stopped the work (not a cancelled question): nothing more was decided.
 pub fn is_interrupted(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<RunnerError>(),
-            Some(RunnerError::Interrupted)
-        )
+    runner_errors(err).any(|e| matches!(e.fact(), RunnerError::Interrupted))
+}
+
+/// Every `RunnerError` in the chain of `err`, outermost first.
+fn runner_errors(err: &anyhow::Error) -> impl Iterator<Item = &RunnerError> {
+    err.chain().filter_map(runner_error_in)
+}
+
+/// The first `RunnerError` or `PlanError` in the chain decides: its exit code and kind.
+fn classify(err: &anyhow::Error) -> (i32, &'static str) {
+    for cause in err.chain() {
+        if let Some(e) = runner_error_in(cause) {
+            return (e.exit_code(), e.kind());
+        }
+        if cause.downcast_ref::<crate::plan::PlanError>().is_some() {
+            return (exit::BAD_INPUT, "invalid_plan");
+        }
+    }
+    (exit::INTERNAL, "internal")
+}
+
+/// The `RunnerError` that `cause` is, or carries inside an `io::Error`: the store layer returns
+/// `io::Error`s, and a refusal (a link where runner writes) carries its `RunnerError` in one.
+fn runner_error_in<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a RunnerError> {
+    cause.downcast_ref::<RunnerError>().or_else(|| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<RunnerError>())
     })
 }
 
 /// The exit code for any error that reached `main`.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {
-    for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<RunnerError>() {
-            return e.exit_code();
+    classify(err).0
+}
+
+/// An error as the user meets it: rendered as text on stderr, or as `{"schema":1,"error":…}`
+/// with `--json` (docs/json.md).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ErrorReport {
+    /// The exit code (README "Exit codes").
+    pub code: i32,
+    /// `bad_input`, `invalid_plan`, `needs_human`, `busy`, `budget_spent`, `interrupted`,
+    /// `cancelled` or `internal`.
+    pub kind: &'static str,
+    /// What is wrong, with the context it was met in (`reading X: …`).
+    pub message: String,
+    /// What to do about it, one line each; empty when there is no advice.
+    pub hints: Vec<String>,
+}
+
+impl ErrorReport {
+    /// The report of any error that reached `main`: kind and code from the first
+    /// `RunnerError` (or `PlanError`) in its chain, the whole chain as the message, and the
+    /// hints of every `RunnerError` in it, outermost first.
+    pub fn of(err: &anyhow::Error) -> ErrorReport {
+        let (code, kind) = classify(err);
+        let mut hints: Vec<String> = runner_errors(err)
+            .flat_map(|e| e.hints().iter().cloned())
+            .collect();
+        if kind == "invalid_plan" {
+            hints.push(crate::plan::PlanError::ADVICE.to_string());
         }
-        if let Some(_e) = cause.downcast_ref::<crate::plan::PlanError>() {
-            return exit::BAD_INPUT;
-        }
-        // The store layer returns `io::Error`s; a refusal (a link where runner writes) carries
-        // its `RunnerError` inside one.
-        if let Some(e) = cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<RunnerError>())
-        {
-            return e.exit_code();
+        ErrorReport {
+            code,
+            kind,
+            message: format!("{err:#}"),
+            hints,
         }
     }
-    exit::INTERNAL
+
+    /// The message and its hints in one string, for a report that holds an error as a field
+    /// (`status`'s `error`, a recovery action's `detail`).
+    pub fn inline(err: &anyhow::Error) -> String {
+        ErrorReport::of(err).message_and_hints()
+    }
+
+    /// `runner: <message>`, then one `  hint: <hint>` line per hint (not yet made safe for a
+    /// terminal: the caller does that).
+    pub fn to_text(&self) -> String {
+        format!("runner: {}\n", self.message_and_hints())
+    }
+
+    fn message_and_hints(&self) -> String {
+        let mut text = self.message.clone();
+        for hint in &self.hints {
+            text.push_str(&format!("\n  hint: {hint}"));
+        }
+        text
+    }
 }
 
 pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hint_is_kept_apart_from_the_message_and_keeps_the_exit_code() {
+        let err = RunnerError::Busy("spec 001 is being run".into())
+            .with_hint("wait for it to finish")
+            .with_hint("or stop it");
+        assert_eq!(err.to_string(), "spec 001 is being run");
+        assert_eq!(err.exit_code(), exit::BUSY);
+        assert_eq!(err.kind(), "busy");
+        assert!(matches!(err.fact(), RunnerError::Busy(_)));
+        let report = ErrorReport::of(&anyhow::Error::from(err).context("merging 001"));
+        assert_eq!(report.code, exit::BUSY);
+        assert_eq!(report.message, "merging 001: spec 001 is being run");
+        assert_eq!(report.hints, ["wait for it to finish", "or stop it"]);
+        assert_eq!(
+            report.to_text(),
+            "runner: merging 001: spec 001 is being run\n  hint: wait for it to finish\n  hint: or stop it\n"
+        );
+    }
+
+    #[test]
+    fn an_error_runner_did_not_expect_is_internal_with_no_hints() {
+        let report = ErrorReport::of(&anyhow::anyhow!("disk on fire"));
+        assert_eq!((report.code, report.kind), (exit::INTERNAL, "internal"));
+        assert!(report.hints.is_empty());
+        assert_eq!(report.to_text(), "runner: disk on fire\n");
+    }
+
+    #[test]
+    fn a_refusal_inside_an_io_error_keeps_its_kind_and_hints() {
+        let refusal = RunnerError::bad_input("x is a link").with_hint("remove the link");
+        let io = std::io::Error::other(refusal);
+        let report = ErrorReport::of(&anyhow::Error::from(io));
+        assert_eq!((report.code, report.kind), (exit::BAD_INPUT, "bad_input"));
+        assert_eq!(report.hints, ["remove the link"]);
+    }
+}

@@ -2,8 +2,8 @@ use std::io::IsTerminal;
 
 use clap::Parser;
 
-use runner::cli::{Cli, dispatch};
-use runner::error::{exit, exit_code_of};
+use runner::cli::{Cli, dispatch, print_error_json, wants_json};
+use runner::error::ErrorReport;
 
 // mimalloc: the plan is parsed into many small JSON nodes and freed again on every
 // read-modify-write; the system allocator made that a third slower (BENCHMARKS.md).
@@ -11,50 +11,69 @@ use runner::error::{exit, exit_code_of};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
     init_logging(cli.verbose);
+    let json = wants_json(&cli.command);
     let code = match dispatch(cli) {
         Ok(code) => code,
-        Err(err) => {
-            let code = exit_code_of(&err);
-            // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
-            let mut stderr = std::io::stderr().lock();
-            if code == exit::INTERRUPTED && !is_cancel(&err) {
-                match runner::engine::run::resume_command() {
-                    Some(command) => runner::write_quietly(
-                        &mut stderr,
-                        format_args!(
-                            "runner: interrupted; resume where it stopped with: {command}\n"
-                        ),
-                    ),
-                    None => runner::write_quietly(
-                        &mut stderr,
-                        format_args!(
-                            "runner: interrupted; run it again to resume where it stopped\n"
-                        ),
-                    ),
-                }
-            } else {
-                let message = format!("{err:#}");
-                runner::write_quietly(
-                    &mut stderr,
-                    format_args!("runner: {}\n", runner::text::for_terminal(&message)),
-                );
-            }
-            code
-        }
+        Err(err) => report_error(&err, json),
     };
     std::process::exit(code);
 }
 
-/// A question cancelled (Esc): its own message says nothing was changed.
-fn is_cancel(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<runner::error::RunnerError>(),
-            Some(runner::error::RunnerError::Cancelled)
+/// A command line clap refused: its text on stderr as always, and with `--json` among the
+/// arguments also the error object on stdout (docs/json.md). Help and version go out as asked.
+fn usage_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let json = std::env::args_os().skip(1).any(|a| a == "--json");
+    if json
+        && !matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
         )
-    })
+    {
+        let text = e.render().to_string();
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let message = lines.next().unwrap_or_default();
+        let report = ErrorReport {
+            code: e.exit_code(),
+            kind: "bad_input",
+            message: message
+                .strip_prefix("error: ")
+                .unwrap_or(message)
+                .to_string(),
+            hints: lines.map(|l| l.trim().to_string()).collect(),
+        };
+        print_error_json(&report);
+    }
+    e.exit()
+}
+
+/// Render an error once: `runner: <message>` and its hints on stderr, and with `--json` also
+/// the error object on stdout (docs/json.md). Returns the exit code.
+fn report_error(err: &anyhow::Error, json: bool) -> i32 {
+    let mut report = ErrorReport::of(err);
+    if report.kind == "interrupted" {
+        // The signal's context says nothing new; how to go on does.
+        report.message = "interrupted".into();
+        report
+            .hints
+            .push(match runner::engine::run::resume_command() {
+                Some(command) => format!("resume where it stopped with: {command}"),
+                None => "run it again to resume where it stopped".into(),
+            });
+    }
+    // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
+    runner::write_quietly(
+        &mut std::io::stderr().lock(),
+        format_args!("{}", runner::text::for_terminal(&report.to_text())),
+    );
+    if json {
+        print_error_json(&report);
+    }
+    report.code
 }
 
 fn init_logging(verbose: u8) {

@@ -38,8 +38,18 @@ pub enum ChunkCommand {
     },
 }
 
+impl ChunkCommand {
+    pub fn json(&self) -> bool {
+        match self {
+            ChunkCommand::Done { json, .. }
+            | ChunkCommand::Fail { json, .. }
+            | ChunkCommand::Show { json, .. } => *json,
+        }
+    }
+}
+
 pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
-    let (message, json) = match cmd {
+    let (message, spec, id, json) = match cmd {
         ChunkCommand::Done {
             id,
             notes,
@@ -47,7 +57,8 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             json,
         } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            (mark(&paths, &id, Mark::Done, notes.as_deref())?, json)
+            let message = mark(&paths, &id, Mark::Done, notes.as_deref())?;
+            (message, paths.name, id, json)
         }
         ChunkCommand::Fail {
             id,
@@ -56,7 +67,8 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             json,
         } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            (mark(&paths, &id, Mark::Fail, Some(&reason))?, json)
+            let message = mark(&paths, &id, Mark::Fail, Some(&reason))?;
+            (message, paths.name, id, json)
         }
         ChunkCommand::Show { id, spec, json } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
@@ -74,7 +86,9 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
         }
     };
     if json {
-        super::print_json(&serde_json::json!({"ok": true, "message": message}))?;
+        super::print_json(
+            &serde_json::json!({"ok": true, "spec": spec, "chunk": id, "message": message}),
+        )?;
     } else {
         println!("{}", crate::text::for_terminal(&message));
     }

@@ -23,7 +23,6 @@ pub fn run(cwd: &Path, args: ConfigArgs) -> anyhow::Result<i32> {
     let unknown = table.as_ref().map(unknown_keys).unwrap_or_default();
     if args.json {
         super::print_json(&serde_json::json!({
-            "schema": 1,
             "file": path.display().to_string(),
             "file_exists": table.is_some(),
             "settings": all,

@@ -37,12 +37,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         },
     )?;
     if args.json {
-        let mut value = serde_json::Map::new();
-        value.insert("schema".into(), 1.into());
-        if let serde_json::Value::Object(fields) = serde_json::to_value(&report)? {
-            value.extend(fields);
-        }
-        super::print_json(&value)?;
+        super::print_json(&serde_json::to_value(&report)?)?;
     } else {
         print!("{}", render_summary(&report));
     }

@@ -7,6 +7,7 @@ mod demo;
 mod discard;
 mod gc;
 mod init;
+mod json;
 mod locked;
 mod merge;
 mod pick;
@@ -16,6 +17,8 @@ mod run;
 mod status;
 pub mod style;
 mod undo;
+
+pub use json::{print_error_json, wants_json};
 
 use clap::{Parser, Subcommand};
 
@@ -131,8 +134,9 @@ fn info(line: &str) {
     }
 }
 
-/// Print `value` as pretty JSON on stdout.
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+/// Print `value` as pretty JSON on stdout: one object that starts with `"schema"`
+/// (docs/json.md).
+fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {
+    println!("{}", json::to_json(value)?);
     Ok(())
 }

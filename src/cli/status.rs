@@ -83,7 +83,7 @@ pub fn render(report: &StatusReport, style: Style) -> String {
 }
 
 fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
-    let name = style.bold(&format!("{:<32}", t(&s.name)));
+    let name = style.bold(&format!("{:<32}", t(&s.spec)));
     let status = paint_status(style, &s.status, &format!("{:<13}", t(&s.status)));
     out.push_str(&format!(
         "{name} {status} {}/{} chunks",
@@ -106,7 +106,7 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
         out.push_str(&format!(
             "    {} {}\n",
             style.bad("failed chunks:"),
-            t(&crate::engine::run::retry_failed_hint(&s.name, None))
+            t(&crate::engine::run::retry_failed_hint(&s.spec, None))
         ));
     }
     if let Some(r) = &s.running {
@@ -130,7 +130,7 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
             "    {} {}; `runner recover --spec {}` keeps the last tip runner knew and prints the way back\n",
             style.bad("problem:"),
             t(p),
-            t(&s.name)
+            t(&s.spec)
         ));
     }
     if let Some(e) = &s.error {

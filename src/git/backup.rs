@@ -42,6 +42,8 @@ pub struct BackupMeta {
 /// A backup found in the repository.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Backup {
+    /// Flat in JSON: one object per backup (docs/json.md).
+    #[serde(flatten)]
     pub meta: BackupMeta,
     pub refs_prefix: String,
     /// The plan as it was before the operation, if there was one.

@@ -27,9 +27,10 @@ impl MainRepo {
     pub fn discover(start: &Path) -> anyhow::Result<MainRepo> {
         let found = Repository::discover(start).map_err(|_| {
             RunnerError::bad_input(format!(
-                "{} is not inside a git repository: run runner from your project (or `git init` first)",
+                "{} is not inside a git repository",
                 start.display()
             ))
+            .with_hint("run runner from your project (or `git init` first)")
         })?;
         // A linked worktree's common dir is the main repository's `.git`.
         let common = found.commondir().to_path_buf();
@@ -72,9 +73,11 @@ impl MainRepo {
         };
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(RunnerError::bad_input(format!(
-                "{} is a symbolic link; runner does not write through it. Add these lines to \
-                 the file it points to (or replace the link with a file) and run again:\n{}",
+                "{} is a symbolic link; runner does not write through it",
                 path.display(),
+            ))
+            .with_hint(format!(
+                "add these lines to the file it points to (or replace the link with a file) and run again:\n{}",
                 EXCLUDED.join("\n")
             ))
             .into());

@@ -110,9 +110,16 @@ pub fn ask(
         let q = crate::sh(spec);
         let again = |auto| crate::engine::run::run_again_command(spec, agent_flag, auto);
         return Err(RunnerError::bad_input(format!(
-            "{}.\nWithout a terminal runner will not guess what to do with it. Choose:\n  continue:                {}\n  review:                  runner review --spec {q}\n  merge:                   runner merge --spec {q} --yes\n  discard and start fresh: runner discard --spec {q} --yes && {}",
+            "{}.\nWithout a terminal runner will not guess what to do with it",
             work.summary(spec, base),
-            again(true),
+        ))
+        .with_hint(format!("continue:                {}", again(true)))
+        .with_hint(format!("review:                  runner review --spec {q}"))
+        .with_hint(format!(
+            "merge:                   runner merge --spec {q} --yes"
+        ))
+        .with_hint(format!(
+            "discard and start fresh: runner discard --spec {q} --yes && {}",
             again(false)
         ))
         .into());

@@ -104,7 +104,8 @@ mod question_signals {
 /// Refuse to go on without a terminal: name the flag that answers the question.
 pub fn needs_flag(what: &str, flag: &str) -> anyhow::Error {
     RunnerError::bad_input(format!(
-        "{what} needs a confirmation and there is no terminal to ask on: pass {flag}"
+        "{what} needs a confirmation and there is no terminal to ask on"
     ))
+    .with_hint(format!("pass {flag} to {what} without a question"))
     .into()
 }

@@ -113,7 +113,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                         kind: "refused".into(),
                         chunk: None,
                         decision: None,
-                        detail: e.to_string(),
+                        detail: crate::error::ErrorReport::inline(&e.into()),
                         if_verification: None,
                     }],
                     plan_source: None,
@@ -126,8 +126,9 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             if req.spec.is_some() {
                 return Err(RunnerError::Busy(format!(
                     "spec {name} is being run or recovered: {}",
-                    crate::engine::run::describe_holder(&paths.run_lock)
+                    crate::engine::run::holder_of(&paths.run_lock)
                 ))
+                .with_hint(crate::engine::run::BUSY_HINT)
                 .into());
             }
             specs.push(SpecRecovery {
@@ -192,7 +193,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
                     actions: vec![crate::engine::recovery::Action {
                         kind: "invalid_plan".into(),
                         chunk: None,
-                        detail: format!("{e:#}"),
+                        detail: crate::error::ErrorReport::inline(&e),
                         ..Default::default()
                     }],
                     plan_source: None,

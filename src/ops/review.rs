@@ -3,11 +3,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::lifecycle::base_branch;
+use crate::engine::lifecycle::{CommitLine, base_branch, commit_lines};
 use crate::error::RunnerError;
 use crate::git::merge::{FileChange, file_changes, preview};
-use crate::git::{Oid, Repository, branch_for, dirty_paths, log_between, slot_holding};
-use crate::plan::{Plan, Status};
+use crate::git::{Oid, branch_for, dirty_paths, log_between, slot_holding};
+use crate::plan::Status;
 use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
@@ -32,13 +32,6 @@ pub struct Review {
 }
 
 #[derive(Debug, Serialize)]
-pub struct CommitLine {
-    pub commit: String,
-    pub summary: String,
-    pub chunk: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
 pub struct PhaseProgress {
     pub phase: String,
     pub name: Option<String>,
@@ -52,35 +45,16 @@ pub struct MergeCheck {
     pub conflicts: Vec<String>,
 }
 
-/// The chunk a commit landed: matched against the plan's ids when there is a plan (an id may
-/// hold ` - `), else read from the subject.
-fn chunk_of(repo: &Repository, plan: Option<&Plan>, oid: Oid, summary: &str) -> Option<String> {
-    let Some(plan) = plan else {
-        return crate::plan::chunk_id_of_commit(summary).map(str::to_string);
-    };
-    // runner's own record first: an attempt names the commit it made (or the agent made during
-    // it). A subject can be forged (`auto-claude: <other chunk> - …`), so it only speaks for a
-    // commit no attempt recorded, and only for a chunk that has no recorded commit of its own.
-    let recorded = |c: &crate::plan::Chunk| -> Vec<String> {
-        c.attempts().into_iter().filter_map(|a| a.commit).collect()
-    };
-    let id = oid.to_string();
-    if let Some(chunk) = plan.chunks().find(|c| recorded(c).contains(&id)) {
-        return Some(chunk.id.clone());
-    }
-    let message = crate::git::history::message_of(repo, oid)?;
-    let pos = plan.chunk_of_commit(&message)?;
-    let chunk = plan.chunk(pos);
-    recorded(chunk).is_empty().then(|| chunk.id.clone())
-}
-
 pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let plan = paths.plan.load()?;
     let branch = branch_for(&paths.name);
     let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
         RunnerError::bad_input(format!(
-            "spec {} has no branch {branch}: nothing has been built yet (run `runner run --spec {}`)",
+            "spec {} has no branch {branch}: nothing has been built yet",
             paths.name,
+        ))
+        .with_hint(format!(
+            "build it with `runner run --spec {}`",
             crate::sh(&paths.name)
         ))
     })?;
@@ -91,14 +65,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     let repo = &ws.main.repo;
     let merge_base = crate::git::history::merge_base(repo, base_tip, tip);
     let fork = merge_base.unwrap_or(base_tip);
-    let commits = log_between(repo, fork, tip)?
-        .into_iter()
-        .map(|(oid, summary)| CommitLine {
-            commit: oid.to_string(),
-            chunk: chunk_of(repo, plan.as_ref(), oid, &summary),
-            summary,
-        })
-        .collect();
+    let commits = commit_lines(repo, plan.as_ref(), fork, tip)?;
     let base_moved = merge_base
         .map(|mb| {
             log_between(repo, mb, base_tip)

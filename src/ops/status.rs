@@ -15,7 +15,7 @@ pub struct StatusReport {
 
 #[derive(Debug, Serialize)]
 pub struct SpecStatus {
-    pub name: String,
+    pub spec: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
     /// blocked, complete, merged, refused (its folder links outside the repository),
     /// missing_work (the branch lost a completed chunk's commit)
@@ -87,10 +87,10 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
                     next_chunk: None,
                     current_chunk: None,
                     running: None,
-                    error: Some(e.to_string()),
+                    error: Some(crate::error::ErrorReport::inline(&e.into())),
                     warnings: Vec::new(),
                     problem: None,
-                    name,
+                    spec: name,
                 });
                 continue;
             }
@@ -108,7 +108,7 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
         let worktree = slot_holding(&ws.main, &branch).map(|s| s.path.display().to_string());
         let (plan, error) = match paths.plan.load() {
             Ok(plan) => (plan, None),
-            Err(e) => (None, Some(format!("{e:#}"))),
+            Err(e) => (None, Some(crate::error::ErrorReport::inline(&e))),
         };
         // One walk of the branch's history, only when it exists.
         let problem = plan
@@ -136,7 +136,7 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
                 .as_ref()
                 .map(|p| p.warnings.clone())
                 .unwrap_or_default(),
-            name,
+            spec: name,
         });
     }
     let slots = Slot::all(&ws.main)

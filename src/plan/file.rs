@@ -107,10 +107,8 @@ impl PlanFile {
         let _lock = FileLock::acquire(&self.lock_path)
             .with_context(|| format!("locking {}", self.lock_path.display()))?;
         let no_plan = || {
-            crate::error::RunnerError::bad_input(format!(
-                "no plan at {}: run `runner run` to have the planner write one",
-                self.path.display()
-            ))
+            crate::error::RunnerError::bad_input(format!("no plan at {}", self.path.display()))
+                .with_hint("run `runner run` to have the planner write one")
         };
         let mut old = match crate::store::safe::open_read(&self.path) {
             Ok(f) => f,

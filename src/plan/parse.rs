@@ -29,11 +29,13 @@ impl fmt::Display for PlanError {
         for problem in &self.problems {
             write!(f, "\n  - {problem}")?;
         }
-        write!(
-            f,
-            "\nThe file was left untouched. Fix it by hand, or move it away to have the planner write a new one."
-        )
+        write!(f, "\nThe file was left untouched.")
     }
+}
+
+impl PlanError {
+    /// What to do about an invalid plan: the hint of every error that carries one.
+    pub const ADVICE: &str = "fix it by hand, or move it away to have the planner write a new one";
 }
 
 impl std::error::Error for PlanError {}

@@ -27,9 +27,11 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
         None
     };
     match problem {
-        Some(why) => Err(RunnerError::bad_input(format!(
-            "invalid spec name {name:?}: {why}. Spec names are folder names under .auto-claude/specs/, like 001-add-login"
-        ))),
+        Some(why) => Err(
+            RunnerError::bad_input(format!("invalid spec name {name:?}: {why}")).with_hint(
+                "spec names are folder names under .auto-claude/specs/, like 001-add-login",
+            ),
+        ),
         None => Ok(()),
     }
 }
@@ -80,6 +82,9 @@ pub fn choose(ws: &Workspace, cwd: &Path, query: Option<&str>) -> Result<SpecCho
     Ok(spec_choice::choose(&names, query, from_slot.as_deref()))
 }
 
+/// How to make a first spec (the advice of every "no specs yet" error).
+pub const NEW_SPEC_HINT: &str = "create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`";
+
 /// `choose` for a caller that cannot ask: one spec, or an error (exit 2) that lists the
 /// candidates, each with `command(name)`, the command to type for it.
 pub fn choose_or_explain(
@@ -107,29 +112,46 @@ pub fn explain(
             .collect::<Vec<_>>()
             .join("\n")
     };
-    RunnerError::bad_input(match choice {
-        SpecChoice::One(name) => format!("spec {name} needs no choice"),
-        SpecChoice::SeveralMatch { query, candidates } => format!(
-            "{query:?} matches several specs; name one exactly:\n{}",
-            listed(candidates)
+    let (message, hint) = match choice {
+        SpecChoice::One(name) => (format!("spec {name} needs no choice"), None),
+        SpecChoice::SeveralMatch { query, candidates } => (
+            format!(
+                "{query:?} matches several specs; name one exactly:\n{}",
+                listed(candidates)
+            ),
+            None,
         ),
-        SpecChoice::NotSaid { candidates } => format!(
-            "cannot tell which spec this is about: there are several, no --spec was given and this is not run from a spec's worktree. Name one:\n{}",
-            listed(candidates)
+        SpecChoice::NotSaid { candidates } => (
+            format!(
+                "cannot tell which spec this is about: there are several, no --spec was given and this is not run from a spec's worktree. Name one:\n{}",
+                listed(candidates)
+            ),
+            None,
         ),
-        SpecChoice::NoMatch { query } => format!(
-            "no spec matches {query:?}. Specs: {}",
-            list(specs_dir).join(", ")
+        SpecChoice::NoMatch { query } => (
+            format!(
+                "no spec matches {query:?}. Specs: {}",
+                list(specs_dir).join(", ")
+            ),
+            Some("name one of them with --spec (its number, or a unique part of its name)"),
         ),
-        SpecChoice::NoSpecs => format!(
-            "{} has no specs yet. Create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`",
-            specs_dir.display()
+        SpecChoice::NoSpecs => (
+            format!("{} has no specs yet", specs_dir.display()),
+            Some(NEW_SPEC_HINT),
         ),
-        SpecChoice::SlotSpecGone(name) => format!(
-            "this worktree holds the branch of spec {name}, whose folder {} is gone; pass --spec to name another spec (or restore the folder)",
-            specs_dir.join(name).display()
+        SpecChoice::SlotSpecGone(name) => (
+            format!(
+                "this worktree holds the branch of spec {name}, whose folder {} is gone",
+                specs_dir.join(name).display()
+            ),
+            Some("pass --spec to name another spec (or restore the folder)"),
         ),
-    })
+    };
+    let error = RunnerError::bad_input(message);
+    match hint {
+        Some(hint) => error.with_hint(hint),
+        None => error,
+    }
 }
 
 /// The largest `spec.md` read: a feature description, not a data file (every session's prompt
@@ -142,15 +164,16 @@ pub const MAX_SPEC_BYTES: u64 = 10 * 1024 * 1024;
 /// `MAX_SPEC_BYTES`, or blank (nothing visible in it) is bad input: no session may start
 /// without the feature.
 pub fn read_text(path: &Path) -> Result<String, RunnerError> {
-    let why = "It must be a readable file describing the feature to build (every planner and coder session is given it)";
+    let why = "it must be a readable file describing the feature to build (every planner and coder session is given it)";
     let cannot = |what: String| {
-        RunnerError::bad_input(format!("cannot read {}: {what}. {why}", path.display()))
+        RunnerError::bad_input(format!("cannot read {}: {what}", path.display())).with_hint(why)
     };
     let file = open_nonblocking(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RunnerError::bad_input(format!(
-            "{} is missing: write it, describing the feature to build (every planner and coder session is given it)",
+            "{} is missing",
             path.display()
-        )),
+        ))
+        .with_hint("write it, describing the feature to build (every planner and coder session is given it)"),
         _ => cannot(e.to_string()),
     })?;
     let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
@@ -183,9 +206,12 @@ pub fn read_text(path: &Path) -> Result<String, RunnerError> {
     let text = String::from_utf8_lossy(&bytes).into_owned();
     if is_blank(&text) {
         return Err(RunnerError::bad_input(format!(
-            "{} is empty (nothing visible in it): describe the feature to build in it (every planner and coder session is given it)",
+            "{} is empty (nothing visible in it)",
             path.display()
-        )));
+        ))
+        .with_hint(
+            "describe the feature to build in it (every planner and coder session is given it)",
+        ));
     }
     Ok(text)
 }

@@ -55,6 +55,9 @@ fn chunk_commands_find_the_spec_from_inside_the_worktree() {
     assert_exit(&fail, 0);
     let v: Value = serde_json::from_str(&stdout(&fail)).unwrap();
     assert_eq!(v["ok"], true);
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["spec"], "001-wt");
+    assert_eq!(v["chunk"], "core-a");
     assert_eq!(repo.chunk("001-wt", "core-a")["status"], "failed");
     assert_eq!(
         repo.chunk("001-wt", "core-a")["failure_reason"],

@@ -249,6 +249,27 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Hold the OS lock on `path` from another process (`flock`) until the child is killed; returns
+/// once the lock is held.
+pub fn hold_lock(path: &Path) -> std::process::Child {
+    // -o: `sleep` does not inherit the lock, so killing `flock` releases it.
+    let holder = Command::new("flock")
+        .arg("-o")
+        .arg(path)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    wait_for("the lock to be held", || {
+        Command::new("flock")
+            .arg("-n")
+            .arg(path)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    holder
+}
+
 /// splitmix64: a small seeded PRNG, so randomized tests are reproducible without a dependency.
 pub struct Rng(pub u64);
 

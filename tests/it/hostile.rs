@@ -25,7 +25,7 @@ fn status_of(repo: &TestRepo, spec: &str) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["name"] == spec)
+        .find(|s| s["spec"] == spec)
         .cloned()
         .unwrap()
 }

@@ -86,7 +86,14 @@ fn a_clean_merge_makes_a_merge_commit_then_cleans_up() {
     let o: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(o["target"], "main");
     assert_eq!(o["cleaned_up"], true);
-    assert_eq!(o["landed"].as_array().unwrap().len(), 3);
+    let landed = o["commits"].as_array().unwrap();
+    assert_eq!(landed.len(), 3, "{o}");
+    assert!(
+        landed
+            .iter()
+            .all(|c| c["commit"].as_str().is_some_and(|id| id.len() == 40)
+                && c["summary"].is_string())
+    );
     let parents = repo.git(&["log", "-1", "--format=%P", "main"]);
     assert_eq!(parents.trim(), format!("{main_before} {tip}"));
     assert_eq!(
@@ -344,8 +351,9 @@ fn undo_list_and_gc() {
     let list = repo.runner(&["undo", "--list", "--json"]);
     assert_exit(&list, 0);
     let backups: Value = serde_json::from_str(&stdout(&list)).unwrap();
-    assert_eq!(backups.as_array().unwrap().len(), 1);
-    assert_eq!(backups[0]["meta"]["kind"], "discard");
+    assert_eq!(backups["backups"].as_array().unwrap().len(), 1);
+    assert_eq!(backups["backups"][0]["kind"], "discard");
+    assert_eq!(backups["backups"][0]["spec"], SPEC);
     // Recent backups are kept by default; --older-than 0 removes them (dry run first).
     let kept = repo.runner(&["gc", "--json"]);
     assert_eq!(

@@ -208,8 +208,8 @@ fn backups_written_under_the_old_shared_names_are_undone_for_their_own_spec_only
     let list = repo.runner(&["undo", "--list", "--spec", DOT, "--json"]);
     assert_exit(&list, 0);
     let listed: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
-    assert_eq!(listed[0]["meta"]["spec"], DOT);
+    assert_eq!(listed["backups"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["backups"][0]["spec"], DOT);
 
     assert_exit(&repo.runner(&["undo", "--spec", DOT]), 0);
     assert_eq!(rev(&repo, &branch(DOT)).as_deref(), Some(dot_tip.as_str()));
@@ -829,21 +829,7 @@ fn an_undo_cut_off_during_its_checkout_is_finished_by_recover() {
 fn a_merge_or_undo_while_another_changes_the_main_worktree_is_refused_as_busy() {
     let repo = built(false);
     let lock = repo.path(".auto-claude/main-worktree.lock");
-    // -o: `sleep` does not inherit the lock, so killing `flock` releases it.
-    let mut holder = std::process::Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "30"])
-        .spawn()
-        .unwrap();
-    wait_for("the lock to be held", || {
-        std::process::Command::new("flock")
-            .args(["-n"])
-            .arg(&lock)
-            .arg("true")
-            .status()
-            .is_ok_and(|s| !s.success())
-    });
+    let mut holder = hold_lock(&lock);
     let before = main_state(&repo);
     let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
     for args in [

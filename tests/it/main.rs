@@ -10,6 +10,7 @@ mod crash;
 mod demo;
 mod file_safety;
 mod hostile;
+mod json_shape;
 mod layers;
 mod lifecycle;
 mod lifecycle_safety;

@@ -42,8 +42,13 @@ fn a_non_utf8_journal_line_does_not_hide_an_interrupted_run() {
     ]);
     assert_exit(&out, 0);
     let summaries: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(summaries[0]["spec"], "001-bytes", "{}", stdout(&out));
-    assert_eq!(summaries[0]["outcome"], "complete");
+    assert_eq!(
+        summaries["runs"][0]["spec"],
+        "001-bytes",
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(summaries["runs"][0]["outcome"], "complete");
 }
 
 #[test]

@@ -91,7 +91,7 @@ fn spec_status(repo: &TestRepo, spec: &str) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["name"] == spec)
+        .find(|s| s["spec"] == spec)
         .cloned()
         .unwrap_or_else(|| panic!("no spec {spec} in {v}"))
 }

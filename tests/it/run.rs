@@ -708,7 +708,8 @@ fn status_json_has_the_documented_shape() {
     assert_exit(&repo.run_spec("060", &[]), 3);
     let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
     let a = &st["specs"][0];
-    assert_eq!(a["name"], "060-a");
+    assert_eq!(st["schema"], 1);
+    assert_eq!(a["spec"], "060-a");
     assert_eq!(a["status"], "failed");
     assert_eq!(a["branch"], "auto-claude/060-a");
     assert_eq!(

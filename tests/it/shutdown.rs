@@ -286,7 +286,7 @@ fn auto_continue_without_a_spec_resumes_every_interrupted_spec_most_recent_first
     // Each resumed spec builds in the slot that holds its branch.
     assert_exit(&out, 0);
     let summaries: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let names: Vec<&str> = summaries
+    let names: Vec<&str> = summaries["runs"]
         .as_array()
         .unwrap()
         .iter()

@@ -164,9 +164,12 @@ pub fn refuse_if_index_locked(git_dir: &std::path::Path) -> anyhow::Result<()> {
     let lock = git_dir.join("index.lock");
     if lock.exists() {
         return Err(RunnerError::NeedsHuman(format!(
-            "{} exists: a git command is using that index (or one crashed). Nothing was changed. Wait for it to finish, or if no git command is running, delete {} and try again",
+            "{} exists: a git command is using that index (or one crashed). Nothing was changed",
             lock.display(),
-            lock.display()
+        ))
+        .with_hint(format!(
+            "wait for it to finish, or if no git command is running, delete {} and try again",
+            crate::sh(lock.display().to_string())
         ))
         .into());
     }

@@ -12,9 +12,7 @@ use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
-use crate::git::{
-    Oid, Repository, branch_for, commit_id, dirty_paths, history, log_between, slot_holding,
-};
+use crate::git::{Oid, Repository, branch_for, commit_id, dirty_paths, history, slot_holding};
 use crate::plan::{Plan, Status};
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
@@ -53,7 +51,9 @@ pub struct MergeOutcome {
     pub mode: MergeMode,
     /// The new commit on the target (none for --no-commit or when already merged).
     pub commit: Option<String>,
-    pub landed: Vec<String>,
+    /// The commits that landed (`commits` in JSON; the field name is older than the shape).
+    #[serde(rename = "commits")]
+    pub landed: Vec<super::CommitLine>,
     pub files: usize,
     pub backup: Option<String>,
     /// The worktree slot was freed (if there was one) and the branch deleted.
@@ -116,13 +116,16 @@ pub fn merge(
     let result = preview(repo, target_tip, branch_tip)?;
     let Some(tree_id) = result.tree else {
         return Err(RunnerError::NeedsHuman(format!(
-            "{branch} does not merge cleanly into {target}: conflicts in\n{}\nNothing was changed. Bring {target} into the spec's branch and resolve the conflicts there (for example `git -C {} merge {target}`), then merge again",
+            "{branch} does not merge cleanly into {target}: conflicts in\n{}\nNothing was changed",
             result.conflicts.iter().map(|c| format!("  {c}")).collect::<Vec<_>>().join("\n"),
-            slot.as_ref().map(|s| s.path.display().to_string()).unwrap_or_else(|| ".".into()),
+        ))
+        .with_hint(format!(
+            "bring {target} into the spec's branch and resolve the conflicts there (for example `git -C {} merge {target}`), then merge again",
+            crate::sh(slot.as_ref().map(|s| s.path.display().to_string()).unwrap_or_else(|| ".".into())),
         ))
         .into());
     };
-    let (landed, files) = what_lands(repo, target_tip, branch_tip)?;
+    let (landed, files) = what_lands(repo, plan.as_ref(), target_tip, branch_tip)?;
     let new_commit = match mode {
         MergeMode::Merge => Some(history::write_commit(
             repo,
@@ -190,7 +193,10 @@ fn outcome_of_finished(
     let cleaned_up = intent.mode.as_deref() != Some("no-commit") && !intent.keep_worktree;
     let oid = |s: &Option<String>| s.as_deref().and_then(commit_id);
     let (landed, files) = match (oid(&intent.target_before), oid(&intent.branch_tip)) {
-        (Some(before), Some(tip)) => what_lands(&ws.main.repo, before, tip)?,
+        (Some(before), Some(tip)) => {
+            let plan = paths.plan.load().ok().flatten();
+            what_lands(&ws.main.repo, plan.as_ref(), before, tip)?
+        }
         _ => (Vec::new(), 0),
     };
     Ok(MergeOutcome {
@@ -261,10 +267,13 @@ fn refuse_unsafe_places(
         let dirty = dirty_paths(&slot.open(&ws.main)?)?;
         if !dirty.is_empty() {
             return Err(RunnerError::NeedsHuman(format!(
-                "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge. Finish the chunk (`runner run --spec {}`) or commit them there, then merge",
+                "the spec's worktree {} has uncommitted changes ({}); they would not be part of the merge",
                 slot.path.display(),
                 crate::text::capped_list(&dirty),
-                paths.name
+            ))
+            .with_hint(format!(
+                "finish the chunk (`runner run --spec {}`) or commit them there, then merge",
+                crate::sh(&paths.name)
             ))
             .into());
         }
@@ -273,19 +282,21 @@ fn refuse_unsafe_places(
     match &checked_out {
         CheckedOut::Linked(path) => {
             return Err(RunnerError::NeedsHuman(format!(
-                "{target} is checked out in the worktree {}; runner will not change files there. Check out another branch in it, or merge from there by hand",
+                "{target} is checked out in the worktree {}; runner will not change files there",
                 path.display()
             ))
+            .with_hint("check out another branch in it, or merge from there by hand")
             .into());
         }
         CheckedOut::Main => {
             let dirty = dirty_paths(&ws.main.repo)?;
             if !dirty.is_empty() {
                 return Err(RunnerError::NeedsHuman(format!(
-                    "{target} is checked out in {} with uncommitted changes ({}); commit or stash them, then merge. Nothing was changed",
+                    "{target} is checked out in {} with uncommitted changes ({}). Nothing was changed",
                     ws.root.display(),
                     crate::text::capped_list(&dirty)
                 ))
+                .with_hint("commit or stash them, then merge")
                 .into());
             }
         }
@@ -386,14 +397,12 @@ fn land_or_put_back(
 /// `target_tip` lands.
 fn what_lands(
     repo: &Repository,
+    plan: Option<&Plan>,
     target_tip: Oid,
     branch_tip: Oid,
-) -> anyhow::Result<(Vec<String>, usize)> {
+) -> anyhow::Result<(Vec<super::CommitLine>, usize)> {
     let fork = history::merge_base(repo, target_tip, branch_tip).unwrap_or(target_tip);
-    let landed = log_between(repo, fork, branch_tip)?
-        .into_iter()
-        .map(|(oid, s)| format!("{} {s}", &oid.to_string()[..10]))
-        .collect();
+    let landed = super::commit_lines(repo, plan, fork, branch_tip)?;
     let files = crate::git::merge::file_changes(repo, fork, branch_tip)?.len();
     Ok((landed, files))
 }

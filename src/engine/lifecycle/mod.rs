@@ -6,7 +6,10 @@ pub mod discard;
 pub mod merge;
 pub mod undo;
 
+use serde::Serialize;
+
 use crate::error::RunnerError;
+use crate::git::{Oid, Repository, log_between};
 use crate::plan::Plan;
 use crate::store::Workspace;
 
@@ -24,11 +27,69 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
         .ok_or_else(|| {
             // HEAD on a branch with no commit yet is unborn, not detached.
             let unborn = crate::git::history::head_is_unborn(&ws.main.repo);
-            RunnerError::bad_input(if unborn {
-                "no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge (make a first commit, then `runner run`)"
+            if unborn {
+                RunnerError::bad_input("no base branch is pinned for this spec and this repository has no commits yet: nothing has been built to merge")
+                    .with_hint("make a first commit, then `runner run`")
             } else {
-                "no base branch is pinned for this spec and HEAD is detached: check out the branch to merge into (git switch NAME), or set [git] base_branch"
-            })
+                RunnerError::bad_input("no base branch is pinned for this spec and HEAD is detached")
+                    .with_hint("check out the branch to merge into (git switch NAME), or set [git] base_branch")
+            }
             .into()
         })
+}
+
+/// A commit as every command lists it (`review`, `merge`): its id, subject, and the chunk it
+/// belongs to, if any.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitLine {
+    pub commit: String,
+    pub summary: String,
+    pub chunk: Option<String>,
+}
+
+/// One line for a person: the short id and the subject.
+impl std::fmt::Display for CommitLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = self.commit.get(..10).unwrap_or(&self.commit);
+        write!(f, "{short} {}", self.summary)
+    }
+}
+
+/// The commits on `tip` that `fork` does not have, newest first, each with its chunk.
+pub fn commit_lines(
+    repo: &Repository,
+    plan: Option<&Plan>,
+    fork: Oid,
+    tip: Oid,
+) -> anyhow::Result<Vec<CommitLine>> {
+    Ok(log_between(repo, fork, tip)?
+        .into_iter()
+        .map(|(oid, summary)| CommitLine {
+            commit: oid.to_string(),
+            chunk: chunk_of(repo, plan, oid, &summary),
+            summary,
+        })
+        .collect())
+}
+
+/// The chunk a commit landed: matched against the plan's ids when there is a plan (an id may
+/// hold ` - `), else read from the subject.
+fn chunk_of(repo: &Repository, plan: Option<&Plan>, oid: Oid, summary: &str) -> Option<String> {
+    let Some(plan) = plan else {
+        return crate::plan::chunk_id_of_commit(summary).map(str::to_string);
+    };
+    // runner's own record first: an attempt names the commit it made (or the agent made during
+    // it). A subject can be forged (`auto-claude: <other chunk> - …`), so it only speaks for a
+    // commit no attempt recorded, and only for a chunk that has no recorded commit of its own.
+    let recorded = |c: &crate::plan::Chunk| -> Vec<String> {
+        c.attempts().into_iter().filter_map(|a| a.commit).collect()
+    };
+    let id = oid.to_string();
+    if let Some(chunk) = plan.chunks().find(|c| recorded(c).contains(&id)) {
+        return Some(chunk.id.clone());
+    }
+    let message = crate::git::history::message_of(repo, oid)?;
+    let pos = plan.chunk_of_commit(&message)?;
+    let chunk = plan.chunk(pos);
+    recorded(chunk).is_empty().then(|| chunk.id.clone())
 }

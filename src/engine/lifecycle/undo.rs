@@ -116,10 +116,13 @@ pub fn finish(
                 .is_some_and(|b| b.meta.spec == paths.name);
             if !own {
                 return Err(RunnerError::NeedsHuman(format!(
-                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed. Check `runner undo --list`, then delete {}",
+                    "the interrupted undo of {} names the backup {}, which is not one of this spec's; nothing was changed",
                     paths.name,
                     intent.backup,
-                    lifecycle::intent_path(paths).display()
+                ))
+                .with_hint(format!(
+                    "check `runner undo --list`, then delete {}",
+                    crate::sh(lifecycle::intent_path(paths).display().to_string())
                 ))
                 .into());
             }
@@ -318,14 +321,16 @@ fn target_undo(ws: &Workspace, b: &Backup, resuming: bool) -> anyhow::Result<Tar
                 Ok(TargetUndo::DropStaged { head: now })
             } else {
                 Err(RunnerError::NeedsHuman(format!(
-                    "the merge's staged changes on {target} were changed since; runner will not reset them. To drop them by hand: git reset --hard (after saving what you want to keep)"
+                    "the merge's staged changes on {target} were changed since; runner will not reset them"
                 ))
+                .with_hint("to drop them by hand: git reset --hard (after saving what you want to keep)")
                 .into())
             }
         }
         Some(after) => Err(RunnerError::NeedsHuman(format!(
-            "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits. Revert the merge instead: git revert -m 1 {after}"
+            "{target} moved since the merge (it is at {now}, the merge left it at {after}); resetting it would drop those commits"
         ))
+        .with_hint(format!("revert the merge instead: git revert -m 1 {after}"))
         .into()),
         None => Err(RunnerError::NeedsHuman(format!(
             "{target} moved since the --no-commit merge was staged (it is at {now}); runner will not reset it"

@@ -14,19 +14,21 @@ pub(super) fn repin_base(
     yes: bool,
 ) -> anyhow::Result<()> {
     if ws.main.branch_tip(to).is_none() {
-        return Err(RunnerError::bad_input(format!(
-            "base branch {to:?} does not exist. Create it, or pass --base-branch with an existing branch"
-        ))
-        .into());
+        return Err(
+            RunnerError::bad_input(format!("base branch {to:?} does not exist"))
+                .with_hint("create it, or pass --base-branch with an existing branch")
+                .into(),
+        );
     }
     // Short: a question wider than the terminal is redrawn badly.
     let question = format!("Base {from:?} is gone. Re-pin {} to {to:?}?", paths.name);
     if !yes {
         if !crate::ops::interact::can_ask() {
             return Err(RunnerError::bad_input(format!(
-                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on: pass --yes",
+                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on",
                 paths.name
             ))
+            .with_hint("pass --yes to re-pin it without a question")
             .into());
         }
         if !crate::ops::interact::confirm(&question)? {

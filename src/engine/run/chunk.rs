@@ -243,7 +243,10 @@ impl Run {
                 self.journal.status(id, change)?;
             }
             return Err(RunnerError::NeedsHuman(format!(
-                "chunk {id} was reported done, but {reason}; nothing was committed. Look at {} (git status, git log), put the work on {} and set the chunk back to \"pending\" in {}",
+                "chunk {id} was reported done, but {reason}; nothing was committed"
+            ))
+            .with_hint(format!(
+                "look at {} (git status, git log), put the work on {} and set the chunk back to \"pending\" in {}",
                 self.worktree.display(),
                 branch_for(&self.paths.name),
                 self.paths.plan.path().display()
@@ -357,9 +360,12 @@ impl Run {
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
-                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}\nTo retry it: {}",
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}",
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
+            ))
+            .with_hint(format!(
+                "to retry it: {}",
                 retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
             ))
             .into()),

@@ -28,9 +28,12 @@ impl Run {
             .collect();
         if !blocked.is_empty() {
             return Err(RunnerError::NeedsHuman(format!(
-                "spec {} has blocked chunks that need a person first:\n{}\nLook at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
+                "spec {} has blocked chunks that need a person first:\n{}",
                 self.paths.name,
                 blocked.join("\n"),
+            ))
+            .with_hint(format!(
+                "look at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
                 self.worktree.display(),
                 self.paths.plan.path().display()
             ))
@@ -101,22 +104,30 @@ impl Run {
                     let plan = self.load_plan()?;
                     let what_to_do = if plan.count(Status::Failed) > 0 {
                         format!(
-                            "For failed chunks: {}",
+                            "for failed chunks: {}",
                             retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
                         )
                     } else {
                         format!(
-                            "After fixing, set the chunk back to pending in {} and run again",
+                            "after fixing, set the chunk back to pending in {} and run again",
                             self.paths.plan.path().display()
                         )
                     };
                     return Err(RunnerError::NeedsHuman(format!(
-                        "spec {} cannot go on:\n{}\nLook at the journal {} and the session logs in {}. {what_to_do}",
+                        "spec {} cannot go on:\n{}",
                         self.paths.name,
-                        reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+                        reasons
+                            .iter()
+                            .map(|r| format!("  - {r}"))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ))
+                    .with_hint(format!(
+                        "look at the journal {} and the session logs in {}",
                         self.journal.path().display(),
                         self.paths.sessions_dir.display(),
                     ))
+                    .with_hint(what_to_do)
                     .into());
                 }
                 Take::BudgetSpent => return Err(self.budget_spent().into()),
@@ -178,8 +189,11 @@ impl Run {
 
     pub(super) fn budget_spent(&self) -> RunnerError {
         RunnerError::BudgetSpent(format!(
-            "this run started its {} sessions (run.max_sessions); the spec is not finished. Run `{}` again to go on",
+            "this run started its {} sessions (run.max_sessions); the spec is not finished",
             self.sessions,
+        ))
+        .with_hint(format!(
+            "run `{}` again to go on",
             run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
         ))
     }

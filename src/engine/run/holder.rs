@@ -44,13 +44,28 @@ pub(super) fn take_lock(
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    Err(RunnerError::Busy(format!("{}: {}", what(), describe_holder(path))).into())
+    Err(
+        RunnerError::Busy(format!("{}: {}", what(), holder_of(path)))
+            .with_hint(BUSY_HINT)
+            .into(),
+    )
 }
 
+/// What to do about a lock another runner holds.
+pub const BUSY_HINT: &str =
+    "runner does not wait: run this again once it has finished, or stop it first";
+
+/// Who holds the lock at `path`, and the advice, in one sentence (for messages that have no
+/// room for a hint of their own).
 pub fn describe_holder(path: &Path) -> String {
+    format!("{}. {BUSY_HINT}", holder_of(path))
+}
+
+/// Who holds the lock at `path`, as its holder record says.
+pub fn holder_of(path: &Path) -> String {
     match lock::read_holder(path) {
         Some(h) => format!(
-            "pid {} on {}, run {}, since {} (last heartbeat {}){}. runner does not wait: run this again once it has finished, or stop it first",
+            "pid {} on {}, run {}, since {} (last heartbeat {}){}",
             h.pid,
             h.host,
             h.run_id,
@@ -58,7 +73,7 @@ pub fn describe_holder(path: &Path) -> String {
             h.heartbeat,
             h.spec.map(|s| format!(", spec {s}")).unwrap_or_default()
         ),
-        None => "its holder did not say who it is. runner does not wait: run this again once it has finished, or stop it first".into(),
+        None => "its holder did not say who it is".into(),
     }
 }
 

@@ -36,7 +36,7 @@ use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{FileLock, Holder, Journal, LockState, lock};
 use base::{repin_base, undo_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use holder::{describe_holder, new_holder};
+pub use holder::{BUSY_HINT, describe_holder, holder_of, new_holder};
 use holder::{heartbeat, take_lock};
 pub use interrupted::{interrupted_specs, recover_options, run_interrupted};
 use report::Reporter;
@@ -127,10 +127,11 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         true,
     ));
     if agent.is_empty() {
-        return Err(RunnerError::bad_input(
-            "no agent command: pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
-        )
-        .into());
+        return Err(RunnerError::bad_input("no agent command")
+            .with_hint(
+                "pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
+            )
+            .into());
     }
 
     let run_id = format!("run-{}-{}", crate::clock::stamp(), std::process::id());
@@ -180,7 +181,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     }
     if recovery.needs_human() {
         return Err(RunnerError::NeedsHuman(format!(
-            "recovery of {} found state that needs a person:\n{}\nLook at the worktree and the journal {}; when it is sorted out, set the chunk back to \"pending\" in {} (or run `runner recover --spec {}` again)",
+            "recovery of {} found state that needs a person:\n{}",
             paths.name,
             recovery
                 .actions
@@ -189,6 +190,9 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
                 .map(|a| format!("  - {}", a.line()))
                 .collect::<Vec<_>>()
                 .join("\n"),
+        ))
+        .with_hint(format!(
+            "look at the worktree and the journal {}; when it is sorted out, set the chunk back to \"pending\" in {} (or run `runner recover --spec {}` again)",
             journal.path().display(),
             paths.plan.path().display(),
             crate::sh(&paths.name)
@@ -202,10 +206,11 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         && !problems.is_empty()
     {
         return Err(RunnerError::bad_input(format!(
-            "the plan {} cannot be run ({}); fix it, or move it away to have the planner write a new one",
+            "the plan {} cannot be run ({})",
             paths.plan.path().display(),
             problems.join("; ")
         ))
+        .with_hint(crate::plan::PlanError::ADVICE)
         .into());
     }
     let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
@@ -230,17 +235,19 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         }
     };
     let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
-        let text = if pinned == Some(base.as_str()) {
-            format!(
-                "the pinned base branch {base:?} of spec {spec_name} no longer exists. Recreate it (git branch {base} <commit>), or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
+        if pinned == Some(base.as_str()) {
+            RunnerError::bad_input(format!(
+                "the pinned base branch {base:?} of spec {spec_name} no longer exists"
+            ))
+            .with_hint(format!("recreate it: git branch {} <commit>", crate::sh(&base)))
+            .with_hint(format!(
+                "or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
                 crate::sh(&spec_name)
-            )
+            ))
         } else {
-            format!(
-                "base branch {base:?} does not exist. Create it, or pass --base-branch with an existing branch"
-            )
-        };
-        RunnerError::bad_input(text)
+            RunnerError::bad_input(format!("base branch {base:?} does not exist"))
+                .with_hint("create it, or pass --base-branch with an existing branch")
+        }
     })?;
 
     // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
@@ -330,7 +337,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     run.reporter.finish();
     let outcome = match &result {
         Ok(()) => "complete".to_string(),
-        Err(e) => match e.downcast_ref::<RunnerError>() {
+        Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
             Some(RunnerError::Interrupted) => "interrupted".into(),
             Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
             Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),

@@ -217,13 +217,14 @@ pub fn send(
     let path = socket_path(paths);
     let busy = |why: String| -> anyhow::Error {
         RunnerError::Busy(format!(
-            "spec {} is being run{}; {why}. Wait for the run to end (or stop it), then try again",
+            "spec {} is being run{}; {why}",
             paths.name,
             holder
                 .as_ref()
                 .map(|h| format!(" (pid {})", h.pid))
                 .unwrap_or_default()
         ))
+        .with_hint("wait for the run to end (or stop it), then try again")
         .into()
     };
     let stream = UnixStream::connect(&path).map_err(|e| {

@@ -120,11 +120,12 @@ impl Run {
             ));
         }
         Err(RunnerError::NeedsHuman(format!(
-            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nThe planner's last output is at {} (left as it is); logs are in {}. Fix the plan by hand, or delete it to plan again",
+            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nThe planner's last output is at {} (left as it is); logs are in {}",
             errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
             self.paths.plan.path().display(),
             self.paths.sessions_dir.display()
         ))
+        .with_hint("fix the plan by hand, or delete it to plan again")
         .into())
     }
 

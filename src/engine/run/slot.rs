@@ -51,9 +51,10 @@ pub(super) async fn prepare_slot(
             .strip_prefix("auto-claude-")
             .unwrap_or(&other.name);
         return Err(RunnerError::bad_input(format!(
-            "spec {spec} is already in the slot {}: run it there with --slot {suffix}",
+            "spec {spec} is already in the slot {}",
             other.path.display()
         ))
+        .with_hint(format!("run it there with --slot {}", crate::sh(suffix)))
         .into());
     }
     match slot.inspect(main) {
@@ -65,18 +66,27 @@ pub(super) async fn prepare_slot(
                 slot.path.display()
             ));
             slot.prune_missing(main)?;
-            journal.record("slot_pruned", None, json!({"slot": slot.name, "reason": reason}))?;
+            journal.record(
+                "slot_pruned",
+                None,
+                json!({"slot": slot.name, "reason": reason}),
+            )?;
             create_slot(ws, slot, &branch, journal, reporter)
         }
         SlotState::Broken { reason } => Err(RunnerError::bad_input(format!(
-            "the worktree slot {} is broken ({reason}). Move the folder away, run `git worktree prune`, and run again",
+            "the worktree slot {} is broken ({reason})",
             slot.path.display()
         ))
+        .with_hint("move the folder away, run `git worktree prune`, and run again")
         .into()),
         SlotState::Unregistered => {
             if let Some(repair) = crate::engine::recovery::repair::repair_slot(main, slot, false)? {
                 reporter.line(format!("Repaired: {}.", repair.describe()));
-                journal.record("slot_repaired", None, json!({"slot": slot.name, "repair": repair.describe()}))?;
+                journal.record(
+                    "slot_repaired",
+                    None,
+                    json!({"slot": slot.name, "repair": repair.describe()}),
+                )?;
             }
             create_slot(ws, slot, &branch, journal, reporter)
         }
@@ -100,18 +110,32 @@ pub(super) async fn prepare_slot(
                 // into a ref behind its plan's back.
                 let refuse = |why: String| -> anyhow::Error {
                     RunnerError::NeedsHuman(format!(
-                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away. Sort out {other_spec} first, or build {spec} in another slot: runner run --spec {spec} --slot NAME",
+                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away",
                         slot.path.display()
+                    ))
+                    .with_hint(format!(
+                        "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
+                        crate::sh(spec)
                     ))
                     .into()
                 };
                 match other.plan.load() {
                     Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
-                        let run_id = format!("slot-switch-{}-{}", crate::clock::stamp(), std::process::id());
+                        let run_id = format!(
+                            "slot-switch-{}-{}",
+                            crate::clock::stamp(),
+                            std::process::id()
+                        );
                         let other_journal = Journal::new(&other.dir, &run_id);
                         let config = ws.config()?;
                         let opts = recover_options(ws, &config, &[], false, false);
-                        let rec = crate::engine::recovery::recover_spec(ws, &other, &other_journal, &opts).await?;
+                        let rec = crate::engine::recovery::recover_spec(
+                            ws,
+                            &other,
+                            &other_journal,
+                            &opts,
+                        )
+                        .await?;
                         for action in &rec.actions {
                             reporter.line(format!("Recovered {other_spec}: {}", action.line()));
                         }
@@ -120,19 +144,25 @@ pub(super) async fn prepare_slot(
                         }
                     }
                     Ok(Some(p)) if p.count(Status::Blocked) > 0 => {
-                        return Err(refuse("it has blocked chunks whose state may be in the worktree".into()));
+                        return Err(refuse(
+                            "it has blocked chunks whose state may be in the worktree".into(),
+                        ));
                     }
                     Ok(_) => {}
                     Err(_) => return Err(refuse("its plan is invalid".into())),
                 }
-                if let Some(op) = crate::engine::recovery::inspect::operation_in_progress(&slot.open(main)?) {
+                if let Some(op) =
+                    crate::engine::recovery::inspect::operation_in_progress(&slot.open(main)?)
+                {
                     return Err(refuse(format!("a {op} is half done in its worktree")));
                 }
                 _other_lock = Some(other_lock);
             } else if held.is_none() {
                 // A detached HEAD may carry commits no branch has: keep them reachable.
                 if let Some(kept) = keep_detached_head(ws, slot)? {
-                    reporter.line(format!("The slot's detached HEAD had commits on no branch: kept at {kept}."));
+                    reporter.line(format!(
+                        "The slot's detached HEAD had commits on no branch: kept at {kept}."
+                    ));
                     journal.record("slot_saved", None, json!({"slot": slot.name, "ref": kept}))?;
                 }
             }
@@ -152,14 +182,22 @@ pub(super) async fn prepare_slot(
                 reporter.line(format!(
                     "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
                 ));
-                journal.record("slot_saved", None, json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}))?;
+                journal.record(
+                    "slot_saved",
+                    None,
+                    json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}),
+                )?;
             }
             slot.switch_to(main, &branch, &ws.slot_switch_marker(&slot.name))?;
             reporter.line(format!(
                 "Switched the slot {} from {held_desc} to {branch} (the previous work is safe on its branch).",
                 slot.path.display()
             ));
-            journal.record("slot_switched", None, json!({"slot": slot.name, "from": held, "to": branch}))?;
+            journal.record(
+                "slot_switched",
+                None,
+                json!({"slot": slot.name, "from": held, "to": branch}),
+            )?;
             Ok(())
         }
     }

@@ -18,9 +18,9 @@ use serde::Serialize;
 
 use self::agent::{DEMO_READY_ENV, INTERRUPTED_CHUNK, PARTIAL_TEXT};
 use self::steps::{Runner, Stage, Step};
+use crate::engine::lifecycle::CommitLine;
 use crate::error::RunnerError;
 use crate::git::branch_for;
-use crate::ops::review::CommitLine;
 use crate::store::Workspace;
 
 pub use self::agent::demo_agent;

@@ -516,16 +516,19 @@ pub fn check_link_inside(root: &Path, path: &Path) -> Result<(), RunnerError> {
         Ok(target) if target.starts_with(root) => Ok(()),
         Ok(target) => Err(RunnerError::bad_input(format!(
             "{} is a symbolic link to {}, outside the repository {}; runner does not write \
-             outside its repository. Replace the link with a real folder (or a link to a \
-             folder inside the repository) and run again",
+             outside its repository",
             path.display(),
             target.display(),
             root.display()
-        ))),
+        ))
+        .with_hint(
+            "replace the link with a real folder (or a link to a folder inside the repository) and run again",
+        )),
         Err(e) => Err(RunnerError::bad_input(format!(
-            "{} is a symbolic link that does not lead to a folder ({e}); remove it and run again",
+            "{} is a symbolic link that does not lead to a folder ({e})",
             path.display()
-        ))),
+        ))
+        .with_hint("remove it and run again")),
     }
 }
 

@@ -11,8 +11,9 @@ pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::s
             "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
             ws.root.display(),
             path.display(),
-            crate::engine::run::describe_holder(&path)
+            crate::engine::run::holder_of(&path)
         ))
+        .with_hint(crate::engine::run::BUSY_HINT)
         .into());
     };
     let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
@@ -61,11 +62,14 @@ pub(super) fn clear_stale_git_locks(ws: &Workspace, intent: &Intent) -> anyhow::
     for lock in git_locks_of(ws, intent) {
         if crate::engine::recovery::repair::stale_lock(&lock, false).is_none() && lock.exists() {
             return Err(crate::error::RunnerError::NeedsHuman(format!(
-                "{} is held by a running git command; the interrupted {} of {} was left as it is. Wait for that command to finish (or stop it), then `runner recover --spec {}`",
+                "{} is held by a running git command; the interrupted {} of {} was left as it is",
                 lock.display(),
                 op_name(intent.op),
                 intent.spec,
-                intent.spec
+            ))
+            .with_hint(format!(
+                "wait for that command to finish (or stop it), then `runner recover --spec {}`",
+                crate::sh(&intent.spec)
             ))
             .into());
         }

@@ -288,9 +288,10 @@ pub fn load(paths: &SpecPaths) -> anyhow::Result<Option<Intent>> {
     };
     let unusable = |why: String| -> anyhow::Error {
         crate::error::RunnerError::NeedsHuman(format!(
-            "{} (the record of an interrupted merge, discard or undo) {why}. Check `runner undo --list` and git's state, then delete the file",
+            "{} (the record of an interrupted merge, discard or undo) {why}",
             path.display()
         ))
+        .with_hint("check `runner undo --list` and git's state, then delete the file")
         .into()
     };
     let intent: Intent =
