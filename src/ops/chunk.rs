@@ -190,7 +190,7 @@ pub fn mark_as(
     })?;
     let journal = Journal::new(
         &paths.dir,
-        &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| "manual".into()),
+        &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| crate::store::ids::run_id()),
     );
     let _ = journal.record(
         "chunk_report",

@@ -5,9 +5,10 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::engine::recovery::{SpecRecovery, recover_spec, repair};
-use crate::engine::run::{new_holder, recover_options};
+use crate::engine::run::recover_options;
 use crate::error::RunnerError;
 use crate::git::Slot;
+use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::Workspace;
 use crate::store::{FileLock, Journal};
 
@@ -59,14 +60,14 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     );
     opts.interrupt = crate::agent::Interrupt::install()?;
 
-    let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
+    let run_id = crate::store::ids::run_id();
     // Interrupted merges, discards and undos first: they know what their half-done slots are.
     let mut lifecycle =
         crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
         // A slot in use by a live run is that run's business.
-        let Some(_slot_lock) = FileLock::try_acquire(&ws.slot_lock(&slot.name))? else {
+        let Some(_slot_lock) = guard::try_take(&ws.slot_lock(&slot.name), Patience::Once)? else {
             continue;
         };
         let creating = ws.slot_create_marker(&slot.name);
@@ -119,11 +120,10 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         };
         let Some(lock) = acquire(&paths.run_lock, req.spec.is_some())? else {
             if req.spec.is_some() {
-                return Err(RunnerError::Busy(format!(
-                    "spec {name} is being run or recovered: {}",
-                    crate::engine::run::describe_holder(&paths.run_lock)
-                ))
-                .into());
+                return Err(guard::busy(
+                    &paths.run_lock,
+                    &format!("spec {name} is being run or recovered"),
+                ));
             }
             specs.push(SpecRecovery {
                 spec: name,
@@ -204,20 +204,18 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     })
 }
 
-/// Take a lock; with `patient` (a single `--spec`, where busy means exit 4), retry for a moment
-/// first: another `recover` or a `status` probe holds these locks only for an instant, and two
-/// recovers that each met the other's instant must not both give up.
+/// A single `--spec`, where busy means exit 4, waits a moment first: another `recover` or a
+/// `status` probe holds these locks only for an instant, and two recovers that each met the
+/// other's instant must not both give up.
 fn acquire(path: &Path, patient: bool) -> std::io::Result<Option<FileLock>> {
-    let tries = if patient { 5 } else { 1 };
-    for n in 1..=tries {
-        if let Some(lock) = FileLock::try_acquire(path)? {
-            return Ok(Some(lock));
-        }
-        if n < tries {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-    Ok(None)
+    guard::try_take(
+        path,
+        if patient {
+            Patience::Moment
+        } else {
+            Patience::Once
+        },
+    )
 }
 
 /// The human form of the report.

@@ -1,6 +1,8 @@
 //! Files at the edge: durable writes, locks, the journal.
 
 pub mod atomic;
+pub mod guard;
+pub mod ids;
 pub mod journal;
 pub mod lock;
 pub mod safe;

@@ -32,7 +32,7 @@ pub async fn recover_chunk(
     // (A `next` from the agent still needs the chunk's check passing; see below.)
     let (decision, reason, source) = match (&opts.evaluator, wt, ambiguous) {
         (Some(ev), Some(wt_repo), true) => {
-            let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
+            let session_id = crate::store::ids::session_id("recovery", Some(id), 0);
             let workdir = wt_repo.workdir().unwrap_or(std::path::Path::new("."));
             match evaluator::ask(
                 ev,
@@ -255,7 +255,7 @@ pub(super) async fn run_check(
     let Some(dir) = wt.workdir() else {
         return Ok(None);
     };
-    let session = crate::engine::run::session_id("recovery-check", Some(&chunk.id), 0);
+    let session = crate::store::ids::session_id("recovery-check", Some(&chunk.id), 0);
     let Ok(log_dir) = paths.session_dir(&session) else {
         return Ok(None);
     };

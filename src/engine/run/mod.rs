@@ -13,7 +13,6 @@ mod base;
 mod chunk;
 mod drive;
 mod hints;
-mod holder;
 mod interrupted;
 pub mod person;
 mod planner;
@@ -32,12 +31,11 @@ use crate::plan::{
     verification,
 };
 use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
+use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::{SpecPaths, Workspace};
-use crate::store::{FileLock, Holder, Journal, LockState, lock};
+use crate::store::{Journal, LockState, lock};
 use base::{has_no_commits, repin_base, undo_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use holder::{describe_holder, new_holder};
-use holder::{heartbeat, take_lock};
 pub use interrupted::{interrupted_specs, recover_options, run_interrupted};
 use report::Reporter;
 use session::read_report;
@@ -69,8 +67,6 @@ pub struct RunSummary {
     pub sessions: u32,
     pub run_id: String,
 }
-
-const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// Everything one run works with, set up once.
 struct Run {
@@ -130,9 +126,9 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         .into());
     }
 
-    let run_id = format!("run-{}-{}", crate::clock::stamp(), std::process::id());
+    let run_id = crate::store::ids::run_id();
     let holder = new_holder(&run_id, Some(&spec_name));
-    let spec_lock = take_lock(&paths.run_lock, &holder, || {
+    let spec_lock = guard::take(&paths.run_lock, &holder, Patience::Moment, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
     // A merge, discard or undo of this spec cut off by a crash is finished or rolled back first:
@@ -151,7 +147,7 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
         None => slot_holding(&ws.main, &branch_for(&spec_name))
             .unwrap_or_else(|| Slot::new(&ws.root, None)),
     };
-    let slot_lock = take_lock(&ws.slot_lock(&slot.name), &holder, || {
+    let slot_lock = guard::take(&ws.slot_lock(&slot.name), &holder, Patience::Moment, || {
         format!(
             "the worktree slot {} is in use by another runner",
             slot.path.display()
@@ -281,8 +277,8 @@ async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
     prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter).await?;
     crate::failpoint::hit("after_prepare_slot");
 
-    let locks = Arc::new((spec_lock, slot_lock));
-    let heartbeat = tokio::spawn(heartbeat(locks.clone(), holder));
+    let locks = Arc::new(vec![spec_lock, slot_lock]);
+    let heartbeat = tokio::spawn(guard::heartbeat(locks.clone(), holder));
 
     // Sessions the last shutdown cut off run again first. The entries are removed now, before
     // they run, so that a crash during the re-run never loops.
@@ -416,35 +412,4 @@ enum Take {
     Complete(usize),
     Stuck(Vec<String>),
     BudgetSpent,
-}
-
-/// `20261122T192400Z-coder-subtask-1-1-a2`: sortable, readable, safe as a folder name.
-pub fn session_id(role: &str, chunk: Option<&str>, attempt: u32) -> String {
-    let chunk: String = chunk
-        .unwrap_or("")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(60)
-        .collect();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut id = format!(
-        "{}-{:04x}-{role}",
-        crate::clock::stamp(),
-        (nanos >> 10) & 0xffff
-    );
-    if !chunk.is_empty() {
-        id.push('-');
-        id.push_str(&chunk);
-    }
-    id.push_str(&format!("-a{attempt}"));
-    id
 }

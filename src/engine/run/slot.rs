@@ -87,13 +87,14 @@ pub(super) async fn prepare_slot(
             let mut _other_lock = None;
             if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
                 let other = ws.spec(other_spec)?;
-                let Some(other_lock) = FileLock::try_acquire(&other.run_lock)? else {
-                    return Err(RunnerError::Busy(format!(
-                        "the slot {} holds spec {other_spec}, which is being run: {}",
-                        slot.path.display(),
-                        describe_holder(&other.run_lock)
-                    ))
-                    .into());
+                let Some(other_lock) = guard::try_take(&other.run_lock, Patience::Once)? else {
+                    return Err(guard::busy(
+                        &other.run_lock,
+                        &format!(
+                            "the slot {} holds spec {other_spec}, which is being run",
+                            slot.path.display()
+                        ),
+                    ));
                 };
                 // An interrupted chunk of the other spec is recovered while its worktree is
                 // still here: its work is committed or saved by the rules, never just swept
@@ -107,7 +108,7 @@ pub(super) async fn prepare_slot(
                 };
                 match other.plan.load() {
                     Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
-                        let run_id = format!("slot-switch-{}-{}", crate::clock::stamp(), std::process::id());
+                        let run_id = crate::store::ids::run_id();
                         let other_journal = Journal::new(&other.dir, &run_id);
                         let config = ws.config()?;
                         let opts = recover_options(ws, &config, &[], false, false);
