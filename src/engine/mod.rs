@@ -4,6 +4,7 @@
 
 pub mod recovery;
 pub mod run;
+pub mod verify;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one
 /// child process, its signals and a heartbeat, so one thread is enough (and keeps the agent's
