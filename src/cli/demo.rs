@@ -13,7 +13,8 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
-    let result = crate::ops::demo::demo(args.dir)?;
+    let progress = std::rc::Rc::new(super::progress::TerminalProgress::new());
+    let result = crate::ops::demo::demo(args.dir, progress)?;
     if args.json {
         super::print_json(&serde_json::json!({
             "dir": result.dir,

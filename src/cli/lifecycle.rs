@@ -5,8 +5,8 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::interact::{can_ask, confirm, confirm_by_name, needs_flag};
 use crate::engine::run::pick_spec;
-use crate::ops::interact::{can_ask, confirm, confirm_by_name, needs_flag};
 use crate::ops::merge::{MergeMode, merge};
 use crate::store::{FileLock, Journal, guard};
 use crate::store::{SpecPaths, Workspace};

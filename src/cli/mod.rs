@@ -1,8 +1,11 @@
 //! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
 
+mod ask;
 mod chunk;
 mod demo;
+pub mod interact;
 mod lifecycle;
+mod progress;
 mod recover;
 mod run;
 mod status;

@@ -2,6 +2,8 @@
 //! planner and coder sessions; `recovery` puts interrupted state right. Operations (`ops`) call
 //! it; it calls the mechanism layers (`plan`, `store`, `git`, `agent`) and `policy`.
 
+pub mod ask;
+pub mod progress;
 pub mod recovery;
 pub mod run;
 pub mod verify;

@@ -8,8 +8,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::chunk::{Mark, locate_spec, mark};
-use crate::engine::run::{RunOptions, RunSummary, run};
 use crate::git::{branch_for, log_between, signature};
+use crate::ops::run::{NeverAsk, ProgressSink, RunOptions, RunSummary, run};
 use crate::store::workspace::Workspace;
 
 pub const DEMO_SPEC: &str = "001-greeting-tool";
@@ -23,7 +23,10 @@ pub struct DemoResult {
 }
 
 /// Create the repository in `dir` (which must not exist or be empty) and run the spec in it.
-pub fn demo(dir: Option<PathBuf>) -> anyhow::Result<DemoResult> {
+pub fn demo(
+    dir: Option<PathBuf>,
+    progress: std::rc::Rc<dyn ProgressSink>,
+) -> anyhow::Result<DemoResult> {
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -66,6 +69,8 @@ pub fn demo(dir: Option<PathBuf>) -> anyhow::Result<DemoResult> {
             ])),
             ..RunOptions::default()
         },
+        progress,
+        &NeverAsk,
     )?;
     let ws = Workspace::open(&dir)?;
     let base = ws.main.branch_tip("main").context("finding main")?;
