@@ -9,6 +9,7 @@ mod crash;
 mod demo;
 mod file_safety;
 mod hostile;
+mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
 mod output;
