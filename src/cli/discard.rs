@@ -4,8 +4,8 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::interact::{can_ask, confirm_by_name, needs_flag};
 use super::locked::locked_spec;
-use crate::ops::interact::{can_ask, confirm_by_name, needs_flag};
 
 #[derive(Debug, Args)]
 pub struct DiscardArgs {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::interact::{can_ask, confirm, needs_flag};
 use super::locked::locked_spec;
-use crate::ops::interact::{can_ask, confirm, needs_flag};
 use crate::ops::merge::{MergeMode, merge};
 
 #[derive(Debug, Args)]

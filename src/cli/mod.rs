@@ -1,5 +1,6 @@
 //! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
 
+mod ask;
 mod chunk;
 mod completions;
 mod config;
@@ -7,10 +8,12 @@ mod demo;
 mod discard;
 mod gc;
 mod init;
+pub mod interact;
 mod json;
 mod locked;
 mod merge;
 mod pick;
+mod progress;
 mod recover;
 mod review;
 mod run;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::ops::interact::{ask, can_ask};
+use super::interact::{ask, can_ask};
 use crate::policy::spec_choice::SpecChoice;
 use crate::store::Workspace;
 

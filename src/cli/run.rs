@@ -2,7 +2,11 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::engine::run::{RunOptions, run as run_op, run_interrupted};
+use std::rc::Rc;
+
+use super::ask::TerminalAsker;
+use super::progress::TerminalProgress;
+use crate::ops::run::{RunOptions, run as run_op, run_interrupted};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -60,14 +64,15 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         drain_timeout: args.drain_timeout,
         yes: args.yes,
     };
+    let progress = Rc::new(TerminalProgress::new());
     let summaries = if many {
-        let all = run_interrupted(cwd, opts)?;
+        let all = run_interrupted(cwd, opts, progress, &TerminalAsker)?;
         if all.is_empty() && !args.json {
             println!("No interrupted spec to resume.");
         }
         all
     } else {
-        vec![run_op(cwd, opts)?]
+        vec![run_op(cwd, opts, progress, &TerminalAsker)?]
     };
     if args.json {
         if many {

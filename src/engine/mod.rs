@@ -1,11 +1,17 @@
 //! The engine: long-running machinery that knows the order of steps. `run` drives a spec's
-//! planner and coder sessions; `recovery` puts interrupted state right. Operations (`ops`) call
-//! it; it calls the mechanism layers (`plan`, `store`, `git`, `agent`) and `policy`.
+//! planner and coder sessions; `recovery` puts interrupted state right; `verify` is the one
+//! verification runner both use. Operations (`ops`) call it; it calls the mechanism layers
+//! (`plan`, `store`, `git`, `agent`) and `policy`. It never prints and never asks: what it has
+//! to tell goes to a `progress::ProgressSink`, what it needs answered to an `ask::Asker`, both
+//! passed in by the front end (the terminal's are in `cli::progress` and `cli::ask`).
 
+pub mod ask;
 pub mod lifecycle;
+pub mod progress;
 pub mod recovery;
 pub mod report;
 pub mod run;
+pub mod verify;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one
 /// child process, its signals and a heartbeat, so one thread is enough (and keeps the agent's

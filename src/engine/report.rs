@@ -106,7 +106,7 @@ pub fn mark_as(
     })?;
     let journal = Journal::new(
         &paths.dir,
-        &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| "manual".into()),
+        &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| crate::store::ids::run_id()),
     );
     // Advisory: the plan already holds the change.
     if let Some(change) = change {

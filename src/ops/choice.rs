@@ -1,41 +1,13 @@
-//! The question `runner run` asks when a spec already has work: continue, review, merge, or
-//! discard and start fresh. Asked only on a terminal; otherwise `--auto-continue` continues and
-//! anything else is a usage error that names the command for each choice.
+//! What `runner run` does with a spec that already has work: continue, merge, or discard and
+//! start fresh. The question is the front end's ([`Asker::existing_work`]); without a terminal
+//! `--auto-continue` continues and anything else is a usage error that names the command for
+//! each choice ([`NeverAsk`]).
 
-use serde::Serialize;
-
-use super::interact::{can_ask, confirm_by_name};
-use crate::error::RunnerError;
+use crate::engine::ask::{Asker, ExistingWork, NeverAsk, WorkAnswer, WorkQuestion};
+use crate::engine::run::{Prepared, RunOptions};
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;
-use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
-
-/// What is there already, for the one-line summary above the question.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct ExistingWork {
-    pub completed: usize,
-    pub total: usize,
-    pub commits_ahead: usize,
-    pub uncommitted: usize,
-    pub last_activity: Option<String>,
-}
-
-impl ExistingWork {
-    pub fn summary(&self, spec: &str, base: &str) -> String {
-        format!(
-            "{spec}: {}/{} chunks done, {} commit(s) ahead of {base}, {}, last activity {}",
-            self.completed,
-            self.total,
-            self.commits_ahead,
-            match self.uncommitted {
-                0 => "no uncommitted changes".to_string(),
-                n => format!("{n} uncommitted change(s)"),
-            },
-            self.last_activity.as_deref().unwrap_or("unknown")
-        )
-    }
-}
 
 /// The spec's existing work, if its branch has commits beyond the base or its worktree has
 /// uncommitted changes. `None`: nothing to ask about.
@@ -78,93 +50,61 @@ pub fn existing_work(
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Choice {
+    /// No existing work, or it is built on.
     Continue,
     Merged,
     DiscardedStartFresh,
 }
 
-const CONTINUE: &str = "Continue";
-const REVIEW: &str = "Review";
-const MERGE: &str = "Merge";
-const DISCARD: &str = "Discard and start fresh";
-
-/// Decide what to do with existing work. `never_ask`: `--auto-continue` or `--yes` was given.
-/// The caller holds the spec's run lock (merge and discard need it). `agent_flag`: the run's
-/// `--agent-command`, for the commands printed without a terminal.
-#[allow(clippy::too_many_arguments)]
-pub fn ask(
-    ws: &Workspace,
-    paths: &SpecPaths,
-    base: &str,
-    work: &ExistingWork,
-    auto_continue: bool,
-    never_ask: bool,
-    journal: &Journal,
-    agent_flag: Option<&str>,
+/// Settle the existing work of a prepared run (which holds the spec's run lock: merge and
+/// discard need it). `--auto-continue` continues; `--yes` never asks, so it refuses.
+pub fn settle_existing_work(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    asker: &dyn Asker,
 ) -> anyhow::Result<Choice> {
-    if auto_continue {
+    let (ws, paths, base) = (prepared.workspace(), prepared.paths(), prepared.base());
+    let Some(work) = existing_work(ws, paths, base)? else {
+        return Ok(Choice::Continue);
+    };
+    if opts.auto_continue {
         return Ok(Choice::Continue);
     }
+    let asker = if opts.yes { &NeverAsk } else { asker };
+    let question = WorkQuestion {
+        ws,
+        paths,
+        base,
+        work: &work,
+        agent_flag: opts.agent_command.as_deref(),
+    };
     let spec = &paths.name;
-    if never_ask || !can_ask() {
-        let q = crate::sh(spec);
-        let again = |auto| crate::engine::run::run_again_command(spec, agent_flag, auto);
-        return Err(RunnerError::bad_input(format!(
-            "{}.\nWithout a terminal runner will not guess what to do with it",
-            work.summary(spec, base),
-        ))
-        .with_hint(format!("continue:                {}", again(true)))
-        .with_hint(format!("review:                  runner review --spec {q}"))
-        .with_hint(format!(
-            "merge:                   runner merge --spec {q} --yes"
-        ))
-        .with_hint(format!(
-            "discard and start fresh: runner discard --spec {q} --yes && {}",
-            again(false)
-        ))
-        .into());
-    }
+    let reporter = prepared.reporter();
     loop {
-        eprintln!("{}", work.summary(spec, base));
-        let picked = crate::ops::interact::ask(|| {
-            inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
-                .with_starting_cursor(0)
-                .prompt()
-        })?;
-        match picked {
-            CONTINUE => return Ok(Choice::Continue),
-            REVIEW => {
-                let review = super::review::review(ws, paths)?;
-                eprintln!(
-                    "{}",
-                    crate::cli::render_review(&review, crate::cli::style::for_stderr())
-                );
-            }
-            MERGE => {
-                let outcome =
-                    super::merge::merge(ws, paths, super::merge::MergeMode::Merge, false, journal)?;
-                match &outcome.commit {
-                    Some(c) => eprintln!(
+        match asker.existing_work(&question)? {
+            WorkAnswer::Continue => return Ok(Choice::Continue),
+            WorkAnswer::Merge => {
+                let mode = super::merge::MergeMode::Merge;
+                let outcome = super::merge::merge(ws, paths, mode, false, prepared.journal())?;
+                reporter.line(match &outcome.commit {
+                    Some(c) => format!(
                         "Merged {spec} into {} ({}); undo with `runner undo --spec {}`.",
                         outcome.target,
                         crate::git::short_id(c),
                         crate::sh(spec)
                     ),
-                    None => eprintln!("{spec} is already merged into {}.", outcome.target),
-                }
+                    None => format!("{spec} is already merged into {}.", outcome.target),
+                });
                 return Ok(Choice::Merged);
             }
-            _ => {
-                if confirm_by_name(
-                    &format!("Discard the build of {spec}? (it can be undone)"),
-                    spec,
-                )? {
-                    let outcome = super::discard::discard(ws, paths, journal)?;
-                    eprintln!(
+            WorkAnswer::Discard => {
+                if asker.confirm_discard(spec)? {
+                    let outcome = super::discard::discard(ws, paths, prepared.journal())?;
+                    reporter.line(format!(
                         "Discarded; backup {}. Undo with `runner undo --spec {}`. Starting fresh.",
                         outcome.backup,
                         crate::sh(spec)
-                    );
+                    ));
                     return Ok(Choice::DiscardedStartFresh);
                 }
             }

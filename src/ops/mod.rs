@@ -1,12 +1,15 @@
 //! Operations: what each command does, over the workspace. Commands in `cli` only call these.
+//! An operation takes typed options and returns data; it never prints and never asks: progress
+//! goes to the sink it is given (`engine::progress::ProgressSink`), questions to the asker
+//! (`engine::ask::Asker`).
 
 pub mod choice;
 pub mod chunk;
 pub mod demo;
 pub mod discard;
-pub mod interact;
 pub mod merge;
 pub mod recover;
 pub mod review;
+pub mod run;
 pub mod status;
 pub mod undo;

@@ -4,12 +4,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::engine::recovery::{SpecRecovery, recover_spec, repair};
-use crate::engine::run::{new_holder, recover_options};
+use crate::engine::recovery::{RecoverOptions, SpecRecovery, recover_spec, repair};
+use crate::engine::run::recover_options;
 use crate::error::RunnerError;
 use crate::git::Slot;
-use crate::store::workspace::Workspace;
-use crate::store::{FileLock, Journal};
+use crate::store::guard::{self, Patience, new_holder};
+use crate::store::workspace::{SpecPaths, Workspace};
+use crate::store::{FileLock, Holder, Journal};
 
 #[derive(Debug, Clone, Default)]
 pub struct RecoverRequest {
@@ -64,27 +65,53 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     );
     opts.interrupt = crate::agent::Interrupt::install()?;
 
-    let run_id = format!("recover-{}-{}", crate::clock::stamp(), std::process::id());
+    let run_id = crate::store::ids::run_id();
     // Interrupted merges, discards and undos first: they know what their half-done slots are.
     let mut lifecycle =
         crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
+    let slots = repair_slots(&ws, req.dry_run)?;
+    let holder = new_holder(&run_id, None);
+    let mut specs = Vec::new();
+    for name in names {
+        let mut recovery = match recover_one(&ws, &name, &req, &holder, &opts).await? {
+            Ok(recovery) => recovery,
+            Err(skipped) => {
+                specs.push(skipped);
+                continue;
+            }
+        };
+        if let Some(action) = lifecycle.remove(&name) {
+            crate::engine::recovery::lifecycle::add_to_report(&mut recovery, action);
+        }
+        specs.push(recovery);
+    }
+    Ok(RecoverReport {
+        dry_run: req.dry_run,
+        slots,
+        specs,
+    })
+}
+
+/// Put right what interrupted work left in the worktree slots a live run does not hold: an
+/// unfinished creation, git's leftovers, a half-done switch between specs.
+fn repair_slots(ws: &Workspace, dry_run: bool) -> anyhow::Result<Vec<String>> {
     let mut slots = Vec::new();
     for slot in Slot::all(&ws.main) {
         // A slot in use by a live run is that run's business.
-        let Some(_slot_lock) = FileLock::try_acquire(&ws.slot_lock(&slot.name))? else {
+        let Some(_slot_lock) = guard::try_take(&ws.slot_lock(&slot.name), Patience::Once)? else {
             continue;
         };
         let creating = ws.slot_create_marker(&slot.name);
-        if let Some(what) = repair::unfinished_creation(&ws.main, &slot, &creating, req.dry_run)? {
+        if let Some(what) = repair::unfinished_creation(&ws.main, &slot, &creating, dry_run)? {
             slots.push(what);
         }
-        if let Some(r) = repair::repair_slot(&ws.main, &slot, req.dry_run)? {
+        if let Some(r) = repair::repair_slot(&ws.main, &slot, dry_run)? {
             slots.push(r.describe());
         }
         let marker = ws.slot_switch_marker(&slot.name);
         if marker.exists() && matches!(slot.inspect(&ws.main), crate::git::SlotState::Ready { .. })
         {
-            if req.dry_run {
+            if dry_run {
                 slots.push(format!(
                     "{}: an interrupted switch would be finished",
                     slot.path.display()
@@ -97,133 +124,128 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             }
         }
     }
-
-    let holder = new_holder(&run_id, None);
-    let mut specs = Vec::new();
-    for name in names {
-        let paths = match ws.spec(&name) {
-            Ok(paths) => paths,
-            // With several specs, one whose folder links outside the repository is refused
-            // and the others are recovered.
-            Err(e) if req.spec.is_none() => {
-                specs.push(SpecRecovery {
-                    spec: name,
-                    outcome: "refused".into(),
-                    actions: vec![crate::engine::recovery::Action {
-                        kind: "refused".into(),
-                        chunk: None,
-                        decision: None,
-                        detail: crate::error::ErrorReport::inline(&e.into()),
-                        if_verification: None,
-                    }],
-                    plan_source: None,
-                });
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let Some(lock) = acquire(&paths.run_lock, req.spec.is_some())? else {
-            if req.spec.is_some() {
-                return Err(RunnerError::Busy(format!(
-                    "spec {name} is being run or recovered: {}",
-                    crate::engine::run::holder_of(&paths.run_lock)
-                ))
-                .with_hint(crate::engine::run::BUSY_HINT)
-                .into());
-            }
-            specs.push(SpecRecovery {
-                spec: name,
-                outcome: "busy".into(),
-                ..SpecRecovery::default()
-            });
-            continue;
-        };
-        // A dry run only looks: it lets go of the lock it just proved free, so a run starting
-        // meanwhile is never turned away (exit 4) by it, and the holder record stays the last
-        // run's.
-        let _lock = if req.dry_run {
-            drop(lock);
-            None
-        } else {
-            lock.write_holder(&crate::store::Holder {
-                spec: Some(name.clone()),
-                ..holder.clone()
-            })?;
-            Some(lock)
-        };
-        // The worktree holding the spec may be changed (commit, snapshot): hold its slot too.
-        let slot_lock = match crate::git::slot_holding(&ws.main, &crate::git::branch_for(&name)) {
-            Some(slot) => match acquire(&ws.slot_lock(&slot.name), req.spec.is_some())? {
-                Some(_) if req.dry_run => None,
-                Some(l) => Some(l),
-                None if req.spec.is_some() => {
-                    return Err(RunnerError::Busy(format!(
-                        "the worktree of spec {name} ({}) is in use by a run of another spec",
-                        slot.path.display()
-                    ))
-                    .into());
-                }
-                None => {
-                    specs.push(SpecRecovery {
-                        spec: name,
-                        outcome: "busy".into(),
-                        ..SpecRecovery::default()
-                    });
-                    continue;
-                }
-            },
-            None => None,
-        };
-        let journal = Journal::new(&paths.dir, &run_id);
-        match recover_spec(&ws, &paths, &journal, &opts).await {
-            Ok(mut r) => {
-                if let Some(action) = lifecycle.remove(&name) {
-                    crate::engine::recovery::lifecycle::add_to_report(&mut r, action);
-                }
-                specs.push(r)
-            }
-            // With several specs, one plan that cannot be restored does not stop the others.
-            Err(e)
-                if req.spec.is_none()
-                    && crate::error::exit_code_of(&e) == crate::error::exit::BAD_INPUT =>
-            {
-                specs.push(SpecRecovery {
-                    spec: name,
-                    outcome: "invalid_plan".into(),
-                    actions: vec![crate::engine::recovery::Action {
-                        kind: "invalid_plan".into(),
-                        chunk: None,
-                        detail: crate::error::ErrorReport::inline(&e),
-                        ..Default::default()
-                    }],
-                    plan_source: None,
-                });
-            }
-            Err(e) => return Err(e),
-        }
-        drop(slot_lock);
-    }
-    Ok(RecoverReport {
-        dry_run: req.dry_run,
-        slots,
-        specs,
-    })
+    Ok(slots)
 }
 
-/// Take a lock; with `patient` (a single `--spec`, where busy means exit 4), retry for a moment
-/// first: another `recover` or a `status` probe holds these locks only for an instant, and two
-/// recovers that each met the other's instant must not both give up.
-fn acquire(path: &Path, patient: bool) -> std::io::Result<Option<FileLock>> {
-    let tries = if patient { 5 } else { 1 };
-    for n in 1..=tries {
-        if let Some(lock) = FileLock::try_acquire(path)? {
-            return Ok(Some(lock));
+/// A spec that was not recovered, as the report shows it: `outcome` and, for a refusal or an
+/// invalid plan, the why.
+fn skipped(spec: &str, outcome: &str, detail: Option<String>) -> SpecRecovery {
+    SpecRecovery {
+        spec: spec.to_string(),
+        outcome: outcome.into(),
+        actions: detail
+            .map(|detail| crate::engine::recovery::Action {
+                kind: outcome.into(),
+                detail,
+                ..Default::default()
+            })
+            .into_iter()
+            .collect(),
+        ..SpecRecovery::default()
+    }
+}
+
+/// Recover one spec under its locks: `Ok(Err(skipped))` for a spec left alone (busy, refused,
+/// an invalid plan) when every spec is recovered; with a single `--spec` those are errors.
+async fn recover_one(
+    ws: &Workspace,
+    name: &str,
+    req: &RecoverRequest,
+    holder: &Holder,
+    opts: &RecoverOptions,
+) -> anyhow::Result<Result<SpecRecovery, SpecRecovery>> {
+    let one = req.spec.is_some();
+    let paths = match ws.spec(name) {
+        Ok(paths) => paths,
+        // With several specs, one whose folder links outside the repository is refused
+        // and the others are recovered.
+        Err(e) if !one => {
+            let detail = crate::error::ErrorReport::inline(&e.into());
+            return Ok(Err(skipped(name, "refused", Some(detail))));
         }
-        if n < tries {
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        Err(e) => return Err(e.into()),
+    };
+    let Some(locks) = lock_spec(ws, &paths, req, holder)? else {
+        return Ok(Err(skipped(name, "busy", None)));
+    };
+    let journal = Journal::new(&paths.dir, &holder.run_id);
+    let result = match recover_spec(ws, &paths, &journal, opts).await {
+        Ok(r) => Ok(r),
+        // With several specs, one plan that cannot be restored does not stop the others.
+        Err(e) if !one && crate::error::exit_code_of(&e) == crate::error::exit::BAD_INPUT => {
+            Err(skipped(
+                name,
+                "invalid_plan",
+                Some(crate::error::ErrorReport::inline(&e)),
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    drop(locks);
+    Ok(result)
+}
+
+/// The spec's run lock and the lock of the slot holding it (its worktree may be changed:
+/// commit, snapshot). `None`: busy, when every spec is recovered; with a single `--spec`,
+/// busy is the error (exit 4). A dry run only looks: it lets go of the locks it just proved
+/// free, so a run starting meanwhile is never turned away (exit 4) by it, and the holder
+/// record stays the last run's.
+fn lock_spec(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    req: &RecoverRequest,
+    holder: &Holder,
+) -> anyhow::Result<Option<Vec<FileLock>>> {
+    let (one, name) = (req.spec.is_some(), &paths.name);
+    let Some(lock) = acquire(&paths.run_lock, one)? else {
+        return match one {
+            true => Err(guard::busy(
+                &paths.run_lock,
+                &format!("spec {name} is being run or recovered"),
+            )),
+            false => Ok(None),
+        };
+    };
+    let mut locks = Vec::new();
+    if req.dry_run {
+        drop(lock);
+    } else {
+        lock.write_holder(&Holder {
+            spec: Some(name.clone()),
+            ..holder.clone()
+        })?;
+        locks.push(lock);
+    }
+    if let Some(slot) = crate::git::slot_holding(&ws.main, &crate::git::branch_for(name)) {
+        match acquire(&ws.slot_lock(&slot.name), one)? {
+            Some(slot_lock) if !req.dry_run => locks.push(slot_lock),
+            Some(_) => {}
+            None if one => {
+                return Err(RunnerError::Busy(format!(
+                    "the worktree of spec {name} ({}) is in use by a run of another spec",
+                    slot.path.display()
+                ))
+                .with_hint(guard::BUSY_HINT)
+                .into());
+            }
+            None => return Ok(None),
         }
     }
-    Ok(None)
+    Ok(Some(locks))
+}
+
+/// A single `--spec`, where busy means exit 4, waits a moment first: another `recover` or a
+/// `status` probe holds these locks only for an instant, and two recovers that each met the
+/// other's instant must not both give up.
+fn acquire(path: &Path, patient: bool) -> std::io::Result<Option<FileLock>> {
+    guard::try_take(
+        path,
+        if patient {
+            Patience::Moment
+        } else {
+            Patience::Once
+        },
+    )
 }
 
 /// The human form of the report.

@@ -2,6 +2,8 @@
 
 pub mod atomic;
 pub mod event;
+pub mod guard;
+pub mod ids;
 pub mod journal;
 pub mod lock;
 pub mod safe;

@@ -220,7 +220,15 @@ fn the_run_lock_says_who_holds_it() {
     let text = std::fs::read_to_string(repo.spec_dir("004-lock").join("run.lock")).unwrap();
     let holder: Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(holder["pid"], child.id());
-    assert!(holder["run_id"].as_str().unwrap().starts_with("run-"));
+    let run_id = holder["run_id"].as_str().unwrap();
+    assert!(
+        run_id.len() == 13
+            && run_id.starts_with('r')
+            && run_id[1..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "a run id is r and 12 lowercase hex digits: {run_id}"
+    );
     for key in ["host", "since", "heartbeat"] {
         assert!(holder[key].is_string(), "{key} missing in {holder}");
     }

@@ -12,6 +12,7 @@ mod file_safety;
 mod hostile;
 mod json_shape;
 mod layers;
+mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
 mod output;

@@ -499,7 +499,18 @@ fn two_runs_of_one_spec_exactly_one_proceeds_the_other_exits_4() {
     assert_exit(&second, 4);
     let err = stderr(&second);
     assert!(err.contains(&format!("pid {}", first.id())), "{err}");
-    assert!(err.contains("run-"), "names the run id: {err}");
+    let holder: Value = serde_json::from_str(
+        std::fs::read_to_string(repo.spec_dir("012-busy").join("run.lock"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    let run_id = holder["run_id"].as_str().unwrap();
+    assert!(run_id.starts_with('r') && run_id.len() == 13, "{run_id}");
+    assert!(
+        err.contains(&format!("run {run_id}")),
+        "names the run id: {err}"
+    );
 
     // status sees who runs it.
     let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();

@@ -87,7 +87,7 @@ async fn decide_chunk(
     let (Some(ev), Some(wt_repo), true) = (&opts.evaluator, wt, ambiguous) else {
         return Ok(rules("rules".to_string()));
     };
-    let session_id = crate::engine::run::session_id("recovery", Some(id), 0);
+    let session_id = crate::store::ids::session_id("recovery", Some(id), 0);
     let workdir = crate::git::repo::work_folder(wt_repo).unwrap_or(std::path::Path::new("."));
     let answer = evaluator::ask(
         ev,
@@ -316,44 +316,27 @@ pub(super) async fn run_check(
     let Some(dir) = crate::git::repo::work_folder(wt) else {
         return Ok(None);
     };
-    let session = crate::engine::run::session_id("recovery-check", Some(&chunk.id), 0);
+    let session = crate::store::ids::session_id("recovery-check", Some(&chunk.id), 0);
     let Ok(log_dir) = paths.session_dir(&session) else {
         return Ok(None);
     };
-    let log_path = log_dir.join("verification.log");
-    // Like every child runner starts: its own process group, killed whole on a timeout or
-    // Ctrl-C, so nothing it started goes on writing while recovery commits or saves.
-    let spec = crate::agent::ChildSpec {
-        argv: vec!["sh".into(), "-c".into(), check.command.clone()],
-        cwd: dir.to_path_buf(),
+    let place = crate::engine::verify::Place {
+        worktree: dir.to_path_buf(),
         env: vec![("RUNNER_SESSION_ID".into(), session.clone())],
-        stdin: None,
-        log_path: log_path.clone(),
+        log_path: log_dir.join("verification.log"),
         timeout: opts.verification_timeout,
         drain: Duration::from_secs(1),
-        max_log_bytes: match opts.max_log_bytes {
-            0 => crate::config::DEFAULT_MAX_LOG_BYTES,
-            n => n,
-        },
-        watch_for: check.expect_output.clone(),
+        max_log_bytes: opts.max_log_bytes,
     };
-    let Ok(end) = crate::agent::run_child(&spec, &opts.interrupt, &mut |_| {}).await else {
+    let launch =
+        |spec| async move { crate::agent::run_child(&spec, &opts.interrupt, &mut |_| {}).await };
+    let Ok(checked) = crate::engine::verify::run(&check, place, launch).await else {
         return Ok(None);
     };
-    if check_cut_short(&end.ended, opts.shutdown) {
+    if checked.cut_short(opts.shutdown) {
         return Err(RunnerError::Interrupted.into());
     }
-    // The expected output was searched in the whole stream, as bytes.
-    Ok(Some(
-        end.ended == crate::agent::Ended::Exited(check.expect_status) && end.output.found,
-    ))
-}
-
-/// A check stopped by a signal, or by a shutdown's budget (its timeout), did not fail: it
-/// did not finish.
-pub(super) fn check_cut_short(ended: &crate::agent::Ended, shutdown: bool) -> bool {
-    use crate::agent::Ended;
-    matches!(ended, Ended::Interrupted { .. }) || (shutdown && *ended == Ended::TimedOut)
+    Ok(Some(checked.result.passed))
 }
 
 /// Partial work a chunk's last finished attempt left, for the next attempt's prompt.

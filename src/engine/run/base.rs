@@ -4,7 +4,7 @@ use super::*;
 use crate::store::event::{self as ev, Event};
 
 /// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
-/// the user confirmed (a question on a terminal, else `--yes`). Its work will merge there.
+/// the user confirmed (through `asker`, or `--yes`). Its work will merge there.
 pub(super) fn repin_base(
     ws: &Workspace,
     paths: &SpecPaths,
@@ -12,6 +12,7 @@ pub(super) fn repin_base(
     from: &str,
     to: &str,
     yes: bool,
+    asker: &dyn Asker,
 ) -> anyhow::Result<()> {
     if ws.main.branch_tip(to).is_none() {
         return Err(
@@ -20,20 +21,13 @@ pub(super) fn repin_base(
                 .into(),
         );
     }
-    // Short: a question wider than the terminal is redrawn badly.
-    let question = format!("Base {from:?} is gone. Re-pin {} to {to:?}?", paths.name);
-    if !yes {
-        if !crate::ops::interact::can_ask() {
-            return Err(RunnerError::bad_input(format!(
-                "spec {} is pinned to base branch {from:?}, which no longer exists; re-pinning it to {to:?} (its work will then merge there) needs a confirmation and there is no terminal to ask on",
-                paths.name
-            ))
-            .with_hint("pass --yes to re-pin it without a question")
-            .into());
-        }
-        if !crate::ops::interact::confirm(&question)? {
-            return Err(RunnerError::Cancelled.into());
-        }
+    let question = RepinQuestion {
+        spec: &paths.name,
+        from,
+        to,
+    };
+    if !yes && !asker.confirm_repin(&question)? {
+        return Err(RunnerError::Cancelled.into());
     }
     paths.plan.update(|plan| {
         plan.set_field("base_branch", Value::String(to.to_string()));

@@ -30,7 +30,7 @@ impl Run {
             let chunk = plan.chunk_mut(pos);
             let mut attempts = chunk.attempts();
             let attempt = attempts.len() as u32 + 1;
-            let session_id = session_id("coder", Some(&chunk.id), attempt);
+            let session_id = crate::store::ids::session_id("coder", Some(&chunk.id), attempt);
             let now = crate::clock::now();
             attempts.push(Attempt {
                 n: attempt,

@@ -12,8 +12,25 @@ impl Run {
         } else {
             self.pin_base()?;
         }
-        // A blocked chunk needs a person; the worktree may hold its unresolved state, which
-        // another chunk must not build on (or commit).
+        self.refuse_blocked_chunks()?;
+        self.resume_cut_off_sessions(ws, &resume).await?;
+        loop {
+            if self.interrupt.is_set() {
+                return Err(RunnerError::Interrupted.into());
+            }
+            let taken = match self.take_chunk(None)? {
+                Take::Chunk(taken) => taken,
+                Take::Complete(total) => return self.all_completed(ws, total),
+                Take::Stuck(reasons) => return Err(self.stuck(&reasons)?),
+                Take::BudgetSpent => return Err(self.budget_spent().into()),
+            };
+            self.work_on(ws, taken, None).await?;
+        }
+    }
+
+    /// A blocked chunk needs a person; the worktree may hold its unresolved state, which
+    /// another chunk must not build on (or commit).
+    fn refuse_blocked_chunks(&self) -> anyhow::Result<()> {
         let plan = self.load_plan()?;
         let blocked: Vec<String> = plan
             .chunks()
@@ -26,20 +43,28 @@ impl Run {
                 )
             })
             .collect();
-        if !blocked.is_empty() {
-            return Err(RunnerError::NeedsHuman(format!(
-                "spec {} has blocked chunks that need a person first:\n{}",
-                self.paths.name,
-                blocked.join("\n"),
-            ))
-            .with_hint(format!(
-                "look at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
-                self.worktree.display(),
-                self.paths.plan.path().display()
-            ))
-            .into());
+        if blocked.is_empty() {
+            return Ok(());
         }
-        // Coder sessions the last shutdown cut off go first, with the prompt they were given.
+        Err(RunnerError::NeedsHuman(format!(
+            "spec {} has blocked chunks that need a person first:\n{}",
+            self.paths.name,
+            blocked.join("\n"),
+        ))
+        .with_hint(format!(
+            "look at the worktree {}; when it is sorted out, set the chunk back to \"pending\" in {} and run again",
+            self.worktree.display(),
+            self.paths.plan.path().display()
+        ))
+        .into())
+    }
+
+    /// Coder sessions the last shutdown cut off go first, with the prompt they were given.
+    async fn resume_cut_off_sessions(
+        &mut self,
+        ws: &Workspace,
+        resume: &[crate::engine::recovery::interrupted::InterruptedSession],
+    ) -> anyhow::Result<()> {
         for entry in resume.iter().filter(|r| r.role == "coder") {
             let Some(chunk_id) = entry.chunk_id.as_deref() else {
                 continue;
@@ -69,71 +94,64 @@ impl Run {
                 self.work_on(ws, taken, Some(prompt)).await?;
             }
         }
-        loop {
-            if self.interrupt.is_set() {
-                return Err(RunnerError::Interrupted.into());
-            }
-            let taken = match self.take_chunk(None)? {
-                Take::Chunk(taken) => taken,
-                Take::Complete(total) => {
-                    // "Completed" only with every chunk's commit still on the branch.
-                    let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
-                    if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
-                        &ws.main,
-                        &self.paths,
-                        &self.journal,
-                        &plan,
-                        None,
-                        self.open_worktree().ok().as_ref(),
-                        Some(&self.worktree),
-                        false,
-                    )? {
-                        return Err(RunnerError::NeedsHuman(guarded.message).into());
-                    }
-                    self.reporter.progress(total, total, "done");
-                    self.reporter.line(format!(
-                        "All {total} chunks of {} are completed on branch {}.",
-                        self.paths.name,
-                        branch_for(&self.paths.name)
-                    ));
-                    return Ok(());
-                }
-                Take::Stuck(reasons) => {
-                    // Failed chunks have a command; anything else (a chunk another process
-                    // holds in progress, phases waiting on them) follows from it.
-                    let plan = self.load_plan()?;
-                    let what_to_do = if plan.count(Status::Failed) > 0 {
-                        format!(
-                            "for failed chunks: {}",
-                            retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
-                        )
-                    } else {
-                        format!(
-                            "after fixing, set the chunk back to pending in {} and run again",
-                            self.paths.plan.path().display()
-                        )
-                    };
-                    return Err(RunnerError::NeedsHuman(format!(
-                        "spec {} cannot go on:\n{}",
-                        self.paths.name,
-                        reasons
-                            .iter()
-                            .map(|r| format!("  - {r}"))
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                    ))
-                    .with_hint(format!(
-                        "look at the journal {} and the session logs in {}",
-                        self.journal.path().display(),
-                        self.paths.sessions_dir.display(),
-                    ))
-                    .with_hint(what_to_do)
-                    .into());
-                }
-                Take::BudgetSpent => return Err(self.budget_spent().into()),
-            };
-            self.work_on(ws, taken, None).await?;
+        Ok(())
+    }
+
+    /// Every chunk is completed: "completed" only with every chunk's commit still on the branch.
+    fn all_completed(&self, ws: &Workspace, total: usize) -> anyhow::Result<()> {
+        let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+        if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
+            &ws.main,
+            &self.paths,
+            &self.journal,
+            &plan,
+            None,
+            self.open_worktree().ok().as_ref(),
+            Some(&self.worktree),
+            false,
+        )? {
+            return Err(RunnerError::NeedsHuman(guarded.message).into());
         }
+        self.reporter.progress(total, total, "done");
+        self.reporter.line(format!(
+            "All {total} chunks of {} are completed on branch {}.",
+            self.paths.name,
+            branch_for(&self.paths.name)
+        ));
+        Ok(())
+    }
+
+    /// No chunk can be worked on: why, and what to do. Failed chunks have a command; anything
+    /// else (a chunk another process holds in progress, phases waiting on them) follows from it.
+    fn stuck(&self, reasons: &[String]) -> anyhow::Result<anyhow::Error> {
+        let plan = self.load_plan()?;
+        let what_to_do = if plan.count(Status::Failed) > 0 {
+            format!(
+                "for failed chunks: {}",
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+            )
+        } else {
+            format!(
+                "after fixing, set the chunk back to pending in {} and run again",
+                self.paths.plan.path().display()
+            )
+        };
+        Ok(RunnerError::NeedsHuman(format!(
+            "spec {} cannot go on:\n{}",
+            self.paths.name,
+            reasons
+                .iter()
+                .map(|r| format!("  - {r}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ))
+        .with_hint(format!(
+            "look at the journal {} and the session logs in {}",
+            self.journal.path().display(),
+            self.paths.sessions_dir.display(),
+        ))
+        .with_hint(what_to_do)
+        .into())
     }
 
     /// The original prompt of an interrupted session, with a note on what happened since.

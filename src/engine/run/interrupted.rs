@@ -1,4 +1,4 @@
-//! Runs over every interrupted spec (`run --auto-continue` with no spec), and recovery before a run.
+//! Which specs were interrupted (for `run --auto-continue` with no spec), and recovery's options for a run.
 
 use super::*;
 
@@ -26,38 +26,6 @@ pub fn recover_options(
         evaluator,
         interrupt: Default::default(),
         shutdown: false,
-    }
-}
-
-/// `runner run --auto-continue` with no `--spec`: every spec that was interrupted, most recent
-/// first, each recovered and resumed by a run of its own.
-pub fn run_interrupted(cwd: &Path, opts: RunOptions) -> anyhow::Result<Vec<RunSummary>> {
-    let ws = Workspace::open(cwd)?;
-    let specs = interrupted_specs(&ws);
-    let mut summaries = Vec::new();
-    let mut first_error = None;
-    for spec in specs {
-        eprintln!("Resuming interrupted spec {spec}");
-        match run(
-            cwd,
-            RunOptions {
-                spec: Some(spec),
-                ..opts.clone()
-            },
-        ) {
-            Ok(summary) => summaries.push(summary),
-            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::INTERRUPTED => {
-                return Err(e);
-            }
-            Err(e) => {
-                eprintln!("runner: {e:#}");
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(summaries),
     }
 }
 

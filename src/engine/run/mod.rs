@@ -13,18 +13,19 @@ mod base;
 mod chunk;
 mod drive;
 mod hints;
-mod holder;
 mod interrupted;
 pub mod person;
 mod planner;
 mod prompt;
-mod report;
 mod session;
 mod shutdown;
 mod slot;
+mod start;
 
 use crate::agent::{ChildSpec, Ended, Interrupt, Prompts, run_child};
 use crate::config::{Config, parse_agent_command};
+use crate::engine::ask::{Asker, RepinQuestion};
+use crate::engine::progress::Reporter;
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for, commit_all, dirty_paths, head_commit, slot_holding};
 use crate::plan::{
@@ -32,16 +33,15 @@ use crate::plan::{
     verification,
 };
 use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
+use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::{SpecPaths, Workspace};
-use crate::store::{FileLock, Holder, Journal, LockState, lock};
+use crate::store::{Journal, LockState, lock};
 use base::{repin_base, undo_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use holder::{BUSY_HINT, describe_holder, holder_of, new_holder};
-use holder::{heartbeat, take_lock};
-pub use interrupted::{interrupted_specs, recover_options, run_interrupted};
-use report::Reporter;
+pub use interrupted::{interrupted_specs, recover_options};
 use session::read_report;
 use slot::prepare_slot;
+pub use start::{Prepared, prepare};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -70,8 +70,6 @@ pub struct RunSummary {
     pub run_id: String,
 }
 
-const HEARTBEAT: Duration = Duration::from_secs(10);
-
 /// Everything one run works with, set up once.
 struct Run {
     paths: SpecPaths,
@@ -99,274 +97,6 @@ struct Run {
     person: Option<person::Listener>,
 }
 
-pub fn run(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
-    crate::engine::block_on(run_async(cwd, opts))
-}
-
-async fn run_async(cwd: &Path, opts: RunOptions) -> anyhow::Result<RunSummary> {
-    let interrupt = Interrupt::install()?;
-    let ws = Workspace::open(cwd)?;
-    ws.main.ensure_excluded()?;
-    let config = ws.config()?;
-    // The front end asked already where it could; here an open choice is an error (exit 2).
-    let spec_name = crate::store::spec::choose_or_explain(&ws, cwd, opts.spec.as_deref(), &|n| {
-        run_again_command(n, opts.agent_command.as_deref(), false)
-    })?;
-    let paths = ws.spec(&spec_name)?;
-    // Every session is given the feature: a spec.md that cannot be read stops the run here,
-    // before anything is changed.
-    crate::store::spec::read_text(&paths.spec_md)?;
-    let agent = match &opts.agent_command {
-        Some(text) => parse_agent_command(text)?,
-        None => config.agent.command.clone(),
-    };
-    // What `main` prints if this run is interrupted: the exact command that resumes it.
-    let _ = RESUME_COMMAND.set(run_again_command(
-        &spec_name,
-        opts.agent_command.as_deref(),
-        true,
-    ));
-    if agent.is_empty() {
-        return Err(RunnerError::bad_input("no agent command")
-            .with_hint(
-                "pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
-            )
-            .into());
-    }
-
-    let run_id = format!("run-{}-{}", crate::clock::stamp(), std::process::id());
-    let holder = new_holder(&run_id, Some(&spec_name));
-    let spec_lock = take_lock(&paths.run_lock, &holder, || {
-        format!("spec {spec_name} is being run by another runner")
-    })?;
-    // A merge, discard or undo of this spec cut off by a crash is finished or rolled back first:
-    // its slot and branch are in its hands until then.
-    if let Some(done) = crate::engine::recovery::lifecycle::finish_interrupted(
-        &ws,
-        &paths,
-        &Journal::new(&paths.dir, &run_id),
-        false,
-    )? {
-        eprintln!("runner: {}: {done}", paths.name);
-    }
-    // Without --slot, a spec already checked out in a slot builds there.
-    let slot = match opts.slot.as_deref() {
-        Some(name) => Slot::new(&ws.root, Some(name)),
-        None => slot_holding(&ws.main, &branch_for(&spec_name))
-            .unwrap_or_else(|| Slot::new(&ws.root, None)),
-    };
-    let slot_lock = take_lock(&ws.slot_lock(&slot.name), &holder, || {
-        format!(
-            "the worktree slot {} is in use by another runner",
-            slot.path.display()
-        )
-    })?;
-    let journal = Journal::new(&paths.dir, &run_id);
-    let reporter = Reporter::new();
-    let person = person::listen(&paths)?;
-    // Every process the agents start stays our descendant, even after `setsid` (see
-    // `agent::ancestry`).
-    crate::agent::ancestry::become_subreaper();
-
-    // Put right whatever an earlier run left interrupted, before anything else.
-    let mut recover_opts = recover_options(&ws, &config, &agent, false, false);
-    recover_opts.interrupt = interrupt.clone();
-    let recovery =
-        crate::engine::recovery::recover_spec(&ws, &paths, &journal, &recover_opts).await?;
-    if interrupt.is_set() {
-        return Err(RunnerError::Interrupted.into());
-    }
-    for action in &recovery.actions {
-        reporter.line(format!("Recovered {}: {}", paths.name, action.line()));
-    }
-    if recovery.needs_human() {
-        return Err(RunnerError::NeedsHuman(format!(
-            "recovery of {} found state that needs a person:\n{}",
-            paths.name,
-            recovery
-                .actions
-                .iter()
-                .filter(|a| a.decision == Some(crate::engine::recovery::Decision::HumanReview))
-                .map(|a| format!("  - {}", a.line()))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ))
-        .with_hint(format!(
-            "look at the worktree and the journal {}; when it is sorted out, set the chunk back to \"pending\" in {} (or run `runner recover --spec {}` again)",
-            journal.path().display(),
-            paths.plan.path().display(),
-            crate::sh(&paths.name)
-        ))
-        .into());
-    }
-
-    let existing = paths.plan.load()?;
-    // A plan with nothing to do is not "complete 0/0": it is what the planner is sent back for.
-    if let Some(problems) = existing.as_ref().map(check_planner_output)
-        && !problems.is_empty()
-    {
-        return Err(RunnerError::bad_input(format!(
-            "the plan {} cannot be run ({})",
-            paths.plan.path().display(),
-            problems.join("; ")
-        ))
-        .with_hint(crate::plan::PlanError::ADVICE)
-        .into());
-    }
-    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
-    let checked_out = ws.main.current_branch();
-    let choice = policy::choose_base(policy::BaseFacts {
-        pinned,
-        pinned_exists: pinned.is_some_and(|p| ws.main.branch_tip(p).is_some()),
-        flag: opts.base_branch.as_deref(),
-        config: config.git.base_branch.as_deref(),
-        checked_out: checked_out.as_deref(),
-        no_commits: crate::git::history::has_no_commits(&ws.main.repo),
-    })
-    .map_err(RunnerError::BadInput)?;
-    // The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
-    let mut repinned_from = None;
-    let base = match choice {
-        policy::BaseChoice::Use(base) => base,
-        policy::BaseChoice::Repin { from, to } => {
-            repin_base(&ws, &paths, &journal, &from, &to, opts.yes)?;
-            repinned_from = Some(from);
-            to
-        }
-    };
-    let base_tip = ws.main.branch_tip(&base).ok_or_else(|| {
-        if pinned == Some(base.as_str()) {
-            RunnerError::bad_input(format!(
-                "the pinned base branch {base:?} of spec {spec_name} no longer exists"
-            ))
-            .with_hint(format!("recreate it: git branch {} <commit>", crate::sh(&base)))
-            .with_hint(format!(
-                "or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
-                crate::sh(&spec_name)
-            ))
-        } else {
-            RunnerError::bad_input(format!("base branch {base:?} does not exist"))
-                .with_hint("create it, or pass --base-branch with an existing branch")
-        }
-    })?;
-
-    // Existing work: ask what to do (on a terminal), or continue with --auto-continue.
-    if let Some(work) = crate::ops::choice::existing_work(&ws, &paths, &base)? {
-        let asked = crate::ops::choice::ask(
-            &ws,
-            &paths,
-            &base,
-            &work,
-            opts.auto_continue,
-            opts.yes,
-            &journal,
-            opts.agent_command.as_deref(),
-        );
-        // (A merge chosen there needs the new pin: it merges into the plan's base.)
-        let choice = match asked {
-            Ok(choice) => choice,
-            Err(e) => {
-                // Cancelled, or no terminal to ask on: "nothing was changed" must hold.
-                if let Some(from) = &repinned_from {
-                    undo_repin(&paths, &journal, from, &base)?;
-                }
-                return Err(e);
-            }
-        };
-        if choice == crate::ops::choice::Choice::Merged {
-            let plan = paths.plan.load()?.unwrap_or_else(empty_plan);
-            return Ok(RunSummary {
-                spec: spec_name.clone(),
-                outcome: "merged".into(),
-                branch: branch_for(&spec_name),
-                worktree: slot.path.clone(),
-                base_branch: base,
-                completed: plan.count(Status::Completed),
-                total: plan.total(),
-                sessions: 0,
-                run_id,
-            });
-        }
-    }
-    prepare_slot(&ws, &slot, &spec_name, base_tip, &journal, &reporter).await?;
-    crate::failpoint::hit("after_prepare_slot");
-
-    let locks = Arc::new((spec_lock, slot_lock));
-    let heartbeat = tokio::spawn(heartbeat(locks.clone(), holder));
-
-    // Sessions the last shutdown cut off run again first. The entries are removed now, before
-    // they run, so that a crash during the re-run never loops.
-    let resume = crate::engine::recovery::interrupted::take(&ws.state_dir, &spec_name)?;
-    let drain = opts
-        .drain_timeout
-        .map(Duration::from_secs)
-        .unwrap_or_else(|| config.run.drain_timeout());
-    interrupt.set_drain(drain);
-    let mut run = Run {
-        prompts: Prompts::new(&ws.templates_dir()),
-        repo_root: ws.root.clone(),
-        common_dir: ws.main.common_dir().to_path_buf(),
-        worktree: slot.path.clone(),
-        state_dir: ws.state_dir.clone(),
-        paths,
-        config,
-        agent,
-        agent_flag: opts.agent_command.clone(),
-        run_id,
-        journal,
-        base,
-        reporter,
-        interrupt,
-        sessions: 0,
-        drain,
-        resume,
-        person,
-    };
-    let snapshot = existing.as_ref().map(|p| p.to_value());
-    run.journal.record(
-        "run_start",
-        None,
-        json!({"spec": spec_name, "pid": std::process::id(), "slot": slot.name, "base_branch": run.base, "auto_continue": opts.auto_continue}),
-    )?;
-    if let Some(plan) = snapshot {
-        run.journal
-            .record("plan_snapshot", None, json!({"plan": plan}))?;
-    }
-    let result = run.drive(&ws).await;
-    heartbeat.abort();
-    run.reporter.finish();
-    let outcome = match &result {
-        Ok(()) => "complete".to_string(),
-        Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
-            Some(RunnerError::Interrupted) => "interrupted".into(),
-            Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
-            Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
-            _ => "error".into(),
-        },
-    };
-    let _ = run.journal.record(
-        "run_end",
-        None,
-        json!({"outcome": outcome, "sessions": run.sessions}),
-    );
-    // The socket goes before the locks: it must never outlive them into another run's time.
-    run.person.take();
-    drop(locks);
-    result?;
-    let plan = run.paths.plan.load()?.unwrap_or_else(empty_plan);
-    Ok(RunSummary {
-        spec: run.paths.name.clone(),
-        outcome,
-        branch: branch_for(&run.paths.name),
-        worktree: run.worktree.clone(),
-        base_branch: run.base.clone(),
-        completed: plan.count(Status::Completed),
-        total: plan.total(),
-        sessions: run.sessions,
-        run_id: run.run_id.clone(),
-    })
-}
-
 fn empty_plan() -> Plan {
     Plan::default()
 }
@@ -389,35 +119,4 @@ enum Take {
     Complete(usize),
     Stuck(Vec<String>),
     BudgetSpent,
-}
-
-/// `20261122T192400Z-coder-subtask-1-1-a2`: sortable, readable, safe as a folder name.
-pub fn session_id(role: &str, chunk: Option<&str>, attempt: u32) -> String {
-    let chunk: String = chunk
-        .unwrap_or("")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(60)
-        .collect();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut id = format!(
-        "{}-{:04x}-{role}",
-        crate::clock::stamp(),
-        (nanos >> 10) & 0xffff
-    );
-    if !chunk.is_empty() {
-        id.push('-');
-        id.push_str(&chunk);
-    }
-    id.push_str(&format!("-a{attempt}"));
-    id
 }

@@ -60,7 +60,7 @@ impl Run {
                     }),
                 )?,
             };
-            let session_id = session_id("planner", None, attempt);
+            let session_id = crate::store::ids::session_id("planner", None, attempt);
             let end = self
                 .session("planner", None, attempt, &session_id, &prompt)
                 .await?;

@@ -33,42 +33,23 @@ impl Run {
             .session_dir(session_id)
             .with_context(|| format!("creating the session folder of {session_id}"))?
             .join("verification.log");
-        let spec = ChildSpec {
-            argv: vec!["sh".into(), "-c".into(), check.command.clone()],
-            cwd: self.worktree.clone(),
+        let place = crate::engine::verify::Place {
+            worktree: self.worktree.clone(),
             env: self.agent_env("coder", Some(&chunk.id), 0, session_id),
-            stdin: None,
-            log_path: log_path.clone(),
+            log_path,
             timeout: self.config.run.verification_timeout(),
             drain: self.drain,
             max_log_bytes: self.config.agent.max_log_bytes,
-            watch_for: check.expect_output.clone(),
         };
-        let end = self
-            .run_journaled(&spec, session_id, "verification")
-            .await?;
-        if let Ended::Interrupted { .. } = end.ended {
+        let checked = crate::engine::verify::run(&check, place, |spec| async move {
+            self.run_journaled(&spec, session_id, "verification").await
+        })
+        .await?;
+        if checked.cut_short(false) {
             // The agent's report stands; recovery re-runs the verification next time.
             return Err(RunnerError::Interrupted.into());
         }
-        let status_ok = end.ended == Ended::Exited(check.expect_status);
-        // Searched in the whole output as it streamed, as bytes: a part cut from the capped
-        // log or a non-UTF-8 byte cannot hide it.
-        let output_ok = end.output.found;
-        let mut detail = end.ended.describe();
-        if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
-            detail.push_str(&format!("; its output lacks {want:?}"));
-        }
-        detail.push_str(&format!(" (log: {})", log_path.display()));
-        if let Some(e) = &end.output.log_incomplete {
-            // Judged on every byte all the same; only the log misses some.
-            detail.push_str(&format!("; the log is incomplete: {e}"));
-        }
-        let result = CheckResult {
-            command: check.command,
-            passed: status_ok && output_ok,
-            detail,
-        };
+        let result = checked.result;
         self.journal.record(
             "verification",
             Some(&chunk.id),

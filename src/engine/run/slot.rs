@@ -1,8 +1,11 @@
 //! Preparing the slot (the build worktree) for a spec: create, switch, repair.
 
 use super::*;
+use crate::store::FileLock;
 
-/// Make `slot` hold the spec's branch, creating the branch and the worktree as needed.
+/// Make `slot` hold the spec's branch, creating the branch and the worktree as needed: finish
+/// what an earlier run left half done in the slot, refuse a branch checked out elsewhere
+/// (before anything is written), then create, repair or switch the slot.
 pub(super) async fn prepare_slot(
     ws: &Workspace,
     slot: &Slot,
@@ -13,21 +16,8 @@ pub(super) async fn prepare_slot(
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
-    finish_unfinished_creation(ws, slot, journal, reporter)?;
-    if matches!(slot.inspect(main), SlotState::Ready { .. })
-        && let Some(to) =
-            slot.finish_interrupted_switch(main, &ws.slot_switch_marker(&slot.name))?
-    {
-        reporter.line(format!(
-            "Finished switching the slot {} to {to}, which an earlier run was doing when it stopped.",
-            slot.path.display()
-        ));
-        journal.record(
-            "slot_switch_finished",
-            None,
-            json!({"slot": slot.name, "to": to}),
-        )?;
-    }
+    finish_earlier_slot_work(ws, slot, journal, reporter)?;
+    refuse_branch_held_elsewhere(main, slot, spec, &branch)?;
     if main.branch_tip(&branch).is_none() {
         main.create_branch(&branch, base_tip)?;
         journal.record(
@@ -35,27 +25,6 @@ pub(super) async fn prepare_slot(
             None,
             json!({"branch": branch, "at": base_tip.to_string()}),
         )?;
-    }
-    if main.current_branch().as_deref() == Some(branch.as_str()) {
-        return Err(RunnerError::bad_input(format!(
-            "branch {branch} is checked out in your main worktree; runner builds it in {}. Switch your main worktree to another branch first",
-            slot.path.display()
-        ))
-        .into());
-    }
-    if let Some(other) = slot_holding(main, &branch)
-        && other != *slot
-    {
-        let suffix = other
-            .name
-            .strip_prefix("auto-claude-")
-            .unwrap_or(&other.name);
-        return Err(RunnerError::bad_input(format!(
-            "spec {spec} is already in the slot {}",
-            other.path.display()
-        ))
-        .with_hint(format!("run it there with --slot {}", crate::sh(suffix)))
-        .into());
     }
     match slot.inspect(main) {
         SlotState::Missing => create_slot(ws, slot, &branch, journal, reporter),
@@ -92,114 +61,211 @@ pub(super) async fn prepare_slot(
         }
         SlotState::Ready { branch: Some(b) } if b == branch => Ok(()),
         SlotState::Ready { branch: held } => {
-            let held_desc = held.clone().unwrap_or_else(|| "a detached HEAD".into());
-            // Held while the slot switches: the other spec must not start meanwhile.
-            let mut _other_lock = None;
-            if let Some(other_spec) = held.as_deref().and_then(crate::git::spec_of_branch) {
-                let other = ws.spec(other_spec)?;
-                let Some(other_lock) = FileLock::try_acquire(&other.run_lock)? else {
-                    return Err(RunnerError::Busy(format!(
-                        "the slot {} holds spec {other_spec}, which is being run: {}",
-                        slot.path.display(),
-                        describe_holder(&other.run_lock)
-                    ))
-                    .into());
-                };
-                // An interrupted chunk of the other spec is recovered while its worktree is
-                // still here: its work is committed or saved by the rules, never just swept
-                // into a ref behind its plan's back.
-                let refuse = |why: String| -> anyhow::Error {
-                    RunnerError::NeedsHuman(format!(
-                        "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away",
-                        slot.path.display()
-                    ))
-                    .with_hint(format!(
-                        "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
-                        crate::sh(spec)
-                    ))
-                    .into()
-                };
-                match other.plan.load() {
-                    Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
-                        let run_id = format!(
-                            "slot-switch-{}-{}",
-                            crate::clock::stamp(),
-                            std::process::id()
-                        );
-                        let other_journal = Journal::new(&other.dir, &run_id);
-                        let config = ws.config()?;
-                        let opts = recover_options(ws, &config, &[], false, false);
-                        let rec = crate::engine::recovery::recover_spec(
-                            ws,
-                            &other,
-                            &other_journal,
-                            &opts,
-                        )
-                        .await?;
-                        for action in &rec.actions {
-                            reporter.line(format!("Recovered {other_spec}: {}", action.line()));
-                        }
-                        if rec.needs_human() {
-                            return Err(refuse("its interrupted work needs a person".into()));
-                        }
-                    }
-                    Ok(Some(p)) if p.count(Status::Blocked) > 0 => {
-                        return Err(refuse(
-                            "it has blocked chunks whose state may be in the worktree".into(),
-                        ));
-                    }
-                    Ok(_) => {}
-                    Err(_) => return Err(refuse("its plan is invalid".into())),
-                }
-                if let Some(op) =
-                    crate::engine::recovery::inspect::operation_in_progress(&slot.open(main)?)
-                {
-                    return Err(refuse(format!("a {op} is half done in its worktree")));
-                }
-                _other_lock = Some(other_lock);
-            } else if held.is_none() {
-                // A detached HEAD may carry commits no branch has: keep them reachable.
-                if let Some(kept) = keep_detached_head(ws, slot)? {
-                    reporter.line(format!(
-                        "The slot's detached HEAD had commits on no branch: kept at {kept}."
-                    ));
-                    journal.record("slot_saved", None, json!({"slot": slot.name, "ref": kept}))?;
-                }
-            }
-            let dirty = slot.dirty_paths(main)?;
-            if !dirty.is_empty() {
-                let other_spec = held.as_deref().and_then(crate::git::spec_of_branch);
-                let Some(other_spec) = other_spec else {
-                    // Not a runner branch: runner has no spec to keep the changes for.
-                    let wt = slot.path.display();
-                    return Err(RunnerError::bad_input(format!(
-                        "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
-                        dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
-                    ))
-                    .into());
-                };
-                let saved = save_and_clean_slot(ws, slot, other_spec)?;
-                reporter.line(format!(
-                    "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
-                ));
-                journal.record(
-                    "slot_saved",
-                    None,
-                    json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}),
-                )?;
-            }
-            slot.switch_to(main, &branch, &ws.slot_switch_marker(&slot.name))?;
-            reporter.line(format!(
-                "Switched the slot {} from {held_desc} to {branch} (the previous work is safe on its branch).",
-                slot.path.display()
-            ));
-            journal.record(
-                "slot_switched",
-                None,
-                json!({"slot": slot.name, "from": held, "to": branch}),
-            )?;
-            Ok(())
+            let switch = Switch {
+                ws,
+                slot,
+                spec,
+                branch: &branch,
+                journal,
+                reporter,
+            };
+            switch.from(held).await
         }
+    }
+}
+
+/// An unfinished creation of the slot, or a switch between specs an earlier run was doing
+/// when it stopped: finish it.
+fn finish_earlier_slot_work(
+    ws: &Workspace,
+    slot: &Slot,
+    journal: &Journal,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    let main = &ws.main;
+    finish_unfinished_creation(ws, slot, journal, reporter)?;
+    if matches!(slot.inspect(main), SlotState::Ready { .. })
+        && let Some(to) =
+            slot.finish_interrupted_switch(main, &ws.slot_switch_marker(&slot.name))?
+    {
+        reporter.line(format!(
+            "Finished switching the slot {} to {to}, which an earlier run was doing when it stopped.",
+            slot.path.display()
+        ));
+        journal.record(
+            "slot_switch_finished",
+            None,
+            json!({"slot": slot.name, "to": to}),
+        )?;
+    }
+    Ok(())
+}
+
+/// The spec's branch is built in `slot` only: not while the main worktree or another slot has
+/// it checked out.
+fn refuse_branch_held_elsewhere(
+    main: &crate::git::MainRepo,
+    slot: &Slot,
+    spec: &str,
+    branch: &str,
+) -> anyhow::Result<()> {
+    if main.current_branch().as_deref() == Some(branch) {
+        return Err(RunnerError::bad_input(format!(
+            "branch {branch} is checked out in your main worktree; runner builds it in {}. Switch your main worktree to another branch first",
+            slot.path.display()
+        ))
+        .into());
+    }
+    if let Some(other) = slot_holding(main, branch)
+        && other != *slot
+    {
+        let suffix = other
+            .name
+            .strip_prefix("auto-claude-")
+            .unwrap_or(&other.name);
+        return Err(RunnerError::bad_input(format!(
+            "spec {spec} is already in the slot {}",
+            other.path.display()
+        ))
+        .with_hint(format!("run it there with --slot {}", crate::sh(suffix)))
+        .into());
+    }
+    Ok(())
+}
+
+/// Switching a ready slot that holds something else to the spec's branch.
+struct Switch<'a> {
+    ws: &'a Workspace,
+    slot: &'a Slot,
+    spec: &'a str,
+    branch: &'a str,
+    journal: &'a Journal,
+    reporter: &'a Reporter,
+}
+
+impl Switch<'_> {
+    /// From `held` (a branch, or a detached HEAD): the other spec's interrupted work settled
+    /// and its lock held, a detached HEAD's commits kept, uncommitted changes saved, then the
+    /// switch.
+    async fn from(&self, held: Option<String>) -> anyhow::Result<()> {
+        let (ws, slot) = (self.ws, self.slot);
+        let held_desc = held.clone().unwrap_or_else(|| "a detached HEAD".into());
+        let other_spec = held.as_deref().and_then(crate::git::spec_of_branch);
+        // Held while the slot switches: the other spec must not start meanwhile.
+        let _other_lock = match other_spec {
+            Some(other_spec) => Some(self.settle_other_spec(other_spec).await?),
+            None => None,
+        };
+        if held.is_none() {
+            // A detached HEAD may carry commits no branch has: keep them reachable.
+            if let Some(kept) = keep_detached_head(ws, slot)? {
+                self.reporter.line(format!(
+                    "The slot's detached HEAD had commits on no branch: kept at {kept}."
+                ));
+                self.journal
+                    .record("slot_saved", None, json!({"slot": slot.name, "ref": kept}))?;
+            }
+        }
+        self.save_uncommitted(other_spec, &held_desc)?;
+        slot.switch_to(&ws.main, self.branch, &ws.slot_switch_marker(&slot.name))?;
+        self.reporter.line(format!(
+            "Switched the slot {} from {held_desc} to {} (the previous work is safe on its branch).",
+            slot.path.display(),
+            self.branch
+        ));
+        self.journal.record(
+            "slot_switched",
+            None,
+            json!({"slot": slot.name, "from": held, "to": self.branch}),
+        )?;
+        Ok(())
+    }
+
+    /// Take the run lock of the spec the slot holds, and recover an interrupted chunk of it
+    /// while its worktree is still here: its work is committed or saved by the rules, never
+    /// just swept into a ref behind its plan's back. Blocked chunks, an invalid plan or a git
+    /// operation half done there are for a person.
+    async fn settle_other_spec(&self, other_spec: &str) -> anyhow::Result<FileLock> {
+        let (ws, slot, spec) = (self.ws, self.slot, self.spec);
+        let other = ws.spec(other_spec)?;
+        let Some(other_lock) = guard::try_take(&other.run_lock, Patience::Once)? else {
+            return Err(guard::busy(
+                &other.run_lock,
+                &format!(
+                    "the slot {} holds spec {other_spec}, which is being run",
+                    slot.path.display()
+                ),
+            ));
+        };
+        let refuse = |why: String| -> anyhow::Error {
+            RunnerError::NeedsHuman(format!(
+                "the slot {} holds spec {other_spec}, and {why}; runner will not switch it to {spec} and sweep that away",
+                slot.path.display()
+            ))
+            .with_hint(format!(
+                "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
+                crate::sh(spec)
+            ))
+            .into()
+        };
+        match other.plan.load() {
+            Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
+                let other_journal = Journal::new(&other.dir, &crate::store::ids::run_id());
+                let config = ws.config()?;
+                let opts = recover_options(ws, &config, &[], false, false);
+                let rec = crate::engine::recovery::recover_spec(ws, &other, &other_journal, &opts)
+                    .await?;
+                for action in &rec.actions {
+                    self.reporter
+                        .line(format!("Recovered {other_spec}: {}", action.line()));
+                }
+                if rec.needs_human() {
+                    return Err(refuse("its interrupted work needs a person".into()));
+                }
+            }
+            Ok(Some(p)) if p.count(Status::Blocked) > 0 => {
+                return Err(refuse(
+                    "it has blocked chunks whose state may be in the worktree".into(),
+                ));
+            }
+            Ok(_) => {}
+            Err(_) => return Err(refuse("its plan is invalid".into())),
+        }
+        if let Some(op) =
+            crate::engine::recovery::inspect::operation_in_progress(&slot.open(&ws.main)?)
+        {
+            return Err(refuse(format!("a {op} is half done in its worktree")));
+        }
+        Ok(other_lock)
+    }
+
+    /// Uncommitted changes in the slot: saved for the spec they belong to, then cleaned; on a
+    /// branch that is not runner's, refused with what to do.
+    fn save_uncommitted(&self, other_spec: Option<&str>, held_desc: &str) -> anyhow::Result<()> {
+        let (ws, slot, spec) = (self.ws, self.slot, self.spec);
+        let dirty = slot.dirty_paths(&ws.main)?;
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let Some(other_spec) = other_spec else {
+            // Not a runner branch: runner has no spec to keep the changes for.
+            let wt = slot.path.display();
+            return Err(RunnerError::bad_input(format!(
+                "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
+                dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+            ))
+            .into());
+        };
+        let saved = save_and_clean_slot(ws, slot, other_spec)?;
+        self.reporter.line(format!(
+            "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
+        ));
+        self.journal.record(
+            "slot_saved",
+            None,
+            json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}),
+        )?;
+        Ok(())
     }
 }
 

@@ -5,20 +5,16 @@ use super::*;
 /// Take the main worktree's lock (see `Workspace::main_worktree_lock`) for `spec`, or refuse
 /// at once (exit 4) naming its holder: runner never waits.
 pub fn lock_main_worktree(ws: &Workspace, spec: &str) -> anyhow::Result<crate::store::FileLock> {
+    use crate::store::guard;
     let path = ws.main_worktree_lock();
-    let Some(lock) = crate::store::FileLock::try_acquire(&path)? else {
-        return Err(crate::error::RunnerError::Busy(format!(
-            "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done: {}",
+    let holder = guard::new_holder(&crate::store::ids::run_id(), Some(spec));
+    guard::take(&path, &holder, guard::Patience::Once, || {
+        format!(
+            "another runner is changing the files of {} (a merge, an undo or a recovery; its lock is {}), so nothing was done",
             ws.root.display(),
             path.display(),
-            crate::engine::run::holder_of(&path)
-        ))
-        .with_hint(crate::engine::run::BUSY_HINT)
-        .into());
-    };
-    let run_id = format!("lifecycle-{}-{}", crate::clock::stamp(), std::process::id());
-    lock.write_holder(&crate::engine::run::new_holder(&run_id, Some(spec)))?;
-    Ok(lock)
+        )
+    })
 }
 
 /// The git lock files finishing or rolling back `intent` may meet: the spec's refs and slot

@@ -1,0 +1,459 @@
+//! Starting a run, step by step: resolve what it works on (spec, agent) before anything is
+//! written, take its locks, put right what an earlier run or command left interrupted, choose
+//! the base; then (after the operation has settled any existing work) prepare the slot, drive
+//! the plan and say how it ended.
+
+use std::rc::Rc;
+
+use super::*;
+use crate::engine::progress::ProgressSink;
+use crate::store::{FileLock, Holder};
+
+/// A run that has its locks, was recovered, and knows its base: what `ops::run` looks at
+/// before the run goes ahead ([`Prepared::execute`]).
+pub struct Prepared {
+    ws: Workspace,
+    config: Config,
+    paths: SpecPaths,
+    agent: Vec<String>,
+    opts: RunOptions,
+    interrupt: Interrupt,
+    reporter: Reporter,
+    locks: Locks,
+    journal: Journal,
+    person: Option<person::Listener>,
+    /// The plan as it was before the run (none: the planner writes one).
+    existing: Option<Plan>,
+    base: String,
+    base_tip: git2::Oid,
+    /// The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
+    repinned_from: Option<String>,
+}
+
+/// What the run will work on, resolved before anything is written.
+struct Resolved {
+    ws: Workspace,
+    config: Config,
+    paths: SpecPaths,
+    agent: Vec<String>,
+}
+
+/// The run's locks and who it says it is in them.
+struct Locks {
+    run_id: String,
+    holder: Holder,
+    spec: FileLock,
+    slot: Slot,
+    slot_lock: FileLock,
+}
+
+/// Everything up to the question about existing work: resolve, lock, recover, choose the base
+/// (a re-pin is confirmed through `asker`).
+pub async fn prepare(
+    cwd: &Path,
+    opts: &RunOptions,
+    progress: Rc<dyn ProgressSink>,
+    asker: &dyn Asker,
+) -> anyhow::Result<Prepared> {
+    let interrupt = Interrupt::install()?;
+    let Resolved {
+        ws,
+        config,
+        paths,
+        agent,
+    } = resolve(cwd, opts)?;
+    ws.main.ensure_excluded()?;
+    let reporter = Reporter::new(progress);
+    let locks = take_locks(&ws, &paths, opts, &reporter)?;
+    let journal = Journal::new(&paths.dir, &locks.run_id);
+    let person = person::listen(&paths)?;
+    // Every process the agents start stays our descendant, even after `setsid` (see
+    // `agent::ancestry`).
+    crate::agent::ancestry::become_subreaper();
+    recover_first(
+        &ws, &config, &paths, &agent, &journal, &interrupt, &reporter,
+    )
+    .await?;
+    let existing = runnable_plan(&paths)?;
+    let (base, repinned_from) =
+        choose_base(&ws, &config, &paths, &existing, opts, &journal, asker)?;
+    let base_tip = base_tip(&ws, &paths, &existing, &base)?;
+    Ok(Prepared {
+        ws,
+        config,
+        paths,
+        agent,
+        opts: opts.clone(),
+        interrupt,
+        reporter,
+        locks,
+        journal,
+        person,
+        existing,
+        base,
+        base_tip,
+        repinned_from,
+    })
+}
+
+/// The spec, its feature text and the agent: a spec.md that cannot be read, or no agent,
+/// stops the run here, before anything is changed.
+fn resolve(cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved> {
+    let ws = Workspace::open(cwd)?;
+    let config = ws.config()?;
+    // The front end asked already where it could; here an open choice is an error (exit 2).
+    let spec_name = crate::store::spec::choose_or_explain(&ws, cwd, opts.spec.as_deref(), &|n| {
+        run_again_command(n, opts.agent_command.as_deref(), false)
+    })?;
+    let paths = ws.spec(&spec_name)?;
+    // Every session is given the feature.
+    crate::store::spec::read_text(&paths.spec_md)?;
+    let agent = match &opts.agent_command {
+        Some(text) => parse_agent_command(text)?,
+        None => config.agent.command.clone(),
+    };
+    // What `main` prints if this run is interrupted: the exact command that resumes it.
+    let _ = RESUME_COMMAND.set(run_again_command(
+        &spec_name,
+        opts.agent_command.as_deref(),
+        true,
+    ));
+    if agent.is_empty() {
+        return Err(RunnerError::bad_input("no agent command")
+            .with_hint(
+                "pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
+            )
+            .into());
+    }
+    Ok(Resolved {
+        ws,
+        config,
+        paths,
+        agent,
+    })
+}
+
+/// The spec's run lock, then its slot's. A merge, discard or undo of this spec cut off by a
+/// crash is finished or rolled back in between: its slot and branch are in its hands until
+/// then.
+fn take_locks(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    opts: &RunOptions,
+    reporter: &Reporter,
+) -> anyhow::Result<Locks> {
+    let spec_name = &paths.name;
+    let run_id = crate::store::ids::run_id();
+    let holder = new_holder(&run_id, Some(spec_name));
+    let spec = guard::take(&paths.run_lock, &holder, Patience::Moment, || {
+        format!("spec {spec_name} is being run by another runner")
+    })?;
+    if let Some(done) = crate::engine::recovery::lifecycle::finish_interrupted(
+        ws,
+        paths,
+        &Journal::new(&paths.dir, &run_id),
+        false,
+    )? {
+        reporter.line(format!("runner: {spec_name}: {done}"));
+    }
+    // Without --slot, a spec already checked out in a slot builds there.
+    let slot = match opts.slot.as_deref() {
+        Some(name) => Slot::new(&ws.root, Some(name)),
+        None => slot_holding(&ws.main, &branch_for(spec_name))
+            .unwrap_or_else(|| Slot::new(&ws.root, None)),
+    };
+    let slot_lock = guard::take(&ws.slot_lock(&slot.name), &holder, Patience::Moment, || {
+        format!(
+            "the worktree slot {} is in use by another runner",
+            slot.path.display()
+        )
+    })?;
+    Ok(Locks {
+        run_id,
+        holder,
+        spec,
+        slot,
+        slot_lock,
+    })
+}
+
+/// Put right whatever an earlier run left interrupted, before anything else.
+async fn recover_first(
+    ws: &Workspace,
+    config: &Config,
+    paths: &SpecPaths,
+    agent: &[String],
+    journal: &Journal,
+    interrupt: &Interrupt,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    let mut recover_opts = recover_options(ws, config, agent, false, false);
+    recover_opts.interrupt = interrupt.clone();
+    let recovery = crate::engine::recovery::recover_spec(ws, paths, journal, &recover_opts).await?;
+    if interrupt.is_set() {
+        return Err(RunnerError::Interrupted.into());
+    }
+    for action in &recovery.actions {
+        reporter.line(format!("Recovered {}: {}", paths.name, action.line()));
+    }
+    if recovery.needs_human() {
+        return Err(RunnerError::NeedsHuman(format!(
+            "recovery of {} found state that needs a person:\n{}",
+            paths.name,
+            recovery
+                .actions
+                .iter()
+                .filter(|a| a.decision == Some(crate::engine::recovery::Decision::HumanReview))
+                .map(|a| format!("  - {}", a.line()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ))
+        .with_hint(format!(
+            "look at the worktree and the journal {}; when it is sorted out, set the chunk back to \"pending\" in {} (or run `runner recover --spec {}` again)",
+            journal.path().display(),
+            paths.plan.path().display(),
+            crate::sh(&paths.name)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The plan as it is, if there is one. A plan with nothing to do is not "complete 0/0": it is
+/// what the planner is sent back for.
+fn runnable_plan(paths: &SpecPaths) -> anyhow::Result<Option<Plan>> {
+    let existing = paths.plan.load()?;
+    if let Some(problems) = existing.as_ref().map(check_planner_output)
+        && !problems.is_empty()
+    {
+        return Err(RunnerError::bad_input(format!(
+            "the plan {} cannot be run ({})",
+            paths.plan.path().display(),
+            problems.join("; ")
+        ))
+        .with_hint(crate::plan::PlanError::ADVICE)
+        .into());
+    }
+    Ok(existing)
+}
+
+/// The base the run builds on (`policy::choose_base`), re-pinned once confirmed; with the pin
+/// it replaced.
+fn choose_base(
+    ws: &Workspace,
+    config: &Config,
+    paths: &SpecPaths,
+    existing: &Option<Plan>,
+    opts: &RunOptions,
+    journal: &Journal,
+    asker: &dyn Asker,
+) -> anyhow::Result<(String, Option<String>)> {
+    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
+    let checked_out = ws.main.current_branch();
+    let choice = policy::choose_base(policy::BaseFacts {
+        pinned,
+        pinned_exists: pinned.is_some_and(|p| ws.main.branch_tip(p).is_some()),
+        flag: opts.base_branch.as_deref(),
+        config: config.git.base_branch.as_deref(),
+        checked_out: checked_out.as_deref(),
+        no_commits: crate::git::history::has_no_commits(&ws.main.repo),
+    })
+    .map_err(RunnerError::BadInput)?;
+    Ok(match choice {
+        policy::BaseChoice::Use(base) => (base, None),
+        policy::BaseChoice::Repin { from, to } => {
+            repin_base(ws, paths, journal, &from, &to, opts.yes, asker)?;
+            (to, Some(from))
+        }
+    })
+}
+
+/// The base's tip, or what to do about a base that does not exist.
+fn base_tip(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    existing: &Option<Plan>,
+    base: &str,
+) -> anyhow::Result<crate::git::Oid> {
+    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
+    ws.main.branch_tip(base).ok_or_else(|| {
+        let error = if pinned == Some(base) {
+            RunnerError::bad_input(format!(
+                "the pinned base branch {base:?} of spec {} no longer exists",
+                paths.name
+            ))
+            .with_hint(format!("recreate it: git branch {} <commit>", crate::sh(base)))
+            .with_hint(format!(
+                "or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
+                crate::sh(&paths.name)
+            ))
+        } else {
+            RunnerError::bad_input(format!("base branch {base:?} does not exist"))
+                .with_hint("create it, or pass --base-branch with an existing branch")
+        };
+        error.into()
+    })
+}
+
+impl Prepared {
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    pub fn paths(&self) -> &SpecPaths {
+        &self.paths
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub fn reporter(&self) -> &Reporter {
+        &self.reporter
+    }
+
+    /// The run does not go ahead (a question was cancelled or refused): "nothing was changed"
+    /// must hold, so a re-pin made for it is undone.
+    pub fn undo_repin(&self) -> anyhow::Result<()> {
+        match &self.repinned_from {
+            Some(from) => undo_repin(&self.paths, &self.journal, from, &self.base),
+            None => Ok(()),
+        }
+    }
+
+    /// The existing work was merged instead of built on: the run ends here.
+    pub fn merged(self) -> anyhow::Result<RunSummary> {
+        let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+        Ok(RunSummary {
+            spec: self.paths.name.clone(),
+            outcome: "merged".into(),
+            branch: branch_for(&self.paths.name),
+            worktree: self.locks.slot.path.clone(),
+            base_branch: self.base,
+            completed: plan.count(Status::Completed),
+            total: plan.total(),
+            sessions: 0,
+            run_id: self.locks.run_id,
+        })
+    }
+
+    /// Prepare the slot, drive the plan to its end, and say how it ended.
+    pub async fn execute(self) -> anyhow::Result<RunSummary> {
+        prepare_slot(
+            &self.ws,
+            &self.locks.slot,
+            &self.paths.name,
+            self.base_tip,
+            &self.journal,
+            &self.reporter,
+        )
+        .await?;
+        crate::failpoint::hit("after_prepare_slot");
+        let Locks {
+            run_id,
+            holder,
+            spec: spec_lock,
+            slot,
+            slot_lock,
+        } = self.locks;
+        let locks = Arc::new(vec![spec_lock, slot_lock]);
+        let heartbeat = tokio::spawn(guard::heartbeat(locks.clone(), holder));
+        // Sessions the last shutdown cut off run again first. The entries are removed now,
+        // before they run, so that a crash during the re-run never loops.
+        let ws = self.ws;
+        let resume = crate::engine::recovery::interrupted::take(&ws.state_dir, &self.paths.name)?;
+        let drain = self
+            .opts
+            .drain_timeout
+            .map(Duration::from_secs)
+            .unwrap_or_else(|| self.config.run.drain_timeout());
+        self.interrupt.set_drain(drain);
+        let mut run = Run {
+            prompts: Prompts::new(&ws.templates_dir()),
+            repo_root: ws.root.clone(),
+            common_dir: ws.main.common_dir().to_path_buf(),
+            worktree: slot.path.clone(),
+            state_dir: ws.state_dir.clone(),
+            paths: self.paths,
+            config: self.config,
+            agent: self.agent,
+            agent_flag: self.opts.agent_command.clone(),
+            run_id,
+            journal: self.journal,
+            base: self.base,
+            reporter: self.reporter,
+            interrupt: self.interrupt,
+            sessions: 0,
+            drain,
+            resume,
+            person: self.person,
+        };
+        run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
+        let result = run.drive(&ws).await;
+        heartbeat.abort();
+        run.end(result, locks)
+    }
+}
+
+impl Run {
+    fn journal_start(
+        &self,
+        slot: &Slot,
+        existing: &Option<Plan>,
+        auto_continue: bool,
+    ) -> anyhow::Result<()> {
+        self.journal.record(
+            "run_start",
+            None,
+            json!({"spec": self.paths.name, "pid": std::process::id(), "slot": slot.name, "base_branch": self.base, "auto_continue": auto_continue}),
+        )?;
+        if let Some(plan) = existing {
+            self.journal
+                .record("plan_snapshot", None, json!({"plan": plan.to_value()}))?;
+        }
+        Ok(())
+    }
+
+    /// Journal how the run ended, let go of its socket and then its locks, and sum it up.
+    fn end(
+        mut self,
+        result: anyhow::Result<()>,
+        locks: Arc<Vec<FileLock>>,
+    ) -> anyhow::Result<RunSummary> {
+        self.reporter.finish();
+        let outcome = match &result {
+            Ok(()) => "complete".to_string(),
+            Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
+                Some(RunnerError::Interrupted) => "interrupted".into(),
+                Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
+                Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
+                _ => "error".into(),
+            },
+        };
+        let _ = self.journal.record(
+            "run_end",
+            None,
+            json!({"outcome": outcome, "sessions": self.sessions}),
+        );
+        // The socket goes before the locks: it must never outlive them into another run's time.
+        self.person.take();
+        drop(locks);
+        result?;
+        let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+        Ok(RunSummary {
+            spec: self.paths.name.clone(),
+            outcome,
+            branch: branch_for(&self.paths.name),
+            worktree: self.worktree.clone(),
+            base_branch: self.base.clone(),
+            completed: plan.count(Status::Completed),
+            total: plan.total(),
+            sessions: self.sessions,
+            run_id: self.run_id.clone(),
+        })
+    }
+}

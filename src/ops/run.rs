@@ -1,0 +1,71 @@
+//! `runner run`: typed options in, a summary out. The engine does the work
+//! (`engine::run`); this operation settles a spec's existing work first (continue, merge, or
+//! discard and start fresh, answered through the front end's [`Asker`]), and runs every
+//! interrupted spec for `run --auto-continue` without `--spec`. Progress goes to the sink it is
+//! given; nothing here prints or asks.
+
+use std::path::Path;
+use std::rc::Rc;
+
+pub use crate::engine::ask::{Asker, NeverAsk};
+pub use crate::engine::progress::{Progress, ProgressSink};
+pub use crate::engine::run::{RunOptions, RunSummary};
+use crate::store::workspace::Workspace;
+
+/// Run one spec (`opts.spec`, or the only one there is).
+pub fn run(
+    cwd: &Path,
+    opts: RunOptions,
+    progress: Rc<dyn ProgressSink>,
+    asker: &dyn Asker,
+) -> anyhow::Result<RunSummary> {
+    crate::engine::block_on(async {
+        let prepared = crate::engine::run::prepare(cwd, &opts, progress, asker).await?;
+        match super::choice::settle_existing_work(&prepared, &opts, asker) {
+            Ok(super::choice::Choice::Merged) => prepared.merged(),
+            Ok(_) => prepared.execute().await,
+            Err(e) => {
+                // Cancelled, or no terminal to ask on: "nothing was changed" must hold.
+                prepared.undo_repin()?;
+                Err(e)
+            }
+        }
+    })
+}
+
+/// `runner run --auto-continue` with no `--spec`: every spec that was interrupted, most recent
+/// first, each recovered and resumed by a run of its own. A spec that fails does not stop the
+/// others (its error is reported as progress and the first one returned at the end); an
+/// interruption stops them all.
+pub fn run_interrupted(
+    cwd: &Path,
+    opts: RunOptions,
+    progress: Rc<dyn ProgressSink>,
+    asker: &dyn Asker,
+) -> anyhow::Result<Vec<RunSummary>> {
+    let ws = Workspace::open(cwd)?;
+    let specs = crate::engine::run::interrupted_specs(&ws);
+    let mut summaries = Vec::new();
+    let mut first_error = None;
+    for spec in specs {
+        progress.report(Progress::Line(&format!("Resuming interrupted spec {spec}")));
+        let one = RunOptions {
+            spec: Some(spec),
+            ..opts.clone()
+        };
+        match run(cwd, one, progress.clone(), asker) {
+            Ok(summary) => summaries.push(summary),
+            Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::INTERRUPTED => {
+                return Err(e);
+            }
+            Err(e) => {
+                progress.report(Progress::Line(&format!("runner: {e:#}")));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(summaries),
+    }
+}
