@@ -176,6 +176,7 @@ mod tests {
         &["gc"],
         &["status"],
         &["demo"],
+        &["config"],
         &["chunk", "done", "x"],
         &["chunk", "fail", "x", "--reason", "r"],
         &["chunk", "show"],

@@ -49,13 +49,24 @@ impl Default for TerminalProgress {
 /// end (without a bar they are not shown).
 pub fn plain_line(event: &Progress<'_>) -> Option<String> {
     match event {
-        Progress::Line(text) => Some(crate::text::for_terminal(text).into_owned()),
+        Progress::Line(text) | Progress::Notice(text) => {
+            Some(crate::text::for_terminal(text).into_owned())
+        }
         Progress::Position { .. } | Progress::Finished => None,
     }
 }
 
+/// What `-q/--quiet` keeps: the notices (where work was saved, what recovery did), not the
+/// news of a run going well nor its bar.
+pub fn shown_when_quiet(event: &Progress<'_>) -> bool {
+    matches!(event, Progress::Notice(_) | Progress::Finished)
+}
+
 impl ProgressSink for TerminalProgress {
     fn report(&self, event: Progress<'_>) {
+        if crate::output::quiet() && !shown_when_quiet(&event) {
+            return;
+        }
         let mut bar = self.bar.borrow_mut();
         match (event, bar.as_ref()) {
             (
@@ -78,6 +89,8 @@ impl ProgressSink for TerminalProgress {
             }
             (event, shown) => {
                 if let Some(line) = plain_line(&event) {
+                    // A chunk's ✓ or ✗ in colour, where stderr takes colour.
+                    let line = super::style::for_stderr().progress_line(&line);
                     match shown {
                         Some(bar) => bar.println(line),
                         None => eprintln!("{line}"),

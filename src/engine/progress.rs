@@ -12,6 +12,9 @@ pub enum Progress<'a> {
     /// A line of news, in words: what was recovered, a chunk done (✓) or failed (✗), a session
     /// stopped. Its plan and agent text is raw: a terminal sink makes it safe to show.
     Line(&'a str),
+    /// A line the person must see even with `--quiet`: where work was saved, what recovery
+    /// did, a session cut off.
+    Notice(&'a str),
     /// Where the run is: `done` of `total` chunks, working on `current`.
     Position {
         done: usize,
@@ -42,6 +45,7 @@ pub struct Recorded(pub RefCell<Vec<Event>>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Line(String),
+    Notice(String),
     Position {
         done: usize,
         total: usize,
@@ -54,6 +58,7 @@ impl ProgressSink for Recorded {
     fn report(&self, event: Progress<'_>) {
         self.0.borrow_mut().push(match event {
             Progress::Line(text) => Event::Line(text.to_string()),
+            Progress::Notice(text) => Event::Notice(text.to_string()),
             Progress::Position {
                 done,
                 total,
@@ -79,6 +84,11 @@ impl Reporter {
 
     pub fn line(&self, msg: impl AsRef<str>) {
         self.0.report(Progress::Line(msg.as_ref()));
+    }
+
+    /// A line that `--quiet` keeps (see [`Progress::Notice`]).
+    pub fn notice(&self, msg: impl AsRef<str>) {
+        self.0.report(Progress::Notice(msg.as_ref()));
     }
 
     pub fn progress(&self, done: usize, total: usize, current: &str) {

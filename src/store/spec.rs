@@ -105,53 +105,41 @@ pub fn explain(
     choice: &SpecChoice,
     command: &dyn Fn(&str) -> String,
 ) -> RunnerError {
-    let listed = |candidates: &[String]| {
-        candidates
-            .iter()
-            .map(|m| format!("  {}", command(m)))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let (message, hint) = match choice {
-        SpecChoice::One(name) => (format!("spec {name} needs no choice"), None),
+    // Each candidate's command is a hint of its own: copied as is, or read from the JSON error.
+    let commands =
+        |candidates: &[String]| -> Vec<String> { candidates.iter().map(|m| command(m)).collect() };
+    let (message, hints) = match choice {
+        SpecChoice::One(name) => (format!("spec {name} needs no choice"), Vec::new()),
         SpecChoice::SeveralMatch { query, candidates } => (
-            format!(
-                "{query:?} matches several specs; name one exactly:\n{}",
-                listed(candidates)
-            ),
-            None,
+            format!("{query:?} matches several specs; name one exactly"),
+            commands(candidates),
         ),
         SpecChoice::NotSaid { candidates } => (
-            format!(
-                "cannot tell which spec this is about: there are several, no --spec was given and this is not run from a spec's worktree. Name one:\n{}",
-                listed(candidates)
-            ),
-            None,
+            "cannot tell which spec this is about: there are several, no --spec was given and this is not run from a spec's worktree; name one".to_string(),
+            commands(candidates),
         ),
         SpecChoice::NoMatch { query } => (
             format!(
                 "no spec matches {query:?}. Specs: {}",
                 list(specs_dir).join(", ")
             ),
-            Some("name one of them with --spec (its number, or a unique part of its name)"),
+            vec!["name one of them with --spec (its number, or a unique part of its name)".into()],
         ),
         SpecChoice::NoSpecs => (
             format!("{} has no specs yet", specs_dir.display()),
-            Some(NEW_SPEC_HINT),
+            vec![NEW_SPEC_HINT.to_string()],
         ),
         SpecChoice::SlotSpecGone(name) => (
             format!(
                 "this worktree holds the branch of spec {name}, whose folder {} is gone",
                 specs_dir.join(name).display()
             ),
-            Some("pass --spec to name another spec (or restore the folder)"),
+            vec!["pass --spec to name another spec (or restore the folder)".into()],
         ),
     };
-    let error = RunnerError::bad_input(message);
-    match hint {
-        Some(hint) => error.with_hint(hint),
-        None => error,
-    }
+    hints
+        .into_iter()
+        .fold(RunnerError::bad_input(message), RunnerError::with_hint)
 }
 
 /// The largest `spec.md` read: a feature description, not a data file (every session's prompt

@@ -167,7 +167,7 @@ fn dash_c_runs_as_if_started_there_and_a_missing_dir_is_exit_2() {
         .unwrap();
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v["specs"][0]["name"], SPEC);
+    assert_eq!(v["specs"][0]["spec"], SPEC);
     // A relative -C is taken from where runner started; after the subcommand works too.
     let out = Command::new(RUNNER)
         .args(["status", "-C", "project"])
@@ -363,4 +363,65 @@ fn config_without_a_file_is_all_defaults() {
             .iter()
             .all(|s| s["source"] == "default")
     );
+}
+
+/// `-q` on a run: none of the run's news (planning, the chunks' ✓ lines), the summary still on
+/// stdout; the notices that say where work went stay (a cut-off session's recovery).
+#[test]
+fn a_quiet_run_prints_its_summary_and_notices_only() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-add-login");
+    let agent = fixture("fake-agent").display().to_string();
+    let loud = repo.runner(&["run", "--spec", "001", "--agent-command", &agent]);
+    assert_exit(&loud, 0);
+    assert!(
+        stderr(&loud).contains("✓ core-a completed"),
+        "{}",
+        stderr(&loud)
+    );
+
+    let repo = TestRepo::new();
+    repo.add_spec("001-add-login");
+    run_killed_at(&repo, "001-add-login", "after_coder_session@1");
+    let quiet = repo.runner(&[
+        "-q",
+        "run",
+        "--spec",
+        "001",
+        "--auto-continue",
+        "--agent-command",
+        &agent,
+    ]);
+    assert_exit(&quiet, 0);
+    let err = stderr(&quiet);
+    assert!(!err.contains('✓') && !err.contains("Planning"), "{err}");
+    assert!(err.contains("Recovered 001-add-login"), "the notice: {err}");
+    assert!(
+        stdout(&quiet).contains("001-add-login: complete"),
+        "{}",
+        stdout(&quiet)
+    );
+}
+
+/// With `--color always`, a chunk's ✓ is green even into a pipe; by default (a pipe) no escape.
+#[test]
+fn a_runs_check_marks_are_coloured_only_when_asked() {
+    let run = |color: &str| {
+        let repo = TestRepo::new();
+        repo.add_spec("001-add-login");
+        let agent = fixture("fake-agent").display().to_string();
+        let out = repo.runner(&[
+            "--color",
+            color,
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent,
+        ]);
+        assert_exit(&out, 0);
+        stderr(&out)
+    };
+    assert!(run("always").contains("\u{1b}[32m✓"), "{}", run("always"));
+    assert!(!run("auto").contains('\u{1b}'));
 }

@@ -26,7 +26,7 @@ fn spec_names(status: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["name"].as_str().unwrap().to_string())
+        .map(|s| s["spec"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -94,7 +94,7 @@ fn several_specs_without_a_terminal_list_a_command_per_spec_that_works() {
     let err = stderr(&out);
     let lines: Vec<&str> = err
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim().trim_start_matches("hint: "))
         .filter(|l| l.starts_with("runner run "))
         .collect();
     assert_eq!(lines.len(), 2, "{err}");

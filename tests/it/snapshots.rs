@@ -45,6 +45,8 @@ fn filters() -> Vec<(&'static str, &'static str)> {
             "[time]",
         ),
         (r"\d{8}T\d{6}Z", "[stamp]"),
+        // A session id's random part, after its time.
+        (r"(\[stamp\])-[0-9a-f]{4}-", "$1-[hex]-"),
         // Commit and object ids (abbreviated or full), and run ids (r + hex).
         (r"\b[0-9a-f]{7,40}\b", "[commit]"),
         (r"\br[0-9a-f]{8,}\b", "[run-id]"),

@@ -95,7 +95,7 @@ impl Run {
             &taken.session_id,
             &by_person,
         )? {
-            self.reporter.line(line);
+            self.reporter.notice(line);
         }
         let wt = match self.open_worktree() {
             Ok(wt) => wt,

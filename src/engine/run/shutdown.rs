@@ -48,9 +48,9 @@ impl Run {
                     Ok(action) => {
                         completed = action.decision == Some(crate::engine::recovery::Decision::Next);
                         self.reporter
-                            .line(format!("Interrupted: {}", action.line()));
+                            .notice(format!("Interrupted: {}", action.line()));
                     }
-                    Err(e) if crate::error::is_interrupted(&e) => self.reporter.line(format!(
+                    Err(e) if crate::error::is_interrupted(&e) => self.reporter.notice(format!(
                         "Interrupted: chunk {}: left in progress — its verification was cut short, so nothing was decided; the next `runner recover` or `runner run` checks it again",
                         chunk.id
                     )),
@@ -61,7 +61,7 @@ impl Run {
         let entries = if drained {
             Vec::new()
         } else if completed {
-            self.reporter.line(format!(
+            self.reporter.notice(format!(
                 "The {role} session {session_id} was stopped; its chunk is completed from the work it reported, so it is not run again."
             ));
             Vec::new()
@@ -74,7 +74,7 @@ impl Run {
                     self.drain.as_secs()
                 )
             };
-            self.reporter.line(format!(
+            self.reporter.notice(format!(
                 "The {role} session {session_id} was still working {why}; the next start runs it again."
             ));
             vec![crate::engine::recovery::interrupted::InterruptedSession {

@@ -50,7 +50,7 @@ pub(super) async fn prepare_slot(
         .into()),
         SlotState::Unregistered => {
             if let Some(repair) = crate::engine::recovery::repair::repair_slot(main, slot, false)? {
-                reporter.line(format!("Repaired: {}.", repair.describe()));
+                reporter.notice(format!("Repaired: {}.", repair.describe()));
                 journal.record(
                     "slot_repaired",
                     None,
@@ -159,7 +159,7 @@ impl Switch<'_> {
         if held.is_none() {
             // A detached HEAD may carry commits no branch has: keep them reachable.
             if let Some(kept) = keep_detached_head(ws, slot)? {
-                self.reporter.line(format!(
+                self.reporter.notice(format!(
                     "The slot's detached HEAD had commits on no branch: kept at {kept}."
                 ));
                 self.journal
@@ -217,7 +217,7 @@ impl Switch<'_> {
                     .await?;
                 for action in &rec.actions {
                     self.reporter
-                        .line(format!("Recovered {other_spec}: {}", action.line()));
+                        .notice(format!("Recovered {other_spec}: {}", action.line()));
                 }
                 if rec.needs_human() {
                     return Err(refuse("its interrupted work needs a person".into()));
@@ -257,7 +257,7 @@ impl Switch<'_> {
             .into());
         };
         let saved = save_and_clean_slot(ws, slot, other_spec)?;
-        self.reporter.line(format!(
+        self.reporter.notice(format!(
             "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
         ));
         self.journal.record(

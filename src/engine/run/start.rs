@@ -25,7 +25,7 @@ pub struct Prepared {
     /// The plan as it was before the run (none: the planner writes one).
     existing: Option<Plan>,
     base: String,
-    base_tip: git2::Oid,
+    base_tip: crate::git::Oid,
     /// The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
     repinned_from: Option<String>,
 }
@@ -154,7 +154,7 @@ fn take_locks(
         &Journal::new(&paths.dir, &run_id),
         false,
     )? {
-        reporter.line(format!("runner: {spec_name}: {done}"));
+        reporter.notice(format!("runner: {spec_name}: {done}"));
     }
     // Without --slot, a spec already checked out in a slot builds there.
     let slot = match opts.slot.as_deref() {
@@ -194,7 +194,7 @@ async fn recover_first(
         return Err(RunnerError::Interrupted.into());
     }
     for action in &recovery.actions {
-        reporter.line(format!("Recovered {}: {}", paths.name, action.line()));
+        reporter.notice(format!("Recovered {}: {}", paths.name, action.line()));
     }
     if recovery.needs_human() {
         return Err(RunnerError::NeedsHuman(format!(
