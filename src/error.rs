@@ -6,10 +6,17 @@
 //! The fact and the advice are kept apart: an error's message says what is wrong, its hints say
 //! what to do about it, one line each. Attach them where the advice is known:
 //!
-//! ```ignore
-//! return Err(RunnerError::bad_input(format!("unknown spec {q:?}"))
-//!     .with_hint("`runner status` lists the specs")
-//!     .into());
+//! ```
+//! use runner::error::{ErrorReport, RunnerError};
+//!
+//! fn find(q: &str) -> anyhow::Result<()> {
+//!     Err(RunnerError::bad_input(format!("unknown spec {q:?}"))
+//!         .with_hint("`runner status` lists the specs")
+//!         .into())
+//! }
+//! let report = ErrorReport::of(&find("042").unwrap_err());
+//! assert_eq!(report.message, "unknown spec \"042\"");
+//! assert_eq!(report.hints, ["`runner status` lists the specs"]);
 //! ```
 //!
 //! `main` renders every error once: `runner: <message>`, then `  hint: <hint>` per hint (or, with
