@@ -127,6 +127,9 @@ fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     style::init(cli.color);
     crate::output::set_quiet(cli.quiet);
     crate::output::set_warning_sink(style::print_warning);
+    // What a signal did, said at once on stderr (a closed stderr must not panic the shutdown:
+    // runner's eprintln! is the quiet one).
+    crate::output::set_urgent_sink(|line| eprintln!("{line}"));
     Ok(())
 }
 
