@@ -350,6 +350,32 @@ fn no_source_file_is_over_600_lines() {
     );
 }
 
+/// A line's text after the words that may stand before `fn`: `pub`, `pub(crate)`,
+/// `pub(in some::path)`, `const`, `async`, `unsafe`, `extern "C"`, in any order.
+fn after_qualifiers(mut text: &str) -> &str {
+    loop {
+        let rest = if let Some(rest) = text.strip_prefix("pub(") {
+            match rest.split_once(") ") {
+                Some((_, rest)) => rest,
+                None => return text,
+            }
+        } else if let Some(rest) = text.strip_prefix("extern \"") {
+            match rest.split_once("\" ") {
+                Some((_, rest)) => rest,
+                None => return text,
+            }
+        } else if let Some(rest) = ["pub ", "const ", "async ", "unsafe ", "extern "]
+            .iter()
+            .find_map(|q| text.strip_prefix(q))
+        {
+            rest
+        } else {
+            return text;
+        };
+        text = rest;
+    }
+}
+
 /// Each `fn` with a body, from its signature to the closing brace at its own indentation.
 fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
     let lines: Vec<&str> = text.lines().collect();
@@ -357,20 +383,18 @@ fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
-        let signature = trimmed
-            .trim_start_matches("pub ")
-            .trim_start_matches("pub(crate) ")
-            .trim_start_matches("pub(super) ")
-            .trim_start_matches("const ")
-            .trim_start_matches("async ")
-            .trim_start_matches("unsafe ");
-        let Some(rest) = signature.strip_prefix("fn ") else {
+        let Some(rest) = after_qualifiers(trimmed).strip_prefix("fn ") else {
             continue;
         };
         let name: String = rest
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
+        // A whole function on one line (`fn a() -> u8 { 1 }`).
+        if line.trim_end().ends_with('}') && line.contains('{') {
+            out.push((i + 1, name, 1));
+            continue;
+        }
         // A declaration without a body (a trait's), or a one-line function.
         let Some(end) = lines[i..].iter().position(|l| {
             *l == format!("{indent}}}")
@@ -410,4 +434,10 @@ fn the_function_measure_counts_a_body_to_its_closing_brace() {
     assert_eq!(found[0], (1, "a".to_string(), 3));
     assert_eq!(found[1], (6, "b".to_string(), 3));
     assert_eq!(found[2], (9, "decl".to_string(), 1));
+    // Qualifiers in any order, and a one-line function that does not run on to the next.
+    let text = "impl T {\n    pub(in crate::engine) async fn c() {\n        1;\n    }\n    pub(crate) const unsafe extern \"C\" fn d() -> u8 { 1 }\n    fn e() {\n        2;\n        3;\n    }\n}\n";
+    let found = function_lengths(text);
+    assert_eq!(found[0], (2, "c".to_string(), 3));
+    assert_eq!(found[1], (5, "d".to_string(), 1));
+    assert_eq!(found[2], (6, "e".to_string(), 4));
 }
