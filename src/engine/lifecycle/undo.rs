@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
@@ -211,7 +210,12 @@ fn undo_backup(
     };
     crate::failpoint::hit("undo_plan_restored");
     backup::mark_undone(repo, b)?;
-    journal.write(&crate::store::Event::Undone(json!({"kind": b.meta.kind, "backup": b.refs_prefix, "restored_branch": restored_branch, "reset_target": reset_target})))?;
+    journal.write(&crate::store::Event::Undone(crate::store::event::Undone {
+        kind: b.meta.kind.clone(),
+        backup: b.refs_prefix.clone(),
+        restored_branch: restored_branch.clone(),
+        reset_target: reset_target.clone(),
+    }))?;
     Ok(UndoOutcome {
         spec: paths.name.clone(),
         kind: b.meta.kind.clone(),
