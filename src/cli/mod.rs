@@ -1,4 +1,6 @@
-//! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
+//! The front end: command-line definitions (clap) and dispatch, one file per command that calls
+//! its operation in `ops` and renders the result (text or JSON). The only layer that prints or
+//! asks: the terminal's progress sink and asker live here and are passed down.
 
 mod ask;
 mod chunk;
@@ -24,9 +26,6 @@ mod undo;
 pub use json::{print_error_json, wants_json};
 
 use clap::{Parser, Subcommand};
-
-// For ops/choice.rs until the interactive choice moves here (issue 9, layers).
-pub use review::render as render_review;
 
 #[derive(Debug, Parser)]
 #[command(
