@@ -202,6 +202,14 @@ fn undo_backup(
                     crate::store::write_atomic(&aside, &current)?;
                 }
                 paths.plan.replace(&plan)?;
+                // The restored plan is the journal's new starting point: the status changes
+                // journaled since the backup (a discard's resets) no longer hold, and a plan
+                // rebuilt from the journal must not bring them back.
+                journal.write(&crate::store::Event::PlanSnapshot(
+                    crate::store::event::PlanSnapshot {
+                        plan: plan.to_value(),
+                    },
+                ))?;
                 true
             }
             Err(_) => false,
