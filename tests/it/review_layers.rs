@@ -25,3 +25,65 @@ fn a_plan_rebuilt_from_the_journal_after_discard_and_undo_keeps_the_restored_pro
     );
     expect_statuses(&repo, spec, ["completed", "completed", "pending"]);
 }
+
+/// Every `.rs` file under `src/`, with its path relative to `src/` and its text.
+fn sources() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    assert!(out.len() > 20, "found only {} source files", out.len());
+    out
+}
+
+/// A chunk's status is set in two places only: `policy::transition::apply` (every change the
+/// engine, recovery or a person makes) and the rebuild of a lost plan from the journal or the
+/// branch (`engine::recovery::restore`, which replays outcomes the journal already holds).
+/// Anything else that sets it by hand, or writes the raw `status` field, skips the table and
+/// the journal.
+#[test]
+fn a_chunks_status_is_set_only_through_the_transition_table_or_a_rebuild() {
+    const ALLOWED: [&str; 3] = [
+        "policy/transition.rs",
+        "engine/recovery/restore.rs",
+        // The definition, and the parser that reads the file's own status.
+        "plan/model.rs",
+    ];
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        if ALLOWED.contains(&rel.as_str()) || rel.ends_with("tests.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap();
+            if code.contains("set_status(")
+                || code.contains("set_str(\"status\"")
+                || code.contains("insert(\"status\"")
+                || code.contains(".status = ")
+            {
+                wrong.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    // plan/parse.rs normalises the status it read into the raw field (no change of value).
+    wrong.retain(|w| !w.starts_with("src/plan/parse.rs:"));
+    assert!(
+        wrong.is_empty(),
+        "a chunk status set outside policy::transition:\n{}",
+        wrong.join("\n")
+    );
+}
