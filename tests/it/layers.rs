@@ -259,9 +259,10 @@ fn names_word(code: &str, word: &str) -> bool {
 
 #[test]
 fn only_the_front_ends_print_or_ask() {
-    // Besides the macros: a write to the process's own stdout or stderr by hand, and the
-    // quiet writer behind runner's print macros.
-    const FORBIDDEN: [&str; 10] = [
+    // Besides the macros: a write to the process's own stdout or stderr by hand, the quiet
+    // writer behind runner's print macros, reading the terminal (asking), deciding by whether
+    // there is one, and leaving the process without main's rendering of the error.
+    const FORBIDDEN: [&str; 14] = [
         "println!",
         "eprintln!",
         "print!",
@@ -272,6 +273,10 @@ fn only_the_front_ends_print_or_ask() {
         "stdout()",
         "stderr()",
         "write_quietly",
+        "stdin()",
+        "is_terminal",
+        "IsTerminal",
+        "process::exit",
     ];
     let mut wrong = Vec::new();
     for (rel, text) in sources() {
