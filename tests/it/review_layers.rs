@@ -87,3 +87,31 @@ fn a_chunks_status_is_set_only_through_the_transition_table_or_a_rebuild() {
         wrong.join("\n")
     );
 }
+
+/// A status change the table refuses reaches the person as "needs a human" (exit 3) with a
+/// hint, not as an internal error (exit 1): here the chunk's verification sets the chunk
+/// `failed` in the plan behind runner's back, so the judgement's `Complete` finds a failed
+/// chunk.
+#[test]
+fn a_refused_status_change_exits_3_with_a_hint() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("094-refused");
+    let plan = dir.join("implementation_plan.json");
+    let edit = format!(
+        "python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['phases'][0]['subtasks'][0]['status']='failed'; json.dump(d, open(p, 'w'))\" {}",
+        plan.display()
+    );
+    let text = serde_json::json!({"phases": [{"id": "p", "subtasks": [
+        {"id": "v", "description": "d", "status": "pending",
+         "verification": {"type": "command", "run": edit}}]}]});
+    std::fs::write(&plan, text.to_string()).unwrap();
+    let out = repo.run_spec("094", &[]);
+    let err = stderr(&out);
+    assert_exit(&out, 3);
+    assert!(err.contains("a chunk that is failed cannot take"), "{err}");
+    assert!(
+        err.contains("hint: the chunk's status was left as it is"),
+        "{err}"
+    );
+    assert_eq!(repo.chunk("094-refused", "v")["status"], "failed");
+}
