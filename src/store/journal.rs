@@ -139,13 +139,16 @@ pub fn read_typed_containing(spec_dir: &Path, needle: &str) -> Vec<Event> {
         .collect()
 }
 
-/// Every event that parses, in order, as JSON (for readers that show lines as they are). Lines that do not parse (a torn last line) are skipped.
-pub fn read_events(spec_dir: &Path) -> Vec<Value> {
+/// Every line that parses as a JSON object, in order, untyped (the file as it is, for the
+/// tests of reading it). Lines that do not parse (a torn last line) are skipped.
+#[cfg(test)]
+fn read_events(spec_dir: &Path) -> Vec<Value> {
     read_events_containing(spec_dir, "")
 }
 
-/// The events whose line contains `needle` (cheap pre-filter before parsing a long journal).
-pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
+/// The lines, as JSON objects, that contain `needle` (cheap pre-filter before parsing a long
+/// journal); the typed readers above parse them into events.
+fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
     let Some(text) = read_text(spec_dir) else {
         return Vec::new();
     };

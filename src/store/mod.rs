@@ -13,7 +13,7 @@ pub mod spec;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};
-pub use journal::{Event, Journal, read_entries, read_events, read_events_containing, read_typed};
+pub use journal::{Event, Journal, read_entries, read_typed};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};
 
