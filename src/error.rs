@@ -25,6 +25,8 @@
 
 use std::path::PathBuf;
 
+use crate::policy::transition::IllegalTransition;
+
 /// Exit codes, documented in the README. Scripts depend on them: never renumber.
 pub mod exit {
     pub const OK: i32 = 0;
@@ -164,6 +166,11 @@ fn classify(err: &anyhow::Error) -> (i32, &'static str) {
         if cause.downcast_ref::<crate::plan::PlanError>().is_some() {
             return (exit::BAD_INPUT, "invalid_plan");
         }
+        // A status change the transition table refuses: the plan says something runner did
+        // not expect (a hand edit, another process), and only a person can say what is true.
+        if cause.downcast_ref::<IllegalTransition>().is_some() {
+            return (exit::NEEDS_HUMAN, "needs_human");
+        }
     }
     (exit::INTERNAL, "internal")
 }
@@ -210,6 +217,12 @@ impl ErrorReport {
             .collect();
         if kind == "invalid_plan" {
             hints.push(crate::plan::PlanError::ADVICE.to_string());
+        }
+        if err
+            .chain()
+            .any(|c| c.downcast_ref::<IllegalTransition>().is_some())
+        {
+            hints.push(IllegalTransition::ADVICE.to_string());
         }
         ErrorReport {
             code,
@@ -280,5 +293,28 @@ mod tests {
         let report = ErrorReport::of(&anyhow::Error::from(io));
         assert_eq!((report.code, report.kind), (exit::BAD_INPUT, "bad_input"));
         assert_eq!(report.hints, ["remove the link"]);
+    }
+
+    #[test]
+    fn a_refused_status_change_needs_a_person_and_says_what_to_do() {
+        use crate::plan::Status;
+        use crate::policy::transition::{EventKind, IllegalTransition};
+        let refused = IllegalTransition {
+            from: Status::Failed,
+            on: EventKind::Complete,
+        };
+        let err = anyhow::Error::from(refused).context("judging chunk c1");
+        let report = ErrorReport::of(&err);
+        assert_eq!(
+            (report.code, report.kind),
+            (exit::NEEDS_HUMAN, "needs_human")
+        );
+        assert_eq!(exit_code_of(&err), exit::NEEDS_HUMAN);
+        assert!(
+            report.message.contains("a chunk that is failed"),
+            "{report:?}"
+        );
+        assert_eq!(report.hints.len(), 1, "{report:?}");
+        assert!(report.hints[0].contains("runner status"), "{report:?}");
     }
 }

@@ -1,5 +1,14 @@
 //! runner: drive AI coding agents through an Auto-Claude plan, chunk by chunk, in a git
 //! worktree, and survive any interruption. The plan file and the worktree are the only state.
+//!
+//! The code is in layers, each using only those below it (`tests/it/layers.rs` enforces it):
+//! - `cli` (front end): clap, rendering, questions; the only layer that prints or asks;
+//! - `ops` (operations): one per command, typed options in, `Serialize` data out;
+//! - `engine`: run, recovery, lifecycle (merge, discard, undo), the one verification runner;
+//! - `plan`, `store`, `git`, `agent`, `config` (mechanism): files, locks, journal, git, processes;
+//!   every `git2` call is in `git`;
+//! - `policy`: pure decisions over plain data, and the one chunk status transition table.
+//! - `error`, `output`, `text`, `clock`, `failpoint`: leaf utilities any layer may use.
 
 // Printing never panics. std's print macros panic when stdout or stderr is a closed pipe
 // (`runner status --json | head -1`, a terminal that went away), which killed a run in the

@@ -9,6 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 static WARNING_SINK: OnceLock<fn(&str)> = OnceLock::new();
+static URGENT_SINK: OnceLock<fn(&str)> = OnceLock::new();
 /// The warnings given so far: a config read twice in one run warns once.
 static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -26,6 +27,21 @@ pub fn quiet() -> bool {
 /// Where `warn` sends its lines; set once by the front end (later calls are ignored).
 pub fn set_warning_sink(sink: fn(&str)) {
     let _ = WARNING_SINK.set(sink);
+}
+
+/// Where `urgent` sends its lines; set once by the front end (later calls are ignored).
+pub fn set_urgent_sink(sink: fn(&str)) {
+    let _ = URGENT_SINK.set(sink);
+}
+
+/// A line the person must see at once, from any thread, even with `--quiet`: what a signal
+/// just did (the run's progress sink is not `Send`, and the news must not wait for the run's
+/// thread). Without a sink it goes to the log.
+pub fn urgent(message: &str) {
+    match URGENT_SINK.get() {
+        Some(sink) => sink(message),
+        None => tracing::warn!("{message}"),
+    }
 }
 
 /// A warning for the person (an unknown config key): shown even with `--quiet`, never an

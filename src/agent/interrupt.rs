@@ -40,8 +40,8 @@ impl Interrupt {
                 }
                 me.trigger();
                 // Said at once, before any waiting: the user must know what the signal did.
-                // (Quietly: a closed stderr must not panic the shutdown.)
-                crate::write_quietly(&mut std::io::stderr(), format_args!("{}\n", me.message()));
+                // (The front end shows it: a terminal's on stderr, quietly.)
+                crate::output::urgent(&me.message());
             }
         });
         Ok(interrupt)

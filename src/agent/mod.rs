@@ -1,4 +1,6 @@
-//! Agent sessions: prompts, the child process, interrupts.
+//! Mechanism layer: an agent session's process. Prompts, the child process in its own group
+//! with a capped log, its descendants (`ancestry`), and the signals that stop a run
+//! (`interrupt`; what a signal did is told through `output::urgent`, never printed here).
 
 pub mod ancestry;
 pub mod capture;

@@ -37,7 +37,7 @@ impl Asker for TerminalAsker {
                     let review = crate::ops::review::review(q.ws, q.paths)?;
                     eprintln!(
                         "{}",
-                        super::render_review(&review, super::style::for_stderr())
+                        super::review::render(&review, super::style::for_stderr())
                     );
                 }
                 MERGE => return Ok(WorkAnswer::Merge),

@@ -1,4 +1,6 @@
-//! Command-line definitions (clap) and dispatch. One file per command; none has logic of its own.
+//! The front end: command-line definitions (clap) and dispatch, one file per command that calls
+//! its operation in `ops` and renders the result (text or JSON). The only layer that prints or
+//! asks: the terminal's progress sink and asker live here and are passed down.
 
 mod ask;
 mod chunk;
@@ -24,9 +26,6 @@ mod undo;
 pub use json::{print_error_json, wants_json};
 
 use clap::{Parser, Subcommand};
-
-// For ops/choice.rs until the interactive choice moves here (issue 9, layers).
-pub use review::render as render_review;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -127,6 +126,9 @@ fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     style::init(cli.color);
     crate::output::set_quiet(cli.quiet);
     crate::output::set_warning_sink(style::print_warning);
+    // What a signal did, said at once on stderr (a closed stderr must not panic the shutdown:
+    // runner's eprintln! is the quiet one).
+    crate::output::set_urgent_sink(|line| eprintln!("{line}"));
     Ok(())
 }
 

@@ -92,10 +92,6 @@ impl Style {
     /// Colour always (tests of the coloured text).
     pub const COLOR: Style = Style { color: true };
 
-    pub fn enabled(self) -> bool {
-        self.color
-    }
-
     fn wrap(self, code: &str, text: &str) -> String {
         if self.color && !text.is_empty() {
             format!("{code}{text}{RESET}")

@@ -1,6 +1,7 @@
 //! The engine: long-running machinery that knows the order of steps. `run` drives a spec's
-//! planner and coder sessions; `recovery` puts interrupted state right; `verify` is the one
-//! verification runner both use. Operations (`ops`) call it; it calls the mechanism layers
+//! planner and coder sessions; `recovery` puts interrupted state right; `lifecycle` merges,
+//! discards and undoes; `verify` is the one verification runner; `report` applies a
+//! `runner chunk done|fail`. Every chunk status change goes through `policy::transition`. Operations (`ops`) call it; it calls the mechanism layers
 //! (`plan`, `store`, `git`, `agent`) and `policy`. It never prints and never asks: what it has
 //! to tell goes to a `progress::ProgressSink`, what it needs answered to an `ask::Asker`, both
 //! passed in by the front end (the terminal's are in `cli::progress` and `cli::ask`).

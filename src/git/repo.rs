@@ -154,29 +154,6 @@ pub fn work_folder(repo: &Repository) -> Option<&Path> {
     repo.workdir()
 }
 
-/// Make a new repository at `dir` whose first branch is `branch`, write `files` (path relative
-/// to `dir`, content) and commit them as its first commit with `message`.
-pub fn init_with_first_commit(
-    dir: &Path,
-    branch: &str,
-    files: &[(&str, &[u8])],
-    message: &str,
-) -> anyhow::Result<()> {
-    let repo = Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head(branch))
-        .with_context(|| format!("creating a repository in {}", dir.display()))?;
-    let mut index = repo.index()?;
-    for (path, content) in files {
-        std::fs::write(dir.join(path), content)
-            .with_context(|| format!("writing {}", dir.join(path).display()))?;
-        index.add_path(Path::new(path))?;
-    }
-    index.write()?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    let sig = signature(&repo)?;
-    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[])?;
-    Ok(())
-}
-
 /// The author and committer runner uses: the repository's configured identity, else a fixed
 /// one, so that commits work on machines with no `user.name` (CI).
 pub fn signature(repo: &Repository) -> anyhow::Result<Signature<'static>> {

@@ -99,12 +99,14 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
                 .collect()
         })
         .unwrap_or_default();
-    let events = crate::store::read_events_containing(&paths.dir, "\"verification\"");
     let mut verifications: Vec<Value> = Vec::new();
-    for e in events.into_iter().filter(|e| e["event"] == "verification") {
-        verifications.retain(|v| v["chunk"] != e["chunk"]);
+    for entry in crate::store::journal::read_entries_containing(&paths.dir, "\"verification\"") {
+        let crate::store::Event::Verification(v) = entry.event else {
+            continue;
+        };
+        verifications.retain(|known| known["chunk"] != v.chunk.as_str());
         verifications.push(serde_json::json!({
-            "chunk": e["chunk"], "command": e["command"], "passed": e["passed"], "time": e["time"],
+            "chunk": v.chunk, "command": v.command, "passed": v.passed, "time": entry.time,
         }));
     }
     let last_activity = last_activity(paths);

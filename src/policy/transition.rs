@@ -214,6 +214,11 @@ pub struct IllegalTransition {
     pub on: EventKind,
 }
 
+impl IllegalTransition {
+    /// What a person can do when a change is refused (the error's hint).
+    pub const ADVICE: &'static str = "the chunk's status was left as it is; `runner status` shows each chunk's: set its \"status\" in the plan to what is true (\"pending\" to run it again), then run again";
+}
+
 /// The status `event` moves a chunk in `status` to, with the journal's record of the change.
 pub fn transition(status: Status, event: &ChunkEvent) -> Result<StatusChange, IllegalTransition> {
     let on = event.kind();

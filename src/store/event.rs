@@ -52,10 +52,10 @@ pub enum Event {
     SlotSwitched(SlotSwitched),
     SlotSwitchFinished(SlotSwitchFinished),
     // Landing or throwing away the work.
-    Merged(Value),
-    Discarded(Value),
-    Undone(Value),
-    LifecycleRolledBack(Value),
+    Merged(Merged),
+    Discarded(Discarded),
+    Undone(Undone),
+    LifecycleRolledBack(LifecycleRolledBack),
     /// An event this runner does not know.
     #[serde(other)]
     Unknown,
@@ -374,6 +374,49 @@ pub struct SlotSwitchFinished {
     pub to: String,
 }
 
+/// The spec's branch landed on `into` (`runner merge`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Merged {
+    pub into: String,
+    pub mode: String,
+    pub commit: Option<String>,
+    pub backup: String,
+    pub cleaned_up: bool,
+    /// Where changes made in the slot after the merge began were saved.
+    pub late_changes: Option<String>,
+}
+
+/// The spec's work was thrown away (`runner discard`); `backup` can bring it back.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Discarded {
+    pub backup: String,
+    pub branch_tip: Option<String>,
+    pub late_changes: Option<String>,
+}
+
+/// A merge or discard was undone from its backup (`runner undo`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Undone {
+    pub kind: String,
+    pub backup: String,
+    /// The branch brought back, if the undo restored one.
+    pub restored_branch: Option<String>,
+    /// The target reset to where it was, if the undo moved it.
+    pub reset_target: Option<String>,
+}
+
+/// A merge, discard or undo cut off half-way was rolled back by recovery.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LifecycleRolledBack {
+    pub op: String,
+    pub backup: String,
+    pub saved: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +436,24 @@ mod tests {
         assert_eq!(e.change.why.as_deref(), Some("interrupted"));
         let back = serde_json::to_value(Event::ChunkStatus(e)).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(line).unwrap());
+    }
+
+    #[test]
+    fn the_lifecycle_lines_read_back_typed_with_their_field_names() {
+        let lines = [
+            r#"{"event":"merged","into":"main","mode":"squash","commit":"abc","backup":"refs/auto-claude/backup/x","cleaned_up":true,"late_changes":null}"#,
+            r#"{"event":"discarded","backup":"refs/b","branch_tip":"def","late_changes":"refs/s"}"#,
+            r#"{"event":"undone","kind":"merge","backup":"refs/b","restored_branch":"auto-claude/001","reset_target":null}"#,
+            r#"{"event":"lifecycle_rolled_back","op":"merge","backup":"refs/b","saved":null}"#,
+        ];
+        for line in lines {
+            let event: Event = serde_json::from_str(line).unwrap();
+            assert!(!matches!(event, Event::Unknown), "{line}");
+            let back = serde_json::to_value(&event).unwrap();
+            assert_eq!(back, serde_json::from_str::<Value>(line).unwrap(), "{line}");
+        }
+        let merged: Event = serde_json::from_str(lines[0]).unwrap();
+        assert!(matches!(merged, Event::Merged(m) if m.cleaned_up && m.into == "main"));
     }
 
     #[test]

@@ -92,12 +92,6 @@ pub fn busy(path: &Path, what: &str) -> anyhow::Error {
 pub const BUSY_HINT: &str =
     "runner does not wait: run this again once it has finished, or stop it first";
 
-/// Who holds the lock at `path`, and the advice, in one sentence (for messages that have no
-/// room for a hint of their own).
-pub fn describe_holder(path: &Path) -> String {
-    format!("{}. {BUSY_HINT}", holder_of(path))
-}
-
 /// Who holds the lock at `path`, as its holder record says.
 pub fn holder_of(path: &Path) -> String {
     match lock::read_holder(path) {

@@ -40,21 +40,6 @@ impl Journal {
         }))
     }
 
-    /// Append an untyped line `event` with `details` (a JSON object) merged in: only for the
-    /// lines not yet given an [`Event`] variant (slot, run and lifecycle bookkeeping), which
-    /// read back typed all the same as long as the fields agree.
-    pub fn record(&self, event: &str, chunk: Option<&str>, details: Value) -> std::io::Result<()> {
-        let mut fields = Map::new();
-        fields.insert("event".into(), json!(event));
-        if let Some(chunk) = chunk {
-            fields.insert("chunk".into(), json!(chunk));
-        }
-        if let Value::Object(extra) = details {
-            fields.extend(extra);
-        }
-        self.append(fields)
-    }
-
     /// Append one event, stamped with the time and this journal's run id.
     pub fn write(&self, event: &Event) -> std::io::Result<()> {
         match serde_json::to_value(event).map_err(std::io::Error::other)? {
@@ -154,13 +139,16 @@ pub fn read_typed_containing(spec_dir: &Path, needle: &str) -> Vec<Event> {
         .collect()
 }
 
-/// Every event that parses, in order, as JSON (for readers that show lines as they are). Lines that do not parse (a torn last line) are skipped.
-pub fn read_events(spec_dir: &Path) -> Vec<Value> {
+/// Every line that parses as a JSON object, in order, untyped (the file as it is, for the
+/// tests of reading it). Lines that do not parse (a torn last line) are skipped.
+#[cfg(test)]
+fn read_events(spec_dir: &Path) -> Vec<Value> {
     read_events_containing(spec_dir, "")
 }
 
-/// The events whose line contains `needle` (cheap pre-filter before parsing a long journal).
-pub fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
+/// The lines, as JSON objects, that contain `needle` (cheap pre-filter before parsing a long
+/// journal); the typed readers above parse them into events.
+fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
     let Some(text) = read_text(spec_dir) else {
         return Vec::new();
     };
@@ -183,18 +171,35 @@ pub fn read_text(spec_dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::event::{Empty, RunEnd, RunStart};
     use std::fs::OpenOptions;
     use std::io::Write;
+
+    fn run_start(spec: &str) -> Event {
+        Event::RunStart(RunStart {
+            spec: spec.into(),
+            ..RunStart::default()
+        })
+    }
+
+    fn run_end() -> Event {
+        Event::RunEnd(RunEnd::default())
+    }
 
     #[test]
     fn appends_and_tolerates_a_torn_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::new(dir.path(), "run-1");
+        journal.write(&run_start("001")).unwrap();
         journal
-            .record("run_start", None, json!({"spec": "001"}))
-            .unwrap();
-        journal
-            .record("chunk_status", Some("c1"), json!({"to": "in_progress"}))
+            .status(
+                "c1",
+                crate::policy::transition::transition(
+                    crate::plan::Status::Pending,
+                    &crate::policy::transition::ChunkEvent::MarkDone,
+                )
+                .unwrap(),
+            )
             .unwrap();
         // Simulate a crash halfway through an append.
         let mut f = OpenOptions::new()
@@ -214,14 +219,14 @@ mod tests {
     fn a_non_utf8_byte_does_not_hide_the_other_lines() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::new(dir.path(), "run-1");
-        journal.record("run_start", None, json!({})).unwrap();
+        journal.write(&run_start("")).unwrap();
         let mut f = OpenOptions::new()
             .append(true)
             .open(journal.path())
             .unwrap();
         f.write_all(b"{\"event\":\"attempt_failed\",\"reason\":\"bad \xff byte\"}\n")
             .unwrap();
-        journal.record("run_end", None, json!({})).unwrap();
+        journal.write(&run_end()).unwrap();
         let events = read_events(dir.path());
         let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
         assert_eq!(names, ["run_start", "attempt_failed", "run_end"]);
@@ -233,7 +238,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::new(dir.path(), "run-1");
         journal
-            .write(&Event::RunEnd(super::super::event::RunEnd {
+            .write(&Event::RunEnd(RunEnd {
                 outcome: "complete".into(),
                 sessions: 2,
             }))
@@ -248,7 +253,7 @@ mod tests {
             .unwrap();
         f.write_all(b"{\"event\":\"chunk_status\",\"chunk\":\"c1\",\"to\":\"archived\"}\n")
             .unwrap();
-        journal.record("plan_reset", None, json!({})).unwrap();
+        journal.write(&Event::PlanReset(Empty {})).unwrap();
         let entries = read_entries(dir.path());
         assert_eq!(entries.len(), 3, "{entries:?}");
         assert_eq!(entries[0].run_id.as_deref(), Some("run-1"));

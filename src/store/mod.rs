@@ -1,4 +1,6 @@
-//! Files at the edge: durable writes, locks, the journal.
+//! Mechanism layer: runner's state on disk. Workspace and spec paths, atomic durable writes
+//! (`atomic`, `safe`: never through a link or a FIFO), locks with holder records (`lock`,
+//! `guard`), ids, and the typed journal (`event`, `journal`). No policy and no printing here.
 
 pub mod atomic;
 pub mod event;
@@ -11,7 +13,7 @@ pub mod spec;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};
-pub use journal::{Event, Journal, read_entries, read_events, read_events_containing, read_typed};
+pub use journal::{Event, Journal, read_entries, read_typed};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};
 

@@ -123,31 +123,84 @@ fn code(line: &str) -> &str {
 
 /// The crate modules a line names: `crate::x::…`, `crate::{x, y::…}`.
 fn crate_modules(line: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut rest = line;
-    while let Some(at) = rest.find("crate::") {
-        let after = &rest[at + "crate::".len()..];
-        if let Some(group) = after.strip_prefix('{') {
-            let inner = group.split('}').next().unwrap_or("");
-            for part in inner.split(',') {
-                let name: String = part
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.push(name);
-                }
-            }
-        } else {
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            found.push(name);
+    crate_uses("lib.rs", line)
+        .into_iter()
+        .map(|(_, module)| module)
+        .collect()
+}
+
+/// The top-level modules of the crate that the code of the file `rel` (relative to `src/`)
+/// names, with the line (1-based) of each: `crate::x`, a `crate::{x, y::{…}}` group however
+/// it is nested or spread over lines, and a `super::super::x` that climbs to the crate's root.
+/// Comments are left out.
+fn crate_uses(rel: &str, text: &str) -> Vec<(usize, String)> {
+    let mut code_text = String::new();
+    let mut line_of = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for _ in 0..code(line).len() + 1 {
+            line_of.push(n + 1);
         }
-        rest = after;
+        code_text.push_str(code(line));
+        code_text.push('\n');
     }
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (at, _) in code_text.match_indices("crate::") {
+        let after = &code_text[at + "crate::".len()..];
+        let Some(group) = after.strip_prefix('{') else {
+            found.push((line_of[at], ident(after)));
+            continue;
+        };
+        // The first name of each item at the group's own depth.
+        let (mut depth, mut item_start) = (0usize, true);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => item_start = true,
+                c if c.is_whitespace() => {}
+                _ if item_start => {
+                    item_start = false;
+                    let offset = at + "crate::{".len() + i;
+                    found.push((line_of[offset], ident(&group[i..])));
+                }
+                _ => {}
+            }
+        }
+    }
+    // `super::` climbs one module: from `engine/run/chunk.rs` (module `engine::run::chunk`),
+    // three of them reach the crate's root.
+    let depth = {
+        let parts: Vec<&str> = rel.trim_end_matches(".rs").split('/').collect();
+        match parts.last() {
+            Some(&"mod") | Some(&"lib") | Some(&"main") => parts.len() - 1,
+            _ => parts.len(),
+        }
+    };
+    let mut rest_at = 0;
+    while let Some(found_at) = code_text[rest_at..].find("super::") {
+        let at = rest_at + found_at;
+        let preceded = code_text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        let mut end = at;
+        let mut climbs = 0;
+        while code_text[end..].starts_with("super::") {
+            climbs += 1;
+            end += "super::".len();
+        }
+        if !preceded && depth > 0 && climbs >= depth {
+            found.push((line_of[at], ident(&code_text[end..])));
+        }
+        rest_at = end;
+    }
+    found.retain(|(_, m)| !m.is_empty());
     found
 }
 
@@ -158,23 +211,19 @@ fn no_layer_uses_a_layer_above_it() {
         let Some(own) = layer_of(module_of(&rel)) else {
             continue;
         };
-        for (n, line) in text.lines().enumerate() {
-            for used in crate_modules(code(line)) {
-                // The plan model is plain data that policy decides over (a chunk's status, its
-                // attempts); policy uses none of plan/'s reading or writing.
-                if module_of(&rel) == "policy" && used == "plan" {
-                    continue;
-                }
-                if let Some(theirs) = layer_of(&used)
-                    && theirs > own
-                {
-                    wrong.push(format!(
-                        "src/{rel}:{}: the {} layer uses `{used}` ({})",
-                        n + 1,
-                        LAYER_NAMES[own as usize],
-                        LAYER_NAMES[theirs as usize]
-                    ));
-                }
+        for (n, used) in crate_uses(&rel, &text) {
+            // The plan model is plain data that policy decides over (a chunk's status, its
+            // attempts); policy uses none of plan/'s reading or writing.
+            if module_of(&rel) == "policy" && used == "plan" {
+                continue;
+            }
+            if let Some(theirs) = layer_of(&used)
+                && theirs > own
+            {
+                wrong.push(format!(
+                    "src/{rel}:{n}: the {} layer uses `{used}` ({})",
+                    LAYER_NAMES[own as usize], LAYER_NAMES[theirs as usize]
+                ));
             }
         }
     }
@@ -189,11 +238,9 @@ fn the_leaf_utilities_use_no_engine_operation_or_front_end() {
         if layer_of(module_of(&rel)).is_some() || rel == "main.rs" {
             continue;
         }
-        for (n, line) in text.lines().enumerate() {
-            for used in crate_modules(code(line)) {
-                if layer_of(&used).is_some_and(|l| l >= 2) {
-                    wrong.push(format!("src/{rel}:{}: uses `{used}`", n + 1));
-                }
+        for (n, used) in crate_uses(&rel, &text) {
+            if layer_of(&used).is_some_and(|l| l >= 2) {
+                wrong.push(format!("src/{rel}:{n}: uses `{used}`"));
             }
         }
     }
@@ -212,7 +259,10 @@ fn names_word(code: &str, word: &str) -> bool {
 
 #[test]
 fn only_the_front_ends_print_or_ask() {
-    const FORBIDDEN: [&str; 7] = [
+    // Besides the macros: a write to the process's own stdout or stderr by hand, the quiet
+    // writer behind runner's print macros, reading the terminal (asking), deciding by whether
+    // there is one, and leaving the process without main's rendering of the error.
+    const FORBIDDEN: [&str; 14] = [
         "println!",
         "eprintln!",
         "print!",
@@ -220,6 +270,13 @@ fn only_the_front_ends_print_or_ask() {
         "dbg!",
         "inquire",
         "indicatif",
+        "stdout()",
+        "stderr()",
+        "write_quietly",
+        "stdin()",
+        "is_terminal",
+        "IsTerminal",
+        "process::exit",
     ];
     let mut wrong = Vec::new();
     for (rel, text) in sources() {
@@ -252,7 +309,29 @@ fn the_rules_read_uses_and_words_as_written() {
         crate_modules("    crate::ops::merge::finish(ws)?;"),
         ["ops"]
     );
+    // A group spread over lines or nested, and `super::` climbing to the crate's root.
+    let group = "use crate::{\n    store::{Journal, event::{A, B}},\n    cli::x,\n};";
+    assert_eq!(
+        crate_uses("engine/run/chunk.rs", group),
+        [(2, "store".to_string()), (3, "cli".to_string())]
+    );
+    assert_eq!(
+        crate_uses(
+            "engine/run/chunk.rs",
+            "use super::super::super::ops::x;\nuse super::super::drive;"
+        ),
+        [(1, "ops".to_string())]
+    );
+    assert_eq!(
+        crate_uses("engine/run/mod.rs", "use super::super::cli;"),
+        [(1, "cli".to_string())]
+    );
+    assert!(crate_uses("engine/run/mod.rs", "use super::slot; // crate::cli").is_empty());
     assert!(names_word("    eprintln!(\"x\");", "eprintln!"));
+    assert!(names_word(
+        "    let _ = std::io::stderr().write_all(b);",
+        "stderr()"
+    ));
     assert!(!names_word("    eprintln!(\"x\");", "println!"));
     assert_eq!(code("let a = 1; // crate::cli::x"), "let a = 1; ");
 }
@@ -276,6 +355,32 @@ fn no_source_file_is_over_600_lines() {
     );
 }
 
+/// A line's text after the words that may stand before `fn`: `pub`, `pub(crate)`,
+/// `pub(in some::path)`, `const`, `async`, `unsafe`, `extern "C"`, in any order.
+fn after_qualifiers(mut text: &str) -> &str {
+    loop {
+        let rest = if let Some(rest) = text.strip_prefix("pub(") {
+            match rest.split_once(") ") {
+                Some((_, rest)) => rest,
+                None => return text,
+            }
+        } else if let Some(rest) = text.strip_prefix("extern \"") {
+            match rest.split_once("\" ") {
+                Some((_, rest)) => rest,
+                None => return text,
+            }
+        } else if let Some(rest) = ["pub ", "const ", "async ", "unsafe ", "extern "]
+            .iter()
+            .find_map(|q| text.strip_prefix(q))
+        {
+            rest
+        } else {
+            return text;
+        };
+        text = rest;
+    }
+}
+
 /// Each `fn` with a body, from its signature to the closing brace at its own indentation.
 fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
     let lines: Vec<&str> = text.lines().collect();
@@ -283,20 +388,18 @@ fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
-        let signature = trimmed
-            .trim_start_matches("pub ")
-            .trim_start_matches("pub(crate) ")
-            .trim_start_matches("pub(super) ")
-            .trim_start_matches("const ")
-            .trim_start_matches("async ")
-            .trim_start_matches("unsafe ");
-        let Some(rest) = signature.strip_prefix("fn ") else {
+        let Some(rest) = after_qualifiers(trimmed).strip_prefix("fn ") else {
             continue;
         };
         let name: String = rest
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
+        // A whole function on one line (`fn a() -> u8 { 1 }`).
+        if line.trim_end().ends_with('}') && line.contains('{') {
+            out.push((i + 1, name, 1));
+            continue;
+        }
         // A declaration without a body (a trait's), or a one-line function.
         let Some(end) = lines[i..].iter().position(|l| {
             *l == format!("{indent}}}")
@@ -336,4 +439,10 @@ fn the_function_measure_counts_a_body_to_its_closing_brace() {
     assert_eq!(found[0], (1, "a".to_string(), 3));
     assert_eq!(found[1], (6, "b".to_string(), 3));
     assert_eq!(found[2], (9, "decl".to_string(), 1));
+    // Qualifiers in any order, and a one-line function that does not run on to the next.
+    let text = "impl T {\n    pub(in crate::engine) async fn c() {\n        1;\n    }\n    pub(crate) const unsafe extern \"C\" fn d() -> u8 { 1 }\n    fn e() {\n        2;\n        3;\n    }\n}\n";
+    let found = function_lengths(text);
+    assert_eq!(found[0], (2, "c".to_string(), 3));
+    assert_eq!(found[1], (5, "d".to_string(), 1));
+    assert_eq!(found[2], (6, "e".to_string(), 4));
 }

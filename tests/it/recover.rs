@@ -1106,7 +1106,7 @@ fn a_plan_that_cannot_be_restored_is_reported_once() {
 #[test]
 fn a_planned_spec_can_be_restored_from_the_journal() {
     // The planner wrote the plan in the spec's first run; the journal snapshots a plan "at
-    // each run start and plan acceptance" (src/recovery/restore.rs).
+    // each run start and plan acceptance" (src/engine/recovery/restore.rs).
     let spec = "043-planned";
     let repo = TestRepo::new();
     repo.add_spec(spec);

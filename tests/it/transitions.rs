@@ -7,7 +7,7 @@ use crate::recover::partial_run;
 use serde_json::Value;
 
 /// The statuses core-a, core-b and polish are expected to have.
-fn expect_statuses(repo: &TestRepo, spec: &str, [a, b, polish]: [&str; 3]) {
+pub(crate) fn expect_statuses(repo: &TestRepo, spec: &str, [a, b, polish]: [&str; 3]) {
     let want: Vec<(String, String)> = [("core-a", a), ("core-b", b), ("polish", polish)]
         .iter()
         .map(|(id, s)| (id.to_string(), s.to_string()))
@@ -31,7 +31,7 @@ fn status_events(repo: &TestRepo, spec: &str, chunk: &str) -> Vec<Value> {
 
 /// Break the plan and remove runner's last-good copy: `runner recover` can only rebuild it
 /// from the journal. Returns recover's report of the spec.
-fn rebuild_from_the_journal(repo: &TestRepo, spec: &str) -> Value {
+pub(crate) fn rebuild_from_the_journal(repo: &TestRepo, spec: &str) -> Value {
     let last_good = repo
         .spec_dir(spec)
         .join("implementation_plan.json.last-good");

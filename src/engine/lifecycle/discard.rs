@@ -2,7 +2,6 @@
 //! changes are backed up first; the plan and spec stay, reset to pending, to start fresh.
 
 use serde::Serialize;
-use serde_json::json;
 
 use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
@@ -153,7 +152,11 @@ pub fn finish(
     }
     crate::failpoint::hit("discard_plan_reset");
     journal.write(&crate::store::Event::Discarded(
-        json!({"backup": intent.backup, "branch_tip": intent.branch_tip, "late_changes": saved}),
+        crate::store::event::Discarded {
+            backup: intent.backup.clone(),
+            branch_tip: intent.branch_tip.clone(),
+            late_changes: saved.clone(),
+        },
     ))?;
     Ok(saved)
 }

@@ -511,7 +511,14 @@ pub fn finish(
         })?;
         }
     }
-    journal.write(&crate::store::Event::Merged(json!({"into": target, "mode": mode.as_str(), "commit": new_commit.map(|c| c.to_string()), "backup": intent.backup, "cleaned_up": cleaned_up, "late_changes": saved})))?;
+    journal.write(&crate::store::Event::Merged(crate::store::event::Merged {
+        into: target.to_string(),
+        mode: mode.as_str().to_string(),
+        commit: new_commit.map(|c| c.to_string()),
+        backup: intent.backup.clone(),
+        cleaned_up,
+        late_changes: saved.clone(),
+    }))?;
     Ok(saved)
 }
 

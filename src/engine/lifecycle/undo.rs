@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::engine::recovery::lifecycle::{self, Intent, Op};
 use crate::error::RunnerError;
@@ -203,6 +202,14 @@ fn undo_backup(
                     crate::store::write_atomic(&aside, &current)?;
                 }
                 paths.plan.replace(&plan)?;
+                // The restored plan is the journal's new starting point: the status changes
+                // journaled since the backup (a discard's resets) no longer hold, and a plan
+                // rebuilt from the journal must not bring them back.
+                journal.write(&crate::store::Event::PlanSnapshot(
+                    crate::store::event::PlanSnapshot {
+                        plan: plan.to_value(),
+                    },
+                ))?;
                 true
             }
             Err(_) => false,
@@ -211,7 +218,12 @@ fn undo_backup(
     };
     crate::failpoint::hit("undo_plan_restored");
     backup::mark_undone(repo, b)?;
-    journal.write(&crate::store::Event::Undone(json!({"kind": b.meta.kind, "backup": b.refs_prefix, "restored_branch": restored_branch, "reset_target": reset_target})))?;
+    journal.write(&crate::store::Event::Undone(crate::store::event::Undone {
+        kind: b.meta.kind.clone(),
+        backup: b.refs_prefix.clone(),
+        restored_branch: restored_branch.clone(),
+        reset_target: reset_target.clone(),
+    }))?;
     Ok(UndoOutcome {
         spec: paths.name.clone(),
         kind: b.meta.kind.clone(),

@@ -50,11 +50,12 @@ impl Run {
             return Err(RunnerError::Interrupted.into());
         }
         let result = checked.result;
-        self.journal.record(
-            "verification",
-            Some(&chunk.id),
-            json!({"command": result.command, "passed": result.passed, "detail": result.detail}),
-        )?;
+        self.journal.write(&Event::Verification(ev::Verification {
+            chunk: chunk.id.clone(),
+            command: result.command.clone(),
+            passed: result.passed,
+            detail: result.detail.clone(),
+        }))?;
         Ok(Some(result))
     }
 

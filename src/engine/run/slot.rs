@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::store::FileLock;
+use crate::store::event::{self as ev, Event};
 
 /// Make `slot` hold the spec's branch, creating the branch and the worktree as needed: finish
 /// what an earlier run left half done in the slot, refuse a branch checked out elsewhere
@@ -20,11 +21,10 @@ pub(super) async fn prepare_slot(
     refuse_branch_held_elsewhere(main, slot, spec, &branch)?;
     if main.branch_tip(&branch).is_none() {
         main.create_branch(&branch, base_tip)?;
-        journal.record(
-            "branch_created",
-            None,
-            json!({"branch": branch, "at": base_tip.to_string()}),
-        )?;
+        journal.write(&Event::BranchCreated(ev::BranchCreated {
+            branch: branch.clone(),
+            at: base_tip.to_string(),
+        }))?;
     }
     match slot.inspect(main) {
         SlotState::Missing => create_slot(ws, slot, &branch, journal, reporter),
@@ -35,11 +35,10 @@ pub(super) async fn prepare_slot(
                 slot.path.display()
             ));
             slot.prune_missing(main)?;
-            journal.record(
-                "slot_pruned",
-                None,
-                json!({"slot": slot.name, "reason": reason}),
-            )?;
+            journal.write(&Event::SlotPruned(ev::SlotPruned {
+                slot: slot.name.clone(),
+                reason: reason.clone(),
+            }))?;
             create_slot(ws, slot, &branch, journal, reporter)
         }
         SlotState::Broken { reason } => Err(RunnerError::bad_input(format!(
@@ -51,11 +50,10 @@ pub(super) async fn prepare_slot(
         SlotState::Unregistered => {
             if let Some(repair) = crate::engine::recovery::repair::repair_slot(main, slot, false)? {
                 reporter.notice(format!("Repaired: {}.", repair.describe()));
-                journal.record(
-                    "slot_repaired",
-                    None,
-                    json!({"slot": slot.name, "repair": repair.describe()}),
-                )?;
+                journal.write(&Event::SlotRepaired(ev::SlotRepaired {
+                    slot: slot.name.clone(),
+                    repair: repair.describe(),
+                }))?;
             }
             create_slot(ws, slot, &branch, journal, reporter)
         }
@@ -92,11 +90,10 @@ fn finish_earlier_slot_work(
             "Finished switching the slot {} to {to}, which an earlier run was doing when it stopped.",
             slot.path.display()
         ));
-        journal.record(
-            "slot_switch_finished",
-            None,
-            json!({"slot": slot.name, "to": to}),
-        )?;
+        journal.write(&Event::SlotSwitchFinished(ev::SlotSwitchFinished {
+            slot: slot.name.clone(),
+            to,
+        }))?;
     }
     Ok(())
 }
@@ -162,8 +159,12 @@ impl Switch<'_> {
                 self.reporter.notice(format!(
                     "The slot's detached HEAD had commits on no branch: kept at {kept}."
                 ));
-                self.journal
-                    .record("slot_saved", None, json!({"slot": slot.name, "ref": kept}))?;
+                self.journal.write(&Event::SlotSaved(ev::SlotSaved {
+                    slot: slot.name.clone(),
+                    spec: None,
+                    saved_ref: kept,
+                    paths: None,
+                }))?;
             }
         }
         self.save_uncommitted(other_spec, &held_desc)?;
@@ -173,11 +174,11 @@ impl Switch<'_> {
             slot.path.display(),
             self.branch
         ));
-        self.journal.record(
-            "slot_switched",
-            None,
-            json!({"slot": slot.name, "from": held, "to": self.branch}),
-        )?;
+        self.journal.write(&Event::SlotSwitched(ev::SlotSwitched {
+            slot: slot.name.clone(),
+            from: held,
+            to: self.branch.to_string(),
+        }))?;
         Ok(())
     }
 
@@ -260,11 +261,12 @@ impl Switch<'_> {
         self.reporter.notice(format!(
             "The slot held uncommitted changes of spec {other_spec}: saved at {saved} (on top of {held_desc}), then cleaned."
         ));
-        self.journal.record(
-            "slot_saved",
-            None,
-            json!({"slot": slot.name, "spec": other_spec, "ref": saved, "paths": dirty}),
-        )?;
+        self.journal.write(&Event::SlotSaved(ev::SlotSaved {
+            slot: slot.name.clone(),
+            spec: Some(other_spec.to_string()),
+            saved_ref: saved,
+            paths: Some(dirty),
+        }))?;
         Ok(())
     }
 }
@@ -331,11 +333,10 @@ pub(super) fn finish_unfinished_creation(
         crate::engine::recovery::repair::unfinished_creation(&ws.main, slot, &marker, false)?
     {
         reporter.line(format!("{what}."));
-        journal.record(
-            "slot_creation_finished",
-            None,
-            json!({"slot": slot.name, "what": what}),
-        )?;
+        journal.write(&Event::SlotCreationFinished(ev::SlotCreationFinished {
+            slot: slot.name.clone(),
+            what,
+        }))?;
     }
     Ok(())
 }
@@ -352,10 +353,9 @@ pub(super) fn create_slot(
         "Created worktree {} on branch {branch}.",
         slot.path.display()
     ));
-    journal.record(
-        "slot_created",
-        None,
-        json!({"slot": slot.name, "branch": branch}),
-    )?;
+    journal.write(&Event::SlotCreated(ev::SlotCreated {
+        slot: slot.name.clone(),
+        branch: branch.to_string(),
+    }))?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::*;
 use crate::engine::progress::ProgressSink;
+use crate::store::event::{self as ev, Event};
 use crate::store::{FileLock, Holder};
 
 /// A run that has its locks, was recovered, and knows its base: what `ops::run` looks at
@@ -406,14 +407,17 @@ impl Run {
         existing: &Option<Plan>,
         auto_continue: bool,
     ) -> anyhow::Result<()> {
-        self.journal.record(
-            "run_start",
-            None,
-            json!({"spec": self.paths.name, "pid": std::process::id(), "slot": slot.name, "base_branch": self.base, "auto_continue": auto_continue}),
-        )?;
+        self.journal.write(&Event::RunStart(ev::RunStart {
+            spec: self.paths.name.clone(),
+            pid: std::process::id(),
+            slot: slot.name.clone(),
+            base_branch: self.base.clone(),
+            auto_continue,
+        }))?;
         if let Some(plan) = existing {
-            self.journal
-                .record("plan_snapshot", None, json!({"plan": plan.to_value()}))?;
+            self.journal.write(&Event::PlanSnapshot(ev::PlanSnapshot {
+                plan: plan.to_value(),
+            }))?;
         }
         Ok(())
     }
@@ -434,11 +438,10 @@ impl Run {
                 _ => "error".into(),
             },
         };
-        let _ = self.journal.record(
-            "run_end",
-            None,
-            json!({"outcome": outcome, "sessions": self.sessions}),
-        );
+        let _ = self.journal.write(&Event::RunEnd(ev::RunEnd {
+            outcome: outcome.clone(),
+            sessions: self.sessions,
+        }));
         // The socket goes before the locks: it must never outlive them into another run's time.
         self.person.take();
         drop(locks);

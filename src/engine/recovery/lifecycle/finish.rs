@@ -166,7 +166,11 @@ pub(super) fn finish_interrupted_inner(
             crate::git::backup::delete(&ws.main.repo, &intent.backup)?;
             clear(paths)?;
             journal.write(&crate::store::Event::LifecycleRolledBack(
-                serde_json::json!({"op": what, "backup": intent.backup, "saved": saved}),
+                crate::store::event::LifecycleRolledBack {
+                    op: what.to_string(),
+                    backup: intent.backup.clone(),
+                    saved: saved.clone(),
+                },
             ))?;
             done(
                 true,
