@@ -1,0 +1,53 @@
+//! Defects found by the adversarial review of issue 9's restructure (reviewer r3), each
+//! reproduced against the real binary.
+
+use crate::common::*;
+
+fn agent() -> String {
+    fixture("fake-agent").display().to_string()
+}
+
+/// A signal (not a key press) at the existing-work question, after a re-pin was confirmed:
+/// "cancelled; nothing was changed" must hold, so the re-pin is put back.
+#[test]
+fn a_signal_at_the_work_question_after_a_repin_puts_the_pin_back() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = repo_with_fixture_plan("001-ask");
+    repo.git(&["branch", "dev"]);
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    repo.git(&["branch", "-D", "dev"]);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut cmd = std::process::Command::new(RUNNER);
+        cmd.args([
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--base-branch",
+            "main",
+        ])
+        .current_dir(&repo.root)
+        .env("TERM", "xterm");
+        let mut s = OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        s.expect("Re-pin 001-ask to \"main\"?").unwrap();
+        s.send("y\r").unwrap();
+        s.expect("What now?").unwrap();
+        let pid = s.get_process().pid().as_raw();
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid, sig) };
+        s.expect("cancelled; nothing was changed").unwrap();
+        let _ = s.expect(Eof);
+        let status = format!("{:?}", s.get_process_mut().wait().unwrap());
+        assert!(status.contains(", 130)"), "signal {sig}: {status}");
+        assert_eq!(
+            repo.plan("001-ask")["base_branch"],
+            "dev",
+            "signal {sig}: the re-pin stayed although nothing was to change"
+        );
+    }
+}
