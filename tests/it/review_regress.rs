@@ -51,3 +51,43 @@ fn a_signal_at_the_work_question_after_a_repin_puts_the_pin_back() {
         );
     }
 }
+
+/// A demo whose step fails (here every `sh` fails, so no verification passes) still ends with
+/// where its folder is and the command that removes it, working as printed.
+#[test]
+fn a_demo_that_fails_midway_says_how_to_remove_its_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("sh"), "#!/bin/bash\nexit 1\n").unwrap();
+    std::fs::set_permissions(bin.join("sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let dir = tmp.path().join("the demo 'x'");
+    let out = std::process::Command::new(RUNNER)
+        .args(["demo", "--dir"])
+        .arg(&dir)
+        .env("PATH", &path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.join(".git").exists(), "the demo's repository was made");
+    let remove = stderr(&out)
+        .lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix("remove it with: ")
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no command to remove the folder:\n{}", stderr(&out)));
+    let words = shell_words::split(&remove).unwrap();
+    assert_eq!(words[..2], ["rm", "-rf"], "{remove}");
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", &remove])
+        .current_dir("/")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(!dir.exists(), "{remove} did not remove {}", dir.display());
+}
