@@ -91,3 +91,31 @@ fn a_demo_that_fails_midway_says_how_to_remove_its_folder() {
     assert!(status.success());
     assert!(!dir.exists(), "{remove} did not remove {}", dir.display());
 }
+
+/// `runner …` started in a folder that was removed since (a shell left in a deleted temp
+/// folder): the demo needs no current folder and works; a command that does says what is
+/// wrong and what to do (it said only "No such file or directory").
+#[test]
+fn a_removed_current_folder_does_not_stop_the_demo_and_is_explained_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = tmp.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let in_removed_folder = |args: &str| {
+        std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("cd \"$1\" && rmdir \"$1\" && exec \"$2\" {args}"))
+            .args(["sh", gone.to_str().unwrap(), RUNNER])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let demo_dir = tmp.path().join("demo");
+    let out = in_removed_folder(&format!("demo --dir '{}'", demo_dir.display()));
+    assert_exit(&out, 0);
+    std::fs::create_dir(&gone).unwrap();
+    let out = in_removed_folder("status");
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("current folder"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+}
