@@ -119,3 +119,30 @@ fn a_removed_current_folder_does_not_stop_the_demo_and_is_explained_elsewhere() 
     assert!(err.contains("current folder"), "{err}");
     assert!(err.contains("hint: "), "{err}");
 }
+
+/// `runner status` (or any probe) holds a spec's run lock for an instant: a merge started at
+/// that moment must not be refused as busy (exit 4, naming a run that ended long ago).
+#[test]
+fn a_probe_holding_the_run_lock_for_an_instant_does_not_refuse_a_merge() {
+    let repo = repo_with_fixture_plan("001-probe");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let lock = repo.spec_dir("001-probe").join("run.lock");
+    // A probe's instant, drawn out a little so that the merge surely starts inside it.
+    let mut probe = std::process::Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "0.15"])
+        .spawn()
+        .unwrap();
+    wait_for("the lock to be held", || {
+        std::process::Command::new("flock")
+            .arg("-n")
+            .arg(&lock)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    let out = repo.runner(&["merge", "--spec", "001-probe", "--yes"]);
+    let _ = probe.wait();
+    assert_exit(&out, 0);
+}
