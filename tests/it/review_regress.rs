@@ -146,3 +146,35 @@ fn a_probe_holding_the_run_lock_for_an_instant_does_not_refuse_a_merge() {
     let _ = probe.wait();
     assert_exit(&out, 0);
 }
+
+/// The same for a run that takes over the slot of another spec: a probe of that spec's run
+/// lock at that instant is not that spec being run.
+#[test]
+fn a_probe_of_the_other_specs_lock_does_not_refuse_a_slot_switch() {
+    let repo = repo_with_fixture_plan("001-first");
+    let second = repo.add_spec("002-second");
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        second.join("implementation_plan.json"),
+    )
+    .unwrap();
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let lock = repo.spec_dir("001-first").join("run.lock");
+    let mut probe = std::process::Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "0.15"])
+        .spawn()
+        .unwrap();
+    wait_for("the lock to be held", || {
+        std::process::Command::new("flock")
+            .arg("-n")
+            .arg(&lock)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    let out = repo.run_spec("002", &[]);
+    let _ = probe.wait();
+    assert_exit(&out, 0);
+}
