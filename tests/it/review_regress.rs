@@ -178,3 +178,25 @@ fn a_probe_of_the_other_specs_lock_does_not_refuse_a_slot_switch() {
     let _ = probe.wait();
     assert_exit(&out, 0);
 }
+
+/// `demo --dir` naming a file or a dangling link is bad input (exit 2) that says so, not an
+/// OS error ("File exists" for a dangling link) with exit 1; nothing is made.
+#[test]
+fn a_demo_dir_that_is_a_file_or_a_dangling_link_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a file");
+    std::fs::write(&file, "x").unwrap();
+    let link = tmp.path().join("a link");
+    std::os::unix::fs::symlink(tmp.path().join("nowhere"), &link).unwrap();
+    for dir in [&file, &link] {
+        let out = std::process::Command::new(RUNNER)
+            .args(["demo", "--dir"])
+            .arg(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains("is not a folder"), "{}", stderr(&out));
+    }
+    assert!(!tmp.path().join("nowhere").exists());
+}
