@@ -26,16 +26,29 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     // PATH), and every command shown names it the same way.
     let exe = std::env::current_exe().context("finding the runner binary")?;
     let mut number = 0;
+    let mut made: Option<PathBuf> = None;
     let report = crate::ops::demo::demo(
         DemoOptions { dir: args.dir, exe },
         &mut |event| match event {
-            DemoEvent::Ready { dir, spec } => eprintln!("{}", render_ready(dir, spec).trim_end()),
+            DemoEvent::Ready { dir, spec } => {
+                made = Some(dir.to_path_buf());
+                eprintln!("{}", render_ready(dir, spec).trim_end());
+            }
             DemoEvent::Step(step) => {
                 number += 1;
                 eprintln!("{}", render_step(number, step).trim_end());
             }
         },
-    )?;
+    );
+    let report = match (report, made) {
+        (Ok(report), _) => report,
+        (Err(e), Some(dir)) => {
+            // A demo cut short still says where its folder is and how to remove it.
+            eprintln!("{}", render_left_behind(&dir));
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
     if args.json {
         super::print_json(&serde_json::to_value(&report)?)?;
     } else {
@@ -47,6 +60,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
 /// The hidden `runner demo-agent`: what it says goes to its session's log.
 pub fn agent() -> anyhow::Result<i32> {
     crate::ops::demo::demo_agent(&mut |line| println!("{line}"))
+}
+
+/// Where a demo that did not finish left its folder, and the command that removes it.
+fn render_left_behind(dir: &std::path::Path) -> String {
+    let dir = crate::sh(dir.to_string_lossy());
+    format!("\nThe demo did not finish; its folder stays: {dir}\n  remove it with: rm -rf {dir}")
 }
 
 fn render_ready(dir: &std::path::Path, spec: &str) -> String {

@@ -16,7 +16,9 @@ pub(super) fn locked_spec(
     let paths = ws.spec(&name)?;
     let run_id = crate::store::ids::run_id();
     let holder = guard::new_holder(&run_id, Some(&name));
-    let lock = guard::take(&paths.run_lock, &holder, guard::Patience::Once, || {
+    // A moment, not one try: `status` and other probes hold this lock for an instant, and a
+    // merge started then must not be refused naming a run that ended long ago.
+    let lock = guard::take(&paths.run_lock, &holder, guard::Patience::Moment, || {
         format!("spec {name} is being run, so {what} did not start (nothing was changed)")
     })?;
     let journal = Journal::new(&paths.dir, &run_id);

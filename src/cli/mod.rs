@@ -91,24 +91,35 @@ pub enum Command {
 /// Run the parsed command; returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     apply_globals(&cli)?;
-    let cwd = std::env::current_dir()?;
+    // Read only by the commands that need it: the demo, completions and the man page work in
+    // a current folder that was removed since.
+    let cwd = current_dir;
     match cli.command {
-        Command::Run(args) => run::run(&cwd, args),
-        Command::Recover(args) => recover::run(&cwd, args),
-        Command::Status(args) => status::run(&cwd, args),
-        Command::Review(args) => review::review(&cwd, args),
-        Command::Merge(args) => merge::merge_cmd(&cwd, args),
-        Command::Discard(args) => discard::discard_cmd(&cwd, args),
-        Command::Undo(args) => undo::undo_cmd(&cwd, args),
-        Command::Gc(args) => gc::gc_cmd(&cwd, args),
-        Command::Init(args) => init::run(&cwd, args),
-        Command::Config(args) => config::run(&cwd, args),
+        Command::Run(args) => run::run(&cwd()?, args),
+        Command::Recover(args) => recover::run(&cwd()?, args),
+        Command::Status(args) => status::run(&cwd()?, args),
+        Command::Review(args) => review::review(&cwd()?, args),
+        Command::Merge(args) => merge::merge_cmd(&cwd()?, args),
+        Command::Discard(args) => discard::discard_cmd(&cwd()?, args),
+        Command::Undo(args) => undo::undo_cmd(&cwd()?, args),
+        Command::Gc(args) => gc::gc_cmd(&cwd()?, args),
+        Command::Init(args) => init::run(&cwd()?, args),
+        Command::Config(args) => config::run(&cwd()?, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
-        Command::Chunk(cmd) => chunk::run(&cwd, cmd),
+        Command::Chunk(cmd) => chunk::run(&cwd()?, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => demo::agent(),
     }
+}
+
+/// The folder runner was started in (or `-C`'s): one that was removed since is said plainly.
+fn current_dir() -> anyhow::Result<std::path::PathBuf> {
+    std::env::current_dir().map_err(|e| {
+        crate::error::RunnerError::bad_input(format!("the current folder cannot be used: {e}"))
+            .with_hint("cd to your project's folder (it may have been removed), or pass -C DIR")
+            .into()
+    })
 }
 
 /// The global flags, before anything else looks at the directory or prints: `-C` first (so

@@ -65,9 +65,11 @@ pub fn settle_existing_work(
 ) -> anyhow::Result<Choice> {
     let (ws, paths, base) = (prepared.workspace(), prepared.paths(), prepared.base());
     let Some(work) = existing_work(ws, paths, base)? else {
+        prepared.write_repin()?;
         return Ok(Choice::Continue);
     };
     if opts.auto_continue {
+        prepared.write_repin()?;
         return Ok(Choice::Continue);
     }
     let asker = if opts.yes { &NeverAsk } else { asker };
@@ -82,8 +84,13 @@ pub fn settle_existing_work(
     let reporter = prepared.reporter();
     loop {
         match asker.existing_work(&question)? {
-            WorkAnswer::Continue => return Ok(Choice::Continue),
+            WorkAnswer::Continue => {
+                prepared.write_repin()?;
+                return Ok(Choice::Continue);
+            }
             WorkAnswer::Merge => {
+                // The work merges into the confirmed base.
+                prepared.write_repin()?;
                 let mode = super::merge::MergeMode::Merge;
                 let outcome = super::merge::merge(ws, paths, mode, false, prepared.journal())?;
                 reporter.line(match &outcome.commit {
@@ -99,6 +106,7 @@ pub fn settle_existing_work(
             }
             WorkAnswer::Discard => {
                 if asker.confirm_discard(spec)? {
+                    prepared.write_repin()?;
                     let outcome = super::discard::discard(ws, paths, prepared.journal())?;
                     reporter.line(format!(
                         "Discarded; backup {}. Undo with `runner undo --spec {}`. Starting fresh.",

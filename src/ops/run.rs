@@ -25,7 +25,9 @@ pub fn run(
             Ok(super::choice::Choice::Merged) => prepared.merged(),
             Ok(_) => prepared.execute().await,
             Err(e) => {
-                // Cancelled, or no terminal to ask on: "nothing was changed" must hold.
+                // Cancelled, or no terminal to ask on: "nothing was changed" must hold. (A
+                // confirmed re-pin is written only once every question is answered, so a
+                // signal that ends runner at a question leaves the pin as it was.)
                 prepared.undo_repin()?;
                 Err(e)
             }

@@ -21,6 +21,7 @@ mod plan_reference;
 mod recover;
 mod resolver;
 mod review_layers;
+mod review_regress;
 mod run;
 mod shutdown;
 mod slotfix;

@@ -3,12 +3,13 @@
 use super::*;
 use crate::store::event::{self as ev, Event};
 
-/// The spec's pinned base branch is gone and `--base-branch` names another: pin that one, once
-/// the user confirmed (through `asker`, or `--yes`). Its work will merge there.
-pub(super) fn repin_base(
+/// The spec's pinned base branch is gone and `--base-branch` names another: may it be pinned
+/// to that one (asked through `asker`, or `--yes`)? Its work will then merge there. Nothing is
+/// written yet: the pin changes only once the run goes ahead ([`write_repin`]), so a question
+/// cut off by a signal (which ends runner at once) leaves the old pin in place.
+pub(super) fn confirm_repin(
     ws: &Workspace,
     paths: &SpecPaths,
-    journal: &Journal,
     from: &str,
     to: &str,
     yes: bool,
@@ -29,6 +30,16 @@ pub(super) fn repin_base(
     if !yes && !asker.confirm_repin(&question)? {
         return Err(RunnerError::Cancelled.into());
     }
+    Ok(())
+}
+
+/// Pin the confirmed new base in the plan, journaled.
+pub(super) fn write_repin(
+    paths: &SpecPaths,
+    journal: &Journal,
+    from: &str,
+    to: &str,
+) -> anyhow::Result<()> {
     paths.plan.update(|plan| {
         plan.set_field("base_branch", Value::String(to.to_string()));
         Ok(())

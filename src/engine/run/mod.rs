@@ -36,7 +36,7 @@ use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
 use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{Journal, LockState, lock};
-use base::{repin_base, undo_repin};
+use base::{confirm_repin, undo_repin, write_repin};
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use interrupted::{interrupted_specs, recover_options};
 use session::read_report;

@@ -189,7 +189,8 @@ impl Switch<'_> {
     async fn settle_other_spec(&self, other_spec: &str) -> anyhow::Result<FileLock> {
         let (ws, slot, spec) = (self.ws, self.slot, self.spec);
         let other = ws.spec(other_spec)?;
-        let Some(other_lock) = guard::try_take(&other.run_lock, Patience::Once)? else {
+        // A moment: a `status` probe of that spec holds its lock for an instant.
+        let Some(other_lock) = guard::try_take(&other.run_lock, Patience::Moment)? else {
             return Err(guard::busy(
                 &other.run_lock,
                 &format!(

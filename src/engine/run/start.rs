@@ -27,8 +27,11 @@ pub struct Prepared {
     existing: Option<Plan>,
     base: String,
     base_tip: crate::git::Oid,
-    /// The pin a confirmed re-pin replaced: put back if the run does not go ahead after all.
+    /// The pin a confirmed re-pin replaces: written once the run goes ahead
+    /// ([`Prepared::write_repin`]), put back if it does not after all.
     repinned_from: Option<String>,
+    /// Whether that re-pin is written to the plan yet.
+    repin_written: std::cell::Cell<bool>,
 }
 
 /// What the run will work on, resolved before anything is written.
@@ -76,8 +79,7 @@ pub async fn prepare(
     )
     .await?;
     let existing = runnable_plan(&paths)?;
-    let (base, repinned_from) =
-        choose_base(&ws, &config, &paths, &existing, opts, &journal, asker)?;
+    let (base, repinned_from) = choose_base(&ws, &config, &paths, &existing, opts, asker)?;
     let base_tip = base_tip(&ws, &paths, &existing, &base)?;
     Ok(Prepared {
         ws,
@@ -94,6 +96,7 @@ pub async fn prepare(
         base,
         base_tip,
         repinned_from,
+        repin_written: std::cell::Cell::new(false),
     })
 }
 
@@ -238,15 +241,14 @@ fn runnable_plan(paths: &SpecPaths) -> anyhow::Result<Option<Plan>> {
     Ok(existing)
 }
 
-/// The base the run builds on (`policy::choose_base`), re-pinned once confirmed; with the pin
-/// it replaced.
+/// The base the run builds on (`policy::choose_base`), a re-pin confirmed (not yet written);
+/// with the pin it replaces.
 fn choose_base(
     ws: &Workspace,
     config: &Config,
     paths: &SpecPaths,
     existing: &Option<Plan>,
     opts: &RunOptions,
-    journal: &Journal,
     asker: &dyn Asker,
 ) -> anyhow::Result<(String, Option<String>)> {
     let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
@@ -263,7 +265,7 @@ fn choose_base(
     Ok(match choice {
         policy::BaseChoice::Use(base) => (base, None),
         policy::BaseChoice::Repin { from, to } => {
-            repin_base(ws, paths, journal, &from, &to, opts.yes, asker)?;
+            confirm_repin(ws, paths, &from, &to, opts.yes, asker)?;
             (to, Some(from))
         }
     })
@@ -321,8 +323,24 @@ impl Prepared {
     /// must hold, so a re-pin made for it is undone.
     pub fn undo_repin(&self) -> anyhow::Result<()> {
         match &self.repinned_from {
-            Some(from) => undo_repin(&self.paths, &self.journal, from, &self.base),
-            None => Ok(()),
+            Some(from) if self.repin_written.get() => {
+                undo_repin(&self.paths, &self.journal, from, &self.base)?;
+                self.repin_written.set(false);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The run goes ahead (every question is answered): pin the confirmed new base, once.
+    pub fn write_repin(&self) -> anyhow::Result<()> {
+        match &self.repinned_from {
+            Some(from) if !self.repin_written.get() => {
+                write_repin(&self.paths, &self.journal, from, &self.base)?;
+                self.repin_written.set(true);
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 

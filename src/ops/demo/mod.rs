@@ -112,6 +112,9 @@ pub fn demo(opts: DemoOptions, sink: &mut dyn FnMut(DemoEvent)) -> anyhow::Resul
     })
 }
 
+/// What to do about a `--dir` the demo cannot use.
+const NEW_DIR_HINT: &str = "give --dir a path that does not exist yet, or leave --dir out";
+
 /// `dir`, or a new folder in the temp dir; created, empty, absolute.
 fn prepare_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let dir = match dir {
@@ -124,11 +127,20 @@ fn prepare_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     };
     printable(&dir, DIR)?;
     let at = crate::store::at(&dir);
+    if std::fs::symlink_metadata(&dir).is_ok() && !dir.is_dir() {
+        return Err(RunnerError::bad_input(format!(
+            "{} is not a folder; the demo needs a new or empty folder",
+            dir.display()
+        ))
+        .with_hint(NEW_DIR_HINT)
+        .into());
+    }
     if dir.exists() && std::fs::read_dir(&dir).map_err(at)?.next().is_some() {
         return Err(RunnerError::bad_input(format!(
             "{} is not empty; the demo needs a new folder",
             dir.display()
         ))
+        .with_hint(NEW_DIR_HINT)
         .into());
     }
     std::fs::create_dir_all(&dir).map_err(crate::store::at(&dir))?;
