@@ -20,6 +20,7 @@ mod plan_compat;
 mod plan_reference;
 mod recover;
 mod resolver;
+mod review_cli;
 mod run;
 mod shutdown;
 mod slotfix;
