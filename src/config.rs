@@ -166,11 +166,10 @@ impl Config {
             }
         };
         let invalid = |e: toml::de::Error| {
-            RunnerError::bad_input(format!(
-                "invalid config {}: {e}\n`runner init --force` writes a fresh one with every key \
-                 and its default (the old one is replaced).",
-                path.display()
-            ))
+            RunnerError::bad_input(format!("invalid config {}: {e}", path.display())).with_hint(
+                "`runner init --force` writes a fresh one with every key and its default (the \
+                 old one is replaced)",
+            )
         };
         // The typed parse and its checks first: they name the key (`agent.max_log_bytes`) and
         // its line, and take any u64 (the untyped table below holds only i64).

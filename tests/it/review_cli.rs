@@ -22,3 +22,39 @@ fn the_man_page_covers_the_chunk_subcommands() {
         assert!(page.contains(wanted), "the man page lacks {wanted:?}");
     }
 }
+
+/// The error `runner ARGS` printed on stderr, which must exit with `code`: its message and
+/// its hints (the `  hint: ` lines).
+fn text_error(repo: &TestRepo, args: &[&str], code: i32) -> (String, Vec<String>) {
+    let out = repo.runner(args);
+    assert_exit(&out, code);
+    let text = stderr(&out);
+    let mut parts = text.split("\n  hint: ");
+    let message = parts.next().unwrap().to_string();
+    (message, parts.map(|h| h.trim_end().to_string()).collect())
+}
+
+/// The advice is a hint, not part of the message: `init` onto an existing config, an invalid
+/// config, an `undo` with nothing to undo.
+#[test]
+fn advice_is_a_hint_not_fused_into_the_message() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-a");
+    assert_exit(&repo.runner(&["init"]), 0);
+    let cases: [(&[&str], &str); 3] = [
+        (&["init"], "runner init --force"),
+        (&["config"], "runner init --force"),
+        (&["undo", "--spec", "001-a"], "runner undo --list"),
+    ];
+    for (args, advice) in cases {
+        if args == ["config"] {
+            repo.write_config("[run]\nmax_attempts = \"three\"\n");
+        }
+        let (message, hints) = text_error(&repo, args, 2);
+        assert!(!message.contains(advice), "{args:?}: advice in {message:?}");
+        assert!(
+            hints.iter().any(|h| h.contains(advice)),
+            "{args:?}: no hint {advice:?}: {hints:?}"
+        );
+    }
+}
