@@ -58,3 +58,35 @@ fn advice_is_a_hint_not_fused_into_the_message() {
         );
     }
 }
+
+/// With `-C DIR`, a command printed in a hint runs where the user typed it: it carries the
+/// same `-C DIR` (the hint, copied into a shell in the folder runner was started from, works).
+#[test]
+fn hints_carry_the_directory_given_with_dash_c() {
+    let repo = TestRepo::in_folder("my app");
+    repo.add_spec("001-a");
+    let parent = repo.root.parent().unwrap();
+    let out = Command::new(RUNNER)
+        .args(["-C", "my app", "undo", "--spec", "001-a"])
+        .current_dir(parent)
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let text = stderr(&out);
+    let hint = text
+        .lines()
+        .find_map(|l| l.strip_prefix("  hint: "))
+        .unwrap_or_else(|| panic!("no hint: {text}"));
+    let command = hint.split('`').nth(1).unwrap();
+    assert_eq!(command, "runner -C 'my app' undo --list", "{hint}");
+    // As a person would: pasted into a shell, in the folder runner was started from.
+    let bin_dir = std::path::Path::new(RUNNER).parent().unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let pasted = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(parent)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_exit(&pasted, 0);
+}
