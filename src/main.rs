@@ -1,5 +1,3 @@
-use std::io::IsTerminal;
-
 use clap::Parser;
 
 use runner::cli::{Cli, carry_directory, dispatch, print_error_json, wants_json};
@@ -12,6 +10,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
+    // Before the log: its lines are coloured by the same choice as everything else.
+    runner::cli::style::init(cli.color);
     init_logging(cli.verbose);
     let json = wants_json(&cli.command);
     let directory = cli.directory.clone();
@@ -90,8 +90,9 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| QuietStderr)
-        // Colour codes only for a person's terminal, never into a file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal())
+        // Colour as `--color` and NO_COLOR decide for stderr: by default only for a person's
+        // terminal, never into a file or a pipe.
+        .with_ansi(runner::cli::style::for_stderr().enabled())
         // The subscriber's own report of a failed write is an eprintln!, which panics on a
         // closed stderr; QuietStderr never fails, and this keeps the report off anyway.
         .log_internal_errors(false)

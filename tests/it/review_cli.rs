@@ -90,3 +90,49 @@ fn hints_carry_the_directory_given_with_dash_c() {
         .unwrap();
     assert_exit(&pasted, 0);
 }
+
+/// The log lines of `-v`/`-vv` follow `--color` and `NO_COLOR` like the rest: on a terminal
+/// with NO_COLOR (or `--color never`) they are plain.
+#[test]
+fn log_lines_on_a_terminal_respect_no_color_and_color_never() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("001-a");
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    let screen = |args: &[&str], no_color: Option<&str>| {
+        let mut cmd = Command::new(RUNNER);
+        cmd.args(args)
+            .args(["-vv", "chunk", "done", "core-a", "--spec", "001-a"])
+            .current_dir(&repo.root)
+            .env("TERM", "xterm")
+            .env_remove("RUST_LOG")
+            .env_remove("RUNNER_SESSION_ID");
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let mut s = OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        let found = s.expect(Eof).unwrap();
+        let mut text = String::from_utf8_lossy(found.before()).into_owned();
+        for m in found.matches() {
+            text.push_str(&String::from_utf8_lossy(m));
+        }
+        text
+    };
+    let coloured = screen(&[], None);
+    assert!(
+        coloured.contains("writing plan") && coloured.contains("\x1b["),
+        "{coloured:?}"
+    );
+    for (args, no_color) in [(&[][..], Some("1")), (&["--color", "never"][..], None)] {
+        let plain = screen(args, no_color);
+        assert!(plain.contains("writing plan"), "{plain:?}");
+        assert!(!plain.contains('\x1b'), "{args:?} {no_color:?}: {plain:?}");
+    }
+}
