@@ -136,3 +136,49 @@ fn log_lines_on_a_terminal_respect_no_color_and_color_never() {
         assert!(!plain.contains('\x1b'), "{args:?} {no_color:?}: {plain:?}");
     }
 }
+
+/// A slot on a branch that is not runner's, with uncommitted changes: the ways out are hints,
+/// and each command in them works when pasted, even with a space in the repository's path.
+#[test]
+fn a_foreign_dirty_slot_hints_commands_that_work_when_pasted() {
+    let repo = TestRepo::in_folder("my app");
+    repo.add_spec("001-a");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        ".worktrees/auto-claude",
+    ]);
+    repo.write(".worktrees/auto-claude/dirty.txt", "mine\n");
+    let (message, hints) = text_error(
+        &repo,
+        &[
+            "run",
+            "--spec",
+            "001-a",
+            "--agent-command",
+            &fixture("fake-agent").display().to_string(),
+        ],
+        2,
+    );
+    assert!(message.contains("dirty.txt"), "{message}");
+    assert!(
+        !message.contains("git -C"),
+        "advice in the message: {message}"
+    );
+    let keep = hints
+        .iter()
+        .find_map(|h| h.strip_prefix("keep them: "))
+        .unwrap_or_else(|| panic!("no `keep them` hint: {hints:?}"));
+    let pasted = Command::new("sh")
+        .args(["-c", keep.trim()])
+        .current_dir(repo.tmp.path())
+        .output()
+        .unwrap();
+    assert_exit(&pasted, 0);
+    let wt = repo.worktree();
+    assert_eq!(git_in(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(git_in(&wt, &["log", "-1", "--format=%s"]).trim(), "wip");
+}

@@ -249,10 +249,22 @@ impl Switch<'_> {
         }
         let Some(other_spec) = other_spec else {
             // Not a runner branch: runner has no spec to keep the changes for.
-            let wt = slot.path.display();
+            // Quoted: the hints are commands to paste, and the path may hold a space.
+            let wt = crate::sh(slot.path.display().to_string());
             return Err(RunnerError::bad_input(format!(
-                "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
+                "the slot {} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them",
+                slot.path.display(),
                 dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+            ))
+            .with_hint(format!(
+                "keep them: git -C {wt} add -A && git -C {wt} commit -m wip"
+            ))
+            .with_hint(format!(
+                "drop them: git -C {wt} reset --hard && git -C {wt} clean -fd"
+            ))
+            .with_hint(format!(
+                "or build {spec} in another slot: runner run --spec {} --slot NAME",
+                crate::sh(spec)
             ))
             .into());
         };
