@@ -159,10 +159,14 @@ impl Config {
                 return Ok((Config::default(), None));
             }
             Err(e) => {
-                return Err(RunnerError::bad_input(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )));
+                let mut err =
+                    RunnerError::bad_input(format!("cannot read {}: {e}", path.display()));
+                // A refusal (a FIFO, a link) carries its advice: keep it.
+                let refused = e.get_ref().and_then(|i| i.downcast_ref::<RunnerError>());
+                for hint in refused.map(RunnerError::hints).unwrap_or_default() {
+                    err = err.with_hint(hint.clone());
+                }
+                return Err(err);
             }
         };
         let invalid = |e: toml::de::Error| {

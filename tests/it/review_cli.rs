@@ -182,3 +182,32 @@ fn a_foreign_dirty_slot_hints_commands_that_work_when_pasted() {
     assert_eq!(git_in(&wt, &["status", "--porcelain"]), "");
     assert_eq!(git_in(&wt, &["log", "-1", "--format=%s"]).trim(), "wip");
 }
+
+/// A FIFO where the config should be: the refusal says what is wrong, and the hint is a
+/// command that removes it when pasted, even with a space in the path.
+#[test]
+fn a_refused_file_hints_a_quoted_command_that_works_when_pasted() {
+    let repo = TestRepo::in_folder("my app");
+    let config = repo.path(".auto-claude/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(&config).status().unwrap();
+    assert!(made.success());
+    let (message, hints) = text_error(&repo, &["config"], 2);
+    assert!(message.contains("not a regular file"), "{message}");
+    assert!(
+        !message.contains("emove it"),
+        "advice in the message: {message}"
+    );
+    let rm = hints
+        .iter()
+        .find_map(|h| h.split('`').nth(1).filter(|c| c.starts_with("rm ")))
+        .unwrap_or_else(|| panic!("no `rm …` hint: {hints:?}"));
+    let pasted = Command::new("sh")
+        .args(["-c", rm])
+        .current_dir(repo.tmp.path())
+        .output()
+        .unwrap();
+    assert_exit(&pasted, 0);
+    assert!(std::fs::symlink_metadata(&config).is_err(), "{rm} left it");
+    assert_exit(&repo.runner(&["config"]), 0);
+}
