@@ -29,10 +29,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let report = crate::ops::demo::demo(
         DemoOptions { dir: args.dir, exe },
         &mut |event| match event {
-            DemoEvent::Ready { dir, spec } => eprintln!("{}", render_ready(dir, spec).trim_end()),
+            // The narration is informational: `-q` leaves it out (the summary stays).
+            DemoEvent::Ready { dir, spec } => super::info(render_ready(dir, spec).trim_end()),
             DemoEvent::Step(step) => {
                 number += 1;
-                eprintln!("{}", render_step(number, step).trim_end());
+                super::info(render_step(number, step).trim_end());
             }
         },
     )?;

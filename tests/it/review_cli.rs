@@ -211,3 +211,20 @@ fn a_refused_file_hints_a_quoted_command_that_works_when_pasted() {
     assert!(std::fs::symlink_metadata(&config).is_err(), "{rm} left it");
     assert_exit(&repo.runner(&["config"]), 0);
 }
+
+/// `-q` holds for the demo too: its narration on stderr is informational; the summary on
+/// stdout stays.
+#[test]
+fn a_quiet_demo_prints_nothing_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let out = Command::new(RUNNER)
+        .args(["-q", "demo", "--dir"])
+        .arg(&dir)
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(stderr(&out), "");
+    assert!(stdout(&out).contains("rm -rf"), "{}", stdout(&out));
+}
