@@ -181,6 +181,16 @@ fn a_foreign_dirty_slot_hints_commands_that_work_when_pasted() {
     let wt = repo.worktree();
     assert_eq!(git_in(&wt, &["status", "--porcelain"]), "");
     assert_eq!(git_in(&wt, &["log", "-1", "--format=%s"]).trim(), "wip");
+    // The other way out runs the same agent: without --agent-command there may be none.
+    let agent = fixture("fake-agent").display().to_string();
+    let elsewhere = hints
+        .iter()
+        .find(|h| h.contains("--slot NAME"))
+        .unwrap_or_else(|| panic!("no --slot hint: {hints:?}"));
+    assert!(
+        elsewhere.contains(&format!("--agent-command {agent}")),
+        "{elsewhere}"
+    );
 }
 
 /// A FIFO where the config should be: the refusal says what is wrong, and the hint is a

@@ -13,6 +13,7 @@ pub(super) async fn prepare_slot(
     base_tip: crate::git::Oid,
     journal: &Journal,
     reporter: &Reporter,
+    agent_flag: Option<&str>,
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
@@ -68,6 +69,7 @@ pub(super) async fn prepare_slot(
                 branch: &branch,
                 journal,
                 reporter,
+                agent_flag,
             };
             switch.from(held).await
         }
@@ -141,6 +143,18 @@ struct Switch<'a> {
     branch: &'a str,
     journal: &'a Journal,
     reporter: &'a Reporter,
+    /// The run's `--agent-command`, for the commands its refusals print.
+    agent_flag: Option<&'a str>,
+}
+
+impl Switch<'_> {
+    /// The command that builds the spec in another slot, as this run was started.
+    fn elsewhere(&self) -> String {
+        format!(
+            "{} --slot NAME",
+            crate::engine::run::run_again_command(self.spec, self.agent_flag, false)
+        )
+    }
 }
 
 impl Switch<'_> {
@@ -203,8 +217,8 @@ impl Switch<'_> {
                 slot.path.display()
             ))
             .with_hint(format!(
-                "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
-                crate::sh(spec)
+                "sort out {other_spec} first, or build {spec} in another slot: {}",
+                self.elsewhere()
             ))
             .into()
         };
@@ -263,8 +277,8 @@ impl Switch<'_> {
                 "drop them: git -C {wt} reset --hard && git -C {wt} clean -fd"
             ))
             .with_hint(format!(
-                "or build {spec} in another slot: runner run --spec {} --slot NAME",
-                crate::sh(spec)
+                "or build {spec} in another slot: {}",
+                self.elsewhere()
             ))
             .into());
         };

@@ -350,6 +350,7 @@ impl Prepared {
             self.base_tip,
             &self.journal,
             &self.reporter,
+            self.opts.agent_command.as_deref(),
         )
         .await?;
         crate::failpoint::hit("after_prepare_slot");
