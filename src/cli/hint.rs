@@ -5,7 +5,8 @@ use clap::CommandFactory;
 
 /// `hint` with `-C <dir>` (quoted for a POSIX shell) after every `runner` that starts a
 /// command line naming one of runner's commands (`runner recover …`, `` `runner undo --list` ``).
-/// A `runner` followed by anything else (prose, or an explicit `-C` already) is left alone.
+/// A `runner` followed by anything else (prose, `-C`), or whose command line names `-C`
+/// already, is left alone.
 pub fn with_directory(hint: &str, dir: &str, commands: &[String]) -> String {
     let flag = format!("runner -C {} ", crate::sh(dir));
     let mut out = String::with_capacity(hint.len() + flag.len());
@@ -22,7 +23,11 @@ pub fn with_directory(hint: &str, dir: &str, commands: &[String]) -> String {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
             .collect();
-        if word_start && commands.contains(&word) {
+        // The rest of this command line (to its closing backtick): one that names a
+        // directory already (the typed command line, repeated) must not get a second -C.
+        let line = after.split('`').next().unwrap_or_default();
+        let has_dir = line.split_whitespace().any(|w| w.starts_with("-C"));
+        if word_start && commands.contains(&word) && !has_dir {
             out.push_str(&flag);
         } else {
             out.push_str("runner ");
@@ -78,6 +83,11 @@ mod tests {
             "runner -C 'my app' review --spec b"
         );
         assert_eq!(w("the-runner run x"), "the-runner run x");
+        // -C after the command (a typed command line repeated): left as it is.
+        assert_eq!(
+            w("runner review -C 'my app' --spec b"),
+            "runner review -C 'my app' --spec b"
+        );
         assert_eq!(
             w("`runner recover --spec x` then `runner run --spec x`"),
             "`runner -C 'my app' recover --spec x` then `runner -C 'my app' run --spec x`"

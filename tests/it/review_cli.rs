@@ -89,6 +89,19 @@ fn hints_carry_the_directory_given_with_dash_c() {
         .output()
         .unwrap();
     assert_exit(&pasted, 0);
+    // -C after the command: the typed command line, repeated in a hint, gets no second -C.
+    repo.add_spec("002-b");
+    let out = Command::new(RUNNER)
+        .args(["review", "-C", "my app"])
+        .current_dir(parent)
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let text = stderr(&out);
+    assert!(
+        text.contains("  hint: runner review -C 'my app' --spec 001-a\n"),
+        "{text}"
+    );
 }
 
 /// The log lines of `-v`/`-vv` follow `--color` and `NO_COLOR` like the rest: on a terminal
