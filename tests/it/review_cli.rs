@@ -251,3 +251,44 @@ fn a_quiet_demo_prints_nothing_on_stderr() {
     assert_eq!(stderr(&out), "");
     assert!(stdout(&out).contains("rm -rf"), "{}", stdout(&out));
 }
+
+/// `run`'s refusals of a base branch and of an agent that cannot start keep the fact in the
+/// message and the way out in a hint.
+#[test]
+fn run_refusals_keep_their_advice_in_hints() {
+    let repo = repo_with_fixture_plan("001-a");
+    let (message, hints) = text_error(
+        &repo,
+        &[
+            "run",
+            "--spec",
+            "001-a",
+            "--agent-command",
+            "/nonexistent/agent",
+        ],
+        2,
+    );
+    assert!(message.contains("cannot start"), "{message}");
+    assert!(!message.contains("Check the agent"), "advice in: {message}");
+    assert!(
+        hints.iter().any(|h| h.contains("--agent-command")),
+        "{hints:?}"
+    );
+    let repo = repo_with_fixture_plan("001-a");
+    repo.git(&["checkout", "-q", "--detach"]);
+    std::fs::remove_file(repo.plan_path("001-a")).unwrap();
+    let (message, hints) = text_error(
+        &repo,
+        &["run", "--spec", "001-a", "--agent-command", "/bin/true"],
+        2,
+    );
+    assert!(message.contains("HEAD is detached"), "{message}");
+    assert!(
+        !message.contains("Pass --base-branch"),
+        "advice in: {message}"
+    );
+    assert!(
+        hints.iter().any(|h| h.contains("--base-branch")),
+        "{hints:?}"
+    );
+}

@@ -258,7 +258,7 @@ fn choose_base(
         checked_out: checked_out.as_deref(),
         no_commits: crate::git::history::has_no_commits(&ws.main.repo),
     })
-    .map_err(RunnerError::BadInput)?;
+    .map_err(|r| RunnerError::bad_input(r.fact).with_hint(r.advice))?;
     Ok(match choice {
         policy::BaseChoice::Use(base) => (base, None),
         policy::BaseChoice::Repin { from, to } => {
