@@ -159,18 +159,21 @@ impl Config {
                 return Ok((Config::default(), None));
             }
             Err(e) => {
-                return Err(RunnerError::bad_input(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )));
+                let mut err =
+                    RunnerError::bad_input(format!("cannot read {}: {e}", path.display()));
+                // A refusal (a FIFO, a link) carries its advice: keep it.
+                let refused = e.get_ref().and_then(|i| i.downcast_ref::<RunnerError>());
+                for hint in refused.map(RunnerError::hints).unwrap_or_default() {
+                    err = err.with_hint(hint.clone());
+                }
+                return Err(err);
             }
         };
         let invalid = |e: toml::de::Error| {
-            RunnerError::bad_input(format!(
-                "invalid config {}: {e}\n`runner init --force` writes a fresh one with every key \
-                 and its default (the old one is replaced).",
-                path.display()
-            ))
+            RunnerError::bad_input(format!("invalid config {}: {e}", path.display())).with_hint(
+                "`runner init --force` writes a fresh one with every key and its default (the \
+                 old one is replaced)",
+            )
         };
         // The typed parse and its checks first: they name the key (`agent.max_log_bytes`) and
         // its line, and take any u64 (the untyped table below holds only i64).

@@ -1,8 +1,6 @@
-use std::io::IsTerminal;
-
 use clap::Parser;
 
-use runner::cli::{Cli, dispatch, print_error_json, wants_json};
+use runner::cli::{Cli, carry_directory, dispatch, print_error_json, wants_json};
 use runner::error::ErrorReport;
 
 // mimalloc: the plan is parsed into many small JSON nodes and freed again on every
@@ -12,11 +10,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
+    // Before the log: its lines are coloured by the same choice as everything else.
+    runner::cli::style::init(cli.color);
     init_logging(cli.verbose);
     let json = wants_json(&cli.command);
+    let directory = cli.directory.clone();
     let code = match dispatch(cli) {
         Ok(code) => code,
-        Err(err) => report_error(&err, json),
+        Err(err) => report_error(&err, json, directory.as_deref()),
     };
     std::process::exit(code);
 }
@@ -52,8 +53,9 @@ fn usage_error(e: clap::Error) -> ! {
 }
 
 /// Render an error once: `runner: <message>` and its hints on stderr, and with `--json` also
-/// the error object on stdout (docs/json.md). Returns the exit code.
-fn report_error(err: &anyhow::Error, json: bool) -> i32 {
+/// the error object on stdout (docs/json.md). A command in a hint carries `-C DIR` when the
+/// user gave it, so it runs as printed from where they are. Returns the exit code.
+fn report_error(err: &anyhow::Error, json: bool, directory: Option<&std::path::Path>) -> i32 {
     let mut report = ErrorReport::of(err);
     if report.kind == "interrupted" {
         // The signal's context says nothing new; how to go on does.
@@ -65,6 +67,7 @@ fn report_error(err: &anyhow::Error, json: bool) -> i32 {
                 None => "run it again to resume where it stopped".into(),
             });
     }
+    carry_directory(&mut report.hints, directory);
     // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
     runner::write_quietly(
         &mut std::io::stderr().lock(),
@@ -87,8 +90,9 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| QuietStderr)
-        // Colour codes only for a person's terminal, never into a file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal())
+        // Colour as `--color` and NO_COLOR decide for stderr: by default only for a person's
+        // terminal, never into a file or a pipe.
+        .with_ansi(runner::cli::style::for_stderr().enabled())
         // The subscriber's own report of a failed write is an eprintln!, which panics on a
         // closed stderr; QuietStderr never fails, and this keeps the report off anyway.
         .log_internal_errors(false)

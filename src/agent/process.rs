@@ -101,9 +101,9 @@ pub async fn run_child(
     // output would never reach end-of-file.
     drop(cmd);
     let mut child = spawned.map_err(|e| {
-        crate::error::RunnerError::bad_input(format!(
-            "cannot start {program:?}: {e}. Check the agent command ([agent] command in .auto-claude/config.toml or --agent-command)"
-        ))
+        crate::error::RunnerError::bad_input(format!("cannot start {program:?}: {e}")).with_hint(
+            "check the agent command ([agent] command in .auto-claude/config.toml, or --agent-command)",
+        )
     })?;
     let watch = spec.watch_for.as_deref().unwrap_or("").as_bytes();
     let capture = Capture::start(reader, CappedLog::new(log, spec.max_log_bytes, watch));

@@ -51,11 +51,17 @@ pub fn man() -> anyhow::Result<i32> {
 /// what `runner CMD --help` would.
 fn render_commands(cmd: &clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
     out.extend_from_slice(b".SH COMMANDS\n");
+    render_subcommands(cmd, "runner", out)
+}
+
+/// Each visible subcommand of `cmd` (named `prefix SUB`), then its own subcommands in turn:
+/// `runner chunk done|fail|show` get their flags described like the others.
+fn render_subcommands(cmd: &clap::Command, prefix: &str, out: &mut Vec<u8>) -> std::io::Result<()> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("runner {}", sub.get_name());
-        let sub = sub.clone().bin_name(name.clone());
+        let name = format!("{prefix} {}", sub.get_name());
+        let page_cmd = sub.clone().bin_name(name.clone());
         out.extend_from_slice(format!(".SS \"{name}\"\n").as_bytes());
-        let page = clap_mangen::Man::new(sub);
+        let page = clap_mangen::Man::new(page_cmd);
         let mut section = Vec::new();
         page.render_synopsis_section(&mut section)?;
         page.render_description_section(&mut section)?;
@@ -72,6 +78,7 @@ fn render_commands(cmd: &clap::Command, out: &mut Vec<u8>) -> std::io::Result<()
             out.extend_from_slice(line.as_bytes());
             out.push(b'\n');
         }
+        render_subcommands(sub, &name, out)?;
     }
     Ok(())
 }

@@ -30,13 +30,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let report = crate::ops::demo::demo(
         DemoOptions { dir: args.dir, exe },
         &mut |event| match event {
+            // The narration is informational: `-q` leaves it out (the summary stays).
             DemoEvent::Ready { dir, spec } => {
                 made = Some(dir.to_path_buf());
-                eprintln!("{}", render_ready(dir, spec).trim_end());
+                super::info(render_ready(dir, spec).trim_end());
             }
             DemoEvent::Step(step) => {
                 number += 1;
-                eprintln!("{}", render_step(number, step).trim_end());
+                super::info(render_step(number, step).trim_end());
             }
         },
     );

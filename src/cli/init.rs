@@ -20,10 +20,11 @@ pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
     // symlink_metadata: a link (even a dangling one) counts as a file already there.
     if !args.force && std::fs::symlink_metadata(&path).is_ok() {
         return Err(RunnerError::bad_input(format!(
-            "{} exists already; nothing was changed. `runner config` shows what it sets; \
-             `runner init --force` replaces it with every key at its default",
+            "{} exists already; nothing was changed",
             path.display()
         ))
+        .with_hint("`runner config` shows what it sets")
+        .with_hint("`runner init --force` replaces it with every key at its default")
         .into());
     }
     crate::store::safe::create_dirs(&ws.state_dir)?;

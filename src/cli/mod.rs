@@ -9,6 +9,7 @@ mod config;
 mod demo;
 mod discard;
 mod gc;
+mod hint;
 mod init;
 pub mod interact;
 mod json;
@@ -23,6 +24,7 @@ mod status;
 pub mod style;
 mod undo;
 
+pub use hint::carry_directory;
 pub use json::{print_error_json, wants_json};
 
 use clap::{Parser, Subcommand};

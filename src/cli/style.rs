@@ -92,6 +92,11 @@ impl Style {
     /// Colour always (tests of the coloured text).
     pub const COLOR: Style = Style { color: true };
 
+    /// Whether this stream takes colour (the log's subscriber asks, to follow `--color`).
+    pub fn enabled(self) -> bool {
+        self.color
+    }
+
     fn wrap(self, code: &str, text: &str) -> String {
         if self.color && !text.is_empty() {
             format!("{code}{text}{RESET}")

@@ -126,12 +126,29 @@ pub enum BaseChoice {
     },
 }
 
+/// Why no base branch can be chosen (`fact`), and what the user can do about it (`advice`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseRefusal {
+    pub fact: String,
+    pub advice: String,
+}
+
+fn refuse(fact: impl Into<String>, advice: impl Into<String>) -> BaseRefusal {
+    BaseRefusal {
+        fact: fact.into(),
+        advice: advice.into(),
+    }
+}
+
 /// The base branch: pinned in the plan, else `--base-branch`, else the config, else the branch
 /// checked out now. A flag that contradicts the pin is an error, not a silent switch, unless the
 /// pinned branch no longer exists: then it is the way forward (re-pinning, confirmed).
-pub fn choose_base(f: BaseFacts) -> Result<BaseChoice, String> {
+pub fn choose_base(f: BaseFacts) -> Result<BaseChoice, BaseRefusal> {
     if f.no_commits {
-        return Err("this repository has no commits yet: make a first commit (for example `git commit --allow-empty -m \"initial commit\"`), then run again; a spec's branch starts from a commit of its base branch".to_string());
+        return Err(refuse(
+            "this repository has no commits yet; a spec's branch starts from a commit of its base branch",
+            "make a first commit (for example `git commit --allow-empty -m \"initial commit\"`), then run again",
+        ));
     }
     if let Some(pinned) = f.pinned {
         return match f.flag {
@@ -139,8 +156,11 @@ pub fn choose_base(f: BaseFacts) -> Result<BaseChoice, String> {
                 from: pinned.to_string(),
                 to: flag.to_string(),
             }),
-            Some(flag) if flag != pinned => Err(format!(
-                "this spec is pinned to base branch {pinned:?} (since its first run); --base-branch {flag:?} would change where its work merges. Drop the flag, or start a new spec"
+            Some(flag) if flag != pinned => Err(refuse(
+                format!(
+                    "this spec is pinned to base branch {pinned:?} (since its first run); --base-branch {flag:?} would change where its work merges"
+                ),
+                "drop the flag, or start a new spec",
             )),
             _ => Ok(BaseChoice::Use(pinned.to_string())),
         };
@@ -150,7 +170,10 @@ pub fn choose_base(f: BaseFacts) -> Result<BaseChoice, String> {
         .or(f.checked_out)
         .map(|b| BaseChoice::Use(b.to_string()))
         .ok_or_else(|| {
-            "no base branch: HEAD is detached and none is configured. Pass --base-branch NAME or set [git] base_branch in .auto-claude/config.toml".to_string()
+            refuse(
+                "no base branch: HEAD is detached and none is configured",
+                "pass --base-branch NAME or set [git] base_branch in .auto-claude/config.toml",
+            )
         })
 }
 
@@ -225,7 +248,7 @@ mod tests {
         flag: Option<&'static str>,
         config: Option<&'static str>,
         checked_out: Option<&'static str>,
-    ) -> Result<BaseChoice, String> {
+    ) -> Result<BaseChoice, BaseRefusal> {
         choose_base(BaseFacts {
             pinned,
             pinned_exists: true,
@@ -236,7 +259,7 @@ mod tests {
         })
     }
 
-    fn use_(b: &str) -> Result<BaseChoice, String> {
+    fn use_(b: &str) -> Result<BaseChoice, BaseRefusal> {
         Ok(BaseChoice::Use(b.into()))
     }
 
@@ -279,6 +302,7 @@ mod tests {
         assert!(
             choose_base(empty)
                 .unwrap_err()
+                .advice
                 .contains("make a first commit")
         );
     }

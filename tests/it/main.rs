@@ -20,6 +20,7 @@ mod plan_compat;
 mod plan_reference;
 mod recover;
 mod resolver;
+mod review_cli;
 mod review_layers;
 mod review_regress;
 mod run;

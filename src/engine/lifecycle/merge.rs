@@ -388,7 +388,7 @@ fn land_or_put_back(
         )),
         Err(undo_err) => e.context(format!(
             "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
-            paths.name
+            crate::sh(&paths.name)
         )),
     })
 }

@@ -61,9 +61,10 @@ pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Res
     let repo = &ws.main.repo;
     let Some(b) = backup::list(repo, Some(&paths.name)).pop() else {
         return Err(RunnerError::bad_input(format!(
-            "spec {} has no merge or discard to undo (`runner undo --list` shows backups)",
+            "spec {} has no merge or discard to undo",
             paths.name
         ))
+        .with_hint("`runner undo --list` shows the backups")
         .into());
     };
     // Refusals before anything changes.

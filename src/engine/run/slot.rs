@@ -14,6 +14,7 @@ pub(super) async fn prepare_slot(
     base_tip: crate::git::Oid,
     journal: &Journal,
     reporter: &Reporter,
+    agent_flag: Option<&str>,
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
@@ -66,6 +67,7 @@ pub(super) async fn prepare_slot(
                 branch: &branch,
                 journal,
                 reporter,
+                agent_flag,
             };
             switch.from(held).await
         }
@@ -138,6 +140,18 @@ struct Switch<'a> {
     branch: &'a str,
     journal: &'a Journal,
     reporter: &'a Reporter,
+    /// The run's `--agent-command`, for the commands its refusals print.
+    agent_flag: Option<&'a str>,
+}
+
+impl Switch<'_> {
+    /// The command that builds the spec in another slot, as this run was started.
+    fn elsewhere(&self) -> String {
+        format!(
+            "{} --slot NAME",
+            crate::engine::run::run_again_command(self.spec, self.agent_flag, false)
+        )
+    }
 }
 
 impl Switch<'_> {
@@ -205,8 +219,8 @@ impl Switch<'_> {
                 slot.path.display()
             ))
             .with_hint(format!(
-                "sort out {other_spec} first, or build {spec} in another slot: runner run --spec {} --slot NAME",
-                crate::sh(spec)
+                "sort out {other_spec} first, or build {spec} in another slot: {}",
+                self.elsewhere()
             ))
             .into()
         };
@@ -251,10 +265,22 @@ impl Switch<'_> {
         }
         let Some(other_spec) = other_spec else {
             // Not a runner branch: runner has no spec to keep the changes for.
-            let wt = slot.path.display();
+            // Quoted: the hints are commands to paste, and the path may hold a space.
+            let wt = crate::sh(slot.path.display().to_string());
             return Err(RunnerError::bad_input(format!(
-                "the slot {wt} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them. Either\n  keep them:  git -C {wt} add -A && git -C {wt} commit -m \"wip\"\n  drop them:  git -C {wt} reset --hard && git -C {wt} clean -fd\n  or build {spec} in another slot:  runner run --spec {spec} --slot NAME",
+                "the slot {} holds {held_desc} with uncommitted changes:\n{}\nrunner will not switch it to {spec} and risk them",
+                slot.path.display(),
                 dirty.iter().take(20).map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+            ))
+            .with_hint(format!(
+                "keep them: git -C {wt} add -A && git -C {wt} commit -m wip"
+            ))
+            .with_hint(format!(
+                "drop them: git -C {wt} reset --hard && git -C {wt} clean -fd"
+            ))
+            .with_hint(format!(
+                "or build {spec} in another slot: {}",
+                self.elsewhere()
             ))
             .into());
         };

@@ -261,7 +261,7 @@ fn choose_base(
         checked_out: checked_out.as_deref(),
         no_commits: crate::git::history::has_no_commits(&ws.main.repo),
     })
-    .map_err(RunnerError::BadInput)?;
+    .map_err(|r| RunnerError::bad_input(r.fact).with_hint(r.advice))?;
     Ok(match choice {
         policy::BaseChoice::Use(base) => (base, None),
         policy::BaseChoice::Repin { from, to } => {
@@ -369,6 +369,7 @@ impl Prepared {
             self.base_tip,
             &self.journal,
             &self.reporter,
+            self.opts.agent_command.as_deref(),
         )
         .await?;
         crate::failpoint::hit("after_prepare_slot");

@@ -35,42 +35,58 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::RunnerError;
 
-fn refusal(msg: String) -> std::io::Error {
-    std::io::Error::other(RunnerError::bad_input(msg))
+fn refusal(err: RunnerError) -> std::io::Error {
+    std::io::Error::other(err)
+}
+
+/// The advice for a file runner refuses: a command that removes it, quoted for the shell.
+fn remove_hint(path: &Path) -> String {
+    format!(
+        "remove it (`rm {}`) and run again",
+        crate::sh(path.display().to_string())
+    )
 }
 
 /// The error for a link where runner writes.
 pub fn link_refused(path: &Path) -> std::io::Error {
-    refusal(format!(
-        "{} is a symbolic link; runner never writes through a link it did not create. \
-         Remove it (`rm {}`) and run again",
-        path.display(),
-        path.display()
-    ))
+    refusal(
+        RunnerError::bad_input(format!(
+            "{} is a symbolic link; runner never writes through a link it did not create",
+            path.display()
+        ))
+        .with_hint(remove_hint(path)),
+    )
 }
 
 fn not_regular(path: &Path) -> std::io::Error {
-    refusal(format!(
-        "{} is not a regular file (a FIFO, a device or a socket); runner only writes its own \
-         files. Remove it and run again",
-        path.display()
-    ))
+    refusal(
+        RunnerError::bad_input(format!(
+            "{} is not a regular file (a FIFO, a device or a socket); runner only writes its own \
+             files",
+            path.display()
+        ))
+        .with_hint(remove_hint(path)),
+    )
 }
 
 fn hard_linked(path: &Path) -> std::io::Error {
-    refusal(format!(
-        "{} has other hard links; writing it in place would change another file too. \
-         Remove it (`rm {}`) and run again",
-        path.display(),
-        path.display()
-    ))
+    refusal(
+        RunnerError::bad_input(format!(
+            "{} has other hard links; writing it in place would change another file too",
+            path.display()
+        ))
+        .with_hint(remove_hint(path)),
+    )
 }
 
 fn in_the_way(path: &Path) -> std::io::Error {
-    refusal(format!(
-        "{} is in the way: runner needs a folder there. Move it away and run again",
-        path.display()
-    ))
+    refusal(
+        RunnerError::bad_input(format!(
+            "{} is in the way: runner needs a folder there",
+            path.display()
+        ))
+        .with_hint("move it away and run again"),
+    )
 }
 
 /// The repository root, opened once: every write below it is resolved from this handle.
@@ -252,10 +268,10 @@ pub fn dir(path: &Path, create: bool) -> std::io::Result<Dir> {
             Component::Normal(name) => dir = dir.child(name, create)?,
             Component::CurDir => {}
             _ => {
-                return Err(refusal(format!(
+                return Err(refusal(RunnerError::bad_input(format!(
                     "{} leads out of the repository; runner writes only inside it",
                     path.display()
-                )));
+                ))));
             }
         }
     }

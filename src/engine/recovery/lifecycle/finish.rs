@@ -219,11 +219,12 @@ pub fn finish_all(
             Err(e) => (
                 "lifecycle_needs_human",
                 format!(
-                    "finishing its interrupted {} failed: {e:#}. Fix that, then `runner recover --spec {name}` tries again",
+                    "finishing its interrupted {} failed: {e:#}. Fix that, then `runner recover --spec {}` tries again",
                     load(&paths)
                         .ok()
                         .flatten()
-                        .map_or("operation", |i| op_name(i.op))
+                        .map_or("operation", |i| op_name(i.op)),
+                    crate::sh(name)
                 ),
             ),
         };
