@@ -108,11 +108,13 @@ pub fn mark_as(
         &paths.dir,
         &std::env::var("RUNNER_RUN_ID").unwrap_or_else(|_| crate::store::ids::run_id()),
     );
-    // Advisory: the plan already holds the change.
-    if let Some(change) = change {
-        let _ = journal.status(id, change);
-    }
-    let _ = journal.write(&Event::ChunkReport(ev::ChunkReport {
+    // Advisory: the plan already holds the change, so a journal that cannot be written does
+    // not undo it; but a plan rebuilt from that journal would miss it, so the person is told.
+    let mut written = match change {
+        Some(change) => journal.status(id, change),
+        None => Ok(()),
+    };
+    let report = journal.write(&Event::ChunkReport(ev::ChunkReport {
         chunk: id.to_string(),
         report: match mark {
             Mark::Done => "done",
@@ -122,5 +124,12 @@ pub fn mark_as(
         text: text.map(str::to_string),
         session_id: caller,
     }));
+    written = written.and(report);
+    if let Err(e) = written {
+        crate::output::warn(&format!(
+            "the journal {} was not written ({e:#}); the plan has the change, but a plan rebuilt from the journal would miss it",
+            journal.path().display()
+        ));
+    }
     Ok(outcome)
 }

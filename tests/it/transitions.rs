@@ -121,3 +121,22 @@ fn a_discards_reset_is_journaled_so_a_rebuilt_plan_does_not_bring_back_discarded
     assert_eq!(s["plan_source"], "journal", "{s}");
     expect_statuses(&repo, spec, ["pending", "pending", "pending"]);
 }
+
+/// A person's `runner chunk done` whose journal cannot be written (a link where it should be)
+/// still changes the plan, and says that the journal misses it: a plan rebuilt from the journal
+/// would not have the change.
+#[test]
+fn a_mark_whose_journal_cannot_be_written_warns() {
+    let repo = repo_with_fixture_plan("001-x");
+    let outside = repo.tmp.path().join("elsewhere.jsonl");
+    std::os::unix::fs::symlink(&outside, repo.spec_dir("001-x").join("events.jsonl")).unwrap();
+    let out = repo.runner(&["chunk", "done", "core-a", "--spec", "001"]);
+    assert_exit(&out, 0);
+    assert_eq!(repo.chunk("001-x", "core-a")["status"], "completed");
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: the journal") && err.contains("would miss it"),
+        "{err}"
+    );
+    assert!(!outside.exists(), "nothing is written through the link");
+}
