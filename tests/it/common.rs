@@ -252,11 +252,17 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 /// Hold the OS lock on `path` from another process (`flock`) until the child is killed; returns
 /// once the lock is held.
 pub fn hold_lock(path: &Path) -> std::process::Child {
+    hold_lock_for(path, "30")
+}
+
+/// Hold the OS lock on `path` from another process (`flock`) for `seconds` (as `sleep` takes
+/// them) or until the child is killed; returns once the lock is held.
+pub fn hold_lock_for(path: &Path, seconds: &str) -> std::process::Child {
     // -o: `sleep` does not inherit the lock, so killing `flock` releases it.
     let holder = Command::new("flock")
         .arg("-o")
         .arg(path)
-        .args(["sleep", "30"])
+        .args(["sleep", seconds])
         .spawn()
         .unwrap();
     wait_for("the lock to be held", || {
@@ -316,5 +322,18 @@ pub fn repo_with_fixture_plan(spec: &str) -> TestRepo {
         dir.join("implementation_plan.json"),
     )
     .unwrap();
+    repo
+}
+
+/// Spec `spec` (the two-phase fixture plan) with existing work on its branch, pinned to a base
+/// branch `dev` that has been deleted since: the next run needs a re-pin (`--base-branch`).
+pub fn repo_pinned_to_a_deleted_base(spec: &str) -> TestRepo {
+    let repo = repo_with_fixture_plan(spec);
+    repo.git(&["branch", "dev"]);
+    // One session: the spec has work, and the run stops (exit 5) before it is done.
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec(spec, &["--base-branch", "dev"]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    repo.git(&["branch", "-D", "dev"]);
     repo
 }

@@ -622,12 +622,7 @@ fn permission_denied_names_the_path() {
 fn on_a_terminal_repinning_a_deleted_base_is_a_question() {
     use expectrl::session::OsSession;
     use expectrl::{Eof, Expect};
-    let repo = repo_with_fixture_plan("001-ask");
-    repo.git(&["branch", "dev"]);
-    repo.write_config("[run]\nmax_sessions = 1\n");
-    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
-    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
-    repo.git(&["branch", "-D", "dev"]);
+    let repo = repo_pinned_to_a_deleted_base("001-ask");
     let spawn = || {
         let mut cmd = std::process::Command::new(RUNNER);
         cmd.args([

@@ -13,12 +13,7 @@ fn agent() -> String {
 fn a_signal_at_the_work_question_after_a_repin_puts_the_pin_back() {
     use expectrl::session::OsSession;
     use expectrl::{Eof, Expect};
-    let repo = repo_with_fixture_plan("001-ask");
-    repo.git(&["branch", "dev"]);
-    repo.write_config("[run]\nmax_sessions = 1\n");
-    assert_exit(&repo.run_spec("001", &["--base-branch", "dev"]), 5);
-    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
-    repo.git(&["branch", "-D", "dev"]);
+    let repo = repo_pinned_to_a_deleted_base("001-ask");
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         let mut cmd = std::process::Command::new(RUNNER);
         cmd.args([
@@ -128,20 +123,7 @@ fn a_probe_holding_the_run_lock_for_an_instant_does_not_refuse_a_merge() {
     assert_exit(&repo.run_spec("001", &[]), 0);
     let lock = repo.spec_dir("001-probe").join("run.lock");
     // A probe's instant, drawn out a little so that the merge surely starts inside it.
-    let mut probe = std::process::Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "0.15"])
-        .spawn()
-        .unwrap();
-    wait_for("the lock to be held", || {
-        std::process::Command::new("flock")
-            .arg("-n")
-            .arg(&lock)
-            .arg("true")
-            .status()
-            .is_ok_and(|s| !s.success())
-    });
+    let mut probe = hold_lock_for(&lock, "0.15");
     let out = repo.runner(&["merge", "--spec", "001-probe", "--yes"]);
     let _ = probe.wait();
     assert_exit(&out, 0);
@@ -160,20 +142,7 @@ fn a_probe_of_the_other_specs_lock_does_not_refuse_a_slot_switch() {
     .unwrap();
     assert_exit(&repo.run_spec("001", &[]), 0);
     let lock = repo.spec_dir("001-first").join("run.lock");
-    let mut probe = std::process::Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "0.15"])
-        .spawn()
-        .unwrap();
-    wait_for("the lock to be held", || {
-        std::process::Command::new("flock")
-            .arg("-n")
-            .arg(&lock)
-            .arg("true")
-            .status()
-            .is_ok_and(|s| !s.success())
-    });
+    let mut probe = hold_lock_for(&lock, "0.15");
     let out = repo.run_spec("002", &[]);
     let _ = probe.wait();
     assert_exit(&out, 0);
