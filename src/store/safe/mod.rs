@@ -452,6 +452,40 @@ pub fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
     to_dir.sync()
 }
 
+/// Rename `from` to `to` within one folder, never replacing anything at `to` (not even a
+/// dangling link): `renameat2(RENAME_NOREPLACE)`. `Ok(false)` if `to` is taken or the file
+/// system cannot rename without replacing (then nothing moved). Not fsynced: for advisory
+/// files (the journal's segments).
+pub fn rename_new(from: &Path, to: &Path) -> std::io::Result<bool> {
+    let (dir, from_name) = parent(from)?;
+    let to_name = to
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{} has no file name", to.display())))?;
+    let (a, b) = (cstring(from_name)?, cstring(to_name)?);
+    // SAFETY: valid descriptor and strings.
+    let renamed = retry(|| unsafe {
+        libc::renameat2(
+            dir.fd.as_raw_fd(),
+            a.as_ptr(),
+            dir.fd.as_raw_fd(),
+            b.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    });
+    match renamed {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EEXIST | libc::EINVAL | libc::ENOSYS)
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Remove the file at `path` (a marker, a lock), resolved by the rules above: a link on the
 /// way is refused, so nothing outside the repository is removed.
 pub fn remove(path: &Path) -> std::io::Result<()> {
