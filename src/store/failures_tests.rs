@@ -74,30 +74,53 @@ fn the_records_answer_as_the_whole_journal() {
     assert_eq!(from_records(dir.path(), "c1", &[]), Some(vec![]));
 }
 
+fn record(dir: &Path, s: &str) -> PathBuf {
+    dir.join("sessions").join(s).join(RECORD_FILE)
+}
+
+fn location(dir: &Path, s: &str) -> LineAt {
+    let text = std::fs::read_to_string(record(dir, s)).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 #[test]
 fn a_missing_torn_or_forged_record_falls_back_to_the_scan() {
-    let record = |dir: &Path, s: &str| dir.join("sessions").join(s).join(RECORD_FILE);
     // Missing (a crash between the journal's line and the record's, an older runner).
     let (dir, _) = spec_with_failures();
     std::fs::remove_file(record(dir.path(), "s3")).unwrap();
     assert_eq!(from_records(dir.path(), "c1", &c1_attempts()), None);
     assert_eq!(previous(dir.path(), "c1", &c1_attempts()).len(), 2);
-    // Torn.
     let (dir, _) = spec_with_failures();
-    let bytes = std::fs::read(record(dir.path(), "s3")).unwrap();
-    std::fs::write(record(dir.path(), "s3"), &bytes[..bytes.len() - 10]).unwrap();
-    assert_eq!(from_records(dir.path(), "c1", &c1_attempts()), None);
-    assert_eq!(previous(dir.path(), "c1", &c1_attempts()).len(), 2);
-    // Forged: another chunk's line, another session's, not an attempt_failed, not JSON.
-    for forged in [
-        "{\"event\":\"attempt_failed\",\"chunk\":\"c2\",\"attempt\":1,\"session_id\":\"s3\",\"reason\":\"x\",\"log\":\"/x\",\"failed_attempts\":1}\n",
-        "{\"event\":\"attempt_failed\",\"chunk\":\"c1\",\"attempt\":1,\"session_id\":\"s1\",\"reason\":\"x\",\"log\":\"/x\",\"failed_attempts\":1}\n",
-        "{\"event\":\"plan_reset\"}\n",
-        "ignore the above\n",
-        "\n",
-    ] {
-        let (dir, _) = spec_with_failures();
-        std::fs::write(record(dir.path(), "s3"), forged).unwrap();
+    let real = location(dir.path(), "s3");
+    let other_chunk = location(dir.path(), "s2");
+    let same_chunk_other_session = location(dir.path(), "s1");
+    let forgeries: Vec<String> = [
+        // Torn, empty, not a location, an old-style copy of the line itself.
+        String::from("{\"ino\":1,\"offs"),
+        String::new(),
+        "ignore the above\n".into(),
+        "{\"event\":\"attempt_failed\",\"chunk\":\"c1\",\"attempt\":1,\"session_id\":\"s3\",\"reason\":\"forged\",\"log\":\"/x\",\"failed_attempts\":1}\n".into(),
+    ]
+    .into_iter()
+    .chain(
+        [
+            // Another chunk's line, another session's, a line of no file, mid-line, too
+            // long (two lines), too short, absurdly long.
+            other_chunk,
+            same_chunk_other_session,
+            LineAt { ino: 1, ..real },
+            LineAt { offset: real.offset + 1, len: real.len - 1, ..real },
+            LineAt { len: real.len + 5, ..real },
+            LineAt { len: real.len - 1, ..real },
+            LineAt { len: u64::MAX, ..real },
+            LineAt { offset: u64::MAX - 3, ..real },
+        ]
+        .iter()
+        .map(|at| serde_json::to_string(at).unwrap() + "\n"),
+    )
+    .collect();
+    for forged in forgeries {
+        std::fs::write(record(dir.path(), "s3"), &forged).unwrap();
         assert_eq!(
             from_records(dir.path(), "c1", &c1_attempts()),
             None,
@@ -107,10 +130,16 @@ fn a_missing_torn_or_forged_record_falls_back_to_the_scan() {
         assert_eq!(got, slow(dir.path(), "c1", &c1_attempts()));
         assert_eq!(got[1].reason, "c1 broke in s3");
     }
+    // The same location twice is one line.
+    let twice = serde_json::to_string(&real).unwrap() + "\n";
+    std::fs::write(record(dir.path(), "s3"), twice.repeat(2)).unwrap();
+    assert_eq!(
+        from_records(dir.path(), "c1", &c1_attempts()).unwrap(),
+        slow(dir.path(), "c1", &c1_attempts())
+    );
     // A link or a FIFO where the record goes.
-    let (dir, _) = spec_with_failures();
     let elsewhere = dir.path().join("elsewhere");
-    std::fs::copy(record(dir.path(), "s3"), &elsewhere).unwrap();
+    std::fs::write(&elsewhere, &twice).unwrap();
     std::fs::remove_file(record(dir.path(), "s3")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, record(dir.path(), "s3")).unwrap();
     assert_eq!(from_records(dir.path(), "c1", &c1_attempts()), None);
@@ -133,6 +162,43 @@ fn a_missing_torn_or_forged_record_falls_back_to_the_scan() {
 }
 
 #[test]
+fn a_line_edited_by_hand_reads_as_the_scan_reads_it() {
+    let (dir, _) = spec_with_failures();
+    let at = location(dir.path(), "s1");
+    // Find the file holding it, and change its reason in place, same length.
+    let file = crate::store::segments::list(dir.path())
+        .into_iter()
+        .map(|(_, p)| p)
+        .chain([dir.path().join(JOURNAL_FILE)])
+        .find(|p| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).unwrap().ino() == at.ino
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("c1 broke in s1", "c1 BROKE in s1")).unwrap();
+    let fast = from_records(dir.path(), "c1", &c1_attempts()).unwrap();
+    assert_eq!(fast[0].reason, "c1 BROKE in s1");
+    assert_eq!(fast, slow(dir.path(), "c1", &c1_attempts()));
+    // A longer edit moves the lines after it: those records no longer match, and the scan
+    // answers (identically).
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("c1 BROKE in s1", "c1 broke badly in s1"),
+    )
+    .unwrap();
+    assert_eq!(
+        previous(dir.path(), "c1", &c1_attempts()),
+        slow(dir.path(), "c1", &c1_attempts())
+    );
+    assert_eq!(
+        previous(dir.path(), "c1", &c1_attempts())[0].reason,
+        "c1 broke badly in s1"
+    );
+}
+
+#[test]
 fn no_journal_means_no_failures_from_the_records_either() {
     let (dir, _) = spec_with_failures();
     for (_, path) in crate::store::segments::list(dir.path()) {
@@ -151,7 +217,7 @@ fn a_failure_not_in_the_journal_gets_no_record() {
     std::fs::create_dir(dir.path().join(JOURNAL_FILE)).unwrap();
     let journal = Journal::new(dir.path(), "run-1");
     assert!(journal.write(&failed("c1", "s1", 1)).is_err());
-    assert!(!dir.path().join("sessions/s1").join(RECORD_FILE).exists());
+    assert!(!record(dir.path(), "s1").exists());
     // A session folder that is missing: the journal takes the line, the record is skipped.
     std::fs::remove_dir(dir.path().join(JOURNAL_FILE)).unwrap();
     journal.write(&failed("c1", "s2", 1)).unwrap();

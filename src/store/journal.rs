@@ -54,18 +54,18 @@ impl Journal {
     /// Append one event, stamped with the time and this journal's run id. A failed attempt is
     /// also kept beside its session (see `failures`), once it is in the journal.
     pub fn write(&self, event: &Event) -> std::io::Result<()> {
-        let line = match serde_json::to_value(event).map_err(std::io::Error::other)? {
+        let at = match serde_json::to_value(event).map_err(std::io::Error::other)? {
             Value::Object(fields) => self.append(fields)?,
             _ => return Err(std::io::Error::other("a journal event is not an object")),
         };
         if let Event::AttemptFailed(failed) = event {
-            super::failures::record(&self.dir, &failed.session_id, &line);
+            super::failures::record(&self.dir, &failed.session_id, at);
         }
         Ok(())
     }
 
-    /// Write one line: the time, the run id, then `fields`. Returns the line written.
-    fn append(&self, fields: Map<String, Value>) -> std::io::Result<Vec<u8>> {
+    /// Write one line: the time, the run id, then `fields`. Returns where the line went.
+    fn append(&self, fields: Map<String, Value>) -> std::io::Result<super::failures::LineAt> {
         let mut line = Map::new();
         line.insert("time".into(), json!(crate::clock::now()));
         line.insert("run_id".into(), json!(self.run_id));
@@ -87,11 +87,14 @@ impl Journal {
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        super::safe::append(&self.path, &bytes, false).map_err(super::at(&self.path))?;
-        if bytes.first() == Some(&b'\n') {
-            bytes.remove(0);
-        }
-        Ok(bytes)
+        let (ino, end) =
+            super::safe::append_located(&self.path, &bytes).map_err(super::at(&self.path))?;
+        let len = bytes.len() as u64 - u64::from(bytes.first() == Some(&b'\n'));
+        Ok(super::failures::LineAt {
+            ino,
+            offset: end.saturating_sub(len),
+            len,
+        })
     }
 }
 

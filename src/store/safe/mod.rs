@@ -370,6 +370,19 @@ pub fn append(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// [`append`] without fsync, saying where the bytes went: the file's inode and the offset
+/// just past them (an `O_APPEND` write leaves the file's offset at the end of its own bytes,
+/// whatever other appenders did).
+pub fn append_located(path: &Path, bytes: &[u8]) -> std::io::Result<(u64, u64)> {
+    use std::io::Seek;
+    use std::os::unix::fs::MetadataExt;
+    let (dir, name) = parent(path)?;
+    let mut file = open_in(&dir, name, Mode::Append)?;
+    file.write_all(bytes)?;
+    let end = file.stream_position()?;
+    Ok((file.metadata()?.ino(), end))
+}
+
 /// Append `bytes` to the file at `path` (created if missing) all or nothing: if the write fails
 /// part way (a full disk), the file is cut back to its old length, so no partial line is left.
 /// Durable (file and, when new, folder fsynced). Only for a file no one else appends to at the
