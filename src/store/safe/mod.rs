@@ -35,6 +35,9 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::RunnerError;
 
+mod journal_io;
+pub use journal_io::{append_located, rename_new};
+
 fn refusal(err: RunnerError) -> std::io::Error {
     std::io::Error::other(err)
 }
@@ -370,19 +373,6 @@ pub fn append(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// [`append`] without fsync, saying where the bytes went: the file's inode and the offset
-/// just past them (an `O_APPEND` write leaves the file's offset at the end of its own bytes,
-/// whatever other appenders did).
-pub fn append_located(path: &Path, bytes: &[u8]) -> std::io::Result<(u64, u64)> {
-    use std::io::Seek;
-    use std::os::unix::fs::MetadataExt;
-    let (dir, name) = parent(path)?;
-    let mut file = open_in(&dir, name, Mode::Append)?;
-    file.write_all(bytes)?;
-    let end = file.stream_position()?;
-    Ok((file.metadata()?.ino(), end))
-}
-
 /// Append `bytes` to the file at `path` (created if missing) all or nothing: if the write fails
 /// part way (a full disk), the file is cut back to its old length, so no partial line is left.
 /// Durable (file and, when new, folder fsynced). Only for a file no one else appends to at the
@@ -463,40 +453,6 @@ pub fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
     let (to_dir, to_name) = parent(to)?;
     rename_in(&from_dir, from_name, &to_dir, to_name)?;
     to_dir.sync()
-}
-
-/// Rename `from` to `to` within one folder, never replacing anything at `to` (not even a
-/// dangling link): `renameat2(RENAME_NOREPLACE)`. `Ok(false)` if `to` is taken or the file
-/// system cannot rename without replacing (then nothing moved). Not fsynced: for advisory
-/// files (the journal's segments).
-pub fn rename_new(from: &Path, to: &Path) -> std::io::Result<bool> {
-    let (dir, from_name) = parent(from)?;
-    let to_name = to
-        .file_name()
-        .ok_or_else(|| std::io::Error::other(format!("{} has no file name", to.display())))?;
-    let (a, b) = (cstring(from_name)?, cstring(to_name)?);
-    // SAFETY: valid descriptor and strings.
-    let renamed = retry(|| unsafe {
-        libc::renameat2(
-            dir.fd.as_raw_fd(),
-            a.as_ptr(),
-            dir.fd.as_raw_fd(),
-            b.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    });
-    match renamed {
-        Ok(_) => Ok(true),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EEXIST | libc::EINVAL | libc::ENOSYS)
-            ) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// Remove the file at `path` (a marker, a lock), resolved by the rules above: a link on the
