@@ -133,9 +133,5 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
 
 /// The time of the journal's last event.
 pub fn last_activity(paths: &SpecPaths) -> Option<String> {
-    let text = crate::store::journal::read_text(&paths.dir)?;
-    text.lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        .and_then(|v| v["time"].as_str().map(str::to_string))
+    crate::store::journal::last_time(&paths.dir)
 }

@@ -1,6 +1,7 @@
 //! `events.jsonl`: the append-only journal of what happened to a spec. Advisory: runner works
 //! without it, it only knows less history. One JSON object a line; a torn last line (a crash in
-//! the middle of an append) is skipped on read.
+//! the middle of an append) is skipped on read. Rotated by size into `events.<n>.jsonl`
+//! segments (see `segments`); every reader here reads the segments in order, then the live file.
 
 use std::path::{Path, PathBuf};
 
@@ -12,16 +13,26 @@ pub const JOURNAL_FILE: &str = "events.jsonl";
 
 #[derive(Debug, Clone)]
 pub struct Journal {
+    dir: PathBuf,
     path: PathBuf,
     run_id: String,
+    segment_bytes: u64,
 }
 
 impl Journal {
     pub fn new(spec_dir: &Path, run_id: &str) -> Journal {
         Journal {
+            dir: spec_dir.to_path_buf(),
             path: spec_dir.join(JOURNAL_FILE),
             run_id: run_id.to_string(),
+            segment_bytes: super::segments::segment_bytes(),
         }
+    }
+
+    /// The same journal, rotated at `bytes` instead of the configured size (tests, benches).
+    pub fn with_segment_bytes(mut self, bytes: u64) -> Journal {
+        self.segment_bytes = bytes.max(1);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -40,20 +51,29 @@ impl Journal {
         }))
     }
 
-    /// Append one event, stamped with the time and this journal's run id.
+    /// Append one event, stamped with the time and this journal's run id. A failed attempt is
+    /// also kept beside its session (see `failures`), once it is in the journal.
     pub fn write(&self, event: &Event) -> std::io::Result<()> {
-        match serde_json::to_value(event).map_err(std::io::Error::other)? {
-            Value::Object(fields) => self.append(fields),
-            _ => Err(std::io::Error::other("a journal event is not an object")),
+        let at = match serde_json::to_value(event).map_err(std::io::Error::other)? {
+            Value::Object(fields) => self.append(fields)?,
+            _ => return Err(std::io::Error::other("a journal event is not an object")),
+        };
+        if let Event::AttemptFailed(failed) = event {
+            super::failures::record(&self.dir, &failed.session_id, at);
         }
+        Ok(())
     }
 
-    /// Write one line: the time, the run id, then `fields`.
-    fn append(&self, fields: Map<String, Value>) -> std::io::Result<()> {
+    /// Write one line: the time, the run id, then `fields`. Returns where the line went.
+    fn append(&self, fields: Map<String, Value>) -> std::io::Result<super::failures::LineAt> {
         let mut line = Map::new();
         line.insert("time".into(), json!(crate::clock::now()));
         line.insert("run_id".into(), json!(self.run_id));
         line.extend(fields);
+        // The live file rotated first if it is full (one lstat otherwise). A rotation that fails
+        // (a file system without RENAME_NOREPLACE, a link at the live file's name) leaves the
+        // live file growing: the append below decides, as it always did.
+        let _ = super::segments::rotate_if_full(&self.dir, self.segment_bytes);
         let mut bytes = Vec::with_capacity(256);
         // A torn last line (runner killed mid-write) would swallow this event: start afresh.
         if ends_torn(&self.path) {
@@ -67,7 +87,14 @@ impl Journal {
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        super::safe::append(&self.path, &bytes, false).map_err(super::at(&self.path))
+        let (ino, end) =
+            super::safe::append_located(&self.path, &bytes).map_err(super::at(&self.path))?;
+        let len = bytes.len() as u64 - u64::from(bytes.first() == Some(&b'\n'));
+        Ok(super::failures::LineAt {
+            ino,
+            offset: end.saturating_sub(len),
+            len,
+        })
     }
 }
 
@@ -106,24 +133,61 @@ pub fn read_entries(spec_dir: &Path) -> Vec<Entry> {
 pub fn read_entries_containing(spec_dir: &Path, needle: &str) -> Vec<Entry> {
     read_events_containing(spec_dir, needle)
         .into_iter()
-        .filter_map(|mut line| {
-            let text = |key: &str| line[key].as_str().map(str::to_string);
-            let (time, run_id) = (text("time"), text("run_id"));
-            // A null reads as a missing field, which takes its default: one null (an older or
-            // hand-written line) does not make the whole line unreadable.
-            if let Value::Object(fields) = &mut line {
-                fields.retain(|_, v| !v.is_null());
-            }
-            match serde_json::from_value::<Event>(line) {
-                Ok(Event::Unknown) | Err(_) => None,
-                Ok(event) => Some(Entry {
-                    time,
-                    run_id,
-                    event,
-                }),
-            }
-        })
+        .filter_map(entry)
         .collect()
+}
+
+/// One line's JSON as a known event, or `None`.
+pub(super) fn entry(mut line: Value) -> Option<Entry> {
+    let text = |key: &str| line[key].as_str().map(str::to_string);
+    let (time, run_id) = (text("time"), text("run_id"));
+    // A null reads as a missing field, which takes its default: one null (an older or
+    // hand-written line) does not make the whole line unreadable.
+    if let Value::Object(fields) = &mut line {
+        fields.retain(|_, v| !v.is_null());
+    }
+    match serde_json::from_value::<Event>(line) {
+        Ok(Event::Unknown) | Err(_) => None,
+        Ok(event) => Some(Entry {
+            time,
+            run_id,
+            event,
+        }),
+    }
+}
+
+/// The last known event whose line contains `needle` and that `wanted` accepts: the same as
+/// the last such event of [`read_typed_containing`], but read from the newest file back, only
+/// as far as needed (the live file alone, mostly).
+pub fn last_event_containing(
+    spec_dir: &Path,
+    needle: &str,
+    wanted: impl Fn(&Event) -> bool,
+) -> Option<Event> {
+    super::segments::read_newest_first(spec_dir).find_map(|bytes| {
+        let text = crate::store::lossy(bytes);
+        text.lines()
+            .rev()
+            .filter(|l| l.contains(needle))
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(Value::is_object)
+            .filter_map(entry)
+            .map(|e| e.event)
+            .find(|e| wanted(e))
+    })
+}
+
+/// The `time` of the journal's last line that parses as JSON: the same as reading
+/// [`read_text`]'s last such line, from the newest file back only as far as needed.
+pub fn last_time(spec_dir: &Path) -> Option<String> {
+    super::segments::read_newest_first(spec_dir)
+        .find_map(|bytes| {
+            crate::store::lossy(bytes)
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        })
+        .and_then(|v| v["time"].as_str().map(str::to_string))
 }
 
 /// The events alone (see [`read_entries`]).
@@ -149,23 +213,39 @@ fn read_events(spec_dir: &Path) -> Vec<Value> {
 /// The lines, as JSON objects, that contain `needle` (cheap pre-filter before parsing a long
 /// journal); the typed readers above parse them into events.
 fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
-    let Some(text) = read_text(spec_dir) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && l.contains(needle))
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(Value::is_object)
-        .collect()
+    // File by file: a torn last line of a segment stays a line of its own.
+    let mut events = Vec::new();
+    for bytes in super::segments::read_all(spec_dir) {
+        let text = crate::store::lossy(bytes);
+        events.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty() && l.contains(needle))
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(Value::is_object),
+        );
+    }
+    events
 }
 
-/// The journal's text, read as bytes: a byte that is not UTF-8 (an agent's output quoted in a
-/// reason, a hand edit) spoils only its own line, which then fails to parse and is skipped
-/// like a torn one, never the whole journal. `None` if there is no journal.
+/// The journal's text (segments in order, then the live file; a newline is added after a
+/// file's torn last line, so it never joins the next file's first line), read as bytes: a byte
+/// that is not UTF-8 (an agent's output quoted in a reason, a hand edit) spoils only its own
+/// line, which then fails to parse and is skipped like a torn one, never the whole journal.
+/// `None` if there is no journal.
 pub fn read_text(spec_dir: &Path) -> Option<String> {
-    // Never through a FIFO or a link an agent planted (see `store::safe`).
-    let bytes = crate::store::safe::read(spec_dir.join(JOURNAL_FILE)).ok()?;
-    Some(crate::store::lossy(bytes))
+    // Never through a FIFO or a link an agent planted (see `store::safe`, `segments`).
+    let files = super::segments::read_all(spec_dir);
+    if files.is_empty() {
+        return None;
+    }
+    let mut text = String::new();
+    for bytes in files {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&crate::store::lossy(bytes));
+    }
+    Some(text)
 }
 
 #[cfg(test)]

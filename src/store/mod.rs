@@ -1,14 +1,17 @@
 //! Mechanism layer: runner's state on disk. Workspace and spec paths, atomic durable writes
 //! (`atomic`, `safe`: never through a link or a FIFO), locks with holder records (`lock`,
-//! `guard`), ids, and the typed journal (`event`, `journal`). No policy and no printing here.
+//! `guard`), ids, and the typed journal (`event`, `journal`, its `segments`, and the
+//! `failures` kept beside each session for retry prompts). No policy and no printing here.
 
 pub mod atomic;
 pub mod event;
+pub mod failures;
 pub mod guard;
 pub mod ids;
 pub mod journal;
 pub mod lock;
 pub mod safe;
+pub mod segments;
 pub mod spec;
 pub mod workspace;
 

@@ -21,6 +21,9 @@ fn real_location(path: &Path) -> PathBuf {
 
 pub const STATE_DIR: &str = ".auto-claude";
 
+/// A spec's folder of session folders (logs, prompts, failure records).
+pub const SESSIONS_DIR: &str = "sessions";
+
 pub struct Workspace {
     pub main: MainRepo,
     pub root: PathBuf,
@@ -43,7 +46,7 @@ impl SpecPaths {
     /// The folder of session `id`, created (with `sessions/`) as real folders: a link planted
     /// there is refused rather than written through.
     pub fn session_dir(&self, id: &str) -> std::io::Result<PathBuf> {
-        crate::store::safe::create_real_dirs(&self.dir, &["sessions", id])
+        crate::store::safe::create_real_dirs(&self.dir, &[SESSIONS_DIR, id])
     }
 }
 
@@ -91,7 +94,7 @@ impl Workspace {
             plan: PlanFile::in_spec_dir(&dir),
             spec_md: dir.join("spec.md"),
             run_lock: dir.join("run.lock"),
-            sessions_dir: dir.join("sessions"),
+            sessions_dir: dir.join(SESSIONS_DIR),
             dir,
         })
     }

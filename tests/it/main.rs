@@ -10,6 +10,7 @@ mod crash;
 mod demo;
 mod file_safety;
 mod hostile;
+mod journal_segments;
 mod json_shape;
 mod layers;
 mod layers_engine;

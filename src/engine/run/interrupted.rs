@@ -42,13 +42,20 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
         }
         let in_progress =
             matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
-        // Only run_start/run_end lines matter here: skip parsing the rest of the journal.
-        let events = crate::store::journal::read_typed_containing(&paths.dir, "\"event\":\"run_");
-        let unfinished_run = crate::engine::recovery::integrity::last_run_unfinished(&events);
+        // Only the last run_start/run_end matters (`integrity::last_run_unfinished`): read from
+        // the live journal back, only as far as needed, and parse only those lines.
+        let unfinished_run = matches!(
+            crate::store::journal::last_event_containing(&paths.dir, "\"event\":\"run_", |e| {
+                matches!(
+                    e,
+                    crate::store::Event::RunStart(_) | crate::store::Event::RunEnd(_)
+                )
+            }),
+            Some(crate::store::Event::RunStart(_))
+        );
         if in_progress || unfinished_run || listed.contains(&name) {
-            let when = std::fs::metadata(paths.dir.join(crate::store::journal::JOURNAL_FILE))
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
+            let when =
+                crate::store::segments::modified(&paths.dir).unwrap_or(std::time::UNIX_EPOCH);
             found.push((when, name));
         }
     }

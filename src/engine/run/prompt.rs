@@ -50,24 +50,26 @@ impl Run {
         self.prompts.render(template, context)
     }
 
-    /// What went wrong before, from the journal; from the plan's attempt records if the journal
-    /// (advisory) is gone.
+    /// What went wrong before, from the journal (through the records kept beside this chunk's
+    /// sessions: the cost does not grow with the run, see `store::failures`); from the plan's
+    /// attempt records if the journal (advisory) is gone.
     pub(super) fn previous_failures(&self, chunk: &Chunk) -> Vec<Value> {
-        let sessions: Vec<String> = chunk
+        // Only this plan's attempts: a discarded build's failures are not this one's.
+        let attempts: Vec<crate::store::failures::AttemptRef> = chunk
             .attempts()
             .into_iter()
-            .filter_map(|a| a.session_id)
-            .collect();
-        let from_journal: Vec<Value> = crate::store::read_typed(&self.paths.dir)
-            .into_iter()
-            .filter_map(|e| match e {
-                crate::store::Event::AttemptFailed(f) if f.chunk == chunk.id => Some(f),
-                _ => None,
+            .filter_map(|a| {
+                Some(crate::store::failures::AttemptRef {
+                    failed: a.outcome.as_deref() == Some("failed"),
+                    session_id: a.session_id?,
+                })
             })
-            // Only this plan's attempts: a discarded build's failures are not this one's.
-            .filter(|f| sessions.contains(&f.session_id))
-            .map(|f| json!({"attempt": f.attempt, "reason": f.reason, "log": f.log}))
             .collect();
+        let from_journal: Vec<Value> =
+            crate::store::failures::previous(&self.paths.dir, &chunk.id, &attempts)
+                .into_iter()
+                .map(|f| json!({"attempt": f.attempt, "reason": f.reason, "log": f.log}))
+                .collect();
         if !from_journal.is_empty() {
             return from_journal;
         }

@@ -35,6 +35,9 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::RunnerError;
 
+mod journal_io;
+pub use journal_io::{append_located, rename_new};
+
 fn refusal(err: RunnerError) -> std::io::Error {
     std::io::Error::other(err)
 }
