@@ -241,6 +241,13 @@ fn creations(root: &Path, tmp: &Path, rounds: usize) -> Result<(f64, f64), Strin
                 }
                 .push(ms);
             }
+            let side = if runner_side { "runner" } else { "git" };
+            let warm = if round == 0 {
+                " (warm-up, not counted)"
+            } else {
+                ""
+            };
+            eprintln!("  (b) round {round}/{rounds} {side}: {ms:.1} ms{warm}");
         }
     }
     report(
