@@ -107,8 +107,10 @@ pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String>
             let Some(path) = delta.new_file().path() else {
                 continue;
             };
-            let at_tip = tip_tree.get_path(path).ok().map(|e| e.id());
-            let before = (delta.status() == Delta::Modified).then(|| delta.old_file().id());
+            // Content and mode: a change of the executable bit alone is a change too.
+            let at_tip = tip_tree.get_path(path).ok().map(|e| (e.id(), e.filemode()));
+            let before = (delta.status() == Delta::Modified)
+                .then(|| (delta.old_file().id(), i32::from(delta.old_file().mode())));
             if at_tip.is_none() || at_tip == before {
                 lost.push(path.to_string_lossy().into_owned());
             }

@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
-use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, StatusOptions};
+use git2::{BranchType, Oid, Repository, Signature, StatusOptions};
 
 use crate::error::RunnerError;
 use crate::store::safe;
@@ -235,18 +235,24 @@ pub fn finish_incomplete_checkout(repo: &Repository) -> anyhow::Result<bool> {
 /// Commit everything uncommitted in `repo`'s working tree; `None` if there was nothing.
 /// A checkout that never completed is finished first (see `finish_incomplete_checkout`): the
 /// commit must not delete files no one deleted.
+///
+/// What is staged is what `git add -A` stages (see `stage_all`), in one pass over the working
+/// tree that trusts the index's stat data; the tree is written from the index's tree cache, so
+/// only the folders that changed are hashed again.
 pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
     finish_incomplete_checkout(repo)?;
     let mut index = repo.index().context("opening the index")?;
-    index
-        .add_all(["*"], IndexAddOption::DEFAULT, None)
-        .context("staging changes")?;
-    index.update_all(["*"], None).context("staging deletions")?;
-    unstage_forced_ignored(repo, &mut index)?;
-    index.write().context("writing the index")?;
-    let tree_id = index.write_tree().context("writing the tree")?;
+    stage_all(repo, &mut index)?;
     let parent = repo.head()?.peel_to_commit()?;
-    if parent.tree_id() == tree_id {
+    let parent_tree = parent.tree()?;
+    let mut tree_id = index.write_tree().context("writing the tree")?;
+    if tree_id != parent_tree.id()
+        && unstage_forced_ignored(repo, &mut index, &parent_tree, tree_id)?
+    {
+        tree_id = index.write_tree().context("writing the tree")?;
+    }
+    index.write().context("writing the index")?;
+    if parent_tree.id() == tree_id {
         return Ok(None);
     }
     let tree = repo.find_tree(tree_id)?;
@@ -257,15 +263,62 @@ pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid
     Ok(Some(oid))
 }
 
-/// Take out of the index the files the user's ignore rules hide that HEAD does not track: an
-/// agent may have staged them with `git add -f`, but runner commits what `git add -A` would
-/// (the files stay in the worktree). Each is named in a warning.
-fn unstage_forced_ignored(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let head_tree = repo.head()?.peel_to_tree()?;
-    let forced: Vec<std::path::PathBuf> = index
-        .iter()
-        .map(|e| Path::new(std::ffi::OsStr::from_bytes(&e.path)).to_path_buf())
+/// Stage into `index` (the repository's own) every change of the working tree, as
+/// `git add -A` does: new files (untracked folders descended into, ignored files left out),
+/// changes, type changes and deletions. One diff of the index against the working tree finds
+/// them; a file whose stat data matches its entry is not read, and one whose stat data changed
+/// but not its content gets fresh stat data in the index (as git's index refresh does), so the
+/// next commit does not read it again. Each change is then applied exactly as libgit2's
+/// `add_all` applies it (`add_path` if the file exists, else `remove_path`).
+pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<()> {
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true)
+        .update_index(true);
+    let diff = repo
+        .diff_index_to_workdir(Some(index), Some(&mut opts))
+        .context("comparing the index with the working tree")?;
+    for delta in diff.deltas() {
+        let (file, exists) = if delta.new_file().exists() {
+            (delta.new_file(), true)
+        } else {
+            (delta.old_file(), false)
+        };
+        let Some(bytes) = file.path_bytes() else {
+            continue;
+        };
+        let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
+        if exists {
+            index.add_path(path)
+        } else {
+            index.remove_path(path)
+        }
+        .with_context(|| format!("staging {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Take out of the index the files the user's ignore rules hide that HEAD (`head_tree`) does
+/// not track: an agent may have staged them with `git add -f`, but runner commits what
+/// `git add -A` would (the files stay in the worktree). Each is named in a warning. Only the
+/// paths the staged tree `staged` adds to HEAD's are looked at (a diff of two trees skips every
+/// folder whose id did not change). Returns whether any was taken out.
+fn unstage_forced_ignored(
+    repo: &Repository,
+    index: &mut git2::Index,
+    head_tree: &git2::Tree,
+    staged: Oid,
+) -> anyhow::Result<bool> {
+    let staged = repo.find_tree(staged)?;
+    let diff = repo
+        .diff_tree_to_tree(Some(head_tree), Some(&staged), None)
+        .context("comparing the staged tree with HEAD's")?;
+    let forced: Vec<PathBuf> = diff
+        .deltas()
+        .filter(|d| d.status() == git2::Delta::Added)
+        .filter_map(|d| d.new_file().path_bytes())
+        .map(|p| Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf())
         .filter(|p| head_tree.get_path(p).is_err() && repo.is_path_ignored(p).unwrap_or(false))
         .collect();
     for path in &forced {
@@ -277,7 +330,7 @@ fn unstage_forced_ignored(repo: &Repository, index: &mut git2::Index) -> anyhow:
             .remove_path(path)
             .with_context(|| format!("unstaging {}", path.display()))?;
     }
-    Ok(())
+    Ok(!forced.is_empty())
 }
 
 /// One line per commit from `tip` back to (excluding) `base`, newest first.

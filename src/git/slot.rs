@@ -229,11 +229,7 @@ impl Slot {
         crate::failpoint::hit("slot_registered");
 
         let repo = self.open(main)?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .progress(|_, _, _| crate::failpoint::hit("slot_checkout_file"));
-        repo.checkout_head(Some(&mut checkout))
+        super::tree::checkout_new_worktree(&repo, &|| crate::failpoint::hit("slot_checkout_file"))
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
         crate::failpoint::hit("slot_checked_out");
         std::fs::remove_file(marker).map_err(crate::store::at(marker))?;

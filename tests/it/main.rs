@@ -9,6 +9,7 @@ mod cli_conventions;
 mod crash;
 mod demo;
 mod file_safety;
+mod git_speed;
 mod hostile;
 mod journal_segments;
 mod json_shape;
