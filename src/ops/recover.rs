@@ -4,6 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::engine::recovery::quiet::QuietLook;
 use crate::engine::recovery::{RecoverOptions, SpecRecovery, recover_spec, repair};
 use crate::engine::run::recover_options;
 use crate::error::RunnerError;
@@ -71,8 +72,23 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let slots = repair_slots(&ws, req.dry_run)?;
     let holder = new_holder(&run_id, None);
+    let quiet = QuietLook::new(&ws.main);
     let mut specs = Vec::new();
     for name in names {
+        // Every spec: one with certainly nothing to do is reported clean without a lock taken
+        // or written (a write and an fdatasync per spec); any doubt takes the locked path.
+        if req.spec.is_none()
+            && !lifecycle.contains_key(&name)
+            && let Ok(paths) = ws.spec(&name)
+            && quiet.nothing_to_do(&ws, &paths, req.retry_failed)
+        {
+            specs.push(SpecRecovery {
+                spec: name,
+                outcome: "clean".into(),
+                ..SpecRecovery::default()
+            });
+            continue;
+        }
         let mut recovery = match recover_one(&ws, &name, &req, &holder, &opts).await? {
             Ok(recovery) => recovery,
             Err(skipped) => {
