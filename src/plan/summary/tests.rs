@@ -105,6 +105,8 @@ fn broken_and_unusual_plans_go_to_the_full_parser() {
         chunk(r#"{"id": "a", "description": "x", "verification": []}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": 1}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"type": "command"}}"#),
+        chunk(r#"{"id": "a", "description": "x", "verification": {"type": "command", "command": "  "}}"#),
+        chunk(r#"{"id": "a", "description": "x", "verification": {"command": "x", "run": 1}}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"type": "odd", "command": "x"}}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"command": "x", "expect_status": "0"}}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"command": "x", "expect_status": 1e10}}"#),
@@ -144,6 +146,8 @@ fn broken_and_unusual_plans_go_to_the_full_parser() {
         chunk(r#"{"id": "a", "description": "x", "status": "completed", "attempts": [{"n": 1, "outcome": "completed", "commit": "c1"}, {"n": 2, "outcome": "completed"}]}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"type": "Browser ", "url": 1}}"#),
         chunk(r#"{"id": "a", "description": "x", "verification": {"run": "x", "expected_exit_code": 2}}"#),
+        chunk(r#"{"id": "a", "description": "x", "verification": {"type": " COMMAND ", "command": "x", "expect_status": null}}"#),
+        chunk(r#"{"id": "a", "description": "x", "verification": {"type": "manual", "command": "x"}}"#),
     ];
     for text in &unusual {
         parse_plan(Path::new("p.json"), text.as_bytes())
