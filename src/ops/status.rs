@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::engine::recovery::quiet::on_every_core;
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for};
 use crate::plan::summary::PlanSummary;
@@ -92,12 +93,16 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
             (name, paths)
         })
         .collect();
-    let looked = on_every_core(&opened, look)?;
+    let looked = on_every_core(&opened, |(_, paths)| {
+        paths.as_ref().ok().map(look).transpose()
+    })
+    .into_iter()
+    .collect::<std::io::Result<Vec<_>>>()?;
     let mut specs = Vec::with_capacity(opened.len());
     for ((name, paths), looked) in opened.into_iter().zip(looked) {
         let (paths, looked) = match (paths, looked) {
             (Ok(paths), Some(looked)) => (paths, looked),
-            // (`on_every_core` looks at every opened spec.)
+            // (Every opened spec was looked at.)
             (Ok(paths), None) => {
                 let looked = look(&paths)?;
                 (paths, looked)
@@ -133,43 +138,6 @@ fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
     Ok(Looked {
         running,
         summary: crate::plan::summary::read_light(&paths.plan),
-    })
-}
-
-/// Fewer specs than this are looked at on one thread (a thread costs more than they do).
-const SPECS_PER_THREAD: usize = 16;
-
-/// `look` at every opened spec, the list split in order over the machine's cores: `None` for a
-/// spec that was not opened.
-fn on_every_core(
-    opened: &[(String, Result<SpecPaths, RunnerError>)],
-    look: impl Fn(&SpecPaths) -> std::io::Result<Looked> + Sync,
-) -> std::io::Result<Vec<Option<Looked>>> {
-    let part = |specs: &[(String, Result<SpecPaths, RunnerError>)]| {
-        specs
-            .iter()
-            .map(|(_, paths)| paths.as_ref().ok().map(&look).transpose())
-            .collect::<std::io::Result<Vec<_>>>()
-    };
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let threads = cores.min(opened.len() / SPECS_PER_THREAD).max(1);
-    if threads == 1 {
-        return part(opened);
-    }
-    let size = opened.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = opened
-            .chunks(size)
-            .map(|specs| scope.spawn(move || part(specs)))
-            .collect();
-        let mut all = Vec::with_capacity(opened.len());
-        for handle in handles {
-            let looked = handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-            all.extend(looked);
-        }
-        Ok(all)
     })
 }
 
