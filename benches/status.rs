@@ -55,15 +55,22 @@ const AUTO_CLAUDE_ELSEWHERE_MS: f64 = 1300.0;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let full = args.iter().any(|a| a == "--bench");
-    // `--fixture DIR`: only write the 200-spec fixture there (to profile by hand).
-    if let Some(dir) = args
-        .iter()
-        .position(|a| a == "--fixture")
-        .and_then(|i| args.get(i + 1))
-    {
-        return match setup_repo(Path::new(dir), STATUS_SPECS, Shape::Mixed) {
+    // `--fixture DIR` / `--quiet-fixture DIR`: only write the 200-spec (status) or the
+    // 2,000-spec (recover) fixture there, to profile by hand.
+    for (flag, specs, shape) in [
+        ("--fixture", STATUS_SPECS, Shape::Mixed),
+        ("--quiet-fixture", RECOVER_SPECS, Shape::Quiet),
+    ] {
+        let Some(dir) = args
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+        else {
+            continue;
+        };
+        return match setup_repo(Path::new(dir), specs, shape) {
             Ok(bytes) => {
-                println!("{dir}: {STATUS_SPECS} specs, {bytes} bytes of plans");
+                println!("{dir}: {specs} specs, {bytes} bytes of plans and journals");
                 ExitCode::SUCCESS
             }
             Err(e) => {
