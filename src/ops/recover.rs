@@ -4,6 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::engine::recovery::quiet::{QuietLook, on_every_core};
 use crate::engine::recovery::{RecoverOptions, SpecRecovery, recover_spec, repair};
 use crate::engine::run::recover_options;
 use crate::error::RunnerError;
@@ -71,8 +72,33 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
     let slots = repair_slots(&ws, req.dry_run)?;
     let holder = new_holder(&run_id, None);
+    // Every spec with certainly nothing to do is reported clean without a lock taken or
+    // written (a write and an fdatasync per spec); any doubt takes the locked path. The
+    // questions that need no git are asked on every core.
+    let quiet = QuietLook::new(&ws);
+    let opened: Vec<Option<SpecPaths>> = names
+        .iter()
+        .map(|name| {
+            (req.spec.is_none() && !lifecycle.contains_key(name))
+                .then(|| ws.spec(name).ok())
+                .flatten()
+        })
+        .collect();
+    let prepared = on_every_core(&opened, |paths| {
+        paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed))
+    });
     let mut specs = Vec::new();
-    for name in names {
+    for ((name, paths), prepared) in names.into_iter().zip(opened).zip(prepared) {
+        if let (Some(paths), Some(prepared)) = (paths, prepared)
+            && quiet.decide(&ws, &paths, prepared, req.retry_failed)
+        {
+            specs.push(SpecRecovery {
+                spec: name,
+                outcome: "clean".into(),
+                ..SpecRecovery::default()
+            });
+            continue;
+        }
         let mut recovery = match recover_one(&ws, &name, &req, &holder, &opts).await? {
             Ok(recovery) => recovery,
             Err(skipped) => {

@@ -2,9 +2,12 @@
 
 use serde::Serialize;
 
-use crate::git::{Slot, SlotState, branch_for, slot_holding};
+use crate::engine::recovery::quiet::on_every_core;
+use crate::error::RunnerError;
+use crate::git::{Slot, SlotState, branch_for};
+use crate::plan::summary::PlanSummary;
 use crate::plan::{Plan, Status, next_chunk_id};
-use crate::store::workspace::Workspace;
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
 
 #[derive(Debug, Serialize)]
@@ -68,110 +71,178 @@ pub struct SlotStatus {
     pub problem: Option<String>,
 }
 
-/// Every spec's state (or only the spec `only`), and every slot's.
+/// Every spec's state (or only the spec `only`), and every slot's. The slots are inspected
+/// once; each spec's lock probe and plan read (the light read of `plan::summary`, the full
+/// parser for a plan it is not sure of) run on every core, the git questions after, in order.
 pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport> {
-    let mut specs = Vec::new();
-    let names = crate::store::spec::list(&ws.specs_dir)
+    let names: Vec<String> = crate::store::spec::list(&ws.specs_dir)
         .into_iter()
-        .filter(|name| only.is_none_or(|o| o == name));
-    for name in names {
-        let paths = match ws.spec(&name) {
-            Ok(paths) => paths,
-            // A spec folder linked outside the repository: listed, never opened.
-            Err(e) => {
-                specs.push(SpecStatus {
-                    status: "refused".into(),
-                    branch: None,
-                    worktree: None,
-                    chunks: Counts::default(),
-                    next_chunk: None,
-                    current_chunk: None,
-                    running: None,
-                    error: Some(crate::error::ErrorReport::inline(&e.into())),
-                    warnings: Vec::new(),
-                    problem: None,
-                    spec: name,
-                });
-                continue;
-            }
-        };
-        let running = match lock::probe(&paths.run_lock)? {
-            LockState::Free => None,
-            LockState::Held(holder) => Some(Running {
-                pid: holder.as_ref().map(|h| h.pid),
-                run_id: holder.as_ref().map(|h| h.run_id.clone()),
-                since: holder.map(|h| h.since),
-            }),
-        };
-        let branch = branch_for(&name);
-        let has_branch = ws.main.branch_tip(&branch).is_some();
-        let worktree = slot_holding(&ws.main, &branch).map(|s| s.path.display().to_string());
-        let (plan, error) = match paths.plan.load() {
-            Ok(plan) => (plan, None),
-            Err(e) => (None, Some(crate::error::ErrorReport::inline(&e))),
-        };
-        // One walk of the branch's history, only when it exists.
-        let problem = plan
-            .as_ref()
-            .filter(|_| has_branch)
-            .and_then(|p| crate::engine::recovery::integrity::missing_work(&ws.main, &name, p))
-            .map(|b| b.describe(&branch));
-        let mut state = spec_state(plan.as_ref(), error.is_some(), running.is_some());
-        if problem.is_some() && running.is_none() {
-            state = "missing_work";
-        }
-        specs.push(SpecStatus {
-            problem,
-            status: state.into(),
-            chunks: plan.as_ref().map(counts).unwrap_or_default(),
-            current_chunk: plan.as_ref().and_then(current_chunk),
-            next_chunk: plan
-                .as_ref()
-                .and_then(|p| next_chunk_id(p).map(str::to_string)),
-            branch: has_branch.then_some(branch),
-            worktree,
-            running,
-            error,
-            warnings: plan
-                .as_ref()
-                .map(|p| p.warnings.clone())
-                .unwrap_or_default(),
-            spec: name,
-        });
-    }
-    let slots = Slot::all(&ws.main)
+        .filter(|name| only.is_none_or(|o| o == name))
+        .collect();
+    let slots: Vec<(Slot, SlotState)> = Slot::all(&ws.main)
         .into_iter()
         .map(|slot| {
             let state = slot.inspect(&ws.main);
-            let (branch, problem) = match &state {
-                SlotState::Ready { branch } => (branch.clone(), None),
-                SlotState::Broken { reason } => (
-                    None,
-                    Some(
-                        crate::engine::recovery::integrity::unreadable_folder(&slot.path)
-                            .unwrap_or_else(|| reason.clone()),
-                    ),
-                ),
-                SlotState::Unregistered => (
-                    None,
-                    Some("the folder exists but git does not know it as a worktree".into()),
-                ),
-                SlotState::Missing => (None, None),
-            };
-            SlotStatus {
-                spec: branch
-                    .as_deref()
-                    .and_then(crate::git::spec_of_branch)
-                    .map(str::to_string),
-                state: state.label().into(),
-                name: slot.name,
-                path: slot.path.display().to_string(),
-                branch,
-                problem,
-            }
+            (slot, state)
         })
         .collect();
+    let opened: Vec<(String, Result<SpecPaths, RunnerError>)> = names
+        .into_iter()
+        .map(|name| {
+            let paths = ws.spec(&name);
+            (name, paths)
+        })
+        .collect();
+    let looked = on_every_core(&opened, |(_, paths)| {
+        paths.as_ref().ok().map(look).transpose()
+    })
+    .into_iter()
+    .collect::<std::io::Result<Vec<_>>>()?;
+    let mut specs = Vec::with_capacity(opened.len());
+    for ((name, paths), looked) in opened.into_iter().zip(looked) {
+        let (paths, looked) = match (paths, looked) {
+            (Ok(paths), Some(looked)) => (paths, looked),
+            // (Every opened spec was looked at.)
+            (Ok(paths), None) => {
+                let looked = look(&paths)?;
+                (paths, looked)
+            }
+            // A spec folder linked outside the repository: listed, never opened.
+            (Err(e), _) => {
+                specs.push(refused(name, e));
+                continue;
+            }
+        };
+        specs.push(spec_status(ws, &slots, name, &paths, looked));
+    }
+    let slots = slots.into_iter().map(slot_status).collect();
     Ok(StatusReport { specs, slots })
+}
+
+/// What `status` reads of a spec without git: who holds its run lock, and its plan as the
+/// light read saw it (`None`: the full parser is to read it, on the caller's thread).
+struct Looked {
+    running: Option<Running>,
+    summary: Option<PlanSummary>,
+}
+
+fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
+    let running = match lock::probe(&paths.run_lock)? {
+        LockState::Free => None,
+        LockState::Held(holder) => Some(Running {
+            pid: holder.as_ref().map(|h| h.pid),
+            run_id: holder.as_ref().map(|h| h.run_id.clone()),
+            since: holder.map(|h| h.since),
+        }),
+    };
+    Ok(Looked {
+        running,
+        summary: crate::plan::summary::read_light(&paths.plan),
+    })
+}
+
+fn refused(name: String, e: RunnerError) -> SpecStatus {
+    SpecStatus {
+        status: "refused".into(),
+        branch: None,
+        worktree: None,
+        chunks: Counts::default(),
+        next_chunk: None,
+        current_chunk: None,
+        running: None,
+        error: Some(crate::error::ErrorReport::inline(&e.into())),
+        warnings: Vec::new(),
+        problem: None,
+        spec: name,
+    }
+}
+
+/// One spec's line, from what was looked at and what git says.
+fn spec_status(
+    ws: &Workspace,
+    slots: &[(Slot, SlotState)],
+    name: String,
+    paths: &SpecPaths,
+    looked: Looked,
+) -> SpecStatus {
+    let running = looked.running;
+    let branch = branch_for(&name);
+    let has_branch = ws.main.branch_tip(&branch).is_some();
+    // The first slot with the spec's branch checked out (`git::slot_holding`).
+    let worktree = slots
+        .iter()
+        .find(|(_, state)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch))
+        .map(|(slot, _)| slot.path.display().to_string());
+    let (full, error) = match looked.summary {
+        Some(_) => (None, None),
+        None => match paths.plan.load() {
+            Ok(plan) => (plan, None),
+            Err(e) => (None, Some(crate::error::ErrorReport::inline(&e))),
+        },
+    };
+    let plan = looked
+        .summary
+        .as_ref()
+        .map(PlanSummary::plan)
+        .or(full.as_ref());
+    // One walk of the branch's history, only when it exists and there is recorded work.
+    let problem = plan
+        .filter(|p| has_branch && has_recorded_work(p))
+        .and_then(|p| crate::engine::recovery::integrity::missing_work(&ws.main, &name, p))
+        .map(|b| b.describe(&branch));
+    let mut state = spec_state(plan, error.is_some(), running.is_some());
+    if problem.is_some() && running.is_none() {
+        state = "missing_work";
+    }
+    SpecStatus {
+        problem,
+        status: state.into(),
+        chunks: plan.map(counts).unwrap_or_default(),
+        current_chunk: plan.and_then(current_chunk),
+        next_chunk: plan.and_then(|p| next_chunk_id(p).map(str::to_string)),
+        branch: has_branch.then_some(branch),
+        worktree,
+        running,
+        error,
+        warnings: plan.map(|p| p.warnings.clone()).unwrap_or_default(),
+        spec: name,
+    }
+}
+
+/// A completed chunk with attempt records: without one, no commit is recorded and the branch
+/// cannot have lost work (`integrity::history_facts` finds nothing to look for).
+fn has_recorded_work(plan: &Plan) -> bool {
+    plan.chunks()
+        .any(|c| c.status == Status::Completed && c.raw.contains_key("attempts"))
+}
+
+fn slot_status((slot, state): (Slot, SlotState)) -> SlotStatus {
+    let (branch, problem) = match &state {
+        SlotState::Ready { branch } => (branch.clone(), None),
+        SlotState::Broken { reason } => (
+            None,
+            Some(
+                crate::engine::recovery::integrity::unreadable_folder(&slot.path)
+                    .unwrap_or_else(|| reason.clone()),
+            ),
+        ),
+        SlotState::Unregistered => (
+            None,
+            Some("the folder exists but git does not know it as a worktree".into()),
+        ),
+        SlotState::Missing => (None, None),
+    };
+    SlotStatus {
+        spec: branch
+            .as_deref()
+            .and_then(crate::git::spec_of_branch)
+            .map(str::to_string),
+        state: state.label().into(),
+        name: slot.name,
+        path: slot.path.display().to_string(),
+        branch,
+        problem,
+    }
 }
 
 /// The first chunk in progress, in file order.

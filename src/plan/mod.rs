@@ -5,6 +5,7 @@ mod model;
 mod next;
 mod parse;
 mod status;
+pub mod summary;
 mod validate;
 pub mod verification;
 

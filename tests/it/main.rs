@@ -29,6 +29,7 @@ mod run;
 mod shutdown;
 mod slotfix;
 mod snapshots;
+mod status_speed;
 mod transitions;
 
 /// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently

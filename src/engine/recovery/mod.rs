@@ -9,6 +9,7 @@ pub mod integrity;
 pub mod interrupted;
 pub mod lifecycle;
 pub mod procs;
+pub mod quiet;
 pub mod repair;
 pub mod restore;
 mod spec;

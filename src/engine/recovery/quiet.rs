@@ -1,0 +1,194 @@
+//! `recover --all` over many specs: most have nothing to recover. A read-only look decides
+//! "certainly nothing to do here" before any lock is taken or written; every doubt sends the
+//! spec down the full locked path (`recover_spec`), which looks again under the lock.
+//!
+//! Each question is the one a step of `recover_spec` asks (see `spec.rs`), in its read-only
+//! form: a live agent left by a dead run, temp files of unfinished writes, a plan that does not
+//! read or vanished during a run, a chunk in progress (a dead session to settle, an
+//! interrupted chunk), a git lock file, a broken worktree, completed work missing from the
+//! branch, failed chunks to retry. A spec someone holds (its run lock, its slot's lock) is
+//! left to the full path too, which reports it busy.
+
+use super::integrity;
+use super::procs;
+use super::repair;
+use std::path::PathBuf;
+
+use crate::git::{Slot, SlotState, branch_for};
+use crate::plan::summary::PlanSummary;
+use crate::plan::{Plan, Status};
+use crate::store::workspace::{SpecPaths, Workspace};
+use crate::store::{LockState, lock};
+
+/// What every spec's look shares: the slots, inspected once.
+pub struct QuietLook {
+    /// Each slot, with the branch checked out there when it is ready, and its lock file.
+    slots: Vec<(Slot, SlotState, PathBuf)>,
+    /// The branches registered for the slots that exist but do not open (see
+    /// `integrity::unopenable_slot`).
+    broken_for: Vec<Option<String>>,
+    common_dir: PathBuf,
+}
+
+/// What the look found without git (`QuietLook::prepare`, on any thread).
+pub struct Prepared {
+    doubt: bool,
+    /// The slot (an index into `slots`) holding the spec's branch.
+    slot: Option<usize>,
+    summary: Option<PlanSummary>,
+}
+
+impl QuietLook {
+    pub fn new(ws: &Workspace) -> QuietLook {
+        let main = &ws.main;
+        let slots: Vec<(Slot, SlotState, PathBuf)> = Slot::all(main)
+            .into_iter()
+            .map(|slot| {
+                let state = slot.inspect(main);
+                let lock = ws.slot_lock(&slot.name);
+                (slot, state, lock)
+            })
+            .collect();
+        let broken_for = slots
+            .iter()
+            .filter(|(slot, state, _)| {
+                slot.path.exists() && matches!(state, SlotState::Broken { .. })
+            })
+            .map(|(slot, _, _)| slot.registered_branch(main))
+            .collect();
+        QuietLook {
+            slots,
+            broken_for,
+            common_dir: main.common_dir().to_path_buf(),
+        }
+    }
+
+    /// The questions that need no git (files, locks, the journal, the light plan read), for
+    /// `decide` to finish on the caller's thread.
+    pub fn prepare(&self, paths: &SpecPaths, retry_failed: bool) -> Prepared {
+        let name = &paths.name;
+        let branch = branch_for(name);
+        let slot = self.slots.iter().position(
+            |(_, state, _)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch),
+        );
+        let held = |path: &std::path::Path| !matches!(lock::probe(path), Ok(LockState::Free));
+        let doubt =
+            // Someone holds the spec (a run, another recovery): the full path reports it busy.
+            held(&paths.run_lock)
+            || slot.is_some_and(|i| held(&self.slots[i].2))
+            // A worktree of the spec that does not open as itself.
+            || self.broken_for.iter().any(|b| b.as_deref() == Some(&branch))
+            || leftover_agent(paths)
+            || !repair::stale_temp_files(&paths.dir, true).is_empty()
+            // Any git lock file where recovery looks for stale ones, stale or not.
+            || !repair::lock_candidates(&self.common_dir, None, name).is_empty();
+        let summary = (!doubt)
+            .then(|| crate::plan::summary::read_light(&paths.plan))
+            .flatten();
+        let summary = summary.filter(|s| {
+            let plan = s.plan();
+            plan.count(Status::InProgress) == 0 && !(retry_failed && plan.count(Status::Failed) > 0)
+        });
+        Prepared {
+            doubt,
+            slot,
+            summary,
+        }
+    }
+
+    /// Certainly nothing for recovery to do in this spec: `false` at the least doubt.
+    pub fn decide(
+        &self,
+        ws: &Workspace,
+        paths: &SpecPaths,
+        prepared: Prepared,
+        retry_failed: bool,
+    ) -> bool {
+        self.decide_or_doubt(ws, paths, prepared, retry_failed)
+            .unwrap_or(false)
+    }
+
+    fn decide_or_doubt(
+        &self,
+        ws: &Workspace,
+        paths: &SpecPaths,
+        prepared: Prepared,
+        retry_failed: bool,
+    ) -> Option<bool> {
+        if prepared.doubt {
+            return Some(false);
+        }
+        let name = &paths.name;
+        if let Some(i) = prepared.slot {
+            let wt = self.slots[i].0.open(&ws.main).ok();
+            let git_dir = wt.as_ref().map(crate::git::repo::git_folder);
+            if !repair::lock_candidates(&self.common_dir, git_dir, name).is_empty() {
+                return Some(false);
+            }
+        }
+        let full;
+        let plan: Option<&Plan> = match &prepared.summary {
+            Some(s) => Some(s.plan()),
+            None => {
+                full = paths.plan.load().ok()?;
+                full.as_ref()
+            }
+        };
+        let Some(plan) = plan else {
+            // No plan: one that vanished while a run was running is restored.
+            let events = crate::store::read_typed(&paths.dir);
+            return Some(!integrity::last_run_unfinished(&events));
+        };
+        if plan.count(Status::InProgress) > 0 || (retry_failed && plan.count(Status::Failed) > 0) {
+            return Some(false);
+        }
+        // Completed work the branch lost (or the branch gone with recorded work).
+        let recorded = plan
+            .chunks()
+            .any(|c| c.status == Status::Completed && c.raw.contains_key("attempts"));
+        if recorded
+            && integrity::judge_history(&integrity::history_facts(&ws.main, name, plan, None))
+                .is_some()
+        {
+            return Some(false);
+        }
+        Some(true)
+    }
+}
+
+/// Fewer items than this per thread are done on one thread (a thread costs more than they do).
+const PER_THREAD: usize = 16;
+
+/// `f` of every item, the list split in order over the machine's cores; the results in order.
+pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = cores.min(items.len() / PER_THREAD).max(1);
+    if threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let size = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(size)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut all = Vec::with_capacity(items.len());
+        for handle in handles {
+            all.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        all
+    })
+}
+
+/// An agent process a dead run left running (`Steps::stop_leftover_agents`).
+fn leftover_agent(paths: &SpecPaths) -> bool {
+    let events = crate::store::journal::read_typed_containing(&paths.dir, "\"process_");
+    procs::leftovers(&events)
+        .iter()
+        .any(|l| !procs::members_of_session(l.pgid, &l.session_id).is_empty())
+}

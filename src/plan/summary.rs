@@ -1,0 +1,497 @@
+//! A light read of a plan for the commands that only look at it (`runner status`, the quiet
+//! check of `runner recover --all`): ids, statuses, phase keys and dependencies, the merged
+//! flag and each completed chunk's recorded commit, read over the borrowed bytes; everything
+//! else is skipped unread (`IgnoredAny`).
+//!
+//! It answers only for plans it is sure of: a field of an unexpected type, a value the full
+//! parser would spell differently, a rule broken, a shape that is not the usual one (a
+//! top-level chunk list, `subtasks` and `chunks` that are not the same bytes, a string phase
+//! number …) gives `None`, and the caller reads the plan with the full `parse_plan`, so that
+//! every error and warning a user sees comes from the one full parser. The rules (unique ids,
+//! dependencies, cycles, verifications) are the full parser's own functions, run over the
+//! skeleton.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserializer;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
+use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
+
+/// A plan as the light read saw it: the phases with their keys and dependencies, the chunks
+/// with their ids and statuses. A chunk's `raw` holds no more than its recorded commit (as one
+/// completed attempt), the plan's `raw` no more than `merged`: enough for the counts, the next
+/// chunk and the history check. Never written back (it is not the plan).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanSummary {
+    plan: Plan,
+}
+
+impl PlanSummary {
+    /// The skeleton: ids, statuses, phases, dependencies, recorded commits, `merged`.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+/// Read the plan file and try the light read: `None` when the file cannot be read or the light
+/// read is not sure; the caller then uses `PlanFile::load`, whose answer (no plan, an error, a
+/// plan with warnings) is the one to show.
+pub fn read_light(file: &PlanFile) -> Option<PlanSummary> {
+    summarize(&crate::store::safe::read(file.path()).ok()?)
+}
+
+/// The light read of plan bytes: `None` when it is not sure (the full parser decides).
+pub fn summarize(bytes: &[u8]) -> Option<PlanSummary> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let top: Top = serde_json::from_slice(bytes).ok()?;
+    if top.top_level_list {
+        return None;
+    }
+    let phases = top
+        .phases?
+        .into_iter()
+        .map(read_phase)
+        .collect::<Option<Vec<Phase>>>()?;
+    let mut raw = Map::new();
+    if top.merged {
+        raw.insert("merged".into(), Value::Null);
+    }
+    let plan = Plan {
+        raw,
+        phases,
+        shape: PlanShape::Phases,
+        warnings: Vec::new(),
+    };
+    let mut problems = Vec::new();
+    validate::check(&plan, &mut problems);
+    problems.is_empty().then_some(PlanSummary { plan })
+}
+
+/// A text, borrowed from the file when it has no escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The top level: `phases` read in place, `merged` noted, the rest skipped.
+#[derive(Default)]
+struct Top<'a> {
+    phases: Option<Vec<Picked<'a, PhaseFields>>>,
+    merged: bool,
+    top_level_list: bool,
+}
+
+impl<'de> de::Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a plan object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+                let mut top = Top::default();
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match &*key.0 {
+                        // A repeated key: the last one counts, as in the full parser's map.
+                        "phases" => top.phases = Some(map.next_value()?),
+                        other => {
+                            map.next_value::<IgnoredAny>()?;
+                            match other {
+                                "merged" => top.merged = true,
+                                // A top-level chunk list (even beside `phases`): unusual.
+                                "subtasks" | "chunks" => top.top_level_list = true,
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                Ok(top)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The keys of one level the light read looks at.
+trait Fields {
+    const KEYS: &'static [&'static str];
+}
+
+struct PhaseFields;
+impl Fields for PhaseFields {
+    const KEYS: &'static [&'static str] = &["id", "phase", "depends_on", "subtasks", "chunks"];
+}
+
+struct ChunkFields;
+impl Fields for ChunkFields {
+    const KEYS: &'static [&'static str] = &[
+        "id",
+        "description",
+        "title",
+        "status",
+        "attempts",
+        "verification",
+    ];
+}
+
+struct AttemptFields;
+impl Fields for AttemptFields {
+    // `n`, then the text fields of `Attempt` (see `model::ATTEMPT_TEXTS`).
+    const KEYS: &'static [&'static str] = &[
+        "n",
+        "session_id",
+        "run_id",
+        "started_at",
+        "start_commit",
+        "ended_at",
+        "reported",
+        "report_notes",
+        "outcome",
+        "reason",
+        "commit",
+    ];
+}
+
+struct VerificationFields;
+impl Fields for VerificationFields {
+    // Every field `verification::check` reads.
+    const KEYS: &'static [&'static str] = &[
+        "type",
+        "command",
+        "run",
+        "expect_output",
+        "expect_stdout",
+        "expect_status",
+        "expected_status",
+        "expected_exit_code",
+    ];
+}
+
+/// An object's fields of `F::KEYS` as raw JSON (the last of a repeated key, as in the full
+/// parser's map), every other field skipped. Only an object reads (serde's derived structs
+/// would also take a list).
+struct Picked<'a, F> {
+    values: Vec<Option<&'a RawValue>>,
+    _keys: PhantomData<F>,
+}
+
+impl<'a, F: Fields> Picked<'a, F> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        let i = F::KEYS.iter().position(|k| *k == key)?;
+        self.values[i]
+    }
+}
+
+impl<'de, F: Fields> de::Deserialize<'de> for Picked<'de, F> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<F>(PhantomData<F>);
+        impl<'de, F: Fields> Visitor<'de> for V<F> {
+            type Value = Picked<'de, F>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut values = vec![None; F::KEYS.len()];
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match F::KEYS.iter().position(|k| *k == key.0) {
+                        Some(i) => values[i] = Some(map.next_value::<&'de RawValue>()?),
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Picked {
+                    values,
+                    _keys: PhantomData,
+                })
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+fn is_null(r: &RawValue) -> bool {
+    r.get() == "null"
+}
+
+fn is_text(r: &RawValue) -> bool {
+    r.get().starts_with('"')
+}
+
+fn text(r: &RawValue) -> Option<Cow<'_, str>> {
+    serde_json::from_str::<Text>(r.get()).ok().map(|t| t.0)
+}
+
+/// A whole number written exactly as the full parser prints it back (`1`, `-3`; not `1.0`).
+fn integer(r: &RawValue) -> Option<i64> {
+    let s = r.get();
+    let n: i64 = s.parse().ok()?;
+    (n.to_string() == s).then_some(n)
+}
+
+/// An id the full parser takes as written (see `parse::check_id`): a string or a whole number.
+fn id_of(r: &RawValue) -> Option<String> {
+    if let Some(n) = integer(r) {
+        return Some(n.to_string());
+    }
+    let id = text(r)?;
+    let good = id.len() <= MAX_ID_BYTES
+        && id
+            .chars()
+            .all(|c| !c.is_control() && !crate::text::is_invisible(c));
+    good.then(|| id.into_owned())
+}
+
+fn read_phase(p: Picked<PhaseFields>) -> Option<Phase> {
+    let id = match p.get("id") {
+        None => None,
+        Some(r) if is_null(r) => None,
+        Some(r) => Some(id_of(r)?),
+    };
+    let number = match p.get("phase") {
+        None => None,
+        Some(r) if is_null(r) => None,
+        Some(r) => Some(integer(r)?),
+    };
+    let depends_on = match p.get("depends_on") {
+        None => Vec::new(),
+        Some(r) if is_null(r) => Vec::new(),
+        Some(r) if r.get().starts_with('[') => serde_json::from_str::<Vec<&RawValue>>(r.get())
+            .ok()?
+            .into_iter()
+            .map(phase_ref)
+            .collect::<Option<Vec<_>>>()?,
+        Some(r) => vec![phase_ref(r)?],
+    };
+    let list = |key| match p.get(key) {
+        None => Some(None),
+        Some(r) if is_null(r) => Some(None),
+        Some(r) if r.get().starts_with('[') => Some(Some(r)),
+        Some(_) => None,
+    };
+    let (subtasks, chunks) = (list("subtasks")?, list("chunks")?);
+    let (key, mirror, items) = match (subtasks, chunks) {
+        (None, None) => (None, None, None),
+        (Some(a), None) => (Some("subtasks"), None, Some(a)),
+        (None, Some(b)) => (Some("chunks"), None, Some(b)),
+        // Both, the same bytes: one list. Anything else the full parser compares.
+        (Some(a), Some(b)) if a.get() == b.get() => (Some("subtasks"), Some("chunks"), Some(a)),
+        (Some(_), Some(_)) => return None,
+    };
+    let chunks = match items {
+        None => Vec::new(),
+        Some(r) => serde_json::from_str::<Vec<Picked<ChunkFields>>>(r.get())
+            .ok()?
+            .into_iter()
+            .map(read_chunk)
+            .collect::<Option<Vec<Chunk>>>()?,
+    };
+    Some(Phase {
+        raw: Map::new(),
+        key: PhaseKey { id, number },
+        depends_on,
+        chunks_key: key,
+        mirror_key: mirror,
+        chunks,
+    })
+}
+
+fn phase_ref(r: &RawValue) -> Option<PhaseRef> {
+    match integer(r) {
+        Some(n) => Some(PhaseRef::Number(n)),
+        None if is_text(r) => Some(PhaseRef::Name(text(r)?.into_owned())),
+        None => None,
+    }
+}
+
+fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
+    // A missing, null or blank `id` (Auto-Claude's `subtask_id` then) is the full parser's.
+    let id = id_of(c.get("id")?)?;
+    if id.trim().is_empty() {
+        return None;
+    }
+    let has_text = |key| {
+        c.get(key)
+            .filter(|r| is_text(r))
+            .and_then(text)
+            .is_some_and(|t| !t.trim().is_empty())
+    };
+    if !has_text("description") && !has_text("title") {
+        return None;
+    }
+    let status = match c.get("status") {
+        None => Status::Pending,
+        Some(r) if is_null(r) => Status::Pending,
+        Some(r) => Status::parse(&text(r)?)?,
+    };
+    let recorded = match c.get("attempts") {
+        None => None,
+        Some(r) => recorded_commit(r)?,
+    };
+    if let Some(v) = c.get("verification") {
+        check_verification(v)?;
+    }
+    let mut raw = Map::new();
+    if status == Status::Completed
+        && let Some(commit) = recorded
+    {
+        raw.insert(
+            "attempts".into(),
+            json!([{"n": 1, "outcome": "completed", "commit": commit}]),
+        );
+    }
+    Some(Chunk { raw, id, status })
+}
+
+/// The attempts as `Attempt::list_from_value` takes them, and the commit of the last completed
+/// one (`integrity::recorded_commit`): `None` when they do not read.
+fn recorded_commit(r: &RawValue) -> Option<Option<String>> {
+    let attempts: Vec<Picked<AttemptFields>> = serde_json::from_str(r.get()).ok()?;
+    let mut recorded = None;
+    for a in &attempts {
+        let n = integer(a.get("n")?)?;
+        u32::try_from(n).ok()?;
+        let texts = &AttemptFields::KEYS[1..];
+        if texts
+            .iter()
+            .filter_map(|k| a.get(k))
+            .any(|v| !is_null(v) && !is_text(v))
+        {
+            return None;
+        }
+        let read = |key| match a.get(key) {
+            Some(v) if is_text(v) => text(v).map(|t| Some(t.into_owned())),
+            _ => Some(None),
+        };
+        if read("outcome")?.as_deref() == Some("completed") {
+            recorded = Some(read("commit")?);
+        }
+    }
+    Some(recorded.flatten())
+}
+
+/// The verification passes `verification::check` (a text, null, or an object whose fields
+/// have their types); `None` otherwise.
+fn check_verification(r: &RawValue) -> Option<()> {
+    if is_null(r) || is_text(r) {
+        return Some(());
+    }
+    if !r.get().starts_with('{') {
+        return None;
+    }
+    let v: Picked<VerificationFields> = serde_json::from_str(r.get()).ok()?;
+    if plainly_a_command(&v) {
+        return Some(());
+    }
+    let mut fields = Map::new();
+    for key in VerificationFields::KEYS {
+        if let Some(raw) = v.get(key) {
+            fields.insert(key.to_string(), serde_json::from_str(raw.get()).ok()?);
+        }
+    }
+    let mut problems = Vec::new();
+    verification::check(&"verification", &Value::Object(fields), &mut problems);
+    problems.is_empty().then_some(())
+}
+
+/// The usual verification, which `verification::check` passes without building a JSON value
+/// for it (that was most of the light read's time): type `command` (or none), a command in
+/// `command`, every text field a text or null, no expected status. Anything else is checked by
+/// `verification::check` itself.
+fn plainly_a_command(v: &Picked<VerificationFields>) -> bool {
+    let texts_ok = VerificationFields::KEYS[..5]
+        .iter()
+        .filter_map(|k| v.get(k))
+        .all(|r| is_null(r) || is_text(r));
+    let no_status = VerificationFields::KEYS[5..]
+        .iter()
+        .filter_map(|k| v.get(k))
+        .all(is_null);
+    let command_type = match v.get("type") {
+        None => true,
+        Some(r) if is_null(r) => true,
+        Some(r) => text(r).is_some_and(|t| t.trim().eq_ignore_ascii_case("command")),
+    };
+    let command = v
+        .get("command")
+        .and_then(text)
+        .is_some_and(|c| !c.trim().is_empty());
+    texts_ok && no_status && command_type && command
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Where the light read and the full parser disagree on what `status` and recovery read of a
+/// plan: ids, statuses, phases and their dependencies, `merged`, recorded commits, the next
+/// chunk, warnings. Empty when they agree (the tests hold every plan they know to it).
+pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    let l = &light.plan;
+    if !full.warnings.is_empty() {
+        out.push(format!("the full parser warns: {:?}", full.warnings));
+    }
+    if l.raw.contains_key("merged") != full.raw.contains_key("merged") {
+        out.push("merged differs".into());
+    }
+    if l.phases.len() != full.phases.len() {
+        out.push(format!(
+            "{} phases, the full parser {}",
+            l.phases.len(),
+            full.phases.len()
+        ));
+    }
+    for (i, (a, b)) in l.phases.iter().zip(&full.phases).enumerate() {
+        if a.key != b.key || a.depends_on != b.depends_on {
+            out.push(format!("phases[{i}]: key or depends_on differ"));
+        }
+    }
+    let last_completed = |c: &Chunk| {
+        c.attempts()
+            .into_iter()
+            .rev()
+            .find(|a| a.outcome.as_deref() == Some("completed"))
+            .and_then(|a| a.commit)
+    };
+    let chunks = |p: &Plan| {
+        p.chunks()
+            .map(|c| {
+                let recorded = (c.status == Status::Completed)
+                    .then(|| last_completed(c))
+                    .flatten();
+                (c.id.clone(), c.status, recorded)
+            })
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (chunks(l), chunks(full));
+    if a != b {
+        out.push(format!("chunks differ: {a:?} vs {b:?}"));
+    }
+    if super::next_chunk_id(l) != super::next_chunk_id(full) {
+        out.push("the next chunk differs".into());
+    }
+    out
+}
