@@ -115,10 +115,14 @@ impl PlanFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
         };
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut old, &mut bytes)
-            .with_context(|| format!("reading {}", self.path.display()))?;
-        let mut plan = self.parse(&bytes)?;
+        let mut plan = {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut old, &mut bytes)
+                .with_context(|| format!("reading {}", self.path.display()))?;
+            // The bytes go before the plan is changed and written: a long plan is not held
+            // three times (bytes, plan, new bytes).
+            self.parse(&bytes)?
+        };
         let (out, changed) = f(&mut plan)?;
         if changed {
             self.write(&plan)?;

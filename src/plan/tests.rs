@@ -310,7 +310,7 @@ fn subtasks_era_parses_into_the_model() {
     assert_eq!(c.list_field("files_to_modify"), vec!["src/shared/types.ts"]);
     assert!(c.list_field("files_to_create").is_empty());
     assert_eq!(c.list_field("patterns_from"), vec!["src/shared/other.ts"]);
-    assert_eq!(c.raw.get("x_chunk_extra"), Some(&Value::Null));
+    assert_eq!(c.raw().get("x_chunk_extra"), Some(&Value::Null));
 
     let p1 = &plan.phases[1];
     assert_eq!(p1.depends_on, vec![PhaseRef::Name("phase-1-model".into())]);
@@ -325,7 +325,7 @@ fn subtasks_era_parses_into_the_model() {
         "title is the fallback"
     );
     assert!(
-        !p1.chunks[2].raw.contains_key("status"),
+        !p1.chunks[2].raw().contains_key("status"),
         "a missing status is not invented on read"
     );
 }
@@ -672,7 +672,7 @@ fn changes_are_written_through_in_place() {
     assert_eq!(again, plan);
     assert_eq!(again.chunk(pos).status, Status::InProgress);
     assert_eq!(again.chunk(pos).description(), "Render previews");
-    assert!(!again.chunk(pos).raw.contains_key("verification"));
+    assert!(!again.chunk(pos).raw().contains_key("verification"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1478,7 +1478,7 @@ fn update_last_attempt_without_attempts_does_nothing() {
     plan.chunk_mut(pos)
         .update_last_attempt(|a| a.outcome = Some("failed".into()));
     assert_eq!(plan, before);
-    assert!(!plan.chunk(pos).raw.contains_key("attempts"));
+    assert!(!plan.chunk(pos).raw().contains_key("attempts"));
 }
 
 #[test]
@@ -2021,7 +2021,7 @@ fn set_status_clears_completed_at_unless_completed() {
     ])));
     let pos = plan.find_chunk("a").unwrap();
     plan.chunk_mut(pos).set_status(Status::Completed);
-    assert!(plan.chunk(pos).raw.contains_key("completed_at"));
+    assert!(plan.chunk(pos).raw().contains_key("completed_at"));
     for status in [
         Status::Failed,
         Status::Pending,
@@ -2030,7 +2030,7 @@ fn set_status_clears_completed_at_unless_completed() {
     ] {
         let mut p = plan.clone();
         p.chunk_mut(pos).set_status(status);
-        assert!(!p.chunk(pos).raw.contains_key("completed_at"), "{status}");
+        assert!(!p.chunk(pos).raw().contains_key("completed_at"), "{status}");
         assert_eq!(p.chunk(pos).str_field("notes"), Some("n"));
     }
 }
@@ -2324,4 +2324,193 @@ fn a_subtask_id_alias_is_trimmed() {
         to_value(&plan)["phases"][0]["chunks"][0]["subtask_id"],
         "  s-9\t"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunks kept as text: the fast path must give exactly the slow path's answer
+// ---------------------------------------------------------------------------------------------
+
+/// `value` as runner writes it `level` levels down: serde_json's pretty form, indented (every
+/// line break in pretty JSON is between tokens: strings escape theirs).
+fn pretty_at(value: &Value, level: usize) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap();
+    text.replace('\n', &format!("\n{}", "  ".repeat(level)))
+}
+
+/// Strings with every character serde_json escapes, and some it does not.
+fn tricky_strings() -> Vec<String> {
+    let mut all: String = (0u8..0x20).map(char::from).collect();
+    all.push_str("\"\\/\u{7f}é€😀\u{202e}\u{feff}");
+    vec![
+        all,
+        String::new(),
+        "plain".into(),
+        "\\n is not a newline".into(),
+    ]
+}
+
+#[test]
+fn canonical_text_is_exactly_what_serde_json_writes() {
+    let strings = tricky_strings();
+    let values = vec![
+        json!({}),
+        json!([]),
+        json!({"a": {}, "b": [], "c": [[]], "d": [{}], "e": null, "f": true, "g": false}),
+        json!({ strings[0].clone(): strings[0].clone(), "list": strings.clone() }),
+        value_of(r#"{"n": [1, -0, 1.0e+5, 1E-7, 123456789012345678901234567890, 0.1]}"#),
+        json!({"deep": [[[[{"x": [1, {"y": "z"}]}]]]]}),
+    ];
+    for value in &values {
+        for level in 0..6 {
+            let text = pretty_at(value, level);
+            assert!(canonical::is_canonical(&text, level), "{text}");
+            // What the scan accepts, serde_json writes back byte for byte.
+            let back: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(pretty_at(&back, level), text);
+            if text.contains('\n') {
+                assert!(!canonical::is_canonical(&text, level + 1), "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn text_serde_json_would_write_otherwise_is_not_canonical() {
+    let not = [
+        r#"{"a":1}"#,
+        "{\n  \"a\": 1 \n}",
+        "{\n\t\"a\": 1\n}",
+        "{\n  \"a\":1\n}",
+        "{\n  \"a\": 1,\n  \"a\": 2\n}",
+        "{\n  \"a\": {\n    \"b\": 1,\n    \"b\": 1\n  }\n}",
+        "{\n  \"a\": \"\\/\"\n}",
+        "{\n  \"a\": \"\\u00e9\"\n}",
+        "{\n  \"a\": \"\\u0041\"\n}",
+        "{\n  \"a\": \"\\u001F\"\n}",
+        "{\n  \"a\": \"\\u000a\"\n}",
+        "{\n  \"a\": \"\\ud83d\\ude00\"\n}",
+        "[ ]",
+        "{ }",
+        "[\n  1\n  ]",
+    ];
+    for text in not {
+        assert!(!canonical::is_canonical(text, 0), "{text}");
+        // serde_json agrees: its form of the value is other text.
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_ne!(pretty_at(&value, 0), text);
+    }
+    let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+    assert!(
+        !canonical::is_canonical(&deep, 0),
+        "too deep to keep as text"
+    );
+}
+
+/// A plan with every kind of chunk: canonical text, fields runner checks, attempt records,
+/// verification objects, unknown fields, synonyms, tricky strings.
+fn varied_plan() -> Value {
+    let strings = tricky_strings();
+    json!({
+        "feature": "speed",
+        "x_top": {"keep": [1.50, "x"]},
+        "phases": [
+            {"id": "p1", "name": "one", "x_phase": 1e3, "subtasks": [
+                {"id": "a", "description": strings[0].clone(), "status": "completed",
+                 "attempts": [{"n": 1, "session_id": "s", "outcome": "completed", "x_attempt": [1]}],
+                 "verification": {"type": "command", "command": "true", "expected": "ok"},
+                 "x_chunk": {"nested": [{"deep": null}]}},
+                {"id": "b", "title": "t", "status": "done"},
+                {"subtask_id": " c ", "description": "c", "status": null},
+                {"id": 7, "description": "numeric id", "files_to_modify": "one.rs"}
+            ]},
+            {"phase": 2, "depends_on": ["p1"], "chunks": [
+                {"id": "d", "description": "d", "status": "in_progress",
+                 "attempts": [{"n": 1, "started_at": null, "reported": "done"}]}
+            ], "subtasks": [
+                {"id": "d", "description": "d", "status": "in_progress",
+                 "attempts": [{"n": 1, "started_at": null, "reported": "done"}]}
+            ]}
+        ]
+    })
+}
+
+/// Every chunk of `plan` turned into fields, as the slow path reads them.
+fn all_as_fields(plan: &Plan) -> Plan {
+    let mut slow = plan.clone();
+    let positions: Vec<ChunkPos> = slow.positions().collect();
+    for pos in positions {
+        slow.chunk_mut(pos).raw_mut();
+    }
+    slow
+}
+
+#[test]
+fn chunks_kept_as_text_read_and_write_exactly_as_fields() {
+    let value = varied_plan();
+    // As runner writes it, and as another writer might (compact, escapes serde_json would not use).
+    let pretty = String::from_utf8(plan_to_bytes(&parse(&value.to_string()))).unwrap();
+    let escaped = pretty.replace('é', "\\u00e9");
+    for text in [value.to_string(), pretty.clone(), escaped] {
+        let plan = parse(&text);
+        let slow = all_as_fields(&plan);
+        assert_eq!(plan, slow);
+        assert_eq!(plan_to_bytes(&plan), plan_to_bytes(&slow), "{text}");
+        for (fast, slow) in plan.chunks().zip(slow.chunks()) {
+            assert_eq!(fast.raw(), slow.raw());
+            assert_eq!(fast.description(), slow.description());
+            assert_eq!(fast.attempts(), slow.attempts());
+            assert_eq!(
+                fast.list_field("files_to_modify"),
+                slow.list_field("files_to_modify")
+            );
+        }
+    }
+    // A plan runner wrote is read back as text, every chunk whose status needs no new spelling,
+    // and written back byte for byte.
+    let plan = parse(&pretty);
+    assert!(plan.chunks().all(Chunk::is_verbatim));
+    assert_eq!(String::from_utf8(plan_to_bytes(&plan)).unwrap(), pretty);
+}
+
+#[test]
+fn a_change_to_one_chunk_leaves_the_others_as_text() {
+    let pretty = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    let mut plan = parse(&pretty);
+    let pos = plan.find_chunk("b").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Failed);
+    let verbatim: Vec<&str> = plan
+        .chunks()
+        .filter(|c| c.is_verbatim())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(verbatim, ["a", "c", "7", "d"]);
+    let mut slow = all_as_fields(&parse(&pretty));
+    slow.chunk_mut(pos).set_status(Status::Failed);
+    assert_eq!(plan_to_bytes(&plan), plan_to_bytes(&slow));
+}
+
+#[test]
+fn chunks_kept_as_text_report_the_same_problems_as_fields() {
+    let broken = [
+        json!({"id": "x", "description": "d", "attempts": [{"n": "1"}]}),
+        json!({"id": "x", "description": "d", "attempts": [{"n": 1, "outcome": 5}]}),
+        json!({"id": "x", "description": "d", "attempts": [[1]]}),
+        json!({"id": "x", "description": "d", "attempts": {"n": 1}}),
+        json!({"id": "x", "description": "d", "attempts": [{"n": 4294967296u64}]}),
+        json!({"id": "x", "description": "d", "status": "later"}),
+        json!({"id": "x", "description": "d", "status": 3}),
+        json!({"id": "x", "description": "  "}),
+        json!({"id": "", "description": "d"}),
+        json!({"id": "a\u{7}b", "description": "d"}),
+        json!({"id": "x", "description": "d", "verification": {"type": "command"}}),
+        json!({"id": "x", "description": "d", "verification": 5}),
+        json!(["not", "an", "object"]),
+    ];
+    for chunk in broken {
+        let plan = json!({"phases": [{"id": "p", "subtasks": [chunk]}]});
+        let compact = parse_err(&plan.to_string());
+        let pretty = parse_err(&serde_json::to_string_pretty(&plan).unwrap());
+        assert_eq!(compact.problems, pretty.problems, "{chunk}");
+        assert!(!pretty.problems.is_empty());
+    }
 }
