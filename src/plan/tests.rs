@@ -2514,3 +2514,122 @@ fn chunks_kept_as_text_report_the_same_problems_as_fields() {
         assert!(!pretty.problems.is_empty());
     }
 }
+
+#[test]
+fn same_json_agrees_with_comparing_values() {
+    let text = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    let base = parse(&text);
+    let mut variants = vec![
+        base.clone(),
+        parse(&varied_plan().to_string()),
+        all_as_fields(&base),
+    ];
+    let changes: [&dyn Fn(&mut Plan); 6] = [
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 0, chunk: 1 })
+                .set_status(Status::Failed)
+        },
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 0, chunk: 0 })
+                .set_str("x_new", "1")
+        },
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 1, chunk: 0 })
+                .remove("attempts")
+        },
+        &|p| p.set_field("x_top", json!(null)),
+        &|p| {
+            p.phases[1].chunks.pop();
+        },
+        &|p| {
+            p.phases[0].raw.insert("name".into(), json!("renamed"));
+        },
+    ];
+    for change in changes {
+        let mut changed = base.clone();
+        change(&mut changed);
+        variants.push(changed);
+    }
+    // Key order aside, as JSON values compare.
+    let mut reordered = base.clone();
+    let pos = ChunkPos { phase: 0, chunk: 0 };
+    let raw = reordered.chunk_mut(pos).raw_mut();
+    let mut fields: Vec<(String, Value)> = std::mem::take(raw).into_iter().collect();
+    fields.reverse();
+    raw.extend(fields);
+    variants.push(reordered);
+    for a in &variants {
+        for b in &variants {
+            assert_eq!(a.same_json(b), a.to_value() == b.to_value());
+        }
+    }
+}
+
+#[test]
+fn a_plan_read_again_unchanged_is_the_same_plan_and_any_change_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    let text = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    std::fs::write(file.path(), &text).unwrap();
+    let first = file.load().unwrap().unwrap();
+    let again = file.load().unwrap().unwrap();
+    assert_eq!(plan_to_bytes(&again), text.as_bytes());
+    assert_eq!(again, first);
+    // The same length, one chunk's status changed in place: read anew.
+    let edited = text.replacen("\"status\": \"pending\"", "\"status\": \"blocked\"", 1);
+    assert_ne!(edited, text);
+    std::fs::write(file.path(), &edited).unwrap();
+    let seen = file.load().unwrap().unwrap();
+    assert_eq!(seen.count(Status::Blocked), 1);
+    assert_eq!(plan_to_bytes(&seen), edited.as_bytes());
+    // Through update too, and what it writes is read back.
+    file.update(|p| {
+        let pos = p.find_chunk("b").unwrap();
+        p.chunk_mut(pos).set_status(Status::Failed);
+        Ok(())
+    })
+    .unwrap();
+    let after = file.load().unwrap().unwrap();
+    let fresh = parse_plan(file.path(), &std::fs::read(file.path()).unwrap()).unwrap();
+    assert_eq!(after, fresh);
+    assert_eq!(
+        after.chunk(after.find_chunk("b").unwrap()).status,
+        Status::Failed
+    );
+}
+
+#[test]
+fn a_plan_runner_wrote_reads_back_as_a_fresh_parse_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    let plans = [
+        varied_plan(),
+        // `chunks` read over an empty `subtasks`: the write puts the chunks under both.
+        json!({"phases": [{"id": "p", "subtasks": [], "chunks": [
+            {"id": "b", "description": "b", "status": "todo"}]}]}),
+        // A list beside the phases that is not runner's, and a bare top-level list.
+        json!({"subtasks": [{"x": 1}], "phases": [{"id": "p", "subtasks": [
+            {"id": "b", "description": "b"}]}]}),
+        json!({"x_top": 1, "chunks": [{"id": "b", "description": "b", "status": "done"}]}),
+    ];
+    for plan in plans {
+        std::fs::write(file.path(), plan.to_string()).unwrap();
+        for status in [Status::Failed, Status::Pending] {
+            file.update(|p| {
+                let pos = p.find_chunk("b").unwrap();
+                p.chunk_mut(pos).set_status(status);
+                Ok(())
+            })
+            .unwrap();
+            let bytes = std::fs::read(file.path()).unwrap();
+            let fresh = parse_plan(file.path(), &bytes).unwrap();
+            let read = file.load().unwrap().unwrap();
+            assert_eq!(read, fresh, "{plan}");
+            assert_eq!(read.phases.len(), fresh.phases.len());
+            for (a, b) in read.phases.iter().zip(&fresh.phases) {
+                assert_eq!((a.chunks_key, a.mirror_key), (b.chunks_key, b.mirror_key));
+            }
+            assert_eq!(plan_to_bytes(&read), bytes);
+        }
+    }
+}
