@@ -58,14 +58,20 @@ impl<'a> Scan<'a> {
             Some(b't') => self.eat(b"true"),
             Some(b'f') => self.eat(b"false"),
             Some(b'n') => self.eat(b"null"),
-            // With `arbitrary_precision`, serde_json keeps a number's text as it was.
+            // With `arbitrary_precision`, serde_json keeps a number's text as it was, except
+            // the exponent, which it writes `e` with its sign (`1E3` becomes `1e+3`).
             Some(b'-' | b'0'..=b'9') => {
-                let len = self.bytes[self.at..]
+                let token = &self.bytes[self.at..];
+                let len = token
                     .iter()
                     .take_while(|b| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
                     .count();
+                let token = &token[..len];
                 self.at += len;
-                true
+                match token.iter().position(|&b| b == b'e' || b == b'E') {
+                    None => true,
+                    Some(e) => token[e] == b'e' && matches!(token.get(e + 1), Some(b'+' | b'-')),
+                }
             }
             _ => false,
         }

@@ -2357,7 +2357,7 @@ fn canonical_text_is_exactly_what_serde_json_writes() {
         json!([]),
         json!({"a": {}, "b": [], "c": [[]], "d": [{}], "e": null, "f": true, "g": false}),
         json!({ strings[0].clone(): strings[0].clone(), "list": strings.clone() }),
-        value_of(r#"{"n": [1, -0, 1.0e+5, 1E-7, 123456789012345678901234567890, 0.1]}"#),
+        value_of(r#"{"n": [1, -0, 1.0e+5, 1E-7, 2e3, 123456789012345678901234567890, 0.1]}"#),
         json!({"deep": [[[[{"x": [1, {"y": "z"}]}]]]]}),
     ];
     for value in &values {
@@ -2392,6 +2392,10 @@ fn text_serde_json_would_write_otherwise_is_not_canonical() {
         "[ ]",
         "{ }",
         "[\n  1\n  ]",
+        "[\n  1e3\n]",
+        "[\n  1E+3\n]",
+        "[\n  -1.5E-2\n]",
+        "{\n  \"a\": 2e10\n}",
     ];
     for text in not {
         assert!(!canonical::is_canonical(text, 0), "{text}");
