@@ -314,6 +314,17 @@ fn parse(bencher: Bencher) {
         .bench(|| parse_plan(Path::new(PLAN_FILE), divan::black_box(&bytes)).expect("valid"));
 }
 
+/// The same plan written compactly, as another writer might: no chunk is in runner's own
+/// form, so every chunk is read into JSON values (the way every chunk was read before chunks
+/// were kept as text).
+#[divan::bench]
+fn parse_compact(bencher: Bencher) {
+    let bytes = serde_json::to_vec(&plan_json()).expect("serialise");
+    bencher
+        .counter(divan::counter::BytesCount::new(bytes.len()))
+        .bench(|| parse_plan(Path::new(PLAN_FILE), divan::black_box(&bytes)).expect("valid"));
+}
+
 /// Which chunk comes next, on a parsed plan.
 #[divan::bench(name = "next_step")]
 fn next_step_only(bencher: Bencher) {
@@ -328,13 +339,26 @@ fn to_bytes(bencher: Bencher) {
     bencher.bench(|| plan_to_bytes(divan::black_box(&plan)));
 }
 
+/// `Plan` → bytes when every chunk has been changed (held as fields, serialised field by
+/// field), against `to_bytes` where they are the file's text.
+#[divan::bench]
+fn to_bytes_all_changed(bencher: Bencher) {
+    let mut plan = parsed();
+    let positions: Vec<_> = plan.positions().collect();
+    for pos in positions {
+        plan.chunk_mut(pos).raw_mut();
+    }
+    bencher.bench(|| plan_to_bytes(divan::black_box(&plan)));
+}
+
 /// What runner does to take a chunk: under the plan lock, read and parse the plan, pick the
 /// next chunk, mark it in progress, write the plan back durably (temp file, fsync, rename,
 /// fsync of the folder).
 ///
 /// To keep every iteration identical, the chunk the previous iteration marked in progress is
 /// set back to pending first, so the plan on disk stays the same size and the same chunk is
-/// picked each time.
+/// picked each time. (The plan each iteration wrote is remembered, so the next one reads it
+/// without parsing, as a run's next take after its last completion does.)
 #[divan::bench(sample_count = 200, sample_size = 1)]
 fn load_next_save(bencher: Bencher) {
     let (_tmp, dir) = spec_dir();
@@ -357,9 +381,24 @@ fn load_next_save(bencher: Bencher) {
     });
 }
 
-/// `PlanFile::load` alone: read + parse (no lock, no write), to split `load_next_save`.
+/// `PlanFile::load` alone: read + parse (no lock, no write), to split `load_next_save`. A
+/// new `PlanFile` each time, so that nothing read before is remembered.
 #[divan::bench]
 fn load_only(bencher: Bencher) {
+    let (_tmp, dir) = spec_dir();
+    bencher.bench(|| {
+        PlanFile::in_spec_dir(&dir)
+            .load()
+            .expect("load")
+            .expect("present")
+    });
+}
+
+/// `PlanFile::load` of a plan this `PlanFile` read before and nobody changed since (a run
+/// reads its plan several times a chunk): read, compare with the remembered plan as it is
+/// serialised, copy it.
+#[divan::bench]
+fn load_unchanged(bencher: Bencher) {
     let (_tmp, dir) = spec_dir();
     let file = PlanFile::in_spec_dir(&dir);
     bencher.bench(|| file.load().expect("load").expect("present"));

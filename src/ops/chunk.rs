@@ -116,7 +116,7 @@ pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<Value> {
             json!({
                 "phase": phase.label(pos.phase),
                 "phase_name": phase.name(),
-                "chunk": Value::Object(plan.chunk(pos).raw.clone()),
+                "chunk": Value::Object(plan.chunk(pos).raw().clone()),
             })
         }
         None => Value::Null,

@@ -2,6 +2,7 @@
 //! atomic replace. A file that does not parse is never written over.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
@@ -39,7 +40,14 @@ pub struct PlanFile {
     path: PathBuf,
     lock_path: PathBuf,
     last_good: PathBuf,
+    /// The last plan read, when its file is exactly what runner writes for it: a run reads the
+    /// plan several times a chunk, most often unchanged. Shared by the clones of this value.
+    last_read: Arc<Mutex<Option<Plan>>>,
 }
+
+/// Plans up to this size are remembered (a copy in memory); longer ones are read each time,
+/// so that a long plan is not held twice.
+const REMEMBER_MAX_BYTES: usize = 8 << 20;
 
 impl PlanFile {
     pub fn in_spec_dir(spec_dir: &Path) -> PlanFile {
@@ -47,6 +55,7 @@ impl PlanFile {
             path: spec_dir.join(PLAN_FILE),
             lock_path: spec_dir.join(PLAN_LOCK_FILE),
             last_good: spec_dir.join(LAST_GOOD_FILE),
+            last_read: Arc::default(),
         }
     }
 
@@ -85,9 +94,24 @@ impl PlanFile {
 
     /// Parse, and say each warning about the file on stderr (once per process: a run reads
     /// the plan many times).
+    ///
+    /// Bytes that are exactly what the last plan read writes are that plan: parsing them again
+    /// would give the same plan (parsing is deterministic), so a copy of it is returned.
     fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
+        let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(plan) = last.as_ref()
+            && writes_exactly(plan, bytes)
+        {
+            return Ok(plan.clone());
+        }
         let plan = parse_plan(&self.path, bytes)?;
         warn_once(&self.path, &plan.warnings);
+        // Only a plan whose bytes it writes back unchanged: then the bytes it is compared with
+        // later are the very bytes it was parsed from.
+        *last = (bytes.len() <= REMEMBER_MAX_BYTES
+            && plan.warnings.is_empty()
+            && writes_exactly(&plan, bytes))
+        .then(|| plan.clone());
         Ok(plan)
     }
 
@@ -115,13 +139,19 @@ impl PlanFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
         };
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut old, &mut bytes)
-            .with_context(|| format!("reading {}", self.path.display()))?;
-        let mut plan = self.parse(&bytes)?;
+        let mut plan = {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut old, &mut bytes)
+                .with_context(|| format!("reading {}", self.path.display()))?;
+            // The bytes go before the plan is changed and written: a long plan is not held
+            // three times (bytes, plan, new bytes).
+            self.parse(&bytes)?
+        };
         let (out, changed) = f(&mut plan)?;
         if changed {
             self.write(&plan)?;
+            // A valid plan changed by runner's own steps: what the next read would parse.
+            self.remember_written(&plan);
             // The replaced file's blocks are freed when its last open handle closes. Holding
             // it until here and closing it on another thread takes that work (slow on disks
             // that discard freed blocks) off the run's path; it overlaps with what follows.
@@ -171,6 +201,22 @@ impl PlanFile {
     }
 }
 
+impl PlanFile {
+    /// Remember the plan just written: reading its bytes back would give it again. Parsing
+    /// those bytes gives the same ids, statuses, fields and lists (with no warning: both lists
+    /// of a phase are written equal), except which of a phase's two lists counts as read when
+    /// the plan read `chunks` over an empty `subtasks`: such a plan is read anew.
+    fn remember_written(&self, plan: &Plan) {
+        let orientation_kept = plan.phases.iter().all(|p| p.mirror_key != Some("subtasks"));
+        let remembered =
+            (plan.size_hint() <= REMEMBER_MAX_BYTES && orientation_kept).then(|| Plan {
+                warnings: Vec::new(),
+                ..plan.clone()
+            });
+        *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = remembered;
+    }
+}
+
 fn warn_once(path: &Path, warnings: &[String]) {
     // `output::warn` says each line once per process and hands it to the front end.
     for warning in warnings {
@@ -184,4 +230,27 @@ fn overwrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let file = crate::store::safe::open(path, crate::store::safe::Mode::InPlace)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
+}
+
+/// Are `bytes` exactly `plan_to_bytes(plan)`? Compared as the plan is serialised, without
+/// building the bytes (near a memory comparison for chunks kept as text).
+fn writes_exactly(plan: &Plan, bytes: &[u8]) -> bool {
+    struct Compare<'a>(&'a [u8]);
+    impl std::io::Write for Compare<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            match self.0.strip_prefix(buf) {
+                Some(rest) => {
+                    self.0 = rest;
+                    Ok(buf.len())
+                }
+                None => Err(std::io::Error::other("differs")),
+            }
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut rest = Compare(bytes);
+    serde_json::to_writer_pretty(&mut rest, plan).is_ok() && rest.0 == b"\n"
 }

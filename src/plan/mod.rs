@@ -1,18 +1,21 @@
 //! The plan model: parse every Auto-Claude variant, validate, pick the next chunk, write back.
 
+mod attempt;
+mod canonical;
+mod fields;
 mod file;
 mod model;
 mod next;
 mod parse;
+mod parse_chunk;
 mod status;
 pub mod summary;
 mod validate;
 pub mod verification;
 
+pub use attempt::Attempt;
 pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile, read_regular};
-pub use model::{
-    Attempt, Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit,
-};
+pub use model::{Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit};
 pub use next::{NextStep, next_chunk_id, next_step};
 pub use parse::{MAX_ID_BYTES, PlanError, parse_plan, plan_to_bytes};
 pub use status::Status;

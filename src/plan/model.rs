@@ -5,10 +5,14 @@
 //! (Auto-Claude's `qa_signoff`, `recoveryNote`, an agent's own notes …) survive a load → save
 //! round trip untouched, in their original position.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::Status;
+use super::attempt::Attempt;
 
 /// How a phase is named: the subtasks era used string `id`s, the chunks era numeric `phase`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -87,11 +91,34 @@ pub struct Phase {
     pub chunks: Vec<Chunk>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// One chunk. Its JSON is kept as the file's text while runner has not changed it (most
+/// chunks of a long plan, on every load): read, validated and written back without a tree of
+/// values (see `canonical`). Its fields are parsed on first use; a change turns it into a map.
+#[derive(Debug, Clone)]
 pub struct Chunk {
-    pub raw: Map<String, Value>,
+    body: Body,
     pub id: String,
     pub status: Status,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    /// The chunk's text exactly as runner writes it at its place in the file, so that it is
+    /// written back verbatim; its fields, parsed on first read.
+    Text(Box<RawValue>, OnceLock<Map<String, Value>>),
+    Map(Map<String, Value>),
+}
+
+impl PartialEq for Chunk {
+    fn eq(&self, other: &Chunk) -> bool {
+        if self.id != other.id || self.status != other.status {
+            return false;
+        }
+        match (&self.body, &other.body) {
+            (Body::Text(a, _), Body::Text(b, _)) if a.get() == b.get() => true,
+            _ => self.raw() == other.raw(),
+        }
+    }
 }
 
 // Serialisation streams each level's `raw` map and puts the typed children in place of the
@@ -135,135 +162,10 @@ impl Serialize for Phase {
 
 impl Serialize for Chunk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
-    }
-}
-
-/// One try at a chunk, recorded by runner in the chunk's `attempts` list. Read and written by
-/// hand (not through serde's `flatten`, which loses the exact text of numbers): a record runner
-/// updates keeps its key order, its nulls and the keys runner does not know.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Attempt {
-    pub n: u32,
-    pub session_id: Option<String>,
-    pub run_id: Option<String>,
-    pub started_at: Option<String>,
-    /// The worktree's HEAD when the attempt began: recovery compares it with the real state.
-    pub start_commit: Option<String>,
-    pub ended_at: Option<String>,
-    /// What the agent said through `runner chunk done|fail`: `"done"` or `"fail"`.
-    pub reported: Option<String>,
-    pub report_notes: Option<String>,
-    /// runner's verdict: `completed`, `failed`, `interrupted`.
-    pub outcome: Option<String>,
-    pub reason: Option<String>,
-    pub commit: Option<String>,
-    /// Fields a later runner (or a person) added: kept.
-    pub extra: Map<String, Value>,
-}
-
-/// The text fields of an attempt record, in the order a new record is written.
-const ATTEMPT_TEXTS: [&str; 10] = [
-    "session_id",
-    "run_id",
-    "started_at",
-    "start_commit",
-    "ended_at",
-    "reported",
-    "report_notes",
-    "outcome",
-    "reason",
-    "commit",
-];
-
-impl Attempt {
-    fn texts_mut(&mut self) -> [&mut Option<String>; 10] {
-        [
-            &mut self.session_id,
-            &mut self.run_id,
-            &mut self.started_at,
-            &mut self.start_commit,
-            &mut self.ended_at,
-            &mut self.reported,
-            &mut self.report_notes,
-            &mut self.outcome,
-            &mut self.reason,
-            &mut self.commit,
-        ]
-    }
-
-    fn texts(&self) -> [&Option<String>; 10] {
-        [
-            &self.session_id,
-            &self.run_id,
-            &self.started_at,
-            &self.start_commit,
-            &self.ended_at,
-            &self.reported,
-            &self.report_notes,
-            &self.outcome,
-            &self.reason,
-            &self.commit,
-        ]
-    }
-
-    /// A record as runner writes it: an object with a whole number `n`, its text fields texts
-    /// (or null). `None` for anything else.
-    pub fn from_value(value: &Value) -> Option<Attempt> {
-        let Value::Object(record) = value else {
-            return None;
-        };
-        let n = record.get("n")?.as_u64()?;
-        let mut attempt = Attempt {
-            n: u32::try_from(n).ok()?,
-            ..Attempt::default()
-        };
-        for (key, slot) in ATTEMPT_TEXTS.into_iter().zip(attempt.texts_mut()) {
-            match record.get(key) {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) => *slot = Some(s.clone()),
-                Some(_) => return None,
-            }
+        match &self.body {
+            Body::Text(text, _) => text.serialize(s),
+            Body::Map(map) => map.serialize(s),
         }
-        attempt.extra = record
-            .iter()
-            .filter(|(k, _)| *k != "n" && !ATTEMPT_TEXTS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        Some(attempt)
-    }
-
-    /// A list of records, or `None` if it is not a list or one record does not read.
-    pub fn list_from_value(value: &Value) -> Option<Vec<Attempt>> {
-        match value {
-            Value::Array(items) => items.iter().map(Attempt::from_value).collect(),
-            _ => None,
-        }
-    }
-
-    /// This attempt written over `base`, the record as it is in the file (empty for a new
-    /// one): changed fields are replaced in place, an unset field that was null stays null,
-    /// keys runner does not know stay where they were.
-    fn write_over(&self, mut base: Map<String, Value>) -> Map<String, Value> {
-        base.insert("n".into(), Value::from(self.n));
-        for (key, value) in ATTEMPT_TEXTS.into_iter().zip(self.texts()) {
-            match value {
-                Some(text) => {
-                    base.insert(key.into(), Value::String(text.clone()));
-                }
-                None if base.get(key).is_some_and(|v| !v.is_null()) => {
-                    base.shift_remove(key);
-                }
-                None => {}
-            }
-        }
-        base.retain(|k, _| {
-            k == "n" || ATTEMPT_TEXTS.contains(&k.as_str()) || self.extra.contains_key(k)
-        });
-        for (key, value) in &self.extra {
-            base.insert(key.clone(), value.clone());
-        }
-        base
     }
 }
 
@@ -362,6 +264,40 @@ impl Plan {
         self.raw.insert(key.to_string(), value);
     }
 
+    /// About how many bytes `plan_to_bytes` writes (a little more, as a rule): chunks kept as
+    /// text count their length, others a guess.
+    pub fn size_hint(&self) -> usize {
+        let chunks: usize = self
+            .chunks()
+            .map(|c| match &c.body {
+                Body::Text(text, _) => text.get().len() + 16,
+                Body::Map(_) => 1024,
+            })
+            .sum();
+        chunks + chunks / 16 + 64 * 1024
+    }
+
+    /// Do the two plans say the same thing — `a.to_value() == b.to_value()` (JSON equality, which
+    /// ignores key order) — without building the values: chunks still the file's text compare
+    /// as text first.
+    pub fn same_json(&self, other: &Plan) -> bool {
+        let same_phase = |a: &Phase, b: &Phase| {
+            a.raw == b.raw
+                && a.holds_chunks("subtasks") == b.holds_chunks("subtasks")
+                && a.holds_chunks("chunks") == b.holds_chunks("chunks")
+                && a.chunks.len() == b.chunks.len()
+                && a.chunks.iter().zip(&b.chunks).all(|(x, y)| x.same_json(y))
+        };
+        self.shape == other.shape
+            && self.raw == other.raw
+            && self.phases.len() == other.phases.len()
+            && self
+                .phases
+                .iter()
+                .zip(&other.phases)
+                .all(|(a, b)| same_phase(a, b))
+    }
+
     /// Back to JSON, in the original field order, with runner's changes written in.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -393,6 +329,59 @@ impl Phase {
 }
 
 impl Chunk {
+    /// A chunk from its fields (already checked).
+    pub fn from_map(raw: Map<String, Value>, id: String, status: Status) -> Chunk {
+        Chunk {
+            body: Body::Map(raw),
+            id,
+            status,
+        }
+    }
+
+    /// A chunk from its text in the file, which `canonical::is_canonical` accepted at the
+    /// chunk's place and which `parse` checked.
+    pub(super) fn from_text(text: Box<RawValue>, id: String, status: Status) -> Chunk {
+        Chunk {
+            body: Body::Text(text, OnceLock::new()),
+            id,
+            status,
+        }
+    }
+
+    /// The chunk's JSON object, field order as in the file.
+    pub fn raw(&self) -> &Map<String, Value> {
+        match &self.body {
+            Body::Map(map) => map,
+            Body::Text(text, fields) => fields.get_or_init(|| fields_of(text)),
+        }
+    }
+
+    /// The chunk's JSON object, to change: from now on it is written from the fields.
+    pub fn raw_mut(&mut self) -> &mut Map<String, Value> {
+        if let Body::Text(text, fields) = &mut self.body {
+            let map = fields.take().unwrap_or_else(|| fields_of(text));
+            self.body = Body::Map(map);
+        }
+        match &mut self.body {
+            Body::Map(map) => map,
+            // Made a map just above.
+            Body::Text(..) => unreachable!("the chunk's body was made a map"),
+        }
+    }
+
+    /// The same JSON (equal as values, key order aside): the same text, else the same fields.
+    pub fn same_json(&self, other: &Chunk) -> bool {
+        match (&self.body, &other.body) {
+            (Body::Text(a, _), Body::Text(b, _)) if a.get() == b.get() => true,
+            _ => self.raw() == other.raw(),
+        }
+    }
+
+    /// Is the chunk still the file's text (nothing changed, nothing to re-serialise)?
+    pub fn is_verbatim(&self) -> bool {
+        matches!(self.body, Body::Text(..))
+    }
+
     /// `description`, else `title`, else the id.
     pub fn description(&self) -> &str {
         let text = |key| self.str_field(key).filter(|s| !s.trim().is_empty());
@@ -402,14 +391,21 @@ impl Chunk {
     }
 
     pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.raw.get(key).and_then(Value::as_str)
+        self.raw().get(key).and_then(Value::as_str)
+    }
+
+    /// Write the status read (`self.status`) in its canonical spelling, for a file that has a
+    /// synonym or null: no change of value, so not a transition.
+    pub(super) fn spell_status(&mut self) {
+        let status = self.status;
+        spell_status(self.raw_mut(), status);
     }
 
     /// Set the status. `completed_at` belongs to completed chunks only: any other status
     /// clears it, as Auto-Claude's `fail()` and `start()` do.
     pub fn set_status(&mut self, status: Status) {
         self.status = status;
-        self.raw
+        self.raw_mut()
             .insert("status".into(), Value::String(status.as_str().into()));
         if status != Status::Completed {
             self.remove("completed_at");
@@ -417,17 +413,21 @@ impl Chunk {
     }
 
     pub fn set_str(&mut self, key: &str, value: &str) {
-        self.raw.insert(key.into(), Value::String(value.into()));
+        self.raw_mut()
+            .insert(key.into(), Value::String(value.into()));
     }
 
     pub fn remove(&mut self, key: &str) {
-        // shift_remove keeps the order of the remaining fields.
-        self.raw.shift_remove(key);
+        // Nothing to change (and no reason to leave the file's text) if the key is absent.
+        if self.raw().contains_key(key) {
+            // shift_remove keeps the order of the remaining fields.
+            self.raw_mut().shift_remove(key);
+        }
     }
 
     /// runner's attempt records. Validation guarantees they parse.
     pub fn attempts(&self) -> Vec<Attempt> {
-        self.raw
+        self.raw()
             .get("attempts")
             .and_then(Attempt::list_from_value)
             .unwrap_or_default()
@@ -436,7 +436,7 @@ impl Chunk {
     /// Write the attempt records. Each one is written over the record at its place in the file
     /// when that has the same `n`, so that what runner did not change stays as it was.
     pub fn set_attempts(&mut self, attempts: &[Attempt]) {
-        let mut old = match self.raw.get_mut("attempts") {
+        let mut old = match self.raw_mut().get_mut("attempts") {
             Some(Value::Array(items)) => std::mem::take(items),
             _ => Vec::new(),
         }
@@ -455,7 +455,7 @@ impl Chunk {
                 Value::Object(attempt.write_over(base))
             })
             .collect();
-        self.raw.insert("attempts".into(), Value::Array(list));
+        self.raw_mut().insert("attempts".into(), Value::Array(list));
     }
 
     pub fn last_attempt(&self) -> Option<Attempt> {
@@ -492,7 +492,7 @@ impl Chunk {
     /// A list-of-strings field such as `files_to_modify`. Auto-Claude sometimes wrote a single
     /// string instead of a list; both are read.
     pub fn list_field(&self, key: &str) -> Vec<String> {
-        match self.raw.get(key) {
+        match self.raw().get(key) {
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| match v {
@@ -504,4 +504,15 @@ impl Chunk {
             _ => Vec::new(),
         }
     }
+}
+
+/// The fields of a chunk's text. The text was parsed as an object when the plan was read, with
+/// its nesting under serde_json's limit (`canonical` refuses deeper), so this does not fail.
+fn fields_of(text: &RawValue) -> Map<String, Value> {
+    serde_json::from_str(text.get()).unwrap_or_default()
+}
+
+/// `raw`'s status in canonical spelling (the parser's normalisation of a status it read).
+pub(super) fn spell_status(raw: &mut Map<String, Value>, status: Status) {
+    raw.insert("status".into(), Value::String(status.as_str().into()));
 }

@@ -4,10 +4,13 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::model::{Attempt, Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
-use super::{Status, validate, verification};
+use super::fields::{self, Level};
+use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
+use super::parse_chunk::{read_chunk, same_json};
+use super::validate;
 
 /// Why a plan cannot be used. Carries everything the user needs to find the problem.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,18 +44,36 @@ impl PlanError {
 impl std::error::Error for PlanError {}
 
 /// Parse and validate plan bytes read from `path` (the path is only used in messages).
+///
+/// The levels above the chunks are read into values; each chunk stays the file's text when
+/// that text is what runner would write for it (`canonical`), so that reading and writing a
+/// long plan costs little more than copying it. Other chunks are read into values, as before.
 pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
     // Editors on Windows may save with a byte-order mark; JSON parsers reject it.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| PlanError {
+    let syntax = |e: serde_json::Error| PlanError {
         path: path.to_path_buf(),
         line: Some(e.line()),
         column: Some(e.column()),
         problems: vec![format!("not valid JSON: {e}")],
-    })?;
+    };
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
-    let plan = read_plan(value, &mut problems, &mut warnings);
+    let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let plan = if starts_object {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let top = fields::level(&mut de, &TOP_LISTS)
+            .and_then(|top| de.end().map(|()| top))
+            .map_err(syntax)?;
+        read_plan(top, &mut problems, &mut warnings)
+    } else {
+        let value: Value = serde_json::from_slice(bytes).map_err(syntax)?;
+        problems.push(format!(
+            "the plan must be a JSON object with a \"phases\" list, found {}",
+            kind(&value)
+        ));
+        None
+    };
     // Validation speaks of phases by position, so it runs only when every phase was read.
     if let Some((plan, true)) = &plan {
         validate::check(plan, &mut problems);
@@ -71,31 +92,36 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
 
 /// The canonical bytes runner writes: two-space pretty JSON, original field order, final newline.
 pub fn plan_to_bytes(plan: &Plan) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(plan).unwrap_or_default();
+    // Sized up front: growing a buffer of a long plan by doubling holds it twice at once.
+    let mut out = Vec::with_capacity(plan.size_hint());
+    if serde_json::to_writer_pretty(&mut out, plan).is_err() {
+        out.clear();
+    }
     out.push(b'\n');
     out
 }
 
+/// The top-level keys whose lists are read level by level: phases, or a plan without phases.
+const TOP_LISTS: [&str; 3] = ["phases", "subtasks", "chunks"];
+
+/// How deep a chunk sits in the file, in levels of indentation: `{ "phases": [ { "subtasks":
+/// [ {chunk} ] } ] }`, or `{ "subtasks": [ {chunk} ] }`.
+const CHUNK_LEVEL: usize = 4;
+const TOP_LEVEL_CHUNK_LEVEL: usize = 2;
+
 /// The plan, and whether every phase in the file could be read.
 fn read_plan(
-    value: Value,
+    mut top: Level<'_>,
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Option<(Plan, bool)> {
-    let Value::Object(mut raw) = value else {
-        problems.push(format!(
-            "the plan must be a JSON object with a \"phases\" list, found {}",
-            kind(&value)
-        ));
-        return None;
-    };
-    if !raw.contains_key("phases")
+    if !top.raw.contains_key("phases")
         && CHUNK_KEYS
             .iter()
-            .any(|k| raw.get(*k).is_some_and(Value::is_array))
+            .any(|k| top.raw.get(*k).is_some_and(Value::is_array))
     {
         // Auto-Claude's QA fixes write a bare top-level list; it reads as one phase.
-        let lists = read_chunk_lists("", &mut raw, problems, warnings);
+        let lists = read_chunk_lists("", &mut top, TOP_LEVEL_CHUNK_LEVEL, problems, warnings);
         let phase = Phase {
             raw: Map::new(),
             key: PhaseKey::default(),
@@ -105,20 +131,35 @@ fn read_plan(
             chunks: lists.chunks,
         };
         let plan = Plan {
-            raw,
+            raw: top.raw,
             phases: vec![phase],
             shape: PlanShape::TopLevelChunks,
             warnings: Vec::new(),
         };
         return Some((plan, true));
     }
-    let phases = match raw.get_mut("phases").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        Some(other) => {
-            problems.push(format!("phases: expected a list, found {}", kind(&other)));
+    let phases = top.take_list("phases");
+    // Chunk lists beside `phases` are not runner's: they stay as they are.
+    if let Err(e) = top.restore_lists() {
+        problems.push(format!("not valid JSON: {e}"));
+        return None;
+    }
+    let phases = match (phases, top.raw.get_mut("phases")) {
+        (Some(list), Some(slot)) => {
+            *slot = Value::Null;
+            match fields::items(list) {
+                Ok(items) => items,
+                Err(e) => {
+                    problems.push(format!("phases: not valid JSON: {e}"));
+                    return None;
+                }
+            }
+        }
+        (_, Some(other)) => {
+            problems.push(format!("phases: expected a list, found {}", kind(other)));
             return None;
         }
-        None => {
+        (_, None) => {
             problems.push(
                 "phases: missing (expected a list of phases, or a top-level \"subtasks\" list)"
                     .into(),
@@ -134,7 +175,7 @@ fn read_plan(
         .collect();
     let whole = phases.len() == in_file;
     let plan = Plan {
-        raw,
+        raw: top.raw,
         phases,
         shape: PlanShape::Phases,
         warnings: Vec::new(),
@@ -144,15 +185,31 @@ fn read_plan(
 
 fn read_phase(
     index: usize,
-    value: Value,
+    text: &RawValue,
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Option<Phase> {
     let at = format!("phases[{index}]");
-    let Value::Object(mut raw) = value else {
-        problems.push(format!("{at}: expected an object, found {}", kind(&value)));
-        return None;
+    let level = match text.get().starts_with('{') {
+        true => fields::level(
+            &mut serde_json::Deserializer::from_str(text.get()),
+            &CHUNK_KEYS,
+        ),
+        false => serde_json::from_str::<Value>(text.get()).and_then(|value| {
+            problems.push(format!("{at}: expected an object, found {}", kind(&value)));
+            Err(serde::de::Error::custom("not an object"))
+        }),
     };
+    let mut level = match level {
+        Ok(level) => level,
+        Err(e) => {
+            if text.get().starts_with('{') {
+                problems.push(format!("{at}: not valid JSON: {e}"));
+            }
+            return None;
+        }
+    };
+    let raw = &level.raw;
     let id = match raw.get("id") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
@@ -206,9 +263,15 @@ fn read_phase(
             Vec::new()
         }
     };
-    let lists = read_chunk_lists(&format!("{at}."), &mut raw, problems, warnings);
+    let lists = read_chunk_lists(
+        &format!("{at}."),
+        &mut level,
+        CHUNK_LEVEL,
+        problems,
+        warnings,
+    );
     Some(Phase {
-        raw,
+        raw: level.raw,
         key: PhaseKey { id, number },
         depends_on,
         chunks_key: lists.key,
@@ -237,27 +300,35 @@ struct ChunkLists {
 /// A `null` list stays null on save and counts as no list.
 fn read_chunk_lists(
     prefix: &str,
-    raw: &mut Map<String, Value>,
+    level: &mut Level<'_>,
+    depth: usize,
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> ChunkLists {
-    let mut found: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut found: Vec<(&'static str, Vec<&RawValue>)> = Vec::new();
     for key in CHUNK_KEYS {
-        match raw.get_mut(key) {
+        match level.raw.get(key) {
             None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => found.push((key, std::mem::take(items))),
+            // A list is set aside as text (its place holds an empty list).
+            Some(Value::Array(_)) => match level.take_list(key).map(fields::items) {
+                Some(Ok(items)) => found.push((key, items)),
+                Some(Err(e)) => problems.push(format!("{prefix}{key}: not valid JSON: {e}")),
+                None => found.push((key, Vec::new())),
+            },
             Some(other) => problems.push(format!(
                 "{prefix}{key}: expected a list, found {}",
                 kind(other)
             )),
         }
     }
-    let read_list = |key: &str, items: Vec<Value>, problems: &mut Vec<String>| -> Vec<Chunk> {
+    let read_list = |key: &str, items: Vec<&RawValue>, problems: &mut Vec<String>| {
         items
             .into_iter()
             .enumerate()
-            .filter_map(|(j, v)| read_chunk(&format_args!("{prefix}{key}[{j}]"), v, problems))
-            .collect()
+            .filter_map(|(j, v)| {
+                read_chunk(&format_args!("{prefix}{key}[{j}]"), v, depth, problems)
+            })
+            .collect::<Vec<Chunk>>()
     };
     let mut found = found.into_iter();
     let Some((key, items)) = found.next() else {
@@ -275,7 +346,7 @@ fn read_chunk_lists(
             chunks,
         };
     };
-    if items == other {
+    if same_json(&items, &other) {
         // The usual case: read once, so each problem is reported once.
         let chunks = read_list(key, items, problems);
         return ChunkLists {
@@ -323,7 +394,7 @@ fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String 
     let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) else {
         return format!("{a_at} has {} chunks, {b_at} has {}", a.len(), b.len());
     };
-    let (x, y) = (&a[i].raw, &b[i].raw);
+    let (x, y) = (a[i].raw(), b[i].raw());
     let Some(field) = x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)) else {
         return format!("{a_at}[{i}] and {b_at}[{i}] differ");
     };
@@ -339,7 +410,7 @@ fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String 
 }
 
 /// `text` cut to at most `max` characters, with `…` when cut.
-fn short(text: &str, max: usize) -> String {
+pub(super) fn short(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_string(),
@@ -353,7 +424,7 @@ pub const MAX_ID_BYTES: usize = 200;
 /// Ids must be printable: they reach environment variables (where NUL cannot go), ref and file
 /// names, commit subjects and the terminal (where control characters, line breaks and
 /// direction overrides would forge or hide text).
-fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<String>) {
+pub(super) fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<String>) {
     let problem = if id.len() > MAX_ID_BYTES {
         Some(format!(
             "is {} bytes long; at most {MAX_ID_BYTES} are allowed",
@@ -382,113 +453,6 @@ fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<Stri
 
 fn is_printable(c: char) -> bool {
     !c.is_control() && !crate::text::is_invisible(c)
-}
-
-/// A chunk's id: `id`, else Auto-Claude's alias `subtask_id`, trimmed, when `id` is missing,
-/// null or blank (as its `normalize_subtask_aliases` does). The file keeps whichever key it had.
-fn read_chunk_id(
-    at: &dyn fmt::Display,
-    raw: &Map<String, Value>,
-    problems: &mut Vec<String>,
-) -> Option<String> {
-    let blank = |v: Option<&Value>| match v {
-        None | Some(Value::Null) => true,
-        Some(Value::String(s)) => s.trim().is_empty(),
-        Some(_) => false,
-    };
-    let key = if blank(raw.get("id")) && !blank(raw.get("subtask_id")) {
-        "subtask_id"
-    } else {
-        "id"
-    };
-    let id = match raw.get(key) {
-        // Auto-Claude strips `subtask_id` when it copies it into `id`; `id` it takes as is.
-        Some(Value::String(s)) if key == "subtask_id" => s.trim().to_string(),
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        None => {
-            problems.push(format!(
-                "{at}.id: missing (every chunk needs an id); Auto-Claude's \"subtask_id\" is read too"
-            ));
-            return None;
-        }
-        Some(other) => {
-            problems.push(format!(
-                "{at}.{key}: expected a non-empty string, found {}",
-                kind(other)
-            ));
-            return None;
-        }
-    };
-    let mut own = Vec::new();
-    check_id(&format_args!("{at}.{key}"), "chunk", &id, &mut own);
-    if !own.is_empty() {
-        problems.append(&mut own);
-        return None;
-    }
-    Some(id)
-}
-
-/// A chunk as problems name it, `<path> (<id>)`; formatted only when there is a problem (a plan
-/// has tens of thousands of chunks, and no problem, most of the time).
-struct ChunkAt<'a> {
-    path: &'a dyn fmt::Display,
-    id: &'a str,
-}
-
-impl fmt::Display for ChunkAt<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.path, short(self.id, 60))
-    }
-}
-
-fn read_chunk(at: &dyn fmt::Display, value: Value, problems: &mut Vec<String>) -> Option<Chunk> {
-    let Value::Object(mut raw) = value else {
-        problems.push(format!("{at}: expected an object, found {}", kind(&value)));
-        return None;
-    };
-    let id = read_chunk_id(at, &raw, problems)?;
-    let at = ChunkAt { path: at, id: &id };
-    let has_text = |k: &str| matches!(raw.get(k), Some(Value::String(s)) if !s.trim().is_empty());
-    if !has_text("description") && !has_text("title") {
-        problems.push(format!(
-            "{at}: missing \"description\" (or \"title\"): say what the chunk builds"
-        ));
-    }
-    let status = match raw.get("status") {
-        None | Some(Value::Null) => Status::Pending,
-        Some(Value::String(s)) => match Status::parse(s) {
-            Some(status) => status,
-            None => {
-                problems.push(format!(
-                    "{at}.status: unknown status {s:?} (expected one of pending, in_progress, completed, failed, blocked, or a synonym such as not_started, todo, done)"
-                ));
-                return None;
-            }
-        },
-        Some(other) => {
-            problems.push(format!(
-                "{at}.status: expected a string, found {}",
-                kind(other)
-            ));
-            return None;
-        }
-    };
-    if let Some(attempts) = raw.get("attempts")
-        && Attempt::list_from_value(attempts).is_none()
-    {
-        problems.push(format!(
-            "{at}.attempts: runner keeps its attempt records here; expected a list of objects with a number \"n\""
-        ));
-    }
-    if let Some(v) = raw.get("verification") {
-        verification::check(&format_args!("{at}.verification"), v, problems);
-    }
-    // Write the canonical spelling back so that a save normalises synonyms.
-    if raw.contains_key("status") {
-        raw.insert("status".into(), Value::String(status.as_str().into()));
-    }
-    Some(Chunk { raw, id, status })
 }
 
 pub(super) fn kind(v: &Value) -> &'static str {

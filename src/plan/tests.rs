@@ -310,7 +310,7 @@ fn subtasks_era_parses_into_the_model() {
     assert_eq!(c.list_field("files_to_modify"), vec!["src/shared/types.ts"]);
     assert!(c.list_field("files_to_create").is_empty());
     assert_eq!(c.list_field("patterns_from"), vec!["src/shared/other.ts"]);
-    assert_eq!(c.raw.get("x_chunk_extra"), Some(&Value::Null));
+    assert_eq!(c.raw().get("x_chunk_extra"), Some(&Value::Null));
 
     let p1 = &plan.phases[1];
     assert_eq!(p1.depends_on, vec![PhaseRef::Name("phase-1-model".into())]);
@@ -325,7 +325,7 @@ fn subtasks_era_parses_into_the_model() {
         "title is the fallback"
     );
     assert!(
-        !p1.chunks[2].raw.contains_key("status"),
+        !p1.chunks[2].raw().contains_key("status"),
         "a missing status is not invented on read"
     );
 }
@@ -672,7 +672,7 @@ fn changes_are_written_through_in_place() {
     assert_eq!(again, plan);
     assert_eq!(again.chunk(pos).status, Status::InProgress);
     assert_eq!(again.chunk(pos).description(), "Render previews");
-    assert!(!again.chunk(pos).raw.contains_key("verification"));
+    assert!(!again.chunk(pos).raw().contains_key("verification"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1478,7 +1478,7 @@ fn update_last_attempt_without_attempts_does_nothing() {
     plan.chunk_mut(pos)
         .update_last_attempt(|a| a.outcome = Some("failed".into()));
     assert_eq!(plan, before);
-    assert!(!plan.chunk(pos).raw.contains_key("attempts"));
+    assert!(!plan.chunk(pos).raw().contains_key("attempts"));
 }
 
 #[test]
@@ -2021,7 +2021,7 @@ fn set_status_clears_completed_at_unless_completed() {
     ])));
     let pos = plan.find_chunk("a").unwrap();
     plan.chunk_mut(pos).set_status(Status::Completed);
-    assert!(plan.chunk(pos).raw.contains_key("completed_at"));
+    assert!(plan.chunk(pos).raw().contains_key("completed_at"));
     for status in [
         Status::Failed,
         Status::Pending,
@@ -2030,7 +2030,7 @@ fn set_status_clears_completed_at_unless_completed() {
     ] {
         let mut p = plan.clone();
         p.chunk_mut(pos).set_status(status);
-        assert!(!p.chunk(pos).raw.contains_key("completed_at"), "{status}");
+        assert!(!p.chunk(pos).raw().contains_key("completed_at"), "{status}");
         assert_eq!(p.chunk(pos).str_field("notes"), Some("n"));
     }
 }
@@ -2324,4 +2324,316 @@ fn a_subtask_id_alias_is_trimmed() {
         to_value(&plan)["phases"][0]["chunks"][0]["subtask_id"],
         "  s-9\t"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunks kept as text: the fast path must give exactly the slow path's answer
+// ---------------------------------------------------------------------------------------------
+
+/// `value` as runner writes it `level` levels down: serde_json's pretty form, indented (every
+/// line break in pretty JSON is between tokens: strings escape theirs).
+fn pretty_at(value: &Value, level: usize) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap();
+    text.replace('\n', &format!("\n{}", "  ".repeat(level)))
+}
+
+/// Strings with every character serde_json escapes, and some it does not.
+fn tricky_strings() -> Vec<String> {
+    let mut all: String = (0u8..0x20).map(char::from).collect();
+    all.push_str("\"\\/\u{7f}é€😀\u{202e}\u{feff}");
+    vec![
+        all,
+        String::new(),
+        "plain".into(),
+        "\\n is not a newline".into(),
+    ]
+}
+
+#[test]
+fn canonical_text_is_exactly_what_serde_json_writes() {
+    let strings = tricky_strings();
+    let values = vec![
+        json!({}),
+        json!([]),
+        json!({"a": {}, "b": [], "c": [[]], "d": [{}], "e": null, "f": true, "g": false}),
+        json!({ strings[0].clone(): strings[0].clone(), "list": strings.clone() }),
+        value_of(r#"{"n": [1, -0, 1.0e+5, 1E-7, 2e3, 123456789012345678901234567890, 0.1]}"#),
+        json!({"deep": [[[[{"x": [1, {"y": "z"}]}]]]]}),
+    ];
+    for value in &values {
+        for level in 0..6 {
+            let text = pretty_at(value, level);
+            assert!(canonical::is_canonical(&text, level), "{text}");
+            // What the scan accepts, serde_json writes back byte for byte.
+            let back: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(pretty_at(&back, level), text);
+            if text.contains('\n') {
+                assert!(!canonical::is_canonical(&text, level + 1), "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn text_serde_json_would_write_otherwise_is_not_canonical() {
+    let not = [
+        r#"{"a":1}"#,
+        "{\n  \"a\": 1 \n}",
+        "{\n\t\"a\": 1\n}",
+        "{\n  \"a\":1\n}",
+        "{\n  \"a\": 1,\n  \"a\": 2\n}",
+        "{\n  \"a\": {\n    \"b\": 1,\n    \"b\": 1\n  }\n}",
+        "{\n  \"a\": \"\\/\"\n}",
+        "{\n  \"a\": \"\\u00e9\"\n}",
+        "{\n  \"a\": \"\\u0041\"\n}",
+        "{\n  \"a\": \"\\u001F\"\n}",
+        "{\n  \"a\": \"\\u000a\"\n}",
+        "{\n  \"a\": \"\\ud83d\\ude00\"\n}",
+        "[ ]",
+        "{ }",
+        "[\n  1\n  ]",
+        "[\n  1e3\n]",
+        "[\n  1E+3\n]",
+        "[\n  -1.5E-2\n]",
+        "{\n  \"a\": 2e10\n}",
+    ];
+    for text in not {
+        assert!(!canonical::is_canonical(text, 0), "{text}");
+        // serde_json agrees: its form of the value is other text.
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_ne!(pretty_at(&value, 0), text);
+    }
+    let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+    assert!(
+        !canonical::is_canonical(&deep, 0),
+        "too deep to keep as text"
+    );
+}
+
+/// A plan with every kind of chunk: canonical text, fields runner checks, attempt records,
+/// verification objects, unknown fields, synonyms, tricky strings.
+fn varied_plan() -> Value {
+    let strings = tricky_strings();
+    json!({
+        "feature": "speed",
+        "x_top": {"keep": [1.50, "x"]},
+        "phases": [
+            {"id": "p1", "name": "one", "x_phase": 1e3, "subtasks": [
+                {"id": "a", "description": strings[0].clone(), "status": "completed",
+                 "attempts": [{"n": 1, "session_id": "s", "outcome": "completed", "x_attempt": [1]}],
+                 "verification": {"type": "command", "command": "true", "expected": "ok"},
+                 "x_chunk": {"nested": [{"deep": null}]}},
+                {"id": "b", "title": "t", "status": "done"},
+                {"subtask_id": " c ", "description": "c", "status": null},
+                {"id": 7, "description": "numeric id", "files_to_modify": "one.rs"}
+            ]},
+            {"phase": 2, "depends_on": ["p1"], "chunks": [
+                {"id": "d", "description": "d", "status": "in_progress",
+                 "attempts": [{"n": 1, "started_at": null, "reported": "done"}]}
+            ], "subtasks": [
+                {"id": "d", "description": "d", "status": "in_progress",
+                 "attempts": [{"n": 1, "started_at": null, "reported": "done"}]}
+            ]}
+        ]
+    })
+}
+
+/// Every chunk of `plan` turned into fields, as the slow path reads them.
+fn all_as_fields(plan: &Plan) -> Plan {
+    let mut slow = plan.clone();
+    let positions: Vec<ChunkPos> = slow.positions().collect();
+    for pos in positions {
+        slow.chunk_mut(pos).raw_mut();
+    }
+    slow
+}
+
+#[test]
+fn chunks_kept_as_text_read_and_write_exactly_as_fields() {
+    let value = varied_plan();
+    // As runner writes it, and as another writer might (compact, escapes serde_json would not use).
+    let pretty = String::from_utf8(plan_to_bytes(&parse(&value.to_string()))).unwrap();
+    let escaped = pretty.replace('é', "\\u00e9");
+    for text in [value.to_string(), pretty.clone(), escaped] {
+        let plan = parse(&text);
+        let slow = all_as_fields(&plan);
+        assert_eq!(plan, slow);
+        assert_eq!(plan_to_bytes(&plan), plan_to_bytes(&slow), "{text}");
+        for (fast, slow) in plan.chunks().zip(slow.chunks()) {
+            assert_eq!(fast.raw(), slow.raw());
+            assert_eq!(fast.description(), slow.description());
+            assert_eq!(fast.attempts(), slow.attempts());
+            assert_eq!(
+                fast.list_field("files_to_modify"),
+                slow.list_field("files_to_modify")
+            );
+        }
+    }
+    // A plan runner wrote is read back as text, every chunk whose status needs no new spelling,
+    // and written back byte for byte.
+    let plan = parse(&pretty);
+    assert!(plan.chunks().all(Chunk::is_verbatim));
+    assert_eq!(String::from_utf8(plan_to_bytes(&plan)).unwrap(), pretty);
+}
+
+#[test]
+fn a_change_to_one_chunk_leaves_the_others_as_text() {
+    let pretty = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    let mut plan = parse(&pretty);
+    let pos = plan.find_chunk("b").unwrap();
+    plan.chunk_mut(pos).set_status(Status::Failed);
+    let verbatim: Vec<&str> = plan
+        .chunks()
+        .filter(|c| c.is_verbatim())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(verbatim, ["a", "c", "7", "d"]);
+    let mut slow = all_as_fields(&parse(&pretty));
+    slow.chunk_mut(pos).set_status(Status::Failed);
+    assert_eq!(plan_to_bytes(&plan), plan_to_bytes(&slow));
+}
+
+#[test]
+fn chunks_kept_as_text_report_the_same_problems_as_fields() {
+    let broken = [
+        json!({"id": "x", "description": "d", "attempts": [{"n": "1"}]}),
+        json!({"id": "x", "description": "d", "attempts": [{"n": 1, "outcome": 5}]}),
+        json!({"id": "x", "description": "d", "attempts": [[1]]}),
+        json!({"id": "x", "description": "d", "attempts": {"n": 1}}),
+        json!({"id": "x", "description": "d", "attempts": [{"n": 4294967296u64}]}),
+        json!({"id": "x", "description": "d", "status": "later"}),
+        json!({"id": "x", "description": "d", "status": 3}),
+        json!({"id": "x", "description": "  "}),
+        json!({"id": "", "description": "d"}),
+        json!({"id": "a\u{7}b", "description": "d"}),
+        json!({"id": "x", "description": "d", "verification": {"type": "command"}}),
+        json!({"id": "x", "description": "d", "verification": 5}),
+        json!(["not", "an", "object"]),
+    ];
+    for chunk in broken {
+        let plan = json!({"phases": [{"id": "p", "subtasks": [chunk]}]});
+        let compact = parse_err(&plan.to_string());
+        let pretty = parse_err(&serde_json::to_string_pretty(&plan).unwrap());
+        assert_eq!(compact.problems, pretty.problems, "{chunk}");
+        assert!(!pretty.problems.is_empty());
+    }
+}
+
+#[test]
+fn same_json_agrees_with_comparing_values() {
+    let text = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    let base = parse(&text);
+    let mut variants = vec![
+        base.clone(),
+        parse(&varied_plan().to_string()),
+        all_as_fields(&base),
+    ];
+    let changes: [&dyn Fn(&mut Plan); 6] = [
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 0, chunk: 1 })
+                .set_status(Status::Failed)
+        },
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 0, chunk: 0 })
+                .set_str("x_new", "1")
+        },
+        &|p| {
+            p.chunk_mut(ChunkPos { phase: 1, chunk: 0 })
+                .remove("attempts")
+        },
+        &|p| p.set_field("x_top", json!(null)),
+        &|p| {
+            p.phases[1].chunks.pop();
+        },
+        &|p| {
+            p.phases[0].raw.insert("name".into(), json!("renamed"));
+        },
+    ];
+    for change in changes {
+        let mut changed = base.clone();
+        change(&mut changed);
+        variants.push(changed);
+    }
+    // Key order aside, as JSON values compare.
+    let mut reordered = base.clone();
+    let pos = ChunkPos { phase: 0, chunk: 0 };
+    let raw = reordered.chunk_mut(pos).raw_mut();
+    let mut fields: Vec<(String, Value)> = std::mem::take(raw).into_iter().collect();
+    fields.reverse();
+    raw.extend(fields);
+    variants.push(reordered);
+    for a in &variants {
+        for b in &variants {
+            assert_eq!(a.same_json(b), a.to_value() == b.to_value());
+        }
+    }
+}
+
+#[test]
+fn a_plan_read_again_unchanged_is_the_same_plan_and_any_change_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    let text = String::from_utf8(plan_to_bytes(&parse(&varied_plan().to_string()))).unwrap();
+    std::fs::write(file.path(), &text).unwrap();
+    let first = file.load().unwrap().unwrap();
+    let again = file.load().unwrap().unwrap();
+    assert_eq!(plan_to_bytes(&again), text.as_bytes());
+    assert_eq!(again, first);
+    // The same length, one chunk's status changed in place: read anew.
+    let edited = text.replacen("\"status\": \"pending\"", "\"status\": \"blocked\"", 1);
+    assert_ne!(edited, text);
+    std::fs::write(file.path(), &edited).unwrap();
+    let seen = file.load().unwrap().unwrap();
+    assert_eq!(seen.count(Status::Blocked), 1);
+    assert_eq!(plan_to_bytes(&seen), edited.as_bytes());
+    // Through update too, and what it writes is read back.
+    file.update(|p| {
+        let pos = p.find_chunk("b").unwrap();
+        p.chunk_mut(pos).set_status(Status::Failed);
+        Ok(())
+    })
+    .unwrap();
+    let after = file.load().unwrap().unwrap();
+    let fresh = parse_plan(file.path(), &std::fs::read(file.path()).unwrap()).unwrap();
+    assert_eq!(after, fresh);
+    assert_eq!(
+        after.chunk(after.find_chunk("b").unwrap()).status,
+        Status::Failed
+    );
+}
+
+#[test]
+fn a_plan_runner_wrote_reads_back_as_a_fresh_parse_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    let plans = [
+        varied_plan(),
+        // `chunks` read over an empty `subtasks`: the write puts the chunks under both.
+        json!({"phases": [{"id": "p", "subtasks": [], "chunks": [
+            {"id": "b", "description": "b", "status": "todo"}]}]}),
+        // A list beside the phases that is not runner's, and a bare top-level list.
+        json!({"subtasks": [{"x": 1}], "phases": [{"id": "p", "subtasks": [
+            {"id": "b", "description": "b"}]}]}),
+        json!({"x_top": 1, "chunks": [{"id": "b", "description": "b", "status": "done"}]}),
+    ];
+    for plan in plans {
+        std::fs::write(file.path(), plan.to_string()).unwrap();
+        for status in [Status::Failed, Status::Pending] {
+            file.update(|p| {
+                let pos = p.find_chunk("b").unwrap();
+                p.chunk_mut(pos).set_status(status);
+                Ok(())
+            })
+            .unwrap();
+            let bytes = std::fs::read(file.path()).unwrap();
+            let fresh = parse_plan(file.path(), &bytes).unwrap();
+            let read = file.load().unwrap().unwrap();
+            assert_eq!(read, fresh, "{plan}");
+            assert_eq!(read.phases.len(), fresh.phases.len());
+            for (a, b) in read.phases.iter().zip(&fresh.phases) {
+                assert_eq!((a.chunks_key, a.mirror_key), (b.chunks_key, b.mirror_key));
+            }
+            assert_eq!(plan_to_bytes(&read), bytes);
+        }
+    }
 }

@@ -118,7 +118,7 @@ pub(super) fn check(at: &dyn std::fmt::Display, verification: &Value, problems: 
 /// The command runner should run after the chunk, or `None` if there is nothing to run.
 /// The plan was validated (`check`), so every field read here has its type.
 pub fn command_check(chunk: &Chunk) -> Option<CommandCheck> {
-    let Value::Object(v) = chunk.raw.get("verification")? else {
+    let Value::Object(v) = chunk.raw().get("verification")? else {
         return None;
     };
     if type_of(v) != "command" {
@@ -141,7 +141,7 @@ pub fn command_check(chunk: &Chunk) -> Option<CommandCheck> {
 
 /// The verification as the agent should read it (pretty JSON), if the chunk has one.
 pub fn describe(chunk: &Chunk) -> Option<String> {
-    let v = chunk.raw.get("verification")?;
+    let v = chunk.raw().get("verification")?;
     match v {
         Value::String(s) => Some(s.clone()),
         other => serde_json::to_string_pretty(other).ok(),

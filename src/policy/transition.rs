@@ -421,6 +421,6 @@ mod tests {
             (change.from, change.to, chunk.status),
             (Completed, Failed, Failed)
         );
-        assert_eq!(chunk.raw["status"], "failed");
+        assert_eq!(chunk.raw()["status"], "failed");
     }
 }

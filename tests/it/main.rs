@@ -20,6 +20,7 @@ mod lifecycle_safety;
 mod output;
 mod plan_compat;
 mod plan_reference;
+mod plan_speed;
 mod recover;
 mod resolver;
 mod review_cli;

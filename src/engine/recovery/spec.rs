@@ -471,5 +471,5 @@ fn settle_interrupted_session(paths: &SpecPaths, found: &Plan) -> Option<(Plan, 
     }
     let by_person = integrity::changed_by_person(&events, &session);
     let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
-    (settled.to_value() != found.to_value()).then_some((settled, undone))
+    (!settled.same_json(found)).then_some((settled, undone))
 }

@@ -76,8 +76,13 @@ impl Run {
     /// After a session, before anything is judged or committed: put the plan right (the agent
     /// may have edited, replaced or deleted it), then check that the worktree still opens as
     /// itself and that the branch still holds every commit runner recorded and the attempt's
-    /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved.
-    pub(super) fn guard_after_session(&self, ws: &Workspace, taken: &Taken) -> anyhow::Result<()> {
+    /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved. Returns the
+    /// plan it checked, for judging the session (one read, not two).
+    pub(super) fn guard_after_session(
+        &self,
+        ws: &Workspace,
+        taken: &Taken,
+    ) -> anyhow::Result<Plan> {
         use crate::engine::recovery::integrity;
         let id = taken.chunk.id.as_str();
         let by_person = match &self.person {
@@ -126,7 +131,7 @@ impl Run {
         )? {
             return Err(RunnerError::NeedsHuman(guarded.message).into());
         }
-        Ok(())
+        Ok(plan)
     }
 
     pub(super) async fn work_on(
@@ -182,7 +187,7 @@ impl Run {
             }
         };
         crate::failpoint::hit("after_coder_session");
-        self.guard_after_session(ws, &taken)?;
+        let after = self.guard_after_session(ws, &taken)?;
         if let Ended::Interrupted { drained } = end.ended {
             return self
                 .interrupted(
@@ -196,7 +201,6 @@ impl Run {
                 .await;
         }
 
-        let after = self.load_plan()?;
         let pos = after.find_chunk(&id).ok_or_else(|| {
             RunnerError::NeedsHuman(format!(
                 "chunk {id} vanished from the plan during its session"

@@ -158,7 +158,7 @@ pub fn settle_after_session(
             }
         };
         let (settled, undone) = settle_plan(before, &found, own, session, by_person);
-        let edited = settled.to_value() != found.to_value();
+        let edited = !settled.same_json(&found);
         let mut lines = Vec::new();
         if let Some(how) = gone {
             lines.push(format!(

@@ -1,0 +1,116 @@
+//! Chunks kept as the file's text (issue 10): through the real binary, a change of one chunk
+//! writes exactly what reading every chunk into values and writing them back wrote before —
+//! serde_json's pretty form of the plan — and leaves every other chunk's text as it was.
+
+use crate::common::*;
+use serde_json::{Value, json};
+
+/// A plan with what long runs leave: attempt records, verification objects, unknown fields,
+/// exact number texts (and one serde_json rewrites: `1e3`), strings with escapes.
+fn long_plan() -> Value {
+    let chunks: Vec<Value> = (1..=30)
+        .map(|i| {
+            let mut chunk = json!({
+                "id": format!("c{i:02}"),
+                "description": format!("Part {i}: \"quoted\", tab\t, newline\n, é, 😀, \u{1}"),
+                "status": if i <= 20 { "completed" } else { "pending" },
+                "verification": {"type": "command", "command": format!("test {i} -gt 0")},
+                "x_unknown": serde_json::from_str::<Value>(r#"{"keep": [1e3, 0.10, -0, true, null]}"#).unwrap(),
+            });
+            if i <= 20 {
+                chunk["attempts"] = json!([{"n": 1, "outcome": "completed", "x_cost": 1.50}]);
+            }
+            chunk
+        })
+        .collect();
+    json!({"feature": "speed", "x_top": 12345678901234567890u64, "phases": [
+        {"id": "p1", "subtasks": chunks[..15].to_vec(), "chunks": chunks[..15].to_vec()},
+        {"id": "p2", "depends_on": ["p1"], "subtasks": chunks[15..].to_vec()},
+    ]})
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+/// Each chunk object's text in `file` (pretty, at the chunks' depth), by id.
+fn chunk_texts(file: &str) -> Vec<String> {
+    let plan: Value = serde_json::from_str(file).unwrap();
+    let mut texts = Vec::new();
+    for phase in plan["phases"].as_array().unwrap() {
+        for chunk in phase["subtasks"].as_array().unwrap() {
+            let text = serde_json::to_string_pretty(chunk).unwrap();
+            texts.push(text.replace('\n', &format!("\n{}", " ".repeat(8))));
+        }
+    }
+    texts
+}
+
+#[test]
+fn a_change_to_one_chunk_writes_the_plan_exactly_as_before_and_keeps_the_others_text() {
+    for compact in [false, true] {
+        let repo = TestRepo::new();
+        repo.add_spec("001-speed");
+        let plan = long_plan();
+        // In runner's form but for the exponents, written as serde_json would not (`1e3`).
+        let input = if compact {
+            plan.to_string()
+        } else {
+            pretty(&plan).replace("1e+3", "1e3")
+        };
+        assert!(compact || input.contains("1e3,"));
+        repo.write_plan("001-speed", &input);
+        let out = repo.runner(&["chunk", "done", "c25", "--spec", "001"]);
+        assert_exit(&out, 0);
+        let written = std::fs::read_to_string(repo.plan_path("001-speed")).unwrap();
+        let value: Value = serde_json::from_str(&written).unwrap();
+        // The bytes are serde_json's pretty form of what they hold: what the value-based
+        // writer wrote for the same plan.
+        assert_eq!(written, pretty(&value), "compact input: {compact}");
+        // Only c25 changed; every other chunk is the same value, and the same text.
+        let before = chunk_texts(&pretty(&plan));
+        for (i, (was, now)) in before.iter().zip(chunk_texts(&written)).enumerate() {
+            if i == 24 {
+                assert_ne!(*was, now);
+                assert!(written.contains(&now));
+            } else {
+                assert_eq!(*was, now, "chunk {i}");
+                assert!(written.contains(was.as_str()));
+            }
+        }
+        assert_eq!(repo.chunk("001-speed", "c25")["status"], "completed");
+        // Fields outside the chunks are untouched, numbers with their exact text.
+        assert!(written.contains("\"x_top\": 12345678901234567890,"));
+        assert!(written.contains("\"keep\": [\n"));
+        assert!(written.contains("0.10,"));
+        // (serde_json writes an exponent with its sign: `1e3` is `1e+3`, as before.)
+        assert!(written.contains("1e+3,"));
+        assert_eq!(value["phases"][0]["subtasks"], value["phases"][0]["chunks"]);
+    }
+}
+
+/// A chunk an agent broke in the file is found however it is written, with the same problem.
+#[test]
+fn a_broken_chunk_is_refused_the_same_in_runners_form_and_in_another() {
+    let mut plan = long_plan();
+    plan["phases"][1]["subtasks"][3]["attempts"] = json!([{"n": "two"}]);
+    let mut messages = Vec::new();
+    for text in [pretty(&plan), plan.to_string()] {
+        let repo = TestRepo::new();
+        repo.add_spec("001-speed");
+        repo.write_plan("001-speed", &text);
+        let out = repo.runner(&["chunk", "done", "c25", "--spec", "001"]);
+        assert_ne!(out.status.code(), Some(0));
+        let err = stderr(&out);
+        assert!(
+            err.contains("phases[1].subtasks[3] (c19).attempts"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.plan_path("001-speed")).unwrap(),
+            text
+        );
+        messages.push(err.replace(&repo.path("").display().to_string(), "REPO"));
+    }
+    assert_eq!(messages[0], messages[1]);
+}
