@@ -213,7 +213,7 @@ fn spec_status(
 /// cannot have lost work (`integrity::history_facts` finds nothing to look for).
 fn has_recorded_work(plan: &Plan) -> bool {
     plan.chunks()
-        .any(|c| c.status == Status::Completed && c.raw.contains_key("attempts"))
+        .any(|c| c.status == Status::Completed && c.raw().contains_key("attempts"))
 }
 
 fn slot_status((slot, state): (Slot, SlotState)) -> SlotStatus {

@@ -363,7 +363,7 @@ fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
             json!([{"n": 1, "outcome": "completed", "commit": commit}]),
         );
     }
-    Some(Chunk { raw, id, status })
+    Some(Chunk::from_map(raw, id, status))
 }
 
 /// The attempts as `Attempt::list_from_value` takes them, and the commit of the last completed

@@ -145,7 +145,7 @@ impl QuietLook {
         // Completed work the branch lost (or the branch gone with recorded work).
         let recorded = plan
             .chunks()
-            .any(|c| c.status == Status::Completed && c.raw.contains_key("attempts"));
+            .any(|c| c.status == Status::Completed && c.raw().contains_key("attempts"));
         if recorded
             && integrity::judge_history(&integrity::history_facts(&ws.main, name, plan, None))
                 .is_some()
