@@ -206,3 +206,24 @@ pub fn messages_since(
             .collect(),
     )
 }
+
+/// The commits `tip` has that `base` has not, newest first, when they are a plain line of
+/// one-parent commits from `base` (at most `limit` of them): what a run's own commits and an
+/// agent's ordinary commits make. `None` for anything else (a merge, a rewritten history, `base`
+/// not reached within `limit`, an unreadable commit): the caller then looks at all of history.
+pub fn line_since(repo: &Repository, tip: Oid, base: Oid, limit: usize) -> Option<Vec<Oid>> {
+    let mut line = Vec::new();
+    let mut at = tip;
+    while at != base {
+        if line.len() == limit {
+            return None;
+        }
+        let commit = repo.find_commit(at).ok()?;
+        if commit.parent_count() != 1 {
+            return None;
+        }
+        line.push(at);
+        at = commit.parent_id(0).ok()?;
+    }
+    Some(line)
+}

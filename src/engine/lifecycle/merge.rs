@@ -241,6 +241,7 @@ fn refuse_lost_work(
         wt.as_ref(),
         slot.map(|s| s.path.as_path()),
         false,
+        None,
     )? {
         return Err(RunnerError::NeedsHuman(format!(
             "{}

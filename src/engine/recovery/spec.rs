@@ -325,6 +325,7 @@ impl Steps<'_> {
                 wt,
                 slot.map(|s| s.path.as_path()),
                 self.opts.dry_run,
+                None,
             )?
             else {
                 continue;

@@ -128,6 +128,7 @@ impl Run {
             Some(&wt),
             Some(&self.worktree),
             false,
+            Some(&self.history),
         )? {
             return Err(RunnerError::NeedsHuman(guarded.message).into());
         }

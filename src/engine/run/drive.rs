@@ -109,6 +109,7 @@ impl Run {
             self.open_worktree().ok().as_ref(),
             Some(&self.worktree),
             false,
+            Some(&self.history),
         )? {
             return Err(RunnerError::NeedsHuman(guarded.message).into());
         }

@@ -95,6 +95,8 @@ struct Run {
     /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
     /// plan changes during a session that the settle trusts.
     person: Option<person::Listener>,
+    /// The last branch tip whose history passed the check: the next check starts from it.
+    history: crate::engine::recovery::integrity::HistoryMemo,
 }
 
 fn empty_plan() -> Plan {

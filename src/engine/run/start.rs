@@ -411,6 +411,7 @@ impl Prepared {
             drain,
             resume,
             person: self.person,
+            history: Default::default(),
         };
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
         let result = run.drive(&ws).await;

@@ -78,7 +78,8 @@ pub struct Guarded {
 /// runner knew under a recovery ref (and the rewritten state under another), block `current`
 /// (the chunk whose attempt is in progress) for a person, journal it, and return a message with
 /// the exact command to restore. `wt` is the worktree, when it can be opened. `plan` is the
-/// plan as the caller holds it (a dry run's restored plan exists only in memory).
+/// plan as the caller holds it (a dry run's restored plan exists only in memory). `memo`: a run's
+/// record of the last tip that passed, so that only what came after it is looked at.
 #[allow(clippy::too_many_arguments)]
 pub fn guard_history(
     main: &MainRepo,
@@ -89,9 +90,17 @@ pub fn guard_history(
     wt: Option<&Repository>,
     worktree_path: Option<&Path>,
     dry_run: bool,
+    memo: Option<&HistoryMemo>,
 ) -> anyhow::Result<Option<Guarded>> {
-    let facts = history_facts(main, &paths.name, plan, current);
+    let tip = main.branch_tip(&branch_for(&paths.name));
+    let quick = memo
+        .zip(tip)
+        .and_then(|(m, t)| m.facts(main, t, plan, current));
+    let facts = quick.unwrap_or_else(|| history_facts_at(main, tip, plan, current));
     let Some(breach) = judge_history(&facts) else {
+        if let (Some(memo), Some(tip)) = (memo, tip) {
+            memo.remember(tip, &facts);
+        }
         return Ok(None);
     };
     let branch = branch_for(&paths.name);

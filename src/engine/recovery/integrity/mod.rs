@@ -5,10 +5,12 @@
 //! The decisions are plain functions over data (`judge_history`, `settle_plan`,
 //! `restore_missing_plan`); the mechanisms (git, the plan file, the journal) follow them.
 
+mod checked;
 mod guard;
 mod plan;
 mod worktree;
 
+pub use checked::HistoryMemo;
 pub use guard::*;
 pub use plan::*;
 pub use worktree::*;
@@ -168,7 +170,16 @@ pub fn history_facts(
     plan: &Plan,
     current: Option<&Chunk>,
 ) -> HistoryFacts {
-    let tip = main.branch_tip(&branch_for(spec));
+    history_facts_at(main, main.branch_tip(&branch_for(spec)), plan, current)
+}
+
+/// `history_facts` with the branch tip already read (`None`: the branch is gone).
+fn history_facts_at(
+    main: &MainRepo,
+    tip: Option<Oid>,
+    plan: &Plan,
+    current: Option<&Chunk>,
+) -> HistoryFacts {
     // A merged spec's work lives on in its base branch; its own branch may be gone.
     let merged = plan.raw.contains_key("merged");
     let recorded: Vec<(String, String)> = plan
@@ -293,3 +304,6 @@ pub fn block_chunk(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod checked_tests;

@@ -87,7 +87,7 @@ fn typed(line: serde_json::Value) -> Event {
     serde_json::from_value(line).unwrap()
 }
 
-fn plan(statuses: &[(&str, &str)]) -> Plan {
+pub(super) fn plan(statuses: &[(&str, &str)]) -> Plan {
     let chunks: Vec<serde_json::Value> = statuses
         .iter()
         .map(|(id, s)| json!({"id": id, "description": format!("do {id}"), "status": s}))

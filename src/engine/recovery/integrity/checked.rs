@@ -1,0 +1,108 @@
+//! A history already checked during a run: the next check looks only at what came after it.
+//!
+//! Checking the whole history after every session (every completed chunk's commit reachable,
+//! none of their changes hidden by a merge) costs a walk and a diff per completed chunk, so a
+//! run's cost per chunk grew with the number of chunks done. When the branch has only grown by
+//! one-parent commits since a tip that passed the check, the answer for the old work is already
+//! known: its commits are ancestors of the new tip, and a file a one-parent commit did not touch
+//! is as it was, while one it touched no longer counts as hidden. Only the new work is looked at.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use super::{HistoryFacts, recorded_commit};
+use crate::git::history::{self, vanished_changes};
+use crate::git::{MainRepo, Oid};
+use crate::plan::{Chunk, Plan, Status};
+
+/// How many commits past the checked tip the quick check follows (a session makes a few).
+pub(super) const LINE_LIMIT: usize = 64;
+
+/// A branch tip whose whole history passed the check, and the recorded commits it held.
+#[derive(Debug, Clone)]
+struct Checked {
+    tip: Oid,
+    held: HashSet<Oid>,
+}
+
+/// What a run remembers between its checks of the spec's branch.
+#[derive(Debug, Default)]
+pub struct HistoryMemo(Mutex<Option<Checked>>);
+
+impl HistoryMemo {
+    /// The facts at `tip`, from the last checked tip on, when the branch grew from it by a line
+    /// of one-parent commits and every recorded commit is one the check saw or one on that line.
+    /// `None`: anything else, for the caller to look at the whole history.
+    pub(super) fn facts(
+        &self,
+        main: &MainRepo,
+        tip: Oid,
+        plan: &Plan,
+        current: Option<&Chunk>,
+    ) -> Option<HistoryFacts> {
+        let checked = self.0.lock().ok()?.clone()?;
+        // A merged spec's work is judged differently (see `history_facts`): not worth a path.
+        if plan.raw.contains_key("merged") {
+            return None;
+        }
+        let line = history::line_since(&main.repo, tip, checked.tip, LINE_LIMIT)?;
+        let on_line: HashSet<Oid> = line.iter().copied().chain([checked.tip]).collect();
+        let mut recorded = Vec::new();
+        let mut new = Vec::new();
+        for chunk in plan.chunks().filter(|c| c.status == Status::Completed) {
+            let Some(text) = recorded_commit(chunk) else {
+                continue;
+            };
+            // As `history_facts`: an id git does not have at all proves nothing.
+            let Some(oid) = crate::git::commit_id(&text) else {
+                continue;
+            };
+            if on_line.contains(&oid) && !checked.held.contains(&oid) {
+                new.push((chunk.id.clone(), oid));
+            } else if !checked.held.contains(&oid) {
+                if history::commit_exists(&main.repo, oid) {
+                    return None;
+                }
+                continue;
+            }
+            recorded.push((chunk.id.clone(), text, true));
+        }
+        let start =
+            match current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?))) {
+                Some((id, start)) => {
+                    let oid = crate::git::commit_id(&start)?;
+                    if !on_line.contains(&oid) {
+                        return None;
+                    }
+                    Some((id, start, true))
+                }
+                None => None,
+            };
+        let hollowed = new
+            .into_iter()
+            .filter_map(|(id, oid)| {
+                let paths = vanished_changes(&main.repo, tip, oid);
+                (!paths.is_empty()).then_some((id, paths))
+            })
+            .collect();
+        Some(HistoryFacts {
+            branch_exists: true,
+            recorded,
+            start,
+            hollowed,
+        })
+    }
+
+    /// `tip` passed the check with these facts: remember it and the commits it held.
+    pub(super) fn remember(&self, tip: Oid, facts: &HistoryFacts) {
+        let held = facts
+            .recorded
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .filter_map(|(_, oid, _)| crate::git::commit_id(oid))
+            .collect();
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(Checked { tip, held });
+        }
+    }
+}

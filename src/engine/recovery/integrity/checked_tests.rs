@@ -1,0 +1,161 @@
+//! The quick check from a remembered tip gives the whole check's answer, or none at all.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::checked::HistoryMemo;
+use super::*;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Commit `file` with `text` on the current branch; the new commit's id.
+fn commit(dir: &Path, file: &str, text: &str) -> String {
+    std::fs::write(dir.join(file), text).unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", file]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+/// A plan whose chunks `c0…` are completed with the given recorded commits.
+fn plan_with(commits: &[&str]) -> Plan {
+    let statuses: Vec<(String, &str)> = (0..commits.len())
+        .map(|i| (format!("c{i}"), "completed"))
+        .collect();
+    let statuses: Vec<(&str, &str)> = statuses.iter().map(|(i, s)| (i.as_str(), *s)).collect();
+    let mut p = super::tests::plan(&statuses);
+    for (i, oid) in commits.iter().enumerate() {
+        let pos = p.find_chunk(&format!("c{i}")).unwrap();
+        p.chunk_mut(pos).set_attempts(&[crate::plan::Attempt {
+            n: 1,
+            outcome: Some("completed".into()),
+            commit: Some(oid.to_string()),
+            ..Default::default()
+        }]);
+    }
+    p
+}
+
+struct Repo {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    main: MainRepo,
+}
+
+fn repo() -> Repo {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    git(&dir, &["init", "-q", "-b", "auto-claude/001-x"]);
+    commit(&dir, "base", "base");
+    let main = MainRepo::discover(&dir).unwrap();
+    Repo {
+        _tmp: tmp,
+        dir,
+        main,
+    }
+}
+
+fn tip(r: &Repo) -> Oid {
+    r.main.branch_tip(&branch_for("001-x")).unwrap()
+}
+
+/// What the memo says now, checked against the whole check.
+fn quick(r: &Repo, memo: &HistoryMemo, plan: &Plan) -> Option<HistoryFacts> {
+    let facts = memo.facts(&r.main, tip(r), plan, None);
+    if let Some(f) = &facts {
+        assert_eq!(f, &history_facts(&r.main, "001-x", plan, None));
+    }
+    facts
+}
+
+#[test]
+fn a_line_of_commits_after_the_checked_tip_is_judged_from_it() {
+    let r = repo();
+    let a = commit(&r.dir, "a", "a");
+    let memo = HistoryMemo::default();
+    let p = plan_with(&[&a]);
+    assert_eq!(quick(&r, &memo, &p), None, "nothing remembered yet");
+    memo.remember(tip(&r), &history_facts(&r.main, "001-x", &p, None));
+    let b = commit(&r.dir, "b", "b");
+    let c = commit(&r.dir, "c", "c");
+    let p = plan_with(&[&a, &b, &c]);
+    let facts = quick(&r, &memo, &p).expect("a plain line is judged quickly");
+    assert!(judge_history(&facts).is_none());
+    // An ordinary commit that undoes a chunk's change is visible work, not a breach.
+    commit(&r.dir, "b", "undone");
+    assert!(judge_history(&quick(&r, &memo, &p).unwrap()).is_none());
+}
+
+#[test]
+fn a_merge_a_rewrite_or_an_unknown_commit_falls_back_to_the_whole_check() {
+    let r = repo();
+    let a = commit(&r.dir, "a", "a");
+    let memo = HistoryMemo::default();
+    let p = plan_with(&[&a]);
+    memo.remember(tip(&r), &history_facts(&r.main, "001-x", &p, None));
+    // A merge that drops the chunk's change (`-s ours`) after removing it on another branch.
+    git(&r.dir, &["checkout", "-q", "-b", "side", "HEAD~1"]);
+    commit(&r.dir, "side", "side");
+    git(&r.dir, &["checkout", "-q", "auto-claude/001-x"]);
+    git(&r.dir, &["rm", "-q", "a"]);
+    git(&r.dir, &["commit", "-q", "-m", "drop a"]);
+    git(&r.dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    git(
+        &r.dir,
+        &["merge", "-q", "-s", "ours", "side", "-m", "merge"],
+    );
+    assert_eq!(
+        quick(&r, &memo, &p),
+        None,
+        "a merge is never judged quickly"
+    );
+    // A rewritten history: the checked tip is no longer an ancestor.
+    git(&r.dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    git(&r.dir, &["commit", "-q", "--amend", "-m", "amended"]);
+    assert_eq!(quick(&r, &memo, &p), None);
+    let full = history_facts(&r.main, "001-x", &p, None);
+    assert!(
+        judge_history(&full).is_some(),
+        "the whole check sees the loss"
+    );
+    // A recorded commit the check never saw, off the line: the whole check decides.
+    let r = repo();
+    let a = commit(&r.dir, "a", "a");
+    let memo = HistoryMemo::default();
+    memo.remember(
+        tip(&r),
+        &history_facts(&r.main, "001-x", &plan_with(&[&a]), None),
+    );
+    let base = git(&r.dir, &["rev-parse", "HEAD~1"]);
+    assert_eq!(quick(&r, &memo, &plan_with(&[&a, &base])), None);
+}
+
+#[test]
+fn a_long_line_past_the_limit_falls_back() {
+    let r = repo();
+    let memo = HistoryMemo::default();
+    let p = plan_with(&[]);
+    memo.remember(tip(&r), &history_facts(&r.main, "001-x", &p, None));
+    for i in 0..super::checked::LINE_LIMIT + 1 {
+        git(
+            &r.dir,
+            &["commit", "-q", "--allow-empty", "-m", &format!("e{i}")],
+        );
+    }
+    assert_eq!(quick(&r, &memo, &p), None);
+}
