@@ -361,3 +361,30 @@ fn a_reader_during_rotations_reads_a_whole_prefix_of_the_journal() {
     writer.join().unwrap();
     assert!(reads > 10, "{reads}");
 }
+
+#[test]
+fn a_fifo_a_folder_or_a_huge_number_at_a_segments_name_neither_blocks_nor_stops_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(
+        dir.path()
+            .join(segment_name(2))
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::fs::create_dir(dir.path().join(segment_name(3))).unwrap();
+    std::fs::write(
+        dir.path().join("events.99999999999999999999.jsonl"),
+        "{\"event\":\"plan_reset\"}\n",
+    )
+    .unwrap();
+    let journal = Journal::new(dir.path(), "run-1").with_segment_bytes(100);
+    let written = write_events(&journal, 6);
+    // Rotated past the FIFO and the folder; the name that is no u64 is not a segment.
+    assert!(dir.path().join(segment_name(4)).is_file());
+    assert_eq!(journal::read_typed(dir.path()), written);
+    let last = journal::last_event_containing(dir.path(), "run_", |_| true);
+    assert_eq!(last.as_ref(), written.last());
+}
