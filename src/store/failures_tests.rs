@@ -225,3 +225,17 @@ fn a_failure_not_in_the_journal_gets_no_record() {
     assert_eq!(from_records(dir.path(), "c1", &attempts), None);
     assert_eq!(previous(dir.path(), "c1", &attempts).len(), 1);
 }
+
+#[test]
+fn a_failure_line_runner_did_not_write_reaches_only_the_scan() {
+    // An agent appends an attempt_failed of an earlier session to the journal itself: it has
+    // no record, so the records' answer (which the README documents) leaves it out; the scan,
+    // used when the records cannot answer, reads it as any line.
+    let (dir, _) = spec_with_failures();
+    let mut forged = serde_json::to_vec(&failed("c1", "s1", 1)).unwrap();
+    forged.push(b'\n');
+    crate::store::safe::append(&dir.path().join(JOURNAL_FILE), &forged, false).unwrap();
+    let fast = from_records(dir.path(), "c1", &c1_attempts()).expect("records used");
+    assert_eq!(fast.len(), 2);
+    assert_eq!(slow(dir.path(), "c1", &c1_attempts()).len(), 3);
+}

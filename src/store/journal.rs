@@ -164,7 +164,7 @@ pub fn last_event_containing(
     needle: &str,
     wanted: impl Fn(&Event) -> bool,
 ) -> Option<Event> {
-    super::segments::read_newest_first(spec_dir).find_map(|bytes| {
+    super::segments::read_newest_first(spec_dir, |bytes| {
         let text = crate::store::lossy(bytes);
         text.lines()
             .rev()
@@ -180,14 +180,13 @@ pub fn last_event_containing(
 /// The `time` of the journal's last line that parses as JSON: the same as reading
 /// [`read_text`]'s last such line, from the newest file back only as far as needed.
 pub fn last_time(spec_dir: &Path) -> Option<String> {
-    super::segments::read_newest_first(spec_dir)
-        .find_map(|bytes| {
-            crate::store::lossy(bytes)
-                .lines()
-                .rev()
-                .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        })
-        .and_then(|v| v["time"].as_str().map(str::to_string))
+    super::segments::read_newest_first(spec_dir, |bytes| {
+        crate::store::lossy(bytes)
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+    })
+    .and_then(|v| v["time"].as_str().map(str::to_string))
 }
 
 /// The events alone (see [`read_entries`]).

@@ -18,6 +18,9 @@
 //!   skipped and never glued to the next file's first line; a non-UTF-8 byte spoils its line
 //!   only (see `journal::read_text`).
 //! - A segment deleted by hand loses its lines only; numbering goes on from the highest left.
+//! - A reader that another process's rotation overtakes (its listing of the folder may miss a
+//!   segment renamed meanwhile) reads again ([`settled`]): it reads the journal as it was at
+//!   one moment, never with a segment missing, twice or out of order.
 
 use std::path::{Path, PathBuf};
 
@@ -129,31 +132,62 @@ fn read_live(spec_dir: &Path) -> Option<Vec<u8>> {
 }
 
 /// Every file of the journal that can be read, oldest first: the segments, then the live
-/// file. Empty if there is no journal.
+/// file. Empty if there is no journal. The journal as it was at one moment (see [`settled`]).
 pub fn read_all(spec_dir: &Path) -> Vec<Vec<u8>> {
-    let mut files: Vec<Vec<u8>> = list(spec_dir)
-        .iter()
-        .filter_map(|(_, p)| read_segment(p))
-        .collect();
-    files.extend(read_live(spec_dir));
-    files
+    settled(spec_dir, || {
+        let live = read_live(spec_dir);
+        let mut files: Vec<Vec<u8>> = list(spec_dir)
+            .iter()
+            .filter_map(|(_, p)| read_segment(p))
+            .collect();
+        files.extend(live);
+        files
+    })
 }
 
-/// The journal's files newest first, lazily: the live file, then the segments from the highest
-/// n down. For readers that only need the recent past and stop early.
-pub fn read_newest_first(spec_dir: &Path) -> impl Iterator<Item = Vec<u8>> + '_ {
-    let live = std::iter::once_with(move || read_live(spec_dir)).flatten();
-    let mut segments: Option<Vec<(u64, PathBuf)>> = None;
-    let older = std::iter::from_fn(move || {
-        let left = segments.get_or_insert_with(|| list(spec_dir));
-        while let Some((_, path)) = left.pop() {
-            if let Some(bytes) = read_segment(&path) {
-                return Some(bytes);
-            }
+/// Which file the live file's name names (device, inode); when there is none (right after a
+/// rotation), the highest segment's n instead: either changes when the journal rotates.
+fn journal_state(spec_dir: &Path) -> (Option<(u64, u64)>, Option<u64>) {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(spec_dir.join(JOURNAL_FILE)) {
+        Ok(meta) => (Some((meta.dev(), meta.ino())), None),
+        Err(_) => (None, list(spec_dir).last().map(|(n, _)| *n)),
+    }
+}
+
+/// `read` (of the live file and the segments), done again if another process rotated the
+/// journal meanwhile. A rotation renames the live file while the segments are listed: the
+/// listing may then miss the new segment, or one a rotation made just before (a folder read
+/// while a file is renamed in it may or may not show it), and the read would lose those lines,
+/// read them twice or out of order. When the live file's name still names the same file after
+/// the read as before it (a file renamed away never comes back), or there is still no live
+/// file and no new segment, no rotation happened in between and the read is whole. Bounded: a
+/// journal rotating all the time (a segment size of a few bytes) gets the last read.
+fn settled<T>(spec_dir: &Path, read: impl Fn() -> T) -> T {
+    let mut tries = 0;
+    loop {
+        let before = journal_state(spec_dir);
+        let found = read();
+        tries += 1;
+        if tries == 50 || journal_state(spec_dir) == before {
+            return found;
         }
-        None
-    });
-    live.chain(older)
+    }
+}
+
+/// The first answer `find` gives, trying the journal's files newest first: the live file,
+/// then the segments from the highest n down, read only until an answer is found. For readers
+/// that only need the recent past. The journal as it was at one moment (see [`settled`]).
+pub fn read_newest_first<T>(spec_dir: &Path, find: impl Fn(Vec<u8>) -> Option<T>) -> Option<T> {
+    settled(spec_dir, || {
+        if let Some(found) = read_live(spec_dir).and_then(&find) {
+            return Some(found);
+        }
+        list(spec_dir)
+            .iter()
+            .rev()
+            .find_map(|(_, path)| read_segment(path).and_then(&find))
+    })
 }
 
 /// When the journal was last written: the live file's time, else the newest segment's (a crash

@@ -306,3 +306,85 @@ fn concurrent_appenders_with_rotation_lose_and_tear_nothing() {
         assert_eq!(mine, (0..100).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_reader_during_rotations_reads_a_whole_prefix_of_the_journal() {
+    // A reader (`runner review`, the look for interrupted runs, `runner chunk`) may read while
+    // a run appends and rotates: what it reads must be the journal as it was at one moment,
+    // every line up to some point in order, never a segment missing or out of place; and the
+    // readers of the recent past never go back to an older answer.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let journal = Journal::new(&path, "run-1").with_segment_bytes(1000);
+            for i in 0..1500 {
+                journal.write(&run_end(i)).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    while journal::read_typed(dir.path()).is_empty() {
+        std::thread::yield_now();
+    }
+    let (mut reads, mut last_seen) = (0, 0);
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        let seen: Vec<u32> = journal::read_typed(dir.path())
+            .into_iter()
+            .map(|e| match e {
+                Event::RunEnd(r) => r.sessions,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        if let Some(at) = (0..seen.len()).find(|&i| seen[i] != i as u32) {
+            panic!(
+                "read {reads}: line {at} is {}, lines around: {:?}",
+                seen[at],
+                &seen[at.saturating_sub(3)..(at + 3).min(seen.len())]
+            );
+        }
+        let last = journal::last_event_containing(dir.path(), "run_end", |_| true);
+        let Some(Event::RunEnd(last)) = last else {
+            panic!("read {reads}: {last:?}")
+        };
+        assert!(
+            last.sessions >= last_seen,
+            "read {reads}: the last line went back from {last_seen} to {}",
+            last.sessions
+        );
+        last_seen = last.sessions;
+        reads += 1;
+    }
+    writer.join().unwrap();
+    assert!(reads > 10, "{reads}");
+}
+
+#[test]
+fn a_fifo_a_folder_or_a_huge_number_at_a_segments_name_neither_blocks_nor_stops_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(
+        dir.path()
+            .join(segment_name(2))
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::fs::create_dir(dir.path().join(segment_name(3))).unwrap();
+    std::fs::write(
+        dir.path().join("events.99999999999999999999.jsonl"),
+        "{\"event\":\"plan_reset\"}\n",
+    )
+    .unwrap();
+    let journal = Journal::new(dir.path(), "run-1").with_segment_bytes(100);
+    let written = write_events(&journal, 6);
+    // Rotated past the FIFO and the folder; the name that is no u64 is not a segment.
+    assert!(dir.path().join(segment_name(4)).is_file());
+    assert_eq!(journal::read_typed(dir.path()), written);
+    let last = journal::last_event_containing(dir.path(), "run_", |_| true);
+    assert_eq!(last.as_ref(), written.last());
+}

@@ -331,11 +331,14 @@ fn an_interrupted_run_is_found_and_recovered_across_segments_even_without_a_live
         statuses.iter().all(|(_, s)| s == "completed"),
         "{statuses:?}"
     );
-    // core-b's prompt after the crash (its last) had the failure from before it.
-    let retry = prompts(&repo)
+    // core-b's prompt after the crash (its only retry prompt: the attempt killed right after
+    // it was taken never started its agent) had the failure from before it. Picked by its
+    // text, not by the order of the prompt files: they are named by session id, whose time
+    // has whole seconds, so two sessions of one second sort at random.
+    let retries: Vec<String> = prompts(&repo)
         .into_iter()
-        .rfind(|t| t.contains("Your step: core-b"))
-        .unwrap();
-    assert!(!retry.contains("This is attempt 1\n"), "{retry}");
-    assert!(retry.contains("first try fails"), "{retry}");
+        .filter(|t| t.contains("Your step: core-b") && t.contains("This is attempt "))
+        .collect();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert!(retries[0].contains("first try fails"), "{}", retries[0]);
 }
