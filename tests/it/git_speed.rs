@@ -41,9 +41,7 @@ fn repo_with_every_kind_of_file() -> TestRepo {
     repo
 }
 
-/// The agent's changes: every kind a chunk can leave. Before reporting, it stages them into a
-/// copy of the worktree's index with git itself (`git add -A`, then `git write-tree`), leaving
-/// the real index untouched, and writes that tree's id to `$EXPECT`.
+/// The agent's changes: every kind a chunk can leave (followed by `STAGE_AS_GIT`).
 const CHANGES: &str = r#"set -e
 printf 'new\n' > src/a/edit.txt
 mkdir -p src/moved/here && git mv src/a/rename-me.txt src/moved/here/renamed.txt
@@ -59,17 +57,23 @@ printf 'log\n' > untracked/nested/debug.log
 mkdir -p build && printf 'artefact\n' > build/out.bin
 printf 'latin-1\n' > "$(printf 'src/caf\351.txt')"
 mkdir -p empty/folder
-index=$(git rev-parse --git-path index)
+"#;
+
+/// The end of every agent script here: stage the worktree with git itself (`git add -A`) into a
+/// copy of the index, leaving the real one untouched, write that tree's id to `$EXPECT`, and
+/// report the chunk done.
+const STAGE_AS_GIT: &str = r#"index=$(git rev-parse --git-path index)
 cp "$index" "$EXPECT.index"
 GIT_INDEX_FILE="$EXPECT.index" git add -A
 GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT"
 runner chunk done "$RUNNER_CHUNK_ID"
 "#;
 
-/// Runs the spec with `CHANGES` as its agent; (runner's committed tree, git's tree).
-fn run_changes(repo: &TestRepo) -> (String, String) {
+/// Runs the spec with the shell script `script` as its agent, which finds in `$EXPECT` a path
+/// to write what it expects to; the run must succeed. Returns that path.
+fn run_script(repo: &TestRepo, script: &str) -> std::path::PathBuf {
     let agent_file = repo.tmp.path().join("agent.sh");
-    std::fs::write(&agent_file, CHANGES).unwrap();
+    std::fs::write(&agent_file, script).unwrap();
     let expect = repo.tmp.path().join("expected-tree");
     let agent = format!("sh {}", agent_file.display());
     let out = repo
@@ -78,6 +82,12 @@ fn run_changes(repo: &TestRepo) -> (String, String) {
         .output()
         .unwrap();
     assert_exit(&out, 0);
+    expect
+}
+
+/// Runs the spec with `CHANGES` as its agent; (runner's committed tree, git's tree).
+fn run_changes(repo: &TestRepo) -> (String, String) {
+    let expect = run_script(repo, &format!("{CHANGES}{STAGE_AS_GIT}"));
     let expected = std::fs::read_to_string(&expect).unwrap().trim().to_string();
     let branch = format!("auto-claude/{SPEC}");
     let committed = repo.git(&["rev-parse", &format!("{branch}^{{tree}}")]);
@@ -135,7 +145,7 @@ fn a_nested_repository_stops_the_commit_as_before() {
         CHANGES.replace(
             "mkdir -p empty/folder\n",
             "mkdir -p inner && (cd inner && git init -q && printf 'x\\n' > x.txt && git add x.txt && git -c user.name=a -c user.email=a@b commit -q -m x)\n",
-        ),
+        ) + STAGE_AS_GIT,
     )
     .unwrap();
     let agent = format!("sh {}", agent_file.display());
@@ -188,6 +198,131 @@ fn the_first_runs_worktree_is_clean_registered_and_stat_cached() {
     let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
     let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
     assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+    let wt = repo.worktree();
+    let link = std::fs::read_link(wt.join("src/a/link")).unwrap();
+    assert_eq!(link, std::path::Path::new("keep.txt"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(wt.join("src/b/was-exec.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+}
+
+/// A two-chunk plan.
+const TWO_CHUNKS: &str = r#"{"feature": "Speed", "workflow_type": "feature", "phases": [
+    {"id": "phase-1", "name": "One", "subtasks": [
+        {"id": "one", "description": "First", "status": "pending"},
+        {"id": "two", "description": "Second", "status": "pending"}]}]}"#;
+
+/// Chunk one leaves changes; chunk two, started within the same second as runner's commit of
+/// chunk one, rewrites files with the same size: one edited as is (racily clean against the
+/// index runner just wrote), one whose mtime is put back exactly with `touch -r` (only its
+/// ctime tells), a tracked file the ignore rules match, a file that becomes a folder, a folder
+/// that becomes a file, a whole folder deleted, a case-only rename and a file with CRLF under a
+/// `text` attribute. Each commit holds exactly what `git add -A` stages.
+const RACY: &str = r#"set -e
+index=$(git rev-parse --git-path index)
+if [ "$RUNNER_CHUNK_ID" = one ]; then
+  printf 'one-1\n' > racy.txt
+  printf 'one-2\n' > restored.txt
+else
+  cp -p restored.txt "$EXPECT.ref"
+  printf 'two-1\n' > racy.txt
+  printf 'two-2\n' > restored.txt
+  touch -r "$EXPECT.ref" restored.txt
+  printf 'changed\n' > tracked.log
+  rm src/a/keep.txt && mkdir src/a/keep.txt && printf 'inside\n' > src/a/keep.txt/now-a-folder
+  rm -r src/c/deep && printf 'was a folder\n' > src/c/deep
+  rm -r src/b
+  git mv src/a/edit.txt src/a/EDIT.txt
+  printf 'dos\r\nlines\r\n' > win.crlf
+fi
+cp "$index" "$EXPECT.index"
+GIT_INDEX_FILE="$EXPECT.index" git add -A
+GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT.$RUNNER_CHUNK_ID"
+runner chunk done "$RUNNER_CHUNK_ID"
+"#;
+
+#[test]
+fn racy_and_reshaped_changes_are_committed_as_git_add_all_stages_them() {
+    let repo = repo_with_every_kind_of_file();
+    repo.write("tracked.log", "tracked\n");
+    repo.write(".gitattributes", "*.crlf text\n");
+    repo.git(&["add", "-f", "tracked.log", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "a tracked ignored file, attributes"]);
+    repo.write_plan(SPEC, TWO_CHUNKS);
+    let expect = run_script(&repo, RACY);
+    let branch = format!("auto-claude/{SPEC}");
+    for (chunk, rev) in [("one", format!("{branch}~1")), ("two", branch.clone())] {
+        let expected = std::fs::read_to_string(format!("{}.{chunk}", expect.display())).unwrap();
+        let committed = repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+        assert_eq!(
+            committed.trim(),
+            expected.trim(),
+            "chunk {chunk}: runner's tree differs from git add -A's:\n{}",
+            repo.git(&["diff", "--stat", expected.trim(), committed.trim()])
+        );
+    }
+    // Both sides saw the same-size rewrites (git through its racy-entry check and the ctime).
+    for (file, text) in [("racy.txt", "two-1\n"), ("restored.txt", "two-2\n")] {
+        assert_eq!(repo.git(&["show", &format!("{branch}:{file}")]), text);
+    }
+    let wt = repo.worktree();
+    let status = git_in(&wt, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.is_empty(), "left uncommitted:\n{status}");
+}
+
+/// A base large enough for the parallel checkout, holding what threads could trip over: a file,
+/// a file with a dot and a folder sharing a prefix (`x`, `x.b`, `x-d/`, `xy/`), symlinks into
+/// folders another thread writes, executable files, a path of 250-byte names.
+fn repo_for_a_parallel_checkout() -> TestRepo {
+    let repo = repo_with_every_kind_of_file();
+    for i in 0..400 {
+        repo.write(&format!("many/d{}/f{i}.txt", i % 9), &format!("file {i}\n"));
+    }
+    for (path, text) in [
+        ("x", "x\n"),
+        ("x.b", "x.b\n"),
+        ("x-d/y", "y\n"),
+        ("xy/z", "z\n"),
+    ] {
+        repo.write(path, text);
+    }
+    let long = "n".repeat(250);
+    repo.write(&format!("{long}/{long}/{long}.txt"), "long\n");
+    std::os::unix::fs::symlink("many/d8", repo.path("a-link-to-a-folder")).unwrap();
+    std::os::unix::fs::symlink("../d1/f1.txt", repo.path("many/d0/up")).unwrap();
+    std::os::unix::fs::symlink("/etc", repo.path("many/d5/outside")).unwrap();
+    for i in (0..400).step_by(37) {
+        use std::os::unix::fs::PermissionsExt;
+        let p = repo.path(&format!("many/d{}/f{i}.txt", i % 9));
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Names a pathspec would read as patterns, and a gitlink (a submodule never initialised).
+    for name in [
+        "w[1].txt",
+        "star*.txt",
+        "!bang",
+        "back\\slash",
+        "new\nline",
+        " lead",
+        "q?",
+    ] {
+        repo.write(&format!("many/d4/{name}"), "literal\n");
+    }
+    repo.git(&["add", "-A"]);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let gitlink = format!("160000,{},many/d6/sub", head.trim());
+    repo.git(&["update-index", "--add", "--cacheinfo", &gitlink]);
+    repo.git(&["commit", "-q", "-m", "many files"]);
+    repo
+}
+
+/// What `git worktree add` leaves: the worktree registered on the spec's branch, clean, its
+/// index's stat data filled, every entry of the base there with its mode.
+fn assert_like_git_worktree_add(repo: &TestRepo) {
     let wt = repo.worktree();
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert!(
@@ -198,15 +333,76 @@ fn the_first_runs_worktree_is_clean_registered_and_stat_cached() {
     assert!(stale.is_empty(), "entries with stale stat data:\n{stale}");
     let status = git_in(&wt, &["status", "--porcelain", "--untracked-files=all"]);
     assert!(status.is_empty(), "{status}");
-    let files = git_in(&wt, &["ls-files", "-s"]);
-    let base = repo.git(&["ls-files", "-s"]);
-    assert_eq!(files, base);
-    let link = std::fs::read_link(wt.join("src/a/link")).unwrap();
-    assert_eq!(link, std::path::Path::new("keep.txt"));
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(wt.join("src/b/was-exec.sh"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+    assert_eq!(
+        git_in(&wt, &["ls-files", "-s"]),
+        repo.git(&["ls-files", "-s"])
+    );
+    let fsck = repo.git(&["worktree", "prune", "--dry-run", "-v"]);
+    assert!(fsck.is_empty(), "{fsck}");
 }
+
+/// A parallel checkout killed midway (after 150 of its files, the threads' files interleaved),
+/// then `runner run` again: the half-created worktree is redone and ends as `git worktree add`
+/// leaves one.
+#[test]
+fn a_parallel_checkout_killed_midway_is_redone_by_the_next_run() {
+    let repo = repo_for_a_parallel_checkout();
+    use std::os::unix::process::ExitStatusExt;
+    let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
+    let out = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", agent])
+        .env("RUNNER_FAILPOINTS", "slot_checkout_file@150")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
+    assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+}
+
+/// Without a crash, the same tricky base is checked out in parallel exactly.
+#[test]
+fn a_parallel_checkout_of_prefixes_links_and_long_paths_is_exact() {
+    let repo = repo_for_a_parallel_checkout();
+    let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
+    assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+    let wt = repo.worktree();
+    assert_eq!(
+        std::fs::read_link(wt.join("a-link-to-a-folder")).unwrap(),
+        std::path::Path::new("many/d8")
+    );
+    assert!(wt.join("many/d8").is_dir() && wt.join("x-d/y").is_file());
+}
+
+/// Right after a parallel checkout (the index written in the same second as the files), the
+/// agent rewrites checked-out files with the same size, one with its mtime put back; with
+/// `core.fileMode` false it also flips an executable bit. The commit holds exactly what
+/// `git add -A` stages: both rewrites, no mode change.
+#[test]
+fn same_size_rewrites_right_after_a_parallel_checkout_are_committed() {
+    let repo = repo_for_a_parallel_checkout();
+    let script = r#"set -e
+cp -p many/d2/f2.txt "$EXPECT.ref"
+printf 'FILE 1\n' > many/d1/f1.txt
+printf 'FILE 2\n' > many/d2/f2.txt
+touch -r "$EXPECT.ref" many/d2/f2.txt
+git config core.fileMode false
+chmod +x many/d3/f3.txt
+"#;
+    let expect = run_script(&repo, &format!("{script}{STAGE_AS_GIT}"));
+    let branch = format!("auto-claude/{SPEC}");
+    let committed = repo.git(&["rev-parse", &format!("{branch}^{{tree}}")]);
+    let expected = std::fs::read_to_string(&expect).unwrap();
+    assert_eq!(committed.trim(), expected.trim());
+    for (file, text) in [
+        ("many/d1/f1.txt", "FILE 1\n"),
+        ("many/d2/f2.txt", "FILE 2\n"),
+    ] {
+        assert_eq!(repo.git(&["show", &format!("{branch}:{file}")]), text);
+    }
+    let mode = repo.git(&["ls-tree", &branch, "many/d3/f3.txt"]);
+    assert!(mode.starts_with("100644"), "{mode}");
+}
+
