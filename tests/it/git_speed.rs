@@ -406,3 +406,75 @@ chmod +x many/d3/f3.txt
     assert!(mode.starts_with("100644"), "{mode}");
 }
 
+/// The `TREE` extension (git's cache of the index's tree ids) of the index file at `path`, as
+/// stored; `None` if the index has none. Index version 2 or 3 entries are skipped by length.
+fn cache_tree_of(path: &std::path::Path) -> Option<Vec<u8>> {
+    let d = std::fs::read(path).unwrap();
+    let be32 = |at: usize| u32::from_be_bytes(d[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 12;
+    for _ in 0..be32(8) {
+        let flags = u16::from_be_bytes([d[at + 60], d[at + 61]]);
+        let fixed = if flags & 0x4000 != 0 { 64 } else { 62 };
+        let name = d[at + fixed..].iter().position(|&b| b == 0).unwrap();
+        at += (fixed + name + 8) & !7;
+    }
+    while at + 8 <= d.len() - 20 {
+        let size = be32(at + 4);
+        if &d[at..at + 4] == b"TREE" {
+            return Some(d[at + 8..at + 8 + size].to_vec());
+        }
+        at += 8 + size;
+    }
+    None
+}
+
+/// The index a parallel checkout writes carries git's tree cache, filled as `git worktree add`
+/// fills it (the same bytes): the first commit, runner's or a person's, hashes only the folders
+/// that changed instead of every folder of the tree.
+#[test]
+fn a_parallel_checkouts_index_carries_the_tree_cache_git_writes() {
+    let repo = repo_for_a_parallel_checkout();
+    let copy = repo.tmp.path().join("index-at-creation");
+    let agent = format!(
+        "sh -c 'cp \"$(git rev-parse --git-path index)\" {}; runner chunk done \"$RUNNER_CHUNK_ID\"'",
+        copy.display()
+    );
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", &agent]);
+    assert_exit(&out, 0);
+    let by_git = repo.tmp.path().join("by-git");
+    let by_git_str = by_git.display().to_string();
+    repo.git(&["worktree", "add", "-q", "--detach", &by_git_str, "main"]);
+    let index = git_in(&by_git, &["rev-parse", "--git-path", "index"]);
+    let gits = cache_tree_of(&by_git.join(index.trim()));
+    let runners = cache_tree_of(&copy);
+    let gits = cache_tree_entries(&gits.expect("git's own index has no tree cache"));
+    assert!(gits.iter().all(|(_, count, _)| *count >= 0), "{gits:?}");
+    let runners = cache_tree_entries(&runners.expect("runner's index has no tree cache"));
+    assert_eq!(runners, gits);
+}
+
+/// The entries of a `TREE` extension, sorted (git and libgit2 may order a folder's subfolders
+/// differently): (folder name, entry count, tree id; none when invalidated, count -1).
+fn cache_tree_entries(data: &[u8]) -> Vec<(String, i64, Option<String>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < data.len() {
+        let nul = at + data[at..].iter().position(|&b| b == 0).unwrap();
+        let name = String::from_utf8_lossy(&data[at..nul])
+            .chars()
+            .take(20)
+            .collect();
+        let nl = nul + data[nul..].iter().position(|&b| b == b'\n').unwrap();
+        let counts = String::from_utf8(data[nul + 1..nl].to_vec()).unwrap();
+        let count: i64 = counts.split(' ').next().unwrap().parse().unwrap();
+        at = nl + 1;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let id = (count >= 0).then(|| hex(&data[at..at + 20]));
+        if count >= 0 {
+            at += 20;
+        }
+        out.push((name, count, id));
+    }
+    out.sort();
+    out
+}
