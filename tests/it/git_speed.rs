@@ -478,3 +478,53 @@ fn cache_tree_entries(data: &[u8]) -> Vec<(String, i64, Option<String>)> {
     out.sort();
     out
 }
+
+/// A base whose tree stores modes git reads but no longer writes (`100664`, group-writable,
+/// and `100775`, as old tools left them; `git mktree` keeps them as given): a chunk that
+/// changes those files is committed, and the next chunk's check that the branch still holds
+/// the work (which compares modes since the executable-bit fix) neither panics nor blocks.
+#[test]
+fn legacy_file_modes_in_the_base_neither_panic_nor_block_the_history_check() {
+    let repo = repo_with_every_kind_of_file();
+    let keep = repo.git(&["rev-parse", "HEAD:src/a/keep.txt"]);
+    let mut lines = repo.git(&["ls-tree", "HEAD"]);
+    lines.push_str(&format!("100775 blob {}\todd.sh\n", keep.trim()));
+    lines.push_str(&format!("100664 blob {}\tgroup.txt\n", keep.trim()));
+    let listing = repo.tmp.path().join("listing");
+    std::fs::write(&listing, lines).unwrap();
+    let out = std::process::Command::new("git")
+        .arg("mktree")
+        .current_dir(&repo.root)
+        .stdin(std::fs::File::open(&listing).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tree = stdout(&out);
+    let commit = repo.git(&[
+        "commit-tree",
+        tree.trim(),
+        "-p",
+        "HEAD",
+        "-m",
+        "legacy modes",
+    ]);
+    repo.git(&["update-ref", "refs/heads/main", commit.trim()]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.write_plan(SPEC, TWO_CHUNKS);
+    let script = r#"set -e
+if [ "$RUNNER_CHUNK_ID" = one ]; then
+  printf 'changed\n' > odd.sh
+  printf 'changed\n' > group.txt
+else
+  printf 'two\n' > two.txt
+fi
+"#;
+    run_script(&repo, &format!("{script}{STAGE_AS_GIT}"));
+    let branch = format!("auto-claude/{SPEC}");
+    assert_eq!(
+        repo.branch_log(&branch).len(),
+        2,
+        "{:?}",
+        repo.branch_log(&branch)
+    );
+}
