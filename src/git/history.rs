@@ -107,10 +107,18 @@ pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String>
             let Some(path) = delta.new_file().path() else {
                 continue;
             };
-            // Content and mode: a change of the executable bit alone is a change too.
-            let at_tip = tip_tree.get_path(path).ok().map(|e| (e.id(), e.filemode()));
-            let before = (delta.status() == Delta::Modified)
-                .then(|| (delta.old_file().id(), i32::from(delta.old_file().mode())));
+            // Content and mode: a change of the executable bit alone is a change too. Both
+            // modes are read from tree entries, normalised as git reads them (a base may store
+            // `100664` or `100775`; `DiffFile::mode` panics on the latter).
+            let entry = |tree: &git2::Tree| {
+                let e = tree.get_path(path).ok()?;
+                Some((e.id(), e.filemode()))
+            };
+            let at_tip = entry(&tip_tree);
+            let before = match (delta.status(), &parent_tree) {
+                (Delta::Modified, Some(parent)) => entry(parent),
+                _ => None,
+            };
             if at_tip.is_none() || at_tip == before {
                 lost.push(path.to_string_lossy().into_owned());
             }

@@ -283,7 +283,7 @@ fn checkout_paths(
 }
 
 /// Set `repo`'s index to `tree` with each file's stat data read from the working tree at
-/// `folder` (what a checkout's index update records), and write it.
+/// `folder` (what a checkout's index update records) and its tree cache filled, and write it.
 fn index_from_files(repo: &Repository, tree: &git2::Tree, folder: &Path) -> anyhow::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
@@ -306,6 +306,12 @@ fn index_from_files(repo: &Repository, tree: &git2::Tree, folder: &Path) -> anyh
         entry.file_size = meta.size() as u32;
         index.add(&entry)?;
     }
+    // Each `add` invalidated the index's tree cache; writing the tree fills it again (every
+    // tree is in the object database already, so nothing is written there), as the cache
+    // `git worktree add` leaves: the first commit then hashes only the folders it changed.
+    index
+        .write_tree()
+        .context("filling the index's tree cache")?;
     index.write().context("writing the index")?;
     Ok(())
 }

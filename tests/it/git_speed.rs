@@ -41,9 +41,7 @@ fn repo_with_every_kind_of_file() -> TestRepo {
     repo
 }
 
-/// The agent's changes: every kind a chunk can leave. Before reporting, it stages them into a
-/// copy of the worktree's index with git itself (`git add -A`, then `git write-tree`), leaving
-/// the real index untouched, and writes that tree's id to `$EXPECT`.
+/// The agent's changes: every kind a chunk can leave (followed by `STAGE_AS_GIT`).
 const CHANGES: &str = r#"set -e
 printf 'new\n' > src/a/edit.txt
 mkdir -p src/moved/here && git mv src/a/rename-me.txt src/moved/here/renamed.txt
@@ -59,17 +57,23 @@ printf 'log\n' > untracked/nested/debug.log
 mkdir -p build && printf 'artefact\n' > build/out.bin
 printf 'latin-1\n' > "$(printf 'src/caf\351.txt')"
 mkdir -p empty/folder
-index=$(git rev-parse --git-path index)
+"#;
+
+/// The end of every agent script here: stage the worktree with git itself (`git add -A`) into a
+/// copy of the index, leaving the real one untouched, write that tree's id to `$EXPECT`, and
+/// report the chunk done.
+const STAGE_AS_GIT: &str = r#"index=$(git rev-parse --git-path index)
 cp "$index" "$EXPECT.index"
 GIT_INDEX_FILE="$EXPECT.index" git add -A
 GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT"
 runner chunk done "$RUNNER_CHUNK_ID"
 "#;
 
-/// Runs the spec with `CHANGES` as its agent; (runner's committed tree, git's tree).
-fn run_changes(repo: &TestRepo) -> (String, String) {
+/// Runs the spec with the shell script `script` as its agent, which finds in `$EXPECT` a path
+/// to write what it expects to; the run must succeed. Returns that path.
+fn run_script(repo: &TestRepo, script: &str) -> std::path::PathBuf {
     let agent_file = repo.tmp.path().join("agent.sh");
-    std::fs::write(&agent_file, CHANGES).unwrap();
+    std::fs::write(&agent_file, script).unwrap();
     let expect = repo.tmp.path().join("expected-tree");
     let agent = format!("sh {}", agent_file.display());
     let out = repo
@@ -78,6 +82,12 @@ fn run_changes(repo: &TestRepo) -> (String, String) {
         .output()
         .unwrap();
     assert_exit(&out, 0);
+    expect
+}
+
+/// Runs the spec with `CHANGES` as its agent; (runner's committed tree, git's tree).
+fn run_changes(repo: &TestRepo) -> (String, String) {
+    let expect = run_script(repo, &format!("{CHANGES}{STAGE_AS_GIT}"));
     let expected = std::fs::read_to_string(&expect).unwrap().trim().to_string();
     let branch = format!("auto-claude/{SPEC}");
     let committed = repo.git(&["rev-parse", &format!("{branch}^{{tree}}")]);
@@ -135,7 +145,7 @@ fn a_nested_repository_stops_the_commit_as_before() {
         CHANGES.replace(
             "mkdir -p empty/folder\n",
             "mkdir -p inner && (cd inner && git init -q && printf 'x\\n' > x.txt && git add x.txt && git -c user.name=a -c user.email=a@b commit -q -m x)\n",
-        ),
+        ) + STAGE_AS_GIT,
     )
     .unwrap();
     let agent = format!("sh {}", agent_file.display());
@@ -188,6 +198,131 @@ fn the_first_runs_worktree_is_clean_registered_and_stat_cached() {
     let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
     let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
     assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+    let wt = repo.worktree();
+    let link = std::fs::read_link(wt.join("src/a/link")).unwrap();
+    assert_eq!(link, std::path::Path::new("keep.txt"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(wt.join("src/b/was-exec.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+}
+
+/// A two-chunk plan.
+const TWO_CHUNKS: &str = r#"{"feature": "Speed", "workflow_type": "feature", "phases": [
+    {"id": "phase-1", "name": "One", "subtasks": [
+        {"id": "one", "description": "First", "status": "pending"},
+        {"id": "two", "description": "Second", "status": "pending"}]}]}"#;
+
+/// Chunk one leaves changes; chunk two, started within the same second as runner's commit of
+/// chunk one, rewrites files with the same size: one edited as is (racily clean against the
+/// index runner just wrote), one whose mtime is put back exactly with `touch -r` (only its
+/// ctime tells), a tracked file the ignore rules match, a file that becomes a folder, a folder
+/// that becomes a file, a whole folder deleted, a case-only rename and a file with CRLF under a
+/// `text` attribute. Each commit holds exactly what `git add -A` stages.
+const RACY: &str = r#"set -e
+index=$(git rev-parse --git-path index)
+if [ "$RUNNER_CHUNK_ID" = one ]; then
+  printf 'one-1\n' > racy.txt
+  printf 'one-2\n' > restored.txt
+else
+  cp -p restored.txt "$EXPECT.ref"
+  printf 'two-1\n' > racy.txt
+  printf 'two-2\n' > restored.txt
+  touch -r "$EXPECT.ref" restored.txt
+  printf 'changed\n' > tracked.log
+  rm src/a/keep.txt && mkdir src/a/keep.txt && printf 'inside\n' > src/a/keep.txt/now-a-folder
+  rm -r src/c/deep && printf 'was a folder\n' > src/c/deep
+  rm -r src/b
+  git mv src/a/edit.txt src/a/EDIT.txt
+  printf 'dos\r\nlines\r\n' > win.crlf
+fi
+cp "$index" "$EXPECT.index"
+GIT_INDEX_FILE="$EXPECT.index" git add -A
+GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT.$RUNNER_CHUNK_ID"
+runner chunk done "$RUNNER_CHUNK_ID"
+"#;
+
+#[test]
+fn racy_and_reshaped_changes_are_committed_as_git_add_all_stages_them() {
+    let repo = repo_with_every_kind_of_file();
+    repo.write("tracked.log", "tracked\n");
+    repo.write(".gitattributes", "*.crlf text\n");
+    repo.git(&["add", "-f", "tracked.log", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "a tracked ignored file, attributes"]);
+    repo.write_plan(SPEC, TWO_CHUNKS);
+    let expect = run_script(&repo, RACY);
+    let branch = format!("auto-claude/{SPEC}");
+    for (chunk, rev) in [("one", format!("{branch}~1")), ("two", branch.clone())] {
+        let expected = std::fs::read_to_string(format!("{}.{chunk}", expect.display())).unwrap();
+        let committed = repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+        assert_eq!(
+            committed.trim(),
+            expected.trim(),
+            "chunk {chunk}: runner's tree differs from git add -A's:\n{}",
+            repo.git(&["diff", "--stat", expected.trim(), committed.trim()])
+        );
+    }
+    // Both sides saw the same-size rewrites (git through its racy-entry check and the ctime).
+    for (file, text) in [("racy.txt", "two-1\n"), ("restored.txt", "two-2\n")] {
+        assert_eq!(repo.git(&["show", &format!("{branch}:{file}")]), text);
+    }
+    let wt = repo.worktree();
+    let status = git_in(&wt, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.is_empty(), "left uncommitted:\n{status}");
+}
+
+/// A base large enough for the parallel checkout, holding what threads could trip over: a file,
+/// a file with a dot and a folder sharing a prefix (`x`, `x.b`, `x-d/`, `xy/`), symlinks into
+/// folders another thread writes, executable files, a path of 250-byte names.
+fn repo_for_a_parallel_checkout() -> TestRepo {
+    let repo = repo_with_every_kind_of_file();
+    for i in 0..400 {
+        repo.write(&format!("many/d{}/f{i}.txt", i % 9), &format!("file {i}\n"));
+    }
+    for (path, text) in [
+        ("x", "x\n"),
+        ("x.b", "x.b\n"),
+        ("x-d/y", "y\n"),
+        ("xy/z", "z\n"),
+    ] {
+        repo.write(path, text);
+    }
+    let long = "n".repeat(250);
+    repo.write(&format!("{long}/{long}/{long}.txt"), "long\n");
+    std::os::unix::fs::symlink("many/d8", repo.path("a-link-to-a-folder")).unwrap();
+    std::os::unix::fs::symlink("../d1/f1.txt", repo.path("many/d0/up")).unwrap();
+    std::os::unix::fs::symlink("/etc", repo.path("many/d5/outside")).unwrap();
+    for i in (0..400).step_by(37) {
+        use std::os::unix::fs::PermissionsExt;
+        let p = repo.path(&format!("many/d{}/f{i}.txt", i % 9));
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Names a pathspec would read as patterns, and a gitlink (a submodule never initialised).
+    for name in [
+        "w[1].txt",
+        "star*.txt",
+        "!bang",
+        "back\\slash",
+        "new\nline",
+        " lead",
+        "q?",
+    ] {
+        repo.write(&format!("many/d4/{name}"), "literal\n");
+    }
+    repo.git(&["add", "-A"]);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let gitlink = format!("160000,{},many/d6/sub", head.trim());
+    repo.git(&["update-index", "--add", "--cacheinfo", &gitlink]);
+    repo.git(&["commit", "-q", "-m", "many files"]);
+    repo
+}
+
+/// What `git worktree add` leaves: the worktree registered on the spec's branch, clean, its
+/// index's stat data filled, every entry of the base there with its mode.
+fn assert_like_git_worktree_add(repo: &TestRepo) {
     let wt = repo.worktree();
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert!(
@@ -198,15 +333,198 @@ fn the_first_runs_worktree_is_clean_registered_and_stat_cached() {
     assert!(stale.is_empty(), "entries with stale stat data:\n{stale}");
     let status = git_in(&wt, &["status", "--porcelain", "--untracked-files=all"]);
     assert!(status.is_empty(), "{status}");
-    let files = git_in(&wt, &["ls-files", "-s"]);
-    let base = repo.git(&["ls-files", "-s"]);
-    assert_eq!(files, base);
-    let link = std::fs::read_link(wt.join("src/a/link")).unwrap();
-    assert_eq!(link, std::path::Path::new("keep.txt"));
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(wt.join("src/b/was-exec.sh"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+    assert_eq!(
+        git_in(&wt, &["ls-files", "-s"]),
+        repo.git(&["ls-files", "-s"])
+    );
+    let fsck = repo.git(&["worktree", "prune", "--dry-run", "-v"]);
+    assert!(fsck.is_empty(), "{fsck}");
+}
+
+/// A parallel checkout killed midway (after 150 of its files, the threads' files interleaved),
+/// then `runner run` again: the half-created worktree is redone and ends as `git worktree add`
+/// leaves one.
+#[test]
+fn a_parallel_checkout_killed_midway_is_redone_by_the_next_run() {
+    let repo = repo_for_a_parallel_checkout();
+    use std::os::unix::process::ExitStatusExt;
+    let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
+    let out = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", agent])
+        .env("RUNNER_FAILPOINTS", "slot_checkout_file@150")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
+    assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+}
+
+/// Without a crash, the same tricky base is checked out in parallel exactly.
+#[test]
+fn a_parallel_checkout_of_prefixes_links_and_long_paths_is_exact() {
+    let repo = repo_for_a_parallel_checkout();
+    let agent = "sh -c 'runner chunk done \"$RUNNER_CHUNK_ID\"'";
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", agent]);
+    assert_exit(&out, 0);
+    assert_like_git_worktree_add(&repo);
+    let wt = repo.worktree();
+    assert_eq!(
+        std::fs::read_link(wt.join("a-link-to-a-folder")).unwrap(),
+        std::path::Path::new("many/d8")
+    );
+    assert!(wt.join("many/d8").is_dir() && wt.join("x-d/y").is_file());
+}
+
+/// Right after a parallel checkout (the index written in the same second as the files), the
+/// agent rewrites checked-out files with the same size, one with its mtime put back; with
+/// `core.fileMode` false it also flips an executable bit. The commit holds exactly what
+/// `git add -A` stages: both rewrites, no mode change.
+#[test]
+fn same_size_rewrites_right_after_a_parallel_checkout_are_committed() {
+    let repo = repo_for_a_parallel_checkout();
+    let script = r#"set -e
+cp -p many/d2/f2.txt "$EXPECT.ref"
+printf 'FILE 1\n' > many/d1/f1.txt
+printf 'FILE 2\n' > many/d2/f2.txt
+touch -r "$EXPECT.ref" many/d2/f2.txt
+git config core.fileMode false
+chmod +x many/d3/f3.txt
+"#;
+    let expect = run_script(&repo, &format!("{script}{STAGE_AS_GIT}"));
+    let branch = format!("auto-claude/{SPEC}");
+    let committed = repo.git(&["rev-parse", &format!("{branch}^{{tree}}")]);
+    let expected = std::fs::read_to_string(&expect).unwrap();
+    assert_eq!(committed.trim(), expected.trim());
+    for (file, text) in [
+        ("many/d1/f1.txt", "FILE 1\n"),
+        ("many/d2/f2.txt", "FILE 2\n"),
+    ] {
+        assert_eq!(repo.git(&["show", &format!("{branch}:{file}")]), text);
+    }
+    let mode = repo.git(&["ls-tree", &branch, "many/d3/f3.txt"]);
+    assert!(mode.starts_with("100644"), "{mode}");
+}
+
+/// The `TREE` extension (git's cache of the index's tree ids) of the index file at `path`, as
+/// stored; `None` if the index has none. Index version 2 or 3 entries are skipped by length.
+fn cache_tree_of(path: &std::path::Path) -> Option<Vec<u8>> {
+    let d = std::fs::read(path).unwrap();
+    let be32 = |at: usize| u32::from_be_bytes(d[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 12;
+    for _ in 0..be32(8) {
+        let flags = u16::from_be_bytes([d[at + 60], d[at + 61]]);
+        let fixed = if flags & 0x4000 != 0 { 64 } else { 62 };
+        let name = d[at + fixed..].iter().position(|&b| b == 0).unwrap();
+        at += (fixed + name + 8) & !7;
+    }
+    while at + 8 <= d.len() - 20 {
+        let size = be32(at + 4);
+        if &d[at..at + 4] == b"TREE" {
+            return Some(d[at + 8..at + 8 + size].to_vec());
+        }
+        at += 8 + size;
+    }
+    None
+}
+
+/// The index a parallel checkout writes carries git's tree cache, filled as `git worktree add`
+/// fills it (the same bytes): the first commit, runner's or a person's, hashes only the folders
+/// that changed instead of every folder of the tree.
+#[test]
+fn a_parallel_checkouts_index_carries_the_tree_cache_git_writes() {
+    let repo = repo_for_a_parallel_checkout();
+    let copy = repo.tmp.path().join("index-at-creation");
+    let agent = format!(
+        "sh -c 'cp \"$(git rev-parse --git-path index)\" {}; runner chunk done \"$RUNNER_CHUNK_ID\"'",
+        copy.display()
+    );
+    let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", &agent]);
+    assert_exit(&out, 0);
+    let by_git = repo.tmp.path().join("by-git");
+    let by_git_str = by_git.display().to_string();
+    repo.git(&["worktree", "add", "-q", "--detach", &by_git_str, "main"]);
+    let index = git_in(&by_git, &["rev-parse", "--git-path", "index"]);
+    let gits = cache_tree_of(&by_git.join(index.trim()));
+    let runners = cache_tree_of(&copy);
+    let gits = cache_tree_entries(&gits.expect("git's own index has no tree cache"));
+    assert!(gits.iter().all(|(_, count, _)| *count >= 0), "{gits:?}");
+    let runners = cache_tree_entries(&runners.expect("runner's index has no tree cache"));
+    assert_eq!(runners, gits);
+}
+
+/// The entries of a `TREE` extension, sorted (git and libgit2 may order a folder's subfolders
+/// differently): (folder name, entry count, tree id; none when invalidated, count -1).
+fn cache_tree_entries(data: &[u8]) -> Vec<(String, i64, Option<String>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < data.len() {
+        let nul = at + data[at..].iter().position(|&b| b == 0).unwrap();
+        let name = String::from_utf8_lossy(&data[at..nul])
+            .chars()
+            .take(20)
+            .collect();
+        let nl = nul + data[nul..].iter().position(|&b| b == b'\n').unwrap();
+        let counts = String::from_utf8(data[nul + 1..nl].to_vec()).unwrap();
+        let count: i64 = counts.split(' ').next().unwrap().parse().unwrap();
+        at = nl + 1;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let id = (count >= 0).then(|| hex(&data[at..at + 20]));
+        if count >= 0 {
+            at += 20;
+        }
+        out.push((name, count, id));
+    }
+    out.sort();
+    out
+}
+
+/// A base whose tree stores modes git reads but no longer writes (`100664`, group-writable,
+/// and `100775`, as old tools left them; `git mktree` keeps them as given): a chunk that
+/// changes those files is committed, and the next chunk's check that the branch still holds
+/// the work (which compares modes since the executable-bit fix) neither panics nor blocks.
+#[test]
+fn legacy_file_modes_in_the_base_neither_panic_nor_block_the_history_check() {
+    let repo = repo_with_every_kind_of_file();
+    let keep = repo.git(&["rev-parse", "HEAD:src/a/keep.txt"]);
+    let mut lines = repo.git(&["ls-tree", "HEAD"]);
+    lines.push_str(&format!("100775 blob {}\todd.sh\n", keep.trim()));
+    lines.push_str(&format!("100664 blob {}\tgroup.txt\n", keep.trim()));
+    let listing = repo.tmp.path().join("listing");
+    std::fs::write(&listing, lines).unwrap();
+    let out = std::process::Command::new("git")
+        .arg("mktree")
+        .current_dir(&repo.root)
+        .stdin(std::fs::File::open(&listing).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tree = stdout(&out);
+    let commit = repo.git(&[
+        "commit-tree",
+        tree.trim(),
+        "-p",
+        "HEAD",
+        "-m",
+        "legacy modes",
+    ]);
+    repo.git(&["update-ref", "refs/heads/main", commit.trim()]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.write_plan(SPEC, TWO_CHUNKS);
+    let script = r#"set -e
+if [ "$RUNNER_CHUNK_ID" = one ]; then
+  printf 'changed\n' > odd.sh
+  printf 'changed\n' > group.txt
+else
+  printf 'two\n' > two.txt
+fi
+"#;
+    run_script(&repo, &format!("{script}{STAGE_AS_GIT}"));
+    let branch = format!("auto-claude/{SPEC}");
+    assert_eq!(
+        repo.branch_log(&branch).len(),
+        2,
+        "{:?}",
+        repo.branch_log(&branch)
+    );
 }
