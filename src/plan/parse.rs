@@ -60,11 +60,16 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    // Only a parse of the whole file into values says exactly what the old reader said about
+    // bad JSON (its position, and what the quick passes let through: a lone surrogate escape,
+    // read only when its level is): asked whenever the quick reading is not clean.
+    let exact =
+        |e: serde_json::Error| syntax(serde_json::from_slice::<Value>(bytes).err().unwrap_or(e));
     let plan = if starts_object {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let top = fields::level(&mut de, &TOP_LISTS)
             .and_then(|top| de.end().map(|()| top))
-            .map_err(syntax)?;
+            .map_err(exact)?;
         read_plan(top, &mut problems, &mut warnings)
     } else {
         let value: Value = serde_json::from_slice(bytes).map_err(syntax)?;
@@ -79,6 +84,10 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
         validate::check(plan, &mut problems);
     }
     let plan = plan.map(|(plan, _)| plan);
+    let clean = plan.is_some() && problems.is_empty() && warnings.is_empty();
+    if !clean && let Err(e) = serde_json::from_slice::<Value>(bytes) {
+        return Err(syntax(e));
+    }
     match plan {
         Some(plan) if problems.is_empty() => Ok(Plan { warnings, ..plan }),
         _ => Err(PlanError {

@@ -2637,3 +2637,50 @@ fn a_plan_runner_wrote_reads_back_as_a_fresh_parse_would() {
         }
     }
 }
+
+/// A plan with `inner` as the value of a field of its one chunk, written compactly.
+fn plan_with_chunk_field(inner: &str) -> String {
+    format!(
+        "{{\"phases\": [{{\"id\": \"p\", \"subtasks\": [{{\"id\": \"a\", \"description\": \"d\", \"x\": {inner}}}]}}]}}"
+    )
+}
+
+#[test]
+fn bad_json_anywhere_is_the_syntax_error_a_whole_parse_gives() {
+    let mut cases: Vec<Vec<u8>> = [
+        // Lone surrogates: only a real parse of the string refuses them.
+        "\"\\ud800\"",
+        "\"\\udc00x\"",
+        "\"\\ud800\\u0041\"",
+        // A raw control character, an escape JSON does not have, a bad number.
+        "\"a\u{1}b\"",
+        "\"\\x\"",
+        "01",
+        "[1,]",
+    ]
+    .iter()
+    .map(|inner| plan_with_chunk_field(inner).into_bytes())
+    .collect();
+    // The same in the mirror list (read only to name a difference) and at the phase level.
+    cases.push(
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "d"}], "chunks": [{"id": "a", "description": "\ud800"}]}]}"#.to_vec(),
+    );
+    cases.push(br#"{"phases": [{"id": "p", "name": "\udfff", "subtasks": []}]}"#.to_vec());
+    cases.push(br#"{"phases": [], "subtasks": ["\ud800"]}"#.to_vec());
+    let bad_utf8 = plan_with_chunk_field("\"\u{e9}\"").into_bytes();
+    cases.push(bad_utf8[..bad_utf8.len() - 6].to_vec());
+    for bytes in cases {
+        let whole = serde_json::from_slice::<Value>(&bytes).unwrap_err();
+        let err = parse_plan(Path::new(PATH), &bytes).unwrap_err();
+        let shown = String::from_utf8_lossy(&bytes);
+        assert_eq!(
+            (err.line, err.column, err.problems),
+            (
+                Some(whole.line()),
+                Some(whole.column()),
+                vec![format!("not valid JSON: {whole}")]
+            ),
+            "{shown}"
+        );
+    }
+}
