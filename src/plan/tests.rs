@@ -2684,3 +2684,37 @@ fn bad_json_anywhere_is_the_syntax_error_a_whole_parse_gives() {
         );
     }
 }
+
+#[test]
+fn nesting_past_serde_jsons_limit_is_refused_as_a_whole_parse_refuses_it() {
+    let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let cases = [
+        // In a chunk read into values (compact), in a phase's field, beside the phases.
+        plan_with_chunk_field(&nest(124)),
+        format!(
+            "{{\"phases\": [{{\"id\": \"p\", \"x\": {}, \"subtasks\": []}}]}}",
+            nest(125)
+        ),
+        format!("{{\"phases\": [], \"subtasks\": [{}]}}", nest(126)),
+        format!(
+            "{{\"chunks\": [{{\"id\": \"a\", \"description\": \"d\", \"x\": {}}}]}}",
+            nest(125)
+        ),
+    ];
+    for text in &cases {
+        let whole = serde_json::from_str::<Value>(text).unwrap_err();
+        let err = parse_err(text);
+        assert_eq!(
+            (err.line, err.column, err.problems),
+            (
+                Some(whole.line()),
+                Some(whole.column()),
+                vec![format!("not valid JSON: {whole}")]
+            ),
+        );
+    }
+    // One level less is a plan.
+    let deepest = plan_with_chunk_field(&nest(122));
+    serde_json::from_str::<Value>(&deepest).unwrap();
+    parse(&deepest);
+}
