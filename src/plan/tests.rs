@@ -2718,3 +2718,34 @@ fn nesting_past_serde_jsons_limit_is_refused_as_a_whole_parse_refuses_it() {
     serde_json::from_str::<Value>(&deepest).unwrap();
     parse(&deepest);
 }
+
+#[test]
+fn a_written_plan_past_the_cut_off_is_not_remembered_however_its_chunks_are_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    // A few chunks of 1.5 MB each, written compactly: every chunk read into fields.
+    let long = "x".repeat(1_500_000);
+    let chunks: Vec<Value> = (0..7)
+        .map(|i| json!({"id": format!("c{i}"), "description": long}))
+        .collect();
+    let plan = json!({"phases": [{"id": "p", "subtasks": chunks}]});
+    std::fs::write(file.path(), plan.to_string()).unwrap();
+    file.update(|p| {
+        let pos = p.find_chunk("c0").unwrap();
+        p.chunk_mut(pos).set_status(Status::Completed);
+        Ok(())
+    })
+    .unwrap();
+    assert!(std::fs::metadata(file.path()).unwrap().len() > 8 << 20);
+    assert!(!file.remembers_a_plan(), "a plan past 8 MB is held twice");
+    // Under the cut-off, it is remembered.
+    let small = json!({"phases": [{"id": "p", "subtasks": [{"id": "c0", "description": "d"}]}]});
+    std::fs::write(file.path(), small.to_string()).unwrap();
+    file.update(|p| {
+        let pos = p.find_chunk("c0").unwrap();
+        p.chunk_mut(pos).set_status(Status::Completed);
+        Ok(())
+    })
+    .unwrap();
+    assert!(file.remembers_a_plan());
+}
