@@ -149,9 +149,9 @@ impl PlanFile {
         };
         let (out, changed) = f(&mut plan)?;
         if changed {
-            self.write(&plan)?;
+            let written = self.write(&plan)?;
             // A valid plan changed by runner's own steps: what the next read would parse.
-            self.remember_written(&plan);
+            self.remember_written(&plan, written);
             // The replaced file's blocks are freed when its last open handle closes. Holding
             // it until here and closing it on another thread takes that work (slow on disks
             // that discard freed blocks) off the run's path; it overlaps with what follows.
@@ -165,7 +165,7 @@ impl PlanFile {
     pub fn replace(&self, plan: &Plan) -> anyhow::Result<()> {
         let _lock = FileLock::acquire(&self.lock_path)
             .with_context(|| format!("locking {}", self.lock_path.display()))?;
-        self.write(plan)
+        self.write(plan).map(drop)
     }
 
     /// Under the plan lock: read the plan as it is (missing, invalid or valid) and let `f`
@@ -184,8 +184,9 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// Replace the file durably. Callers hold the plan lock (or are the only writer).
-    fn write(&self, plan: &Plan) -> anyhow::Result<()> {
+    /// Replace the file durably; how many bytes were written. Callers hold the plan lock (or are
+    /// the only writer).
+    fn write(&self, plan: &Plan) -> anyhow::Result<usize> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         let bytes = plan_to_bytes(plan);
         write_atomic(&self.path, &bytes)
@@ -197,22 +198,29 @@ impl PlanFile {
         if let Err(e) = overwrite_in_place(&self.last_good, &bytes) {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
-        Ok(())
+        Ok(bytes.len())
     }
 }
 
 impl PlanFile {
+    /// Is a plan remembered (for tests of the cut-off)?
+    #[cfg(test)]
+    pub(super) fn remembers_a_plan(&self) -> bool {
+        self.last_read.lock().is_ok_and(|last| last.is_some())
+    }
+
     /// Remember the plan just written: reading its bytes back would give it again. Parsing
     /// those bytes gives the same ids, statuses, fields and lists (with no warning: both lists
     /// of a phase are written equal), except which of a phase's two lists counts as read when
     /// the plan read `chunks` over an empty `subtasks`: such a plan is read anew.
-    fn remember_written(&self, plan: &Plan) {
+    /// `written` is the file's length (`size_hint` guesses chunks held as fields, which may be
+    /// far longer).
+    fn remember_written(&self, plan: &Plan, written: usize) {
         let orientation_kept = plan.phases.iter().all(|p| p.mirror_key != Some("subtasks"));
-        let remembered =
-            (plan.size_hint() <= REMEMBER_MAX_BYTES && orientation_kept).then(|| Plan {
-                warnings: Vec::new(),
-                ..plan.clone()
-            });
+        let remembered = (written <= REMEMBER_MAX_BYTES && orientation_kept).then(|| Plan {
+            warnings: Vec::new(),
+            ..plan.clone()
+        });
         *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = remembered;
     }
 }

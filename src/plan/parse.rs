@@ -60,11 +60,16 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    // Only a parse of the whole file into values says exactly what the old reader said about
+    // bad JSON (its position, and what the quick passes let through: a lone surrogate escape,
+    // read only when its level is): asked whenever the quick reading is not clean.
+    let exact =
+        |e: serde_json::Error| syntax(serde_json::from_slice::<Value>(bytes).err().unwrap_or(e));
     let plan = if starts_object {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let top = fields::level(&mut de, &TOP_LISTS)
             .and_then(|top| de.end().map(|()| top))
-            .map_err(syntax)?;
+            .map_err(exact)?;
         read_plan(top, &mut problems, &mut warnings)
     } else {
         let value: Value = serde_json::from_slice(bytes).map_err(syntax)?;
@@ -79,6 +84,12 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
         validate::check(plan, &mut problems);
     }
     let plan = plan.map(|(plan, _)| plan);
+    let clean = plan.as_ref().is_some_and(|p| !nested_past_limit(p))
+        && problems.is_empty()
+        && warnings.is_empty();
+    if !clean && let Err(e) = serde_json::from_slice::<Value>(bytes) {
+        return Err(syntax(e));
+    }
     match plan {
         Some(plan) if problems.is_empty() => Ok(Plan { warnings, ..plan }),
         _ => Err(PlanError {
@@ -88,6 +99,37 @@ pub fn parse_plan(path: &Path, bytes: &[u8]) -> Result<Plan, PlanError> {
             problems,
         }),
     }
+}
+
+/// serde_json refuses JSON nested deeper than this (containers, counted from the top).
+const JSON_DEPTH_LIMIT: usize = 127;
+
+/// Is a value of the plan nested deeper than serde_json reads in one parse of the file? The
+/// levels are read by parses of their own text, each counting from its own start; chunks kept
+/// as text are at most 100 deep (`canonical`).
+fn nested_past_limit(plan: &Plan) -> bool {
+    fn depth(v: &Value) -> usize {
+        match v {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    // Containers around a value of the top level, of a phase, around a chunk.
+    let (top, phase, chunk) = match plan.shape {
+        PlanShape::Phases => (1, 3, CHUNK_LEVEL + 1),
+        PlanShape::TopLevelChunks => (1, 1, TOP_LEVEL_CHUNK_LEVEL + 1),
+    };
+    let deep = |within: usize, map: &Map<String, Value>| {
+        map.values().any(|v| within + depth(v) > JSON_DEPTH_LIMIT)
+    };
+    deep(top, &plan.raw)
+        || plan.phases.iter().any(|p| {
+            deep(phase, &p.raw)
+                || p.chunks
+                    .iter()
+                    .any(|c| !c.is_verbatim() && deep(chunk, c.raw()))
+        })
 }
 
 /// The canonical bytes runner writes: two-space pretty JSON, original field order, final newline.

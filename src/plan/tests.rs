@@ -2637,3 +2637,115 @@ fn a_plan_runner_wrote_reads_back_as_a_fresh_parse_would() {
         }
     }
 }
+
+/// A plan with `inner` as the value of a field of its one chunk, written compactly.
+fn plan_with_chunk_field(inner: &str) -> String {
+    format!(
+        "{{\"phases\": [{{\"id\": \"p\", \"subtasks\": [{{\"id\": \"a\", \"description\": \"d\", \"x\": {inner}}}]}}]}}"
+    )
+}
+
+#[test]
+fn bad_json_anywhere_is_the_syntax_error_a_whole_parse_gives() {
+    let mut cases: Vec<Vec<u8>> = [
+        // Lone surrogates: only a real parse of the string refuses them.
+        "\"\\ud800\"",
+        "\"\\udc00x\"",
+        "\"\\ud800\\u0041\"",
+        // A raw control character, an escape JSON does not have, a bad number.
+        "\"a\u{1}b\"",
+        "\"\\x\"",
+        "01",
+        "[1,]",
+    ]
+    .iter()
+    .map(|inner| plan_with_chunk_field(inner).into_bytes())
+    .collect();
+    // The same in the mirror list (read only to name a difference) and at the phase level.
+    cases.push(
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "d"}], "chunks": [{"id": "a", "description": "\ud800"}]}]}"#.to_vec(),
+    );
+    cases.push(br#"{"phases": [{"id": "p", "name": "\udfff", "subtasks": []}]}"#.to_vec());
+    cases.push(br#"{"phases": [], "subtasks": ["\ud800"]}"#.to_vec());
+    let bad_utf8 = plan_with_chunk_field("\"\u{e9}\"").into_bytes();
+    cases.push(bad_utf8[..bad_utf8.len() - 6].to_vec());
+    for bytes in cases {
+        let whole = serde_json::from_slice::<Value>(&bytes).unwrap_err();
+        let err = parse_plan(Path::new(PATH), &bytes).unwrap_err();
+        let shown = String::from_utf8_lossy(&bytes);
+        assert_eq!(
+            (err.line, err.column, err.problems),
+            (
+                Some(whole.line()),
+                Some(whole.column()),
+                vec![format!("not valid JSON: {whole}")]
+            ),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn nesting_past_serde_jsons_limit_is_refused_as_a_whole_parse_refuses_it() {
+    let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let cases = [
+        // In a chunk read into values (compact), in a phase's field, beside the phases.
+        plan_with_chunk_field(&nest(124)),
+        format!(
+            "{{\"phases\": [{{\"id\": \"p\", \"x\": {}, \"subtasks\": []}}]}}",
+            nest(125)
+        ),
+        format!("{{\"phases\": [], \"subtasks\": [{}]}}", nest(126)),
+        format!(
+            "{{\"chunks\": [{{\"id\": \"a\", \"description\": \"d\", \"x\": {}}}]}}",
+            nest(125)
+        ),
+    ];
+    for text in &cases {
+        let whole = serde_json::from_str::<Value>(text).unwrap_err();
+        let err = parse_err(text);
+        assert_eq!(
+            (err.line, err.column, err.problems),
+            (
+                Some(whole.line()),
+                Some(whole.column()),
+                vec![format!("not valid JSON: {whole}")]
+            ),
+        );
+    }
+    // One level less is a plan.
+    let deepest = plan_with_chunk_field(&nest(122));
+    serde_json::from_str::<Value>(&deepest).unwrap();
+    parse(&deepest);
+}
+
+#[test]
+fn a_written_plan_past_the_cut_off_is_not_remembered_however_its_chunks_are_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    // A few chunks of 1.5 MB each, written compactly: every chunk read into fields.
+    let long = "x".repeat(1_500_000);
+    let chunks: Vec<Value> = (0..7)
+        .map(|i| json!({"id": format!("c{i}"), "description": long}))
+        .collect();
+    let plan = json!({"phases": [{"id": "p", "subtasks": chunks}]});
+    std::fs::write(file.path(), plan.to_string()).unwrap();
+    file.update(|p| {
+        let pos = p.find_chunk("c0").unwrap();
+        p.chunk_mut(pos).set_status(Status::Completed);
+        Ok(())
+    })
+    .unwrap();
+    assert!(std::fs::metadata(file.path()).unwrap().len() > 8 << 20);
+    assert!(!file.remembers_a_plan(), "a plan past 8 MB is held twice");
+    // Under the cut-off, it is remembered.
+    let small = json!({"phases": [{"id": "p", "subtasks": [{"id": "c0", "description": "d"}]}]});
+    std::fs::write(file.path(), small.to_string()).unwrap();
+    file.update(|p| {
+        let pos = p.find_chunk("c0").unwrap();
+        p.chunk_mut(pos).set_status(Status::Completed);
+        Ok(())
+    })
+    .unwrap();
+    assert!(file.remembers_a_plan());
+}
