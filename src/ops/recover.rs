@@ -87,6 +87,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     let prepared = on_every_core(&opened, |paths| {
         paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed))
     });
+    crate::failpoint::hit("recover_all_looked");
     let mut specs = Vec::new();
     for ((name, paths), prepared) in names.into_iter().zip(opened).zip(prepared) {
         if let (Some(paths), Some(prepared)) = (paths, prepared)

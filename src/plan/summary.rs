@@ -1,7 +1,7 @@
 //! A light read of a plan for the commands that only look at it (`runner status`, the quiet
 //! check of `runner recover --all`): ids, statuses, phase keys and dependencies, the merged
 //! flag and each completed chunk's recorded commit, read over the borrowed bytes; everything
-//! else is skipped unread (`IgnoredAny`).
+//! else is skipped (checked as the full parser reads it, not kept: see `Skip`).
 //!
 //! It answers only for plans it is sure of: a field of an unexpected type, a value the full
 //! parser would spell differently, a rule broken, a shape that is not the usual one (a
@@ -16,7 +16,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::Deserializer;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -118,7 +118,7 @@ impl<'de> de::Deserialize<'de> for Top<'de> {
                         // A repeated key: the last one counts, as in the full parser's map.
                         "phases" => top.phases = Some(map.next_value()?),
                         other => {
-                            map.next_value::<IgnoredAny>()?;
+                            map.next_value::<Skip>()?;
                             match other {
                                 "merged" => top.merged = true,
                                 // A top-level chunk list (even beside `phases`): unusual.
@@ -138,11 +138,14 @@ impl<'de> de::Deserialize<'de> for Top<'de> {
 /// The keys of one level the light read looks at.
 trait Fields {
     const KEYS: &'static [&'static str];
+    /// The keys whose lists are read in full afterwards (`Picked` checks the others).
+    const READ_LATER: &'static [&'static str] = &[];
 }
 
 struct PhaseFields;
 impl Fields for PhaseFields {
     const KEYS: &'static [&'static str] = &["id", "phase", "depends_on", "subtasks", "chunks"];
+    const READ_LATER: &'static [&'static str] = &["subtasks", "chunks"];
 }
 
 struct ChunkFields;
@@ -192,7 +195,8 @@ impl Fields for VerificationFields {
 
 /// An object's fields of `F::KEYS` as raw JSON (the last of a repeated key, as in the full
 /// parser's map), every other field skipped. Only an object reads (serde's derived structs
-/// would also take a list).
+/// would also take a list). Every value, kept or skipped, is read as the full parser reads it
+/// (see `Skip`), except a list of `F::READ_LATER`, which its reader reads whole.
 struct Picked<'a, F> {
     values: Vec<Option<&'a RawValue>>,
     _keys: PhantomData<F>,
@@ -217,9 +221,17 @@ impl<'de, F: Fields> de::Deserialize<'de> for Picked<'de, F> {
                 let mut values = vec![None; F::KEYS.len()];
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     match F::KEYS.iter().position(|k| *k == key.0) {
-                        Some(i) => values[i] = Some(map.next_value::<&'de RawValue>()?),
+                        Some(i) => {
+                            let raw = map.next_value::<&'de RawValue>()?;
+                            let later =
+                                F::READ_LATER.contains(&F::KEYS[i]) && raw.get().starts_with('[');
+                            if !later && !sound(raw) {
+                                return Err(de::Error::custom("not read as the full parser"));
+                            }
+                            values[i] = Some(raw);
+                        }
                         None => {
-                            map.next_value::<IgnoredAny>()?;
+                            map.next_value::<Skip>()?;
                         }
                     }
                 }
@@ -231,6 +243,88 @@ impl<'de, F: Fields> de::Deserialize<'de> for Picked<'de, F> {
         }
         d.deserialize_map(V(PhantomData))
     }
+}
+
+/// A value skipped, but read as the full parser reads it into a JSON value: serde_json's own
+/// skipping (`IgnoredAny`, a raw value) checks neither its recursion limit, nor escapes (a lone
+/// surrogate), nor, reading bytes, UTF-8; the full parser rejects a plan for any of them.
+/// Nothing is kept: texts without escapes are borrowed, numbers are not stored.
+struct Skip;
+
+impl<'de> de::Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Capped(usize::MAX).deserialize(d)
+    }
+}
+
+/// `Skip`, at most this many lists or objects deep (`usize::MAX`: serde_json's own limit).
+#[derive(Clone, Copy)]
+struct Capped(usize);
+
+impl<'de> DeserializeSeed<'de> for Capped {
+    type Value = Skip;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Capped {
+    type Value = Skip;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        let inner = self.inner::<A::Error>()?;
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        let inner = self.inner::<A::Error>()?;
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
+        Ok(Skip)
+    }
+}
+
+impl Capped {
+    fn inner<E: de::Error>(self) -> Result<Capped, E> {
+        match self.0 {
+            0 => Err(E::custom("nested deeper than the light read looks")),
+            usize::MAX => Ok(self),
+            n => Ok(Capped(n - 1)),
+        }
+    }
+}
+
+/// How deep a value the light read keeps may nest: it is read again on its own, where
+/// serde_json's recursion limit counts from it and not from the top of the file as in the full
+/// parser; anything deeper goes to the full parser (a usual verification is 1 deep).
+const KEPT_DEPTH: usize = 16;
+
+/// A kept value reads as the full parser reads it (see `Skip`), and nests no deeper than
+/// `KEPT_DEPTH`.
+fn sound(r: &RawValue) -> bool {
+    let mut de = serde_json::Deserializer::from_str(r.get());
+    Capped(KEPT_DEPTH).deserialize(&mut de).is_ok()
 }
 
 fn is_null(r: &RawValue) -> bool {

@@ -820,6 +820,9 @@ const LIFECYCLE_POINTS: &[&str] = &[
 const HOSTILE_POINTS: &[&str] = &["after_history_ref", "after_unopenable_saved"];
 /// Failpoints exercised in tests/output.rs (re-pinning a deleted base branch).
 const OUTPUT_POINTS: &[&str] = &["after_base_repin"];
+/// Failpoints exercised in tests/status_speed.rs (`recover --all` between its look and its
+/// report).
+const STATUS_POINTS: &[&str] = &["recover_all_looked"];
 
 #[test]
 fn every_failpoint_in_the_source_is_exercised() {
@@ -847,7 +850,8 @@ fn every_failpoint_in_the_source_is_exercised() {
             ALL_POINTS.contains(&point.as_str())
                 || LIFECYCLE_POINTS.contains(&point.as_str())
                 || HOSTILE_POINTS.contains(&point.as_str())
-                || OUTPUT_POINTS.contains(&point.as_str()),
+                || OUTPUT_POINTS.contains(&point.as_str())
+                || STATUS_POINTS.contains(&point.as_str()),
             "the failpoint {point} in src/ is exercised by no crash test"
         );
     }

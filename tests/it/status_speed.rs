@@ -339,3 +339,67 @@ fn drop_holder(mut holder: std::process::Child) {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// A spec that changes after `recover --all` looked at it read-only and before it reports (a
+/// run takes its lock; a writer dies leaving a temp file; a chunk is set in progress): it is
+/// reported as the locked path sees it then (busy; recovered), not clean from the stale look.
+/// The pause at `recover_all_looked` (after the look, before the first spec is reported) holds
+/// the window open; were the look slower than the wait, the changes would come before it and
+/// the answers would be the same.
+#[test]
+fn recover_all_does_not_report_clean_what_changed_after_its_look() {
+    let good = std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap();
+    let repo = repo_with_fixture_plan("001-held");
+    for name in ["002-temp", "003-taken"] {
+        repo.add_spec(name);
+        repo.write_plan(name, &good);
+    }
+    recover_all(&repo);
+
+    // Killed right after the look: nothing was written.
+    let before = snapshot(&repo.root);
+    let out = repo
+        .cmd(&["recover", "--all"])
+        .env("RUNNER_FAILPOINTS", "recover_all_looked")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGKILL)
+    );
+    assert!(snapshot(&repo.root) == before, "recover --all wrote a file");
+
+    let recover = repo
+        .cmd(&["recover", "--all", "--json"])
+        .env("RUNNER_FAILPOINTS", "recover_all_looked~4000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let holder = hold_lock(&repo.spec_dir("001-held").join("run.lock"));
+    std::fs::write(
+        repo.spec_dir("002-temp")
+            .join(".implementation_plan.json.tmp-999999999-0"),
+        "{\"half",
+    )
+    .unwrap();
+    repo.write_plan(
+        "003-taken",
+        &good.replacen("\"pending\"", "\"in_progress\"", 1),
+    );
+    let out = recover.wait_with_output().unwrap();
+    drop_holder(holder);
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(&out), stderr(&out)));
+    assert_eq!(
+        outcomes(&report),
+        vec![
+            ("001-held".to_string(), "busy".to_string()),
+            ("002-temp".into(), "recovered".into()),
+            ("003-taken".into(), "recovered".into()),
+        ],
+        "{report}"
+    );
+    assert_ne!(repo.chunk("003-taken", "core-a")["status"], "in_progress");
+}

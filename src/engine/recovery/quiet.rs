@@ -33,6 +33,8 @@ pub struct QuietLook {
 /// What the look found without git (`QuietLook::prepare`, on any thread).
 pub struct Prepared {
     doubt: bool,
+    /// The spec's folder and plan file as they were before the look (see `Stamp`).
+    stamp: Stamp,
     /// The slot (an index into `slots`) holding the spec's branch.
     slot: Option<usize>,
     summary: Option<PlanSummary>,
@@ -67,11 +69,11 @@ impl QuietLook {
     /// `decide` to finish on the caller's thread.
     pub fn prepare(&self, paths: &SpecPaths, retry_failed: bool) -> Prepared {
         let name = &paths.name;
+        let stamp = Stamp::of(paths);
         let branch = branch_for(name);
         let slot = self.slots.iter().position(
             |(_, state, _)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch),
         );
-        let held = |path: &std::path::Path| !matches!(lock::probe(path), Ok(LockState::Free));
         let doubt =
             // Someone holds the spec (a run, another recovery): the full path reports it busy.
             held(&paths.run_lock)
@@ -91,6 +93,7 @@ impl QuietLook {
         });
         Prepared {
             doubt,
+            stamp,
             slot,
             summary,
         }
@@ -115,7 +118,10 @@ impl QuietLook {
         prepared: Prepared,
         retry_failed: bool,
     ) -> Option<bool> {
-        if prepared.doubt {
+        // Other specs may have been recovered since the look (a chunk's check, an agent asked:
+        // minutes): a run that took this spec since, or left it changed, is seen again.
+        let busy = held(&paths.run_lock) || prepared.slot.is_some_and(|i| held(&self.slots[i].2));
+        if prepared.doubt || busy || Stamp::of(paths) != prepared.stamp {
             return Some(false);
         }
         let name = &paths.name;
@@ -153,6 +159,31 @@ impl QuietLook {
             return Some(false);
         }
         Some(true)
+    }
+}
+
+fn held(path: &std::path::Path) -> bool {
+    !matches!(lock::probe(path), Ok(LockState::Free))
+}
+
+/// What changes when anything recovery looks at in a spec's folder changes after the look: a
+/// file created or removed there (a temp file, a plan replaced or removed) changes the folder;
+/// a plan written in place changes its own size or time.
+#[derive(PartialEq)]
+struct Stamp {
+    dir: Option<(u64, std::time::SystemTime)>,
+    plan: Option<(u64, u64, std::time::SystemTime)>,
+}
+
+impl Stamp {
+    fn of(paths: &SpecPaths) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        let meta = |p: &std::path::Path| std::fs::symlink_metadata(p).ok();
+        Stamp {
+            dir: meta(&paths.dir).and_then(|m| Some((m.ino(), m.modified().ok()?))),
+            plan: meta(paths.plan.path())
+                .and_then(|m| Some((m.ino(), m.len(), m.modified().ok()?))),
+        }
     }
 }
 

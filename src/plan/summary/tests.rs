@@ -155,3 +155,121 @@ fn broken_and_unusual_plans_go_to_the_full_parser() {
         agrees(text);
     }
 }
+
+/// What serde_json skips without reading it (`IgnoredAny`, a raw value): nesting deeper than
+/// its recursion limit, a lone surrogate escape, a byte that is not UTF-8, in any field the
+/// light read does not look at, or looks at only in part. The full parser reads those fields
+/// and rejects the plan; the light read must not answer for it.
+#[test]
+fn text_the_full_parser_rejects_is_never_taken_light() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let cases: Vec<Vec<u8>> = vec![
+        format!(r#"{{"x": {}, "phases": [{{"id": "p", "subtasks": [{{"id": "a", "description": "x"}}]}}]}}"#, deep(200)).into_bytes(),
+        format!(r#"{{"phases": [{{"id": "p", "x": {}, "subtasks": [{{"id": "a", "description": "x"}}]}}]}}"#, deep(200)).into_bytes(),
+        plan_with_chunk(&format!(r#"{{"id": "a", "description": "x", "notes": {}}}"#, deep(200))).into_bytes(),
+        plan_with_chunk(&format!(r#"{{"id": "a", "description": "x", "notes": {}}}"#, deep(126))).into_bytes(),
+        format!(r#"{{"x": {}, "phases": []}}"#, deep(127)).into_bytes(),
+        br#"{"x": "\ud800", "phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "x": "\ud800", "subtasks": [{"id": "a", "description": "x"}]}]}"#.to_vec(),
+        plan_with_chunk(r#"{"id": "a", "description": "x", "notes": "\ud800"}"#).into_bytes(),
+        b"{\"x\": \"\xff\", \"phases\": [{\"id\": \"p\", \"subtasks\": [{\"id\": \"a\", \"description\": \"x\"}]}]}".to_vec(),
+        b"{\"phases\": [{\"id\": \"p\", \"x\": \"\xff\", \"subtasks\": [{\"id\": \"a\", \"description\": \"x\"}]}]}".to_vec(),
+        b"{\"x\xff\": 1, \"phases\": []}".to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "x": 1e999}]}]}"#.to_vec(),
+        br#"{"x": 1e999, "phases": []}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "x": 1e999, "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"command": "x", "x": 1e999}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": [{"n": 1, "x": 1e999}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": 1.0, "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": 10000000000000000000, "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": 10000000000000000000, "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": -0, "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": " a", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": " ", "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "", "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "status": " Done "}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "status": ""}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "title": 3}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": null, "title": "t"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "subtask_id": "b"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "subtask_id": 5}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": []}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": [{"n": 1, "session_id": 3}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": [{"n": 1, "extra_field": {"a": 1}}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": [{"n": 1.0}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "attempts": [{"n": 4294967296}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "status": "completed", "attempts": [{"n": 1, "outcome": "completed", "commit": "abc"}, {"n": 2, "outcome": "completed", "commit": null}]}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"type": null, "command": "x"}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"type": "command", "command": "x", "run": "y"}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"command": "x", "expected": 5}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"type": "command", "run": "x"}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"type": "command", "command": "x", "command": ""}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "verification": {"type": "command", "command": "", "command": "x"}}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "id": "b"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x"}], "subtasks": [{"id": "b", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x"}], "subtasks": null}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [], "chunks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "depends_on": "p", "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "depends_on": 1, "phase": 1, "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "depends_on": [], "phase": -5, "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"id": "1", "subtasks": []}, {"id": "b", "depends_on": [1], "subtasks": []}]}"#.to_vec(),
+        br#"{"phases": [{"phase": 1, "subtasks": []}, {"id": "b", "depends_on": ["1"], "subtasks": []}]}"#.to_vec(),
+        br#"{"merged": false, "phases": []}"#.to_vec(),
+        br#"{"merged": null, "merged": null, "phases": []}"#.to_vec(),
+        br#"{"phases": [], "subtasks": null}"#.to_vec(),
+        br#"{"phases": null}"#.to_vec(),
+        br#"{"phases": []} x"#.to_vec(),
+        b"\xEF\xBB\xBF\xEF\xBB\xBF{\"phases\": []}".to_vec(),
+        br#"  {"phases": []}  "#.to_vec(),
+        br#"{"ph\u0061ses": [{"id": "p", "subtasks": [{"id": "a", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "sub\u0074asks": [{"id": "a", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"i\u0064": "a", "description": "x"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "st\u0061tus": "completed"}]}]}"#.to_vec(),
+        br#"{"phases": [{"id": "p", "subtasks": [{"id": "a", "description": "x", "status": "completed"}]}, {"id": "q", "depends_on": ["p"], "subtasks": [{"id": "b", "description": "x", "status": "blocked"}]}]}"#.to_vec(),
+    ];
+    let more = [
+        r#"{"id": "a", "description": "x", "title": "\ud800"}"#,
+        r#"{"id": "a", "description": "x", "attempts": [{"n": 1, "session_id": "\ud800"}]}"#,
+        r#"{"id": "a", "description": "x", "verification": {"command": "x", "run": "\ud800"}}"#,
+        r#"{"id": "a", "description": "x", "verification": {"command": "x", "expect_status": null, "expect_output": "\udc00"}}"#,
+    ];
+    let deep_in = |at: &str| {
+        plan_with_chunk(&format!(r#"{{"id": "a", "description": "x", {at}}}"#)).into_bytes()
+    };
+    let cases = cases
+        .into_iter()
+        .chain(more.iter().map(|c| plan_with_chunk(c).into_bytes()))
+        .chain([
+            deep_in(&format!(r#""attempts": [{{"n": 1, "x": {}}}]"#, deep(125))),
+            deep_in(&format!(
+                r#""verification": {{"command": "x", "x": {}}}"#,
+                deep(126)
+            )),
+            deep_in(&format!(
+                r#""verification": {{"command": "x", "run": {}}}"#,
+                deep(126)
+            )),
+            deep_in(&format!(r#""title": {}"#, deep(127))),
+        ]);
+    let mut rejected = 0;
+    for text in cases {
+        let full = parse_plan(Path::new("p.json"), &text);
+        let shown = String::from_utf8_lossy(&text);
+        match summarize(&text) {
+            None => {}
+            Some(light) => {
+                let full =
+                    full.unwrap_or_else(|e| panic!("light read took a broken plan: {e}\n{shown}"));
+                let diff = differences(&light, &full);
+                assert!(diff.is_empty(), "{diff:?}\n{shown}");
+                continue;
+            }
+        }
+        rejected += usize::from(full.is_err());
+    }
+    // The cases meant to be broken are broken (the test would prove nothing otherwise).
+    assert!(
+        rejected >= 20,
+        "only {rejected} cases rejected by the full parser"
+    );
+}
