@@ -82,7 +82,7 @@ impl<'a> Scan<'a> {
         if self.eat(b"}") {
             return true;
         }
-        let mut keys: Vec<&'a [u8]> = Vec::new();
+        let mut keys = SeenKeys::default();
         loop {
             if !self.newline(level + 1) {
                 return false;
@@ -90,10 +90,9 @@ impl<'a> Scan<'a> {
             let Some(key) = self.string() else {
                 return false;
             };
-            if keys.contains(&key) {
+            if !keys.first_time(key) {
                 return false;
             }
-            keys.push(key);
             if !self.eat(b": ") || !self.value(level + 1, depth) {
                 return false;
             }
@@ -157,5 +156,32 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+}
+
+/// The keys of one object seen so far. Chunks have a dozen keys, so a list is the quickest; an
+/// object an agent made with thousands of keys moves to a set, so the check stays linear.
+#[derive(Default)]
+struct SeenKeys<'a> {
+    few: Vec<&'a [u8]>,
+    many: std::collections::HashSet<&'a [u8]>,
+}
+
+impl<'a> SeenKeys<'a> {
+    const LIST_LIMIT: usize = 16;
+
+    /// Records `key`; false when it was seen before.
+    fn first_time(&mut self, key: &'a [u8]) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&key) {
+                return false;
+            }
+            if self.few.len() < Self::LIST_LIMIT {
+                self.few.push(key);
+                return true;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(key)
     }
 }

@@ -2749,3 +2749,35 @@ fn a_written_plan_past_the_cut_off_is_not_remembered_however_its_chunks_are_held
     .unwrap();
     assert!(file.remembers_a_plan());
 }
+
+#[test]
+fn a_chunk_with_very_many_keys_is_scanned_in_linear_time() {
+    // An agent may write any chunk; 200,000 keys took minutes when each key was compared with
+    // every earlier one (the whole-file parse reads it in a fraction of a second).
+    let keys: Map<String, Value> = (0..200_000)
+        .map(|i| (format!("k{i}"), Value::from(i)))
+        .collect();
+    let text = pretty_at(&Value::Object(keys), 4);
+    let started = std::time::Instant::now();
+    assert!(canonical::is_canonical(&text, 4));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+    // A key given twice, far apart, is still seen.
+    let twice = text.replacen("\"k199999\"", "\"k0\"", 1);
+    assert!(!canonical::is_canonical(&twice, 4));
+}
+
+#[test]
+fn a_key_given_twice_is_seen_either_side_of_the_move_from_list_to_set() {
+    // The check keeps 16 keys in a list and then moves to a set: a repeat of the first key at
+    // the 16th, 17th and 18th place must all be seen.
+    for at in [15, 16, 17] {
+        let keys: Map<String, Value> = (0..20)
+            .map(|i| (format!("k{i:02}"), Value::from(i)))
+            .collect();
+        let text = pretty_at(&Value::Object(keys), 4);
+        assert!(canonical::is_canonical(&text, 4));
+        let twice = text.replacen(&format!("\"k{at:02}\""), "\"k00\"", 1);
+        assert!(!canonical::is_canonical(&twice, 4), "repeat at {at}");
+    }
+}
