@@ -96,6 +96,23 @@ impl Attempt {
         Some(attempt)
     }
 
+    /// Does `value` read as a record (`from_value` gives one), without copying it?
+    pub fn reads(value: &Value) -> bool {
+        let Value::Object(record) = value else {
+            return false;
+        };
+        record
+            .get("n")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| u32::try_from(n).is_ok())
+            && ATTEMPT_TEXTS.iter().all(|key| {
+                matches!(
+                    record.get(*key),
+                    None | Some(Value::Null) | Some(Value::String(_))
+                )
+            })
+    }
+
     /// A list of records, or `None` if it is not a list or one record does not read.
     pub fn list_from_value(value: &Value) -> Option<Vec<Attempt>> {
         match value {

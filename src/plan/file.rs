@@ -99,10 +99,15 @@ impl PlanFile {
     /// would give the same plan (parsing is deterministic), so a copy of it is returned.
     fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
         let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(plan) = last.as_ref()
-            && writes_exactly(plan, bytes)
-        {
-            return Ok(plan.clone());
+        if let Some(plan) = last.as_ref() {
+            if writes_exactly(plan, bytes) {
+                return Ok(plan.clone());
+            }
+            // Most often one chunk changed since (an agent's report): read only that one.
+            if let Some(plan) = super::reread::one_chunk_changed(plan, bytes) {
+                *last = Some(plan.clone());
+                return Ok(plan);
+            }
         }
         let plan = parse_plan(&self.path, bytes)?;
         warn_once(&self.path, &plan.warnings);
@@ -195,7 +200,7 @@ impl PlanFile {
         // a file frees its blocks, which doubled the cost of a plan write on our CI disk. A
         // torn copy (a crash in the middle of this) only matters if the plan itself is also
         // broken before the next write, and recovery checks that the copy parses before use.
-        if let Err(e) = overwrite_in_place(&self.last_good, &bytes) {
+        if let Err(e) = crate::store::safe::overwrite(&self.last_good, &bytes) {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
         Ok(bytes.len())
@@ -217,9 +222,13 @@ impl PlanFile {
     /// far longer).
     fn remember_written(&self, plan: &Plan, written: usize) {
         let orientation_kept = plan.phases.iter().all(|p| p.mirror_key != Some("subtasks"));
-        let remembered = (written <= REMEMBER_MAX_BYTES && orientation_kept).then(|| Plan {
-            warnings: Vec::new(),
-            ..plan.clone()
+        let remembered = (written <= REMEMBER_MAX_BYTES && orientation_kept).then(|| {
+            let mut plan = Plan {
+                warnings: Vec::new(),
+                ..plan.clone()
+            };
+            super::reread::keep_as_text(&mut plan);
+            plan
         });
         *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = remembered;
     }
@@ -232,17 +241,9 @@ fn warn_once(path: &Path, warnings: &[String]) {
     }
 }
 
-fn overwrite_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    // Never through a link, never into a hard-linked file (see `store::safe`).
-    let file = crate::store::safe::open(path, crate::store::safe::Mode::InPlace)?;
-    file.write_all_at(bytes, 0)?;
-    file.set_len(bytes.len() as u64)
-}
-
 /// Are `bytes` exactly `plan_to_bytes(plan)`? Compared as the plan is serialised, without
 /// building the bytes (near a memory comparison for chunks kept as text).
-fn writes_exactly(plan: &Plan, bytes: &[u8]) -> bool {
+pub(super) fn writes_exactly(plan: &Plan, bytes: &[u8]) -> bool {
     struct Compare<'a>(&'a [u8]);
     impl std::io::Write for Compare<'_> {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

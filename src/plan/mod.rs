@@ -8,6 +8,7 @@ mod model;
 mod next;
 mod parse;
 mod parse_chunk;
+mod reread;
 mod status;
 pub mod summary;
 mod validate;

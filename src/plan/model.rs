@@ -5,7 +5,7 @@
 //! (Auto-Claude's `qa_signoff`, `recoveryNote`, an agent's own notes …) survive a load → save
 //! round trip untouched, in their original position.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -104,9 +104,17 @@ pub struct Chunk {
 #[derive(Debug, Clone)]
 enum Body {
     /// The chunk's text exactly as runner writes it at its place in the file, so that it is
-    /// written back verbatim; its fields, parsed on first read.
-    Text(Box<RawValue>, OnceLock<Map<String, Value>>),
+    /// written back verbatim; shared by the copies of the plan (a run copies its plan several
+    /// times a chunk), so a copy costs a count, not the text.
+    Text(Arc<ChunkText>),
     Map(Map<String, Value>),
+}
+
+#[derive(Debug)]
+struct ChunkText {
+    text: Box<RawValue>,
+    /// Its fields, parsed on first read, once for every copy.
+    fields: OnceLock<Map<String, Value>>,
 }
 
 impl PartialEq for Chunk {
@@ -115,7 +123,7 @@ impl PartialEq for Chunk {
             return false;
         }
         match (&self.body, &other.body) {
-            (Body::Text(a, _), Body::Text(b, _)) if a.get() == b.get() => true,
+            (Body::Text(a), Body::Text(b)) if a.text.get() == b.text.get() => true,
             _ => self.raw() == other.raw(),
         }
     }
@@ -163,7 +171,7 @@ impl Serialize for Phase {
 impl Serialize for Chunk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match &self.body {
-            Body::Text(text, _) => text.serialize(s),
+            Body::Text(body) => body.text.serialize(s),
             Body::Map(map) => map.serialize(s),
         }
     }
@@ -270,7 +278,7 @@ impl Plan {
         let chunks: usize = self
             .chunks()
             .map(|c| match &c.body {
-                Body::Text(text, _) => text.get().len() + 16,
+                Body::Text(body) => body.text.get().len() + 16,
                 Body::Map(_) => 1024,
             })
             .sum();
@@ -342,7 +350,10 @@ impl Chunk {
     /// chunk's place and which `parse` checked.
     pub(super) fn from_text(text: Box<RawValue>, id: String, status: Status) -> Chunk {
         Chunk {
-            body: Body::Text(text, OnceLock::new()),
+            body: Body::Text(Arc::new(ChunkText {
+                text,
+                fields: OnceLock::new(),
+            })),
             id,
             status,
         }
@@ -352,14 +363,18 @@ impl Chunk {
     pub fn raw(&self) -> &Map<String, Value> {
         match &self.body {
             Body::Map(map) => map,
-            Body::Text(text, fields) => fields.get_or_init(|| fields_of(text)),
+            Body::Text(body) => body.fields.get_or_init(|| fields_of(&body.text)),
         }
     }
 
     /// The chunk's JSON object, to change: from now on it is written from the fields.
     pub fn raw_mut(&mut self) -> &mut Map<String, Value> {
-        if let Body::Text(text, fields) = &mut self.body {
-            let map = fields.take().unwrap_or_else(|| fields_of(text));
+        if let Body::Text(body) = &mut self.body {
+            let map = match Arc::get_mut(body) {
+                Some(own) => own.fields.take(),
+                None => body.fields.get().cloned(),
+            }
+            .unwrap_or_else(|| fields_of(&body.text));
             self.body = Body::Map(map);
         }
         match &mut self.body {
@@ -372,8 +387,16 @@ impl Chunk {
     /// The same JSON (equal as values, key order aside): the same text, else the same fields.
     pub fn same_json(&self, other: &Chunk) -> bool {
         match (&self.body, &other.body) {
-            (Body::Text(a, _), Body::Text(b, _)) if a.get() == b.get() => true,
+            (Body::Text(a), Body::Text(b)) if a.text.get() == b.text.get() => true,
             _ => self.raw() == other.raw(),
+        }
+    }
+
+    /// The chunk's text as written in the file, while it is kept as text.
+    pub(super) fn text(&self) -> Option<&str> {
+        match &self.body {
+            Body::Text(body) => Some(body.text.get()),
+            Body::Map(_) => None,
         }
     }
 

@@ -151,6 +151,14 @@ const TOP_LISTS: [&str; 3] = ["phases", "subtasks", "chunks"];
 const CHUNK_LEVEL: usize = 4;
 const TOP_LEVEL_CHUNK_LEVEL: usize = 2;
 
+/// How deep the chunks of a plan of this shape sit in the file.
+pub(super) fn chunk_level(shape: PlanShape) -> usize {
+    match shape {
+        PlanShape::Phases => CHUNK_LEVEL,
+        PlanShape::TopLevelChunks => TOP_LEVEL_CHUNK_LEVEL,
+    }
+}
+
 /// The plan, and whether every phase in the file could be read.
 fn read_plan(
     mut top: Level<'_>,

@@ -2781,3 +2781,31 @@ fn a_key_given_twice_is_seen_either_side_of_the_move_from_list_to_set() {
         assert!(!canonical::is_canonical(&twice, 4), "repeat at {at}");
     }
 }
+
+#[test]
+fn an_attempt_record_reads_exactly_when_it_can_be_read() {
+    let cases = [
+        json!({"n": 1}),
+        json!({"n": 1, "commit": "abc", "outcome": null}),
+        json!({"n": 1, "extra": [1, 2], "outcome": "completed"}),
+        json!({"n": 4294967295u64}),
+        json!({"n": 4294967296u64}),
+        json!({"n": -1}),
+        json!({"n": 1.5}),
+        json!({"n": "1"}),
+        json!({"commit": "abc"}),
+        json!({"n": 1, "commit": 7}),
+        json!({"n": 1, "reason": {"x": 1}}),
+        json!({"n": 1, "session_id": ["a"]}),
+        json!([1]),
+        json!("n"),
+        json!(null),
+    ];
+    for case in cases {
+        assert_eq!(
+            Attempt::reads(&case),
+            Attempt::from_value(&case).is_some(),
+            "{case}"
+        );
+    }
+}

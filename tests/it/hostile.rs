@@ -295,6 +295,43 @@ fn plan_edits_of_a_session_whose_run_died_are_undone_by_recovery() {
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
 }
 
+/// The copy of the plan as the session started is one file beside the plan, written over for
+/// each session. A copy where earlier builds kept it (the session's folder) is still used; a copy
+/// that shows another session's attempt is not.
+#[test]
+fn recovery_settles_against_the_copy_of_this_session_wherever_it_is_kept() {
+    let spec = "021-edit-died-old";
+    let repo = repo_with_spec(spec);
+    repo.script("core-a * edit-plan\n");
+    run_killed_at(&repo, spec, "after_coder_session@1");
+    let copy = repo
+        .spec_dir(spec)
+        .join("implementation_plan.json.before-session");
+    let session = repo.chunk(spec, "core-a")["attempts"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Moved where earlier builds wrote it: recovery still undoes the agent's edit.
+    let old_place = repo
+        .spec_dir(spec)
+        .join("sessions")
+        .join(&session)
+        .join("plan-before-session.json");
+    let saved = std::fs::read(&copy).unwrap();
+    std::fs::rename(&copy, &old_place).unwrap();
+    let out = repo.runner(&["recover", "--spec", spec, "--dry-run"]);
+    assert!(stdout(&out).contains("would undo"), "{}", stdout(&out));
+    // A copy of another session (its attempt's session id changed) is not this one's: nothing
+    // is settled against it.
+    std::fs::remove_file(&old_place).unwrap();
+    let other = String::from_utf8(saved)
+        .unwrap()
+        .replace(&session, "20200101T000000Z-0000-coder-core-a-a1");
+    std::fs::write(&copy, other).unwrap();
+    let out = repo.runner(&["recover", "--spec", spec, "--dry-run"]);
+    assert!(!stdout(&out).contains("would undo"), "{}", stdout(&out));
+}
+
 #[test]
 fn an_agent_passing_for_a_person_cannot_complete_another_chunk() {
     let spec = "026-spoof";
@@ -822,13 +859,10 @@ fn a_recorded_start_commit_that_is_not_an_id_never_panics() {
     assert!(!all.contains("panicked"), "{all}");
     assert!(all.contains("would undo"), "{all}");
     // Without that copy, the bad id itself is met: a problem for a person, never a panic.
-    let sessions = repo.spec_dir(spec).join("sessions");
-    for entry in std::fs::read_dir(&sessions).unwrap() {
-        let copy = entry.unwrap().path().join("plan-before-session.json");
-        if copy.exists() {
-            std::fs::remove_file(copy).unwrap();
-        }
-    }
+    let copy = repo
+        .spec_dir(spec)
+        .join("implementation_plan.json.before-session");
+    std::fs::remove_file(&copy).unwrap();
     let out = repo.runner(&["recover", "--spec", spec]);
     let all = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!all.contains("panicked"), "{all}");

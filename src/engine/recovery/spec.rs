@@ -441,8 +441,12 @@ impl Steps<'_> {
     }
 }
 
-/// The plan as runner wrote it when a coder session started, in the session's folder.
-pub const PLAN_BEFORE_SESSION: &str = "plan-before-session.json";
+/// The plan as runner wrote it when its latest coder session started, beside the plan: one
+/// file written over in place for every session (a copy per session made the spec's folder
+/// grow with the square of its chunks).
+pub const PLAN_BEFORE_SESSION: &str = "implementation_plan.json.before-session";
+/// Where earlier builds kept that copy: in the session's own folder (still read).
+const PLAN_BEFORE_SESSION_IN_SESSION: &str = "plan-before-session.json";
 
 /// The plan settled against the plan as it was when the session started, when a run died with
 /// exactly one chunk in progress and a session of it started: `None` when there is nothing to
@@ -461,15 +465,23 @@ fn settle_interrupted_session(paths: &SpecPaths, found: &Plan) -> Option<(Plan, 
     if !integrity::last_run_unfinished(&events) {
         return None;
     }
-    let path = paths.sessions_dir.join(&session).join(PLAN_BEFORE_SESSION);
-    let bytes = crate::store::safe::read(&path).ok()?;
-    let before = crate::plan::parse_plan(&path, &bytes).ok()?;
-    let was = before.chunk(before.find_chunk(&own.id)?);
-    if was.status != Status::InProgress
-        || was.last_attempt()?.session_id.as_deref() != Some(session.as_str())
-    {
-        return None;
-    }
+    // The copy shows this very attempt in progress, or it is another session's.
+    let copy_of_session = |path: std::path::PathBuf| -> Option<Plan> {
+        let bytes = crate::store::safe::read(&path).ok()?;
+        let before = crate::plan::parse_plan(&path, &bytes).ok()?;
+        let was = before.chunk(before.find_chunk(&own.id)?);
+        (was.status == Status::InProgress
+            && was.last_attempt()?.session_id.as_deref() == Some(session.as_str()))
+        .then_some(before)
+    };
+    let before = copy_of_session(paths.dir.join(PLAN_BEFORE_SESSION)).or_else(|| {
+        copy_of_session(
+            paths
+                .sessions_dir
+                .join(&session)
+                .join(PLAN_BEFORE_SESSION_IN_SESSION),
+        )
+    })?;
     let by_person = integrity::changed_by_person(&events, &session);
     let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
     (!settled.same_json(found)).then_some((settled, undone))

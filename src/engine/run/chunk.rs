@@ -162,13 +162,12 @@ impl Run {
         };
         // The plan as runner left it when the session started: if this run dies before the
         // session end settles the plan, recovery settles it against this copy (advisory, like
-        // the session's other files; `runner chunk` never rewrites it, unlike last-good).
+        // the session's files; `runner chunk` never rewrites it, unlike last-good).
         let before_path = self
             .paths
-            .session_dir(&taken.session_id)
-            .map_err(crate::store::at(&self.paths.dir))?
+            .dir
             .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
-        crate::store::safe::write(&before_path, &crate::plan::plan_to_bytes(plan))
+        crate::store::safe::overwrite(&before_path, &crate::plan::plan_to_bytes(plan))
             .map_err(crate::store::at(&before_path))?;
         let end = match self
             .session(

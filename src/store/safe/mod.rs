@@ -357,6 +357,18 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     create(path)?.write_all(bytes)
 }
 
+/// Overwrite the file at `path` (created if missing) in place with `bytes`, without a rename
+/// or an fsync: for copies kept beside the state (the plan's last-good copy) that are
+/// rewritten often. Writing over the same file reuses its blocks, where replacing it frees them
+/// and takes new ones (slow on disks that discard freed blocks). A crash may leave it torn:
+/// its readers check that it parses.
+pub fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = open(path, Mode::InPlace)?;
+    file.write_all_at(bytes, 0)?;
+    file.set_len(bytes.len() as u64)
+}
+
 /// Append `bytes` with one `O_APPEND` write; with `durable`, fsync the file (and the folder
 /// when the file was new).
 pub fn append(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {

@@ -155,12 +155,21 @@ pub fn judge_history(f: &HistoryFacts) -> Option<Breach> {
 
 /// The commit a completed chunk's attempts recorded as its own, if any.
 pub fn recorded_commit(chunk: &Chunk) -> Option<String> {
-    chunk
-        .attempts()
-        .into_iter()
+    // Read from the records in place, not through `Chunk::attempts` (a copy of every record):
+    // the history check asks this of every completed chunk after every session. The same
+    // answer: a plan that parsed has only records `Attempt::from_value` reads, and a record's
+    // `outcome` and `commit` are text or null.
+    let Some(serde_json::Value::Array(records)) = chunk.raw().get("attempts") else {
+        return None;
+    };
+    if !records.iter().all(crate::plan::Attempt::reads) {
+        return None;
+    }
+    records
+        .iter()
         .rev()
-        .find(|a| a.outcome.as_deref() == Some("completed"))
-        .and_then(|a| a.commit)
+        .find(|r| r.get("outcome").and_then(|o| o.as_str()) == Some("completed"))
+        .and_then(|r| r.get("commit")?.as_str().map(str::to_string))
 }
 
 /// Gather the facts from git. `current` is the chunk whose attempt is in progress, if any.

@@ -83,8 +83,10 @@ pub fn settle_plan(
         }
     }
     let mut undone = Vec::new();
+    // Looked up by id once each way (a plan has thousands of chunks).
+    let found_status = statuses_by_id(found);
     for chunk in settled.chunks() {
-        let was = found.find_chunk(&chunk.id).map(|p| found.chunk(p).status);
+        let was = found_status.get(chunk.id.as_str()).copied();
         match was {
             Some(s) if s != chunk.status => undone.push(format!(
                 "{} {} → {}",
@@ -100,12 +102,22 @@ pub fn settle_plan(
             _ => {}
         }
     }
+    let settled_status = statuses_by_id(&settled);
     for chunk in found.chunks() {
-        if settled.find_chunk(&chunk.id).is_none() {
+        if !settled_status.contains_key(chunk.id.as_str()) {
             undone.push(format!("{} (added) removed", chunk.id));
         }
     }
     (settled, undone)
+}
+
+/// Each chunk's status by id (the first chunk of an id, as `Plan::find_chunk` finds it).
+fn statuses_by_id(plan: &Plan) -> std::collections::HashMap<&str, Status> {
+    let mut by_id = std::collections::HashMap::new();
+    for chunk in plan.chunks() {
+        by_id.entry(chunk.id.as_str()).or_insert(chunk.status);
+    }
+    by_id
 }
 
 /// After a session: put the plan right if the agent deleted, broke, replaced or edited it
