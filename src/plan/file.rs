@@ -42,7 +42,14 @@ pub struct PlanFile {
     last_good: PathBuf,
     /// The last plan read, when its file is exactly what runner writes for it: a run reads the
     /// plan several times a chunk, most often unchanged. Shared by the clones of this value.
-    last_read: Arc<Mutex<Option<Plan>>>,
+    last_read: Arc<Mutex<Option<Remembered>>>,
+}
+
+/// A plan and the bytes it writes (the file it was read from, or that runner wrote for it).
+#[derive(Debug)]
+struct Remembered {
+    plan: Plan,
+    bytes: Vec<u8>,
 }
 
 /// Plans up to this size are remembered (a copy in memory); longer ones are read each time,
@@ -99,13 +106,16 @@ impl PlanFile {
     /// would give the same plan (parsing is deterministic), so a copy of it is returned.
     fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
         let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(plan) = last.as_ref() {
-            if writes_exactly(plan, bytes) {
-                return Ok(plan.clone());
+        if let Some(known) = last.as_ref() {
+            if known.bytes == bytes {
+                return Ok(known.plan.clone());
             }
             // Most often one chunk changed since (an agent's report): read only that one.
-            if let Some(plan) = super::reread::one_chunk_changed(plan, bytes) {
-                *last = Some(plan.clone());
+            if let Some(plan) = super::reread::one_chunk_changed(&known.plan, &known.bytes, bytes) {
+                *last = Some(Remembered {
+                    plan: plan.clone(),
+                    bytes: bytes.to_vec(),
+                });
                 return Ok(plan);
             }
         }
@@ -116,7 +126,10 @@ impl PlanFile {
         *last = (bytes.len() <= REMEMBER_MAX_BYTES
             && plan.warnings.is_empty()
             && writes_exactly(&plan, bytes))
-        .then(|| plan.clone());
+        .then(|| Remembered {
+            plan: plan.clone(),
+            bytes: bytes.to_vec(),
+        });
         Ok(plan)
     }
 
@@ -189,9 +202,9 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// Replace the file durably; how many bytes were written. Callers hold the plan lock (or are
-    /// the only writer).
-    fn write(&self, plan: &Plan) -> anyhow::Result<usize> {
+    /// Replace the file durably; the bytes written. Callers hold the plan lock (or are the only
+    /// writer).
+    fn write(&self, plan: &Plan) -> anyhow::Result<Vec<u8>> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         let bytes = plan_to_bytes(plan);
         write_atomic(&self.path, &bytes)
@@ -203,7 +216,7 @@ impl PlanFile {
         if let Err(e) = crate::store::safe::overwrite(&self.last_good, &bytes) {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
-        Ok(bytes.len())
+        Ok(bytes)
     }
 }
 
@@ -218,17 +231,20 @@ impl PlanFile {
     /// those bytes gives the same ids, statuses, fields and lists (with no warning: both lists
     /// of a phase are written equal), except which of a phase's two lists counts as read when
     /// the plan read `chunks` over an empty `subtasks`: such a plan is read anew.
-    /// `written` is the file's length (`size_hint` guesses chunks held as fields, which may be
+    /// `written` is the file's bytes (`size_hint` guesses chunks held as fields, which may be
     /// far longer).
-    fn remember_written(&self, plan: &Plan, written: usize) {
+    fn remember_written(&self, plan: &Plan, written: Vec<u8>) {
         let orientation_kept = plan.phases.iter().all(|p| p.mirror_key != Some("subtasks"));
-        let remembered = (written <= REMEMBER_MAX_BYTES && orientation_kept).then(|| {
+        let remembered = (written.len() <= REMEMBER_MAX_BYTES && orientation_kept).then(|| {
             let mut plan = Plan {
                 warnings: Vec::new(),
                 ..plan.clone()
             };
             super::reread::keep_as_text(&mut plan);
-            plan
+            Remembered {
+                plan,
+                bytes: written,
+            }
         });
         *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = remembered;
     }

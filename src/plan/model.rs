@@ -392,6 +392,12 @@ impl Chunk {
         }
     }
 
+    /// Is this the very text of `other` (a copy of the same chunk, unchanged since)? Cheap: a
+    /// pointer comparison; `false` for chunks held as fields.
+    pub fn shares_text_with(&self, other: &Chunk) -> bool {
+        matches!((&self.body, &other.body), (Body::Text(a), Body::Text(b)) if Arc::ptr_eq(a, b))
+    }
+
     /// The chunk's text as written in the file, while it is kept as text.
     pub(super) fn text(&self) -> Option<&str> {
         match &self.body {

@@ -14,21 +14,21 @@ use super::file::writes_exactly;
 use super::model::Plan;
 use super::parse::chunk_level;
 use super::parse_chunk::read_chunk;
-use super::{ChunkPos, plan_to_bytes, validate};
+use super::{ChunkPos, validate};
 
-/// The plan in `now`, read as `before` with one chunk changed, or `None` (read it whole).
-pub(super) fn one_chunk_changed(before: &Plan, now: &[u8]) -> Option<Plan> {
+/// The plan in `now`, read as `before` (which writes `old`) with one chunk changed, or `None`
+/// (read it whole).
+pub(super) fn one_chunk_changed(before: &Plan, old: &[u8], now: &[u8]) -> Option<Plan> {
     if !before.warnings.is_empty() {
         return None;
     }
-    let old = plan_to_bytes(before);
     let same_start = common_prefix(&old, now);
     if same_start == old.len() && same_start == now.len() {
         return Some(before.clone());
     }
     let room = old.len().min(now.len()) - same_start;
     let same_end = common_suffix(&old[same_start..], &now[same_start..]).min(room);
-    let (pos, start, end) = chunk_around(before, &old, same_start, old.len() - same_end)?;
+    let (pos, start, end) = chunk_around(before, old, same_start, old.len() - same_end)?;
     // The chunk's text now: the same start, its end moved by the change in length.
     let end_now = (end + now.len()).checked_sub(old.len())?;
     let text = std::str::from_utf8(now.get(start..end_now)?).ok()?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::plan::{Attempt, Plan, Status, parse_plan};
+use crate::plan::{Attempt, Plan, Status, parse_plan, plan_to_bytes};
 
 /// A plan as runner writes it: phases with string ids, chunks with attempt records.
 fn written_plan(chunks: usize) -> (Plan, Vec<u8>) {
@@ -44,7 +44,7 @@ fn slow(bytes: &[u8]) -> Option<Plan> {
 /// The quick re-read of `now` after `before` agrees with the whole parse: the same plan (and
 /// the same bytes written back), or no answer. Returns whether it answered.
 fn agrees(before: &Plan, now: &[u8]) -> bool {
-    let quick = one_chunk_changed(before, now);
+    let quick = one_chunk_changed(before, &plan_to_bytes(before), now);
     let Some(quick) = quick else { return false };
     let Some(whole) = slow(now) else {
         panic!(

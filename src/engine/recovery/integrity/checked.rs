@@ -7,7 +7,7 @@
 //! known: its commits are ancestors of the new tip, and a file a one-parent commit did not touch
 //! is as it was, while one it touched no longer counts as hidden. Only the new work is looked at.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use super::{HistoryFacts, recorded_commit};
@@ -27,7 +27,12 @@ struct Checked {
 
 /// What a run remembers between its checks of the spec's branch.
 #[derive(Debug, Default)]
-pub struct HistoryMemo(Mutex<Option<Checked>>);
+pub struct HistoryMemo {
+    checked: Mutex<Option<Checked>>,
+    /// Each completed chunk's recorded commit, with the chunk it was read from: a chunk whose
+    /// text is that very text (unchanged since; a copy shares it) is not read again.
+    recorded: Mutex<HashMap<String, (Chunk, Option<String>)>>,
+}
 
 impl HistoryMemo {
     /// The facts at `tip`, from the last checked tip on, when the branch grew from it by a line
@@ -40,7 +45,9 @@ impl HistoryMemo {
         plan: &Plan,
         current: Option<&Chunk>,
     ) -> Option<HistoryFacts> {
-        let checked = self.0.lock().ok()?.clone()?;
+        let guard = self.checked.lock().ok()?;
+        let checked = guard.as_ref()?;
+        let mut known = self.recorded.lock().ok()?;
         // A merged spec's work is judged differently (see `history_facts`): not worth a path.
         if plan.raw.contains_key("merged") {
             return None;
@@ -50,7 +57,15 @@ impl HistoryMemo {
         let mut recorded = Vec::new();
         let mut new = Vec::new();
         for chunk in plan.chunks().filter(|c| c.status == Status::Completed) {
-            let Some(text) = recorded_commit(chunk) else {
+            let text = match known.get(&chunk.id) {
+                Some((seen, text)) if seen.shares_text_with(chunk) => text.clone(),
+                _ => {
+                    let text = recorded_commit(chunk);
+                    known.insert(chunk.id.clone(), (chunk.clone(), text.clone()));
+                    text
+                }
+            };
+            let Some(text) = text else {
                 continue;
             };
             // As `history_facts`: an id git does not have at all proves nothing.
@@ -101,7 +116,7 @@ impl HistoryMemo {
             .filter(|(_, _, present)| *present)
             .filter_map(|(_, oid, _)| crate::git::commit_id(oid))
             .collect();
-        if let Ok(mut slot) = self.0.lock() {
+        if let Ok(mut slot) = self.checked.lock() {
             *slot = Some(Checked { tip, held });
         }
     }

@@ -159,3 +159,53 @@ fn a_long_line_past_the_limit_falls_back() {
     }
     assert_eq!(quick(&r, &memo, &p), None);
 }
+
+/// The plan as read from its file: chunks kept as text, shared by the plan's copies.
+fn as_read(plan: &Plan) -> Plan {
+    let bytes = crate::plan::plan_to_bytes(plan);
+    crate::plan::parse_plan(Path::new("p.json"), &bytes).unwrap()
+}
+
+#[test]
+fn a_recorded_commit_changed_between_checks_is_read_again() {
+    let r = repo();
+    let a = commit(&r.dir, "a", "a");
+    let b = commit(&r.dir, "b", "b");
+    let memo = HistoryMemo::default();
+    let p = as_read(&plan_with(&[&a, &b]));
+    memo.remember(tip(&r), &history_facts(&r.main, "001-x", &p, None));
+    let c = commit(&r.dir, "c", "c");
+    // A copy of the same plan (its chunks' texts shared) with one more chunk: c0 and c1 are
+    // read from what the memo kept.
+    let p2 = as_read(&plan_with(&[&a, &b, &c]));
+    assert!(quick(&r, &memo, &p2).is_some());
+    assert!(quick(&r, &memo, &p2.clone()).is_some());
+    // c1's record now names another commit (a new text, as after an agent's edit): the memo
+    // must not answer with the commit it read before. An unknown id proves nothing, either way.
+    let mut p3 = p2.clone();
+    let pos = p3.find_chunk("c1").unwrap();
+    p3.chunk_mut(pos).set_attempts(&[crate::plan::Attempt {
+        n: 1,
+        outcome: Some("completed".into()),
+        commit: Some(c.clone()),
+        ..Default::default()
+    }]);
+    let p3 = as_read(&p3);
+    let facts = quick(&r, &memo, &p3).expect("still a plain line");
+    let c1 = facts.recorded.iter().find(|(id, _, _)| id == "c1").unwrap();
+    assert_eq!(c1.1, c);
+    // Named to a commit that is not in the history (the base of an orphan branch): the whole
+    // check is needed, and the memo says so rather than answering from the old record.
+    git(&r.dir, &["checkout", "-q", "--orphan", "elsewhere"]);
+    let stray = commit(&r.dir, "s", "s");
+    git(&r.dir, &["checkout", "-q", "auto-claude/001-x"]);
+    let mut p4 = p3.clone();
+    let pos = p4.find_chunk("c0").unwrap();
+    p4.chunk_mut(pos).set_attempts(&[crate::plan::Attempt {
+        n: 1,
+        outcome: Some("completed".into()),
+        commit: Some(stray),
+        ..Default::default()
+    }]);
+    assert_eq!(quick(&r, &memo, &as_read(&p4)), None);
+}
