@@ -22,7 +22,7 @@ pub(super) fn one_chunk_changed(before: &Plan, old: &[u8], now: &[u8]) -> Option
     if !before.warnings.is_empty() {
         return None;
     }
-    let same_start = common_prefix(&old, now);
+    let same_start = common_prefix(old, now);
     if same_start == old.len() && same_start == now.len() {
         return Some(before.clone());
     }
