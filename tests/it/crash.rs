@@ -555,8 +555,9 @@ const A: &str = "001-crash";
 const B: &str = "002-other";
 
 // The hits in an uninterrupted run of `crash_plan` (planner first; atomic writes: #1 is the
-// accepted plan (.git/info/exclude is appended to, not replaced), then a take and a completion
-// per chunk; the agent's `runner chunk done` inherits RUNNER_FAILPOINTS but makes one write, so
+// accepted plan (.git/info/exclude is appended to, not replaced), #2 a1's take, then each
+// completion in one write with the next chunk's take (#3 a1's and a2's take, #4 a2's and a3's,
+// #5 a3's and b1's; a failed attempt is a write of its own, its retry's take another); the agent's `runner chunk done` inherits RUNNER_FAILPOINTS but makes one write, so
 // its `@1` only fires in a run that got past runner's own `@1`, which none does):
 //   after_spawn: 1 planner, 2 a1, 3 a2, 4 a2's check, 5 a3, 6 a3's check, 7 b1 (attempt 1),
 //                8 b1 (attempt 2), 9 b2, 10 b2's check, 11 b3/1, 12 b3/2, 13 b3's check
@@ -575,7 +576,7 @@ const CASES: &[Case] = &[
         crashes: &[(A, Step::Run, "exclude_before_append")],
     },
     Case {
-        name: "atomic write: before the rename of a1's completion",
+        name: "atomic write: before the rename of a1's completion (with a2's take)",
         crashes: &[(A, Step::Run, "atomic_before_rename@3")],
     },
     Case {
@@ -583,7 +584,7 @@ const CASES: &[Case] = &[
         crashes: &[(A, Step::Run, "atomic_after_rename@2")],
     },
     Case {
-        name: "atomic write: after the rename of a2's completion",
+        name: "atomic write: after the rename of a3's completion (with b1's take)",
         crashes: &[(A, Step::Run, "atomic_after_rename@5")],
     },
     Case {

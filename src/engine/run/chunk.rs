@@ -1,7 +1,7 @@
 //! One chunk: take it, guard the worktree after its session, complete it or fail the attempt.
 
 use super::*;
-use crate::policy::transition::{ChunkEvent, apply};
+use crate::policy::transition::{ChunkEvent, StatusChange, apply};
 use crate::store::event::{self as ev, Event};
 
 impl Run {
@@ -10,57 +10,76 @@ impl Run {
     /// with a new attempt.
     pub(super) fn take_chunk(&self, prefer: Option<&str>) -> anyhow::Result<Take> {
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
-        let run_id = self.run_id.clone();
         let budget_left = self.budget_left();
-        let (take, change) = self.paths.plan.update_if(|plan| {
-            let preferred = prefer
-                .and_then(|id| plan.find_chunk(id))
-                .filter(|&pos| plan.chunk(pos).status == Status::Pending);
-            let step = match preferred {
-                Some(pos) => NextStep::Chunk(pos),
-                None => next_step(plan),
-            };
-            let pos = match step {
-                NextStep::Chunk(pos) if budget_left => pos,
-                NextStep::Chunk(_) => return Ok(((Take::BudgetSpent, None), false)),
-                NextStep::Complete => return Ok(((Take::Complete(plan.total()), None), false)),
-                NextStep::Stuck(reasons) => return Ok(((Take::Stuck(reasons), None), false)),
-            };
-            let phase_name = plan.phases[pos.phase].name().map(str::to_string);
-            let chunk = plan.chunk_mut(pos);
-            let mut attempts = chunk.attempts();
-            let attempt = attempts.len() as u32 + 1;
-            let session_id = crate::store::ids::session_id("coder", Some(&chunk.id), attempt);
-            let now = crate::clock::now();
-            attempts.push(Attempt {
-                n: attempt,
-                session_id: Some(session_id.clone()),
-                run_id: Some(run_id),
-                started_at: Some(now.clone()),
-                start_commit: Some(start_commit.clone()),
-                ..Attempt::default()
-            });
-            let change = apply(
-                chunk,
-                &ChunkEvent::Take {
-                    attempt,
-                    session_id: session_id.clone(),
-                    start_commit: start_commit.clone(),
-                },
-            )?;
-            chunk.set_attempts(&attempts);
-            chunk.set_str("started_at", &now);
-            chunk.set_str("session_id", &session_id);
-            let chunk = chunk.clone();
-            let taken = Taken {
-                chunk,
-                phase_name,
+        let (take, change) = self
+            .paths
+            .plan
+            .update_if(|plan| self.take_in(plan, prefer, &start_commit, budget_left))?;
+        self.taken(take, change)
+    }
+
+    /// In `plan` (under the plan lock): what comes next (`prefer`, if it is pending, else the
+    /// plan's next chunk) and, if it is a chunk and the session budget allows, mark it
+    /// `in_progress` with a new attempt that starts at `start_commit`. Also says whether the
+    /// plan changed.
+    fn take_in(
+        &self,
+        plan: &mut Plan,
+        prefer: Option<&str>,
+        start_commit: &str,
+        budget_left: bool,
+    ) -> anyhow::Result<((Take, Option<StatusChange>), bool)> {
+        let preferred = prefer
+            .and_then(|id| plan.find_chunk(id))
+            .filter(|&pos| plan.chunk(pos).status == Status::Pending);
+        let step = match preferred {
+            Some(pos) => NextStep::Chunk(pos),
+            None => next_step(plan),
+        };
+        let pos = match step {
+            NextStep::Chunk(pos) if budget_left => pos,
+            NextStep::Chunk(_) => return Ok(((Take::BudgetSpent, None), false)),
+            NextStep::Complete => return Ok(((Take::Complete(plan.total()), None), false)),
+            NextStep::Stuck(reasons) => return Ok(((Take::Stuck(reasons), None), false)),
+        };
+        let phase_name = plan.phases[pos.phase].name().map(str::to_string);
+        let chunk = plan.chunk_mut(pos);
+        let mut attempts = chunk.attempts();
+        let attempt = attempts.len() as u32 + 1;
+        let session_id = crate::store::ids::session_id("coder", Some(&chunk.id), attempt);
+        let now = crate::clock::now();
+        attempts.push(Attempt {
+            n: attempt,
+            session_id: Some(session_id.clone()),
+            run_id: Some(self.run_id.clone()),
+            started_at: Some(now.clone()),
+            start_commit: Some(start_commit.to_string()),
+            ..Attempt::default()
+        });
+        let change = apply(
+            chunk,
+            &ChunkEvent::Take {
                 attempt,
-                session_id,
-                plan: plan.clone(),
-            };
-            Ok(((Take::Chunk(Box::new(taken)), Some(change)), true))
-        })?;
+                session_id: session_id.clone(),
+                start_commit: start_commit.to_string(),
+            },
+        )?;
+        chunk.set_attempts(&attempts);
+        chunk.set_str("started_at", &now);
+        chunk.set_str("session_id", &session_id);
+        let chunk = chunk.clone();
+        let taken = Taken {
+            chunk,
+            phase_name,
+            attempt,
+            session_id,
+            plan: plan.clone(),
+        };
+        Ok(((Take::Chunk(Box::new(taken)), Some(change)), true))
+    }
+
+    /// A take written to the plan: journal it.
+    fn taken(&self, take: Take, change: Option<StatusChange>) -> anyhow::Result<Take> {
         if let (Take::Chunk(t), Some(change)) = (&take, change) {
             crate::failpoint::hit("after_take");
             self.journal.status(&t.chunk.id, change)?;
@@ -135,12 +154,16 @@ impl Run {
         Ok(plan)
     }
 
+    /// Work on a taken chunk: its session, then its judgement. With `take_next`, a completion
+    /// also takes the next chunk in the same write of the plan (one durable plan write per
+    /// chunk), and that take is returned for the loop to go on with.
     pub(super) async fn work_on(
         &mut self,
         ws: &Workspace,
         taken: Box<Taken>,
         prompt_override: Option<String>,
-    ) -> anyhow::Result<()> {
+        take_next: bool,
+    ) -> anyhow::Result<Option<Take>> {
         let plan = &taken.plan;
         let done = plan.count(Status::Completed);
         let id = taken.chunk.id.clone();
@@ -198,7 +221,8 @@ impl Run {
                     &prompt,
                     drained,
                 )
-                .await;
+                .await
+                .map(|()| None);
         }
 
         let pos = after.find_chunk(&id).ok_or_else(|| {
@@ -214,16 +238,19 @@ impl Run {
             None
         };
         match policy::judge(&report, &end.ended, check.as_ref()) {
-            Verdict::Completed => self.complete(&taken, check.as_ref()),
-            Verdict::Failed(reason) => self.fail_attempt(&taken, &reason),
+            Verdict::Completed => self.complete(&taken, check.as_ref(), take_next),
+            Verdict::Failed(reason) => self.fail_attempt(&taken, &reason).map(|()| None),
         }
     }
 
+    /// Commit the chunk's work and mark it completed; with `take_next` (and no Ctrl-C yet),
+    /// take what comes next in the same plan write and return it.
     pub(super) fn complete(
         &self,
         taken: &Taken,
         check: Option<&CheckResult>,
-    ) -> anyhow::Result<()> {
+        take_next: bool,
+    ) -> anyhow::Result<Option<Take>> {
         let id = &taken.chunk.id;
         let message = taken.chunk.commit_message();
         let wt = self.open_worktree()?;
@@ -282,7 +309,8 @@ impl Run {
             verified: check.map(|c| c.passed),
             why: None,
         };
-        let (done, total, change) = self.paths.plan.update(|plan| {
+        let budget_left = self.budget_left();
+        let (done, total, change, next) = self.paths.plan.update(|plan| {
             let mut change = None;
             if let Some(pos) = plan.find_chunk(id) {
                 let chunk = plan.chunk_mut(pos);
@@ -295,7 +323,13 @@ impl Run {
                 });
                 chunk.set_str("completed_at", &now);
             }
-            Ok((plan.count(Status::Completed), plan.total(), change))
+            let (done, total) = (plan.count(Status::Completed), plan.total());
+            // The next chunk starts where this one's work ends: HEAD now.
+            let next = match take_next && !self.interrupt.is_set() {
+                true => Some(self.take_in(plan, None, &head, budget_left)?.0),
+                false => None,
+            };
+            Ok((done, total, change, next))
         })?;
         crate::failpoint::hit("after_complete");
         if let Some(change) = change {
@@ -307,7 +341,8 @@ impl Run {
             (None, Some(_)) => format!("  ✓ {id} completed (the agent committed its own work)"),
             (None, None) => format!("  ✓ {id} completed (no changes: the session changed nothing)"),
         });
-        Ok(())
+        next.map(|(take, change)| self.taken(take, change))
+            .transpose()
     }
 
     pub(super) fn fail_attempt(&self, taken: &Taken, reason: &str) -> anyhow::Result<()> {

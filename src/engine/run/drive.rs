@@ -14,17 +14,25 @@ impl Run {
         }
         self.refuse_blocked_chunks()?;
         self.resume_cut_off_sessions(ws, &resume).await?;
+        // A chunk's completion takes the next one in the same plan write (see `complete`).
+        let mut next = None;
         loop {
-            if self.interrupt.is_set() {
+            // A chunk already taken goes on: its session sees the Ctrl-C, does not start, and
+            // hands the chunk back (`work_on`).
+            if self.interrupt.is_set() && !matches!(next, Some(Take::Chunk(_))) {
                 return Err(RunnerError::Interrupted.into());
             }
-            let taken = match self.take_chunk(None)? {
+            let take = match next.take() {
+                Some(take) => take,
+                None => self.take_chunk(None)?,
+            };
+            let taken = match take {
                 Take::Chunk(taken) => taken,
                 Take::Complete(total) => return self.all_completed(ws, total),
                 Take::Stuck(reasons) => return Err(self.stuck(&reasons)?),
                 Take::BudgetSpent => return Err(self.budget_spent().into()),
             };
-            self.work_on(ws, taken, None).await?;
+            next = self.work_on(ws, taken, None, true).await?;
         }
     }
 
@@ -91,7 +99,7 @@ impl Run {
                 return Err(self.budget_spent().into());
             }
             if let Take::Chunk(taken) = self.take_chunk(Some(chunk_id))? {
-                self.work_on(ws, taken, Some(prompt)).await?;
+                self.work_on(ws, taken, Some(prompt), false).await?;
             }
         }
         Ok(())
