@@ -1213,6 +1213,56 @@ fn an_agent_that_outlived_its_runner_is_stopped_first() {
     assert_eq!(again["specs"][0]["outcome"], "clean", "{again}");
 }
 
+/// `recover` over every spec looks for live agents once through /proc instead of reading every
+/// spec's journal: an agent left running by a dead run is still found when nothing else in the
+/// spec needs recovering (no chunk in progress), and not found once it is gone.
+#[test]
+fn a_leftover_agent_of_a_spec_with_nothing_in_progress_is_still_found() {
+    let spec = "051-leftover-quiet";
+    let repo = repo_with_fixture_plan(spec);
+    repo.script("core-a * hang\n");
+    let mut run = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = repo.spec_dir(spec).join("fake-agent-child.pid");
+    wait_for("the agent's background child", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let child: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait().unwrap();
+    // Nothing in progress any more: only the journal and the live process tell.
+    let mut plan = repo.plan(spec);
+    for phase in plan["phases"].as_array_mut().unwrap() {
+        for c in phase["subtasks"].as_array_mut().unwrap() {
+            if c["status"] == "in_progress" {
+                c["status"] = "pending".into();
+            }
+        }
+    }
+    repo.write_plan(spec, &serde_json::to_string_pretty(&plan).unwrap());
+    let dry = recover_json(&repo, &["--dry-run"], 0);
+    assert_eq!(
+        dry["specs"][0]["actions"][0]["kind"], "stopped_agent",
+        "{dry}"
+    );
+    // The whole group goes (the agent and its child).
+    let group = unsafe { libc::getpgid(child) };
+    assert!(group > 0);
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    wait_for("the leftover group to go", || unsafe {
+        libc::kill(-group, 0) != 0
+    });
+    let dry = recover_json(&repo, &["--dry-run"], 0);
+    assert_eq!(dry["specs"][0]["outcome"], "clean", "{dry}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. Two recoveries at once.
 

@@ -39,6 +39,33 @@ pub fn leftovers(events: &[Event]) -> Vec<Leftover> {
         .collect()
 }
 
+/// The sessions some live process on this machine carries (`RUNNER_SESSION_ID=…` in its
+/// environment, zombies aside), from one look through /proc; `None` without /proc. A leftover
+/// agent (`members_of_session`) is one of them, so where none is live no spec has one, and
+/// `recover --all` need not read any journal to know it.
+pub fn live_sessions() -> Option<std::collections::HashSet<String>> {
+    const MARKER: &[u8] = b"RUNNER_SESSION_ID=";
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut live = std::collections::HashSet::new();
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let sessions: Vec<String> = env
+            .split(|&b| b == 0)
+            .filter_map(|kv| kv.strip_prefix(MARKER))
+            .map(|id| String::from_utf8_lossy(id).into_owned())
+            .collect();
+        if !sessions.is_empty() && process_group(pid).is_some() {
+            live.extend(sessions);
+        }
+    }
+    Some(live)
+}
+
 /// Processes (pids) of group `pgid` that carry `RUNNER_SESSION_ID=<session_id>`.
 pub fn members_of_session(pgid: i32, session_id: &str) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

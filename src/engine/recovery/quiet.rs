@@ -28,6 +28,8 @@ pub struct QuietLook {
     /// `integrity::unopenable_slot`).
     broken_for: Vec<Option<String>>,
     common_dir: PathBuf,
+    /// The sessions live processes carry (see `procs::live_sessions`), looked up once.
+    live_sessions: Option<std::collections::HashSet<String>>,
 }
 
 /// What the look found without git (`QuietLook::prepare`, on any thread).
@@ -62,6 +64,7 @@ impl QuietLook {
             slots,
             broken_for,
             common_dir: main.common_dir().to_path_buf(),
+            live_sessions: procs::live_sessions(),
         }
     }
 
@@ -80,7 +83,7 @@ impl QuietLook {
             || slot.is_some_and(|i| held(&self.slots[i].2))
             // A worktree of the spec that does not open as itself.
             || self.broken_for.iter().any(|b| b.as_deref() == Some(&branch))
-            || leftover_agent(paths)
+            || leftover_agent(paths, self.live_sessions.as_ref())
             || !repair::stale_temp_files(&paths.dir, true).is_empty()
             // Any git lock file where recovery looks for stale ones, stale or not.
             || !repair::lock_candidates(&self.common_dir, None, name).is_empty();
@@ -216,10 +219,16 @@ pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) 
     })
 }
 
-/// An agent process a dead run left running (`Steps::stop_leftover_agents`).
-fn leftover_agent(paths: &SpecPaths) -> bool {
+/// An agent process a dead run left running (`Steps::stop_leftover_agents`). `live`: the
+/// sessions live processes carry; a leftover is one of them, so with none the journal is not
+/// read (one look through /proc for all the specs instead of a journal each).
+fn leftover_agent(paths: &SpecPaths, live: Option<&std::collections::HashSet<String>>) -> bool {
+    if live.is_some_and(|live| live.is_empty()) {
+        return false;
+    }
     let events = crate::store::journal::read_typed_containing(&paths.dir, "\"process_");
     procs::leftovers(&events)
         .iter()
+        .filter(|l| live.is_none_or(|live| live.contains(&l.session_id)))
         .any(|l| !procs::members_of_session(l.pgid, &l.session_id).is_empty())
 }
