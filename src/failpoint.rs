@@ -1,7 +1,9 @@
 //! Failpoints for crash tests: in debug builds, `RUNNER_FAILPOINTS=name` (or `name@N` for the
 //! N-th time it is reached; several separated by commas) makes the process SIGKILL itself at
 //! that point, exactly as a crash or `kill -9` would. `name~MS` instead pauses there for MS
-//! milliseconds, to widen a race window in a test. Release builds compile this to nothing.
+//! milliseconds, to widen a race window in a test. `RUNNER_FAILPOINT_LOG=FILE` appends a line
+//! `<pid> <name>` to FILE at every point reached, for tests that count steps (how many durable
+//! writes a chunk costs). Release builds compile this to nothing.
 
 #[cfg(debug_assertions)]
 pub fn hit(name: &str) {
@@ -9,6 +11,17 @@ pub fn hit(name: &str) {
     use std::sync::Mutex;
     static COUNTS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
 
+    if let Some(log) = std::env::var_os("RUNNER_FAILPOINT_LOG") {
+        use std::io::Write;
+        let line = format!("{} {name}\n", std::process::id());
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
     let Ok(spec) = std::env::var("RUNNER_FAILPOINTS") else {
         return;
     };

@@ -114,3 +114,44 @@ fn a_broken_chunk_is_refused_the_same_in_runners_form_and_in_another() {
     }
     assert_eq!(messages[0], messages[1]);
 }
+
+/// How many durable replaces of a file (`write_atomic`) `runner run` itself makes for a plan of
+/// `chunks` pending chunks whose agent reports each done.
+fn durable_writes_of_a_run(chunks: usize) -> usize {
+    let repo = TestRepo::new();
+    let spec = "001-writes";
+    repo.add_spec(spec);
+    let subtasks: Vec<Value> = (1..=chunks)
+        .map(|i| json!({"id": format!("c{i}"), "description": format!("Part {i}"), "status": "pending"}))
+        .collect();
+    repo.write_plan(
+        spec,
+        &pretty(&json!({"feature": "w", "phases": [{"id": "p1", "subtasks": subtasks}]})),
+    );
+    let log = repo.tmp.path().join("failpoints.log");
+    let agent = fixture("fake-agent").display().to_string();
+    let child = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent])
+        .env("RUNNER_FAILPOINT_LOG", &log)
+        .output()
+        .unwrap();
+    assert_exit(&child, 0);
+    // The run's own lines: the agents' `runner chunk done` are other processes, each with one
+    // write of its own. The run is the process that reached the most points.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut by_pid: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for line in text.lines() {
+        let (pid, name) = line.split_once(' ').unwrap();
+        by_pid.entry(pid).or_default().push(name);
+    }
+    let run = by_pid.values().max_by_key(|names| names.len()).unwrap();
+    run.iter().filter(|n| **n == "atomic_before_rename").count()
+}
+
+/// One durable plan write per chunk (issue 10): a chunk's completion and the next chunk's take
+/// are one write. Four more chunks, four more writes.
+#[test]
+fn a_run_writes_the_plan_durably_once_per_chunk() {
+    let (short, long) = (durable_writes_of_a_run(2), durable_writes_of_a_run(6));
+    assert_eq!(long - short, 4, "{short} writes for 2 chunks, {long} for 6");
+}
