@@ -83,6 +83,26 @@ pub fn settle_plan(
         }
     }
     let mut undone = Vec::new();
+    // The usual case: the same chunks in the same places (ids are unique in a plan that
+    // parsed), compared place by place.
+    let same_places = settled.phases.len() == found.phases.len()
+        && settled.phases.iter().zip(&found.phases).all(|(a, b)| {
+            a.chunks.len() == b.chunks.len()
+                && a.chunks.iter().zip(&b.chunks).all(|(x, y)| x.id == y.id)
+        });
+    if same_places {
+        for (chunk, was) in settled.chunks().zip(found.chunks()) {
+            if was.status != chunk.status {
+                undone.push(format!(
+                    "{} {} → {}",
+                    chunk.id,
+                    was.status.as_str(),
+                    chunk.status.as_str()
+                ));
+            }
+        }
+        return (settled, undone);
+    }
     // Looked up by id once each way (a plan has thousands of chunks).
     let found_status = statuses_by_id(found);
     for chunk in settled.chunks() {

@@ -176,3 +176,24 @@ fn person_changes_are_read_from_the_journal_since_the_session_started() {
     let events: Vec<Event> = events.into_iter().map(typed).collect();
     assert_eq!(changed_by_person(&events, "s1"), vec!["b"]);
 }
+
+#[test]
+fn chunks_moved_or_removed_by_the_agent_are_named_by_id() {
+    let before = plan(&[("a", "in_progress"), ("b", "pending"), ("c", "completed")]);
+    // The same chunks in another order, one status changed: compared by id, not by place.
+    let found = plan(&[("c", "completed"), ("b", "completed"), ("a", "in_progress")]);
+    let (settled, undone) = settle_plan(&before, &found, "a", "s1", &[]);
+    assert_eq!(settled.to_value(), before.to_value());
+    assert_eq!(undone, vec!["b completed → pending"]);
+    // A chunk removed, another renamed in its place.
+    let found = plan(&[("a", "in_progress"), ("z", "pending")]);
+    let (_, undone) = settle_plan(&before, &found, "a", "s1", &[]);
+    assert_eq!(
+        undone,
+        vec![
+            "b (removed) → pending",
+            "c (removed) → completed",
+            "z (added) removed"
+        ]
+    );
+}
