@@ -215,9 +215,20 @@ mod tests {
         assert_eq!(parse_children("-"), None);
     }
 
-    /// A live child, and one that exited but is not reaped yet, are both seen (other tests of
-    /// this process may have children too, so no child cannot be asserted here; the run's
-    /// tests of leftovers prove that a session leaves none behind).
+    /// `has_children`, asked again while it cannot tell: other tests' threads come and go
+    /// meanwhile. (Other tests may have children too, so "no child" cannot be asserted here;
+    /// the run's tests of leftovers prove that a session leaves none behind.)
+    fn has_children_settled() -> Option<bool> {
+        for _ in 0..1000 {
+            if let Some(answer) = has_children() {
+                return Some(answer);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        None
+    }
+
+    /// A live child and an exited, unreaped one are both seen.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_child_live_or_unreaped_is_seen() {
@@ -225,7 +236,7 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        assert_eq!(has_children(), Some(true));
+        assert_eq!(has_children_settled(), Some(true));
         live.kill().unwrap();
         // Wait for it to exit without reaping it: a zombie is still a child.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -239,7 +250,7 @@ mod tests {
             )
         };
         assert_eq!(rc, 0);
-        assert_eq!(has_children(), Some(true));
+        assert_eq!(has_children_settled(), Some(true));
         live.wait().unwrap();
     }
 
