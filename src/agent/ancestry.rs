@@ -120,12 +120,47 @@ fn process_table() -> HashMap<i32, (i32, char)> {
         .collect()
 }
 
+/// The pids a `/proc/<pid>/task/<tid>/children` file lists ("12 34 ": separated by spaces);
+/// `None` if it holds anything else.
+fn parse_children(text: &str) -> Option<Vec<i32>> {
+    text.split_whitespace().map(|t| t.parse().ok()).collect()
+}
+
+/// Whether this process has a child (a zombie counts: it is on the list until reaped), from the
+/// `children` file of each of its threads (a child belongs to the thread that forked it; an
+/// orphan re-parented to a subreaper, to one of its threads). `None` when that cannot be told:
+/// a file is missing or unreadable (a kernel without CONFIG_PROC_CHILDREN) or holds something
+/// else, or a thread came or went while they were read (an exiting thread hands its children to
+/// another one, perhaps one already read).
+fn has_children() -> Option<bool> {
+    let threads = || -> Option<std::collections::BTreeSet<std::ffi::OsString>> {
+        std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .map(|e| e.ok().map(|e| e.file_name()))
+            .collect()
+    };
+    let before = threads()?;
+    let mut task = std::path::PathBuf::from("/proc/self/task");
+    let mut any = false;
+    for tid in &before {
+        task.push(tid);
+        let text = std::fs::read_to_string(task.join("children")).ok()?;
+        task.pop();
+        any |= !parse_children(&text)?.is_empty();
+    }
+    (threads()? == before).then_some(any)
+}
+
 /// At a session's end, with nothing else of the run's running: kill every process descending
 /// from this run (the agent's leftovers, `setsid` jobs and double-forked daemons included, which
 /// the subreaper keeps in the tree), and reap those re-parented to it. Returns how many were
 /// killed. Does nothing unless this process became a subreaper.
+///
+/// Every descendant of a subreaper is its child or a child's descendant: a run without a child
+/// (the usual case, its agent waited for) has none, and the scan of every process in `/proc`
+/// (one read per process on the machine) is skipped. When that cannot be told, it is made.
 pub fn kill_descendants() -> usize {
-    if !REAPER.load(Ordering::SeqCst) {
+    if !REAPER.load(Ordering::SeqCst) || has_children() == Some(false) {
         return 0;
     }
     let me = std::process::id() as i32;
@@ -169,6 +204,54 @@ mod tests {
         assert_eq!(parse_stat("12 (a b) c) S 7 12 12 0"), Some((7, 'S')));
         assert_eq!(parse_stat("12 (x) Z 1 0"), Some((1, 'Z')));
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn children_files_are_read_as_lists_of_pids() {
+        assert_eq!(parse_children(""), Some(vec![]));
+        assert_eq!(parse_children("12 345 "), Some(vec![12, 345]));
+        assert_eq!(parse_children("7\n"), Some(vec![7]));
+        assert_eq!(parse_children("12 x"), None);
+        assert_eq!(parse_children("-"), None);
+    }
+
+    /// `has_children`, asked again while it cannot tell: other tests' threads come and go
+    /// meanwhile. (Other tests may have children too, so "no child" cannot be asserted here;
+    /// the run's tests of leftovers prove that a session leaves none behind.)
+    fn has_children_settled() -> Option<bool> {
+        for _ in 0..1000 {
+            if let Some(answer) = has_children() {
+                return Some(answer);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        None
+    }
+
+    /// A live child and an exited, unreaped one are both seen.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_live_or_unreaped_is_seen() {
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert_eq!(has_children_settled(), Some(true));
+        live.kill().unwrap();
+        // Wait for it to exit without reaping it: a zombie is still a child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on this child's pid, writing into a zeroed siginfo_t we own.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                live.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(rc, 0);
+        assert_eq!(has_children_settled(), Some(true));
+        live.wait().unwrap();
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! (`Oid`s, names, paths), and `Repository` is passed around as a handle only.
 
 pub mod backup;
+pub mod commit;
 pub mod history;
 pub mod init;
 pub mod merge;
@@ -12,10 +13,10 @@ pub mod repo;
 pub mod slot;
 pub mod tree;
 
+pub use commit::commit_all;
 /// The handle and id types other layers pass around; every method call on them stays in here.
 pub use git2::{Oid, Repository};
 pub use repo::{
-    MainRepo, commit_all, commit_id, dirty_paths, head_branch, head_commit, log_between, short_id,
-    signature,
+    MainRepo, commit_id, dirty_paths, head_branch, head_commit, log_between, short_id, signature,
 };
 pub use slot::{Slot, SlotState, branch_for, slot_holding, spec_of_branch};

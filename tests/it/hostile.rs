@@ -902,3 +902,40 @@ fn the_printed_restore_command_works_in_a_path_with_a_space() {
     let core_a = recorded_commit(&repo, spec, "core-a");
     assert!(is_ancestor(&repo, &core_a, &format!("{BRANCH_OF}{spec}")));
 }
+
+/// The agent stages an entry naming an object the repository does not have (`git update-index
+/// --cacheinfo`), or a blob entry naming a tree: runner's commit fails, with a message naming
+/// the path, and no commit referring to a missing or mistyped object is made; the chunk stays
+/// for a person. A gitlink (a submodule's commit, mode 160000) is not looked for, as git does
+/// not: its commit lives in another repository.
+#[test]
+fn an_index_entry_naming_a_missing_object_is_never_committed() {
+    let ghost = "0123456789abcdef0123456789abcdef01234567";
+    for (spec, entry) in [
+        ("043-ghost", format!("100644 {ghost} ghost.txt")),
+        ("044-mistyped", "100644 TREE work/mistyped.txt".to_string()),
+    ] {
+        let repo = repo_with_spec(spec);
+        let entry = entry.replace("TREE", repo.git(&["rev-parse", "HEAD^{tree}"]).trim());
+        repo.script(&format!("core-a * stage-entry {entry}\n"));
+        let out = repo.run_spec(spec, &[]);
+        assert_exit(&out, 3);
+        let path = entry.rsplit(' ').next().unwrap();
+        assert!(stderr(&out).contains(path), "{spec}: {}", stderr(&out));
+        let branch = format!("{BRANCH_OF}{spec}");
+        let tree = repo.git(&["ls-tree", "-r", "--name-only", &branch]);
+        assert!(!tree.lines().any(|l| l == path), "{spec}: {tree}");
+        let touching = repo.git(&["log", "--format=%H", &branch, "--", path]);
+        assert!(touching.is_empty(), "{spec}: {touching}");
+        let objects = git_result(&repo.root, &["rev-list", "--objects", &branch]);
+        assert!(objects.is_ok(), "{spec}: {objects:?}");
+        assert_ne!(repo.chunk(spec, "core-a")["status"], "completed", "{spec}");
+    }
+    let spec = "045-gitlink";
+    let repo = repo_with_spec(spec);
+    repo.script(&format!("core-a * stage-entry 160000 {ghost} sub\n"));
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let branch = format!("{BRANCH_OF}{spec}");
+    let entry = repo.git(&["ls-tree", &branch, "sub"]);
+    assert_eq!(entry.trim(), format!("160000 commit {ghost}\tsub"));
+}

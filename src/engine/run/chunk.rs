@@ -96,12 +96,13 @@ impl Run {
     /// may have edited, replaced or deleted it), then check that the worktree still opens as
     /// itself and that the branch still holds every commit runner recorded and the attempt's
     /// start. Otherwise the chunk is blocked for a person (exit 3), its state saved. Returns the
-    /// plan it checked, for judging the session (one read, not two).
+    /// plan it checked, for judging the session (one read, not two), and the worktree it opened,
+    /// for committing the chunk if no command runs in it before (see `complete`).
     pub(super) fn guard_after_session(
         &self,
         ws: &Workspace,
         taken: &Taken,
-    ) -> anyhow::Result<Plan> {
+    ) -> anyhow::Result<(Plan, crate::git::Repository)> {
         use crate::engine::recovery::integrity;
         let id = taken.chunk.id.as_str();
         let by_person = match &self.person {
@@ -151,7 +152,7 @@ impl Run {
         )? {
             return Err(RunnerError::NeedsHuman(guarded.message).into());
         }
-        Ok(plan)
+        Ok((plan, wt))
     }
 
     /// Work on a taken chunk: its session, then its judgement. With `take_next`, a completion
@@ -199,6 +200,7 @@ impl Run {
                 taken.attempt,
                 &taken.session_id,
                 &prompt,
+                taken.chunk.last_attempt().and_then(|a| a.start_commit),
             )
             .await
         {
@@ -210,7 +212,7 @@ impl Run {
             }
         };
         crate::failpoint::hit("after_coder_session");
-        let after = self.guard_after_session(ws, &taken)?;
+        let (after, wt) = self.guard_after_session(ws, &taken)?;
         if let Ended::Interrupted { drained } = end.ended {
             return self
                 .interrupted(
@@ -232,28 +234,36 @@ impl Run {
         })?;
         let chunk = after.chunk(pos);
         let report = read_report(chunk);
-        let check = if policy::needs_check(&report) {
-            self.verify(chunk, &taken.session_id).await?
+        // A verification command runs in the worktree: after one, `complete` opens it again.
+        let (check, wt) = if policy::needs_check(&report) {
+            drop(wt);
+            (self.verify(chunk, &taken.session_id).await?, None)
         } else {
-            None
+            (None, Some(wt))
         };
         match policy::judge(&report, &end.ended, check.as_ref()) {
-            Verdict::Completed => self.complete(&taken, check.as_ref(), take_next),
+            Verdict::Completed => self.complete(&taken, check.as_ref(), wt, take_next),
             Verdict::Failed(reason) => self.fail_attempt(&taken, &reason).map(|()| None),
         }
     }
 
     /// Commit the chunk's work and mark it completed; with `take_next` (and no Ctrl-C yet),
-    /// take what comes next in the same plan write and return it.
+    /// take what comes next in the same plan write and return it. `opened` is the worktree as
+    /// `guard_after_session` opened and checked it, if nothing ran in it since (no agent, no
+    /// verification command); else it is opened and checked again here.
     pub(super) fn complete(
         &self,
         taken: &Taken,
         check: Option<&CheckResult>,
+        opened: Option<crate::git::Repository>,
         take_next: bool,
     ) -> anyhow::Result<Option<Take>> {
         let id = &taken.chunk.id;
         let message = taken.chunk.commit_message();
-        let wt = self.open_worktree()?;
+        let wt = match opened {
+            Some(wt) => wt,
+            None => self.open_worktree()?,
+        };
         // Commit only onto the spec's branch, in a clean repository state: an agent that
         // switched branches, detached HEAD or left a rebase stopped would otherwise have its
         // work committed where the branch never sees it.
@@ -293,7 +303,7 @@ impl Run {
                 message: message.clone(),
             }))?;
         }
-        let head = head_commit(&self.open_worktree()?)?.to_string();
+        let head = head_commit(&wt)?.to_string();
         // The attempt's own commit: runner's, else the agent's (HEAD moved since the start,
         // which the history guard proved an ancestor); never the start commit, which is an
         // earlier chunk's.

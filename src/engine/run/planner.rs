@@ -62,7 +62,7 @@ impl Run {
             };
             let session_id = crate::store::ids::session_id("planner", None, attempt);
             let end = self
-                .session("planner", None, attempt, &session_id, &prompt)
+                .session("planner", None, attempt, &session_id, &prompt, None)
                 .await?;
             if let Ended::Interrupted { drained } = end.ended {
                 self.set_aside_partial_plan()?;

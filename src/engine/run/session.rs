@@ -152,6 +152,7 @@ impl Run {
         attempt: u32,
         session_id: &str,
         prompt: &str,
+        start_commit: Option<String>,
     ) -> anyhow::Result<crate::agent::ChildEnd> {
         // After Ctrl-C no new session starts.
         if self.interrupt.is_set() {
@@ -164,7 +165,12 @@ impl Run {
         let prompt_path = dir.join("prompt.md");
         crate::store::safe::write(&prompt_path, prompt.as_bytes())
             .map_err(crate::store::at(&prompt_path))?;
-        let start_commit = head_commit(&self.open_worktree()?)?.to_string();
+        // A chunk's attempt recorded its start commit as it was taken (only runner ran since):
+        // the worktree is not opened again for it.
+        let start_commit = match start_commit {
+            Some(commit) => commit,
+            None => head_commit(&self.open_worktree()?)?.to_string(),
+        };
         self.sessions += 1;
         let spec = ChildSpec {
             argv: self.agent.clone(),
