@@ -178,6 +178,18 @@ impl PlanFile {
         Ok(out)
     }
 
+    /// The bytes `plan` writes: those of the plan remembered when it is the same plan (no
+    /// serialising), else serialised.
+    pub fn bytes_of(&self, plan: &Plan) -> Vec<u8> {
+        let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        match last.as_ref() {
+            Some(known) if known.plan.same_json(plan) && plan.warnings.is_empty() => {
+                known.bytes.clone()
+            }
+            _ => plan_to_bytes(plan),
+        }
+    }
+
     /// Replace the whole plan (a restore, an undo) under the plan lock, whatever is there now —
     /// even a file that does not parse, which is why this does not go through `update`.
     pub fn replace(&self, plan: &Plan) -> anyhow::Result<()> {

@@ -191,7 +191,7 @@ impl Run {
             .paths
             .dir
             .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
-        crate::store::safe::overwrite(&before_path, &crate::plan::plan_to_bytes(plan))
+        crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
             .map_err(crate::store::at(&before_path))?;
         let end = match self
             .session(
