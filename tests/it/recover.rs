@@ -1155,10 +1155,9 @@ fn run_restores_a_corrupt_plan_it_has_a_copy_of_and_finishes() {
 // ---------------------------------------------------------------------------------------------
 // 5. A leftover agent.
 
-#[test]
-fn an_agent_that_outlived_its_runner_is_stopped_first() {
-    let spec = "050-leftover";
-    let repo = repo_with_fixture_plan(spec);
+/// A run of `spec` whose agent hangs with a background child, killed (SIGKILL): the agent and
+/// its child outlive it. Returns the child's pid.
+fn killed_run_leaving_an_agent(repo: &TestRepo, spec: &str) -> i32 {
     repo.script("core-a * hang\n");
     let mut run = repo
         .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
@@ -1176,6 +1175,14 @@ fn an_agent_that_outlived_its_runner_is_stopped_first() {
         .unwrap();
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
+    child
+}
+
+#[test]
+fn an_agent_that_outlived_its_runner_is_stopped_first() {
+    let spec = "050-leftover";
+    let repo = repo_with_fixture_plan(spec);
+    let child = killed_run_leaving_an_agent(&repo, spec);
     // The runner is gone; the agent's background child is not.
     std::thread::sleep(Duration::from_millis(100));
     assert!(alive(child), "the leftover {child} should still run");
@@ -1220,23 +1227,7 @@ fn an_agent_that_outlived_its_runner_is_stopped_first() {
 fn a_leftover_agent_of_a_spec_with_nothing_in_progress_is_still_found() {
     let spec = "051-leftover-quiet";
     let repo = repo_with_fixture_plan(spec);
-    repo.script("core-a * hang\n");
-    let mut run = repo
-        .cmd(&["run", "--spec", spec, "--agent-command", &agent()])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid_file = repo.spec_dir(spec).join("fake-agent-child.pid");
-    wait_for("the agent's background child", || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
-    });
-    let child: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
-    run.wait().unwrap();
+    let child = killed_run_leaving_an_agent(&repo, spec);
     // Nothing in progress any more: only the journal and the live process tell.
     let mut plan = repo.plan(spec);
     for phase in plan["phases"].as_array_mut().unwrap() {
