@@ -306,7 +306,9 @@ fn file_name(i: usize) -> String {
 
 /// Text of about `len` bytes, different for each `seed`.
 fn content(seed: usize, len: usize) -> String {
-    let mut x = seed as u64 * 6364136223846793005 + 1442695040888963407;
+    let mut x = (seed as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = String::with_capacity(len + 80);
     while out.len() < len {
         x = x
