@@ -49,7 +49,23 @@ pub fn read_light(file: &PlanFile) -> Option<PlanSummary> {
 /// The light read of plan bytes: `None` when it is not sure (the full parser decides).
 pub fn summarize(bytes: &[u8]) -> Option<PlanSummary> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let top: Top = serde_json::from_slice(bytes).ok()?;
+    // Each phase's chunk list read in place, in one pass. A phase with both `subtasks` and
+    // `chunks` (or one of them twice) stops that read, and the plan is read again with the
+    // lists kept as text (compared, the last of a repeated key counting). Where the read in
+    // place answers, the read as text gives the same; it may not answer where the read as
+    // text would (a list nested as deep as the full parser's limit, counted from the top of
+    // the file; an invalid text in the first list of a repeated key): the full parser does.
+    match serde_json::from_slice::<Top<IN_PLACE>>(bytes) {
+        Ok(top) => skeleton(top),
+        Err(e) if e.to_string().starts_with(TWO_LISTS) => {
+            skeleton(serde_json::from_slice::<Top<AS_TEXT>>(bytes).ok()?)
+        }
+        Err(_) => None,
+    }
+}
+
+/// The plan's skeleton from what was read, if it passes the full parser's rules.
+fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     if top.top_level_list {
         return None;
     }
@@ -95,24 +111,36 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
     }
 }
 
+/// How a phase's chunk lists are read: in place (one pass; a phase with a second list, or the
+/// same key again, stops the read with `TWO_LISTS`), or kept as text to be compared and read
+/// afterwards (every value of a repeated key as before: the last one counts).
+const IN_PLACE: bool = true;
+const AS_TEXT: bool = false;
+
+/// The error that stops an in-place read at a phase with two chunk lists (or one key twice).
+const TWO_LISTS: &str = "a phase with both subtasks and chunks";
+
 /// The top level: `phases` read in place, `merged` noted, the rest skipped.
-#[derive(Default)]
-struct Top<'a> {
-    phases: Option<Vec<Picked<'a, PhaseFields>>>,
+struct Top<'a, const LISTS_IN_PLACE: bool> {
+    phases: Option<Vec<PhaseRead<'a, LISTS_IN_PLACE>>>,
     merged: bool,
     top_level_list: bool,
 }
 
-impl<'de> de::Deserialize<'de> for Top<'de> {
+impl<'de, const P: bool> de::Deserialize<'de> for Top<'de, P> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Top<'de>;
+        struct V<const P: bool>;
+        impl<'de, const P: bool> Visitor<'de> for V<P> {
+            type Value = Top<'de, P>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a plan object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-                let mut top = Top::default();
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut top = Top {
+                    phases: None,
+                    merged: false,
+                    top_level_list: false,
+                };
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     match &*key.0 {
                         // A repeated key: the last one counts, as in the full parser's map.
@@ -131,21 +159,113 @@ impl<'de> de::Deserialize<'de> for Top<'de> {
                 Ok(top)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V::<P>)
+    }
+}
+
+/// A phase: its fields of `PhaseFields` as `Picked` keeps them, and its chunk lists
+/// (`LIST_KEYS`; `None`: missing or null, the last of a repeated key counting).
+struct PhaseRead<'a, const LISTS_IN_PLACE: bool> {
+    fields: Picked<'a, PhaseFields>,
+    lists: [Option<List<'a>>; 2],
+}
+
+const LIST_KEYS: [&str; 2] = ["subtasks", "chunks"];
+
+/// A chunk list: its text, read afterwards, or its chunks read in place.
+enum List<'a> {
+    Text(&'a RawValue),
+    Read(Vec<Picked<'a, ChunkFields>>),
+}
+
+impl<'de, const P: bool> de::Deserialize<'de> for PhaseRead<'de, P> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<const P: bool>;
+        impl<'de, const P: bool> Visitor<'de> for V<P> {
+            type Value = PhaseRead<'de, P>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut values = vec![None; PhaseFields::KEYS.len()];
+                let mut lists = [None, None];
+                let mut seen = false;
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    if let Some(i) = LIST_KEYS.iter().position(|k| *k == key.0) {
+                        if P && std::mem::replace(&mut seen, true) {
+                            return Err(de::Error::custom(TWO_LISTS));
+                        }
+                        lists[i] = if P {
+                            map.next_value::<InPlace>()?.0
+                        } else {
+                            list_text(map.next_value()?)?
+                        };
+                    } else if let Some(i) = PhaseFields::KEYS.iter().position(|k| *k == key.0) {
+                        values[i] = Some(kept(map.next_value()?)?);
+                    } else {
+                        map.next_value::<Skip>()?;
+                    }
+                }
+                Ok(PhaseRead {
+                    fields: Picked {
+                        values,
+                        _keys: PhantomData,
+                    },
+                    lists,
+                })
+            }
+        }
+        d.deserialize_map(V::<P>)
+    }
+}
+
+/// A chunk list kept as text: a list is read afterwards, null is no list, anything else is
+/// not the usual shape.
+fn list_text<E: de::Error>(raw: &RawValue) -> Result<Option<List<'_>>, E> {
+    if raw.get().starts_with('[') {
+        Ok(Some(List::Text(raw)))
+    } else if is_null(raw) {
+        Ok(None)
+    } else {
+        Err(E::custom("a chunk list that is not a list"))
+    }
+}
+
+/// A chunk list read in place: its chunks, `None` for null; anything else does not read.
+struct InPlace<'a>(Option<List<'a>>);
+
+impl<'de> de::Deserialize<'de> for InPlace<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InPlace<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of chunks or null")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(InPlace(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut chunks = Vec::new();
+                while let Some(chunk) = seq.next_element()? {
+                    chunks.push(chunk);
+                }
+                Ok(InPlace(Some(List::Read(chunks))))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
 /// The keys of one level the light read looks at.
 trait Fields {
     const KEYS: &'static [&'static str];
-    /// The keys whose lists are read in full afterwards (`Picked` checks the others).
-    const READ_LATER: &'static [&'static str] = &[];
 }
 
+/// A phase's fields besides its chunk lists (`PhaseRead`).
 struct PhaseFields;
 impl Fields for PhaseFields {
-    const KEYS: &'static [&'static str] = &["id", "phase", "depends_on", "subtasks", "chunks"];
-    const READ_LATER: &'static [&'static str] = &["subtasks", "chunks"];
+    const KEYS: &'static [&'static str] = &["id", "phase", "depends_on"];
 }
 
 struct ChunkFields;
@@ -196,7 +316,7 @@ impl Fields for VerificationFields {
 /// An object's fields of `F::KEYS` as raw JSON (the last of a repeated key, as in the full
 /// parser's map), every other field skipped. Only an object reads (serde's derived structs
 /// would also take a list). Every value, kept or skipped, is read as the full parser reads it
-/// (see `Skip`), except a list of `F::READ_LATER`, which its reader reads whole.
+/// (see `Skip`, `kept`).
 struct Picked<'a, F> {
     values: Vec<Option<&'a RawValue>>,
     _keys: PhantomData<F>,
@@ -221,15 +341,7 @@ impl<'de, F: Fields> de::Deserialize<'de> for Picked<'de, F> {
                 let mut values = vec![None; F::KEYS.len()];
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     match F::KEYS.iter().position(|k| *k == key.0) {
-                        Some(i) => {
-                            let raw = map.next_value::<&'de RawValue>()?;
-                            let later =
-                                F::READ_LATER.contains(&F::KEYS[i]) && raw.get().starts_with('[');
-                            if !later && !sound(raw) {
-                                return Err(de::Error::custom("not read as the full parser"));
-                            }
-                            values[i] = Some(raw);
-                        }
+                        Some(i) => values[i] = Some(kept(map.next_value()?)?),
                         None => {
                             map.next_value::<Skip>()?;
                         }
@@ -327,6 +439,15 @@ fn sound(r: &RawValue) -> bool {
     Capped(KEPT_DEPTH).deserialize(&mut de).is_ok()
 }
 
+/// A kept value, once `sound`.
+fn kept<E: de::Error>(raw: &RawValue) -> Result<&RawValue, E> {
+    if sound(raw) {
+        Ok(raw)
+    } else {
+        Err(E::custom("not read as the full parser"))
+    }
+}
+
 fn is_null(r: &RawValue) -> bool {
     r.get() == "null"
 }
@@ -359,7 +480,8 @@ fn id_of(r: &RawValue) -> Option<String> {
     good.then(|| id.into_owned())
 }
 
-fn read_phase(p: Picked<PhaseFields>) -> Option<Phase> {
+fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
+    let p = &phase.fields;
     let id = match p.get("id") {
         None => None,
         Some(r) if is_null(r) => None,
@@ -380,29 +502,25 @@ fn read_phase(p: Picked<PhaseFields>) -> Option<Phase> {
             .collect::<Option<Vec<_>>>()?,
         Some(r) => vec![phase_ref(r)?],
     };
-    let list = |key| match p.get(key) {
-        None => Some(None),
-        Some(r) if is_null(r) => Some(None),
-        Some(r) if r.get().starts_with('[') => Some(Some(r)),
-        Some(_) => None,
-    };
-    let (subtasks, chunks) = (list("subtasks")?, list("chunks")?);
-    let (key, mirror, items) = match (subtasks, chunks) {
-        (None, None) => (None, None, None),
-        (Some(a), None) => (Some("subtasks"), None, Some(a)),
-        (None, Some(b)) => (Some("chunks"), None, Some(b)),
+    let (key, mirror, items) = match phase.lists {
+        [None, None] => (None, None, None),
+        [Some(a), None] => (Some("subtasks"), None, Some(a)),
+        [None, Some(b)] => (Some("chunks"), None, Some(b)),
         // Both, the same bytes: one list. Anything else the full parser compares.
-        (Some(a), Some(b)) if a.get() == b.get() => (Some("subtasks"), Some("chunks"), Some(a)),
-        (Some(_), Some(_)) => return None,
+        [Some(List::Text(a)), Some(List::Text(b))] if a.get() == b.get() => {
+            (Some("subtasks"), Some("chunks"), Some(List::Text(a)))
+        }
+        [Some(_), Some(_)] => return None,
     };
     let chunks = match items {
         None => Vec::new(),
-        Some(r) => serde_json::from_str::<Vec<Picked<ChunkFields>>>(r.get())
-            .ok()?
-            .into_iter()
-            .map(read_chunk)
-            .collect::<Option<Vec<Chunk>>>()?,
+        Some(List::Text(r)) => serde_json::from_str::<Vec<Picked<ChunkFields>>>(r.get()).ok()?,
+        Some(List::Read(chunks)) => chunks,
     };
+    let chunks = chunks
+        .into_iter()
+        .map(read_chunk)
+        .collect::<Option<Vec<Chunk>>>()?;
     Some(Phase {
         raw: Map::new(),
         key: PhaseKey { id, number },
