@@ -12,13 +12,15 @@
 //! skeleton.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+
+mod de;
+use de::{
+    AS_TEXT, AttemptFields, ChunkFields, Fields, IN_PLACE, List, PhaseRead, Picked, TWO_LISTS,
+    Text, Top, VerificationFields,
+};
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
@@ -49,7 +51,23 @@ pub fn read_light(file: &PlanFile) -> Option<PlanSummary> {
 /// The light read of plan bytes: `None` when it is not sure (the full parser decides).
 pub fn summarize(bytes: &[u8]) -> Option<PlanSummary> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let top: Top = serde_json::from_slice(bytes).ok()?;
+    // Each phase's chunk list read in place, in one pass. A phase with both `subtasks` and
+    // `chunks` (or one of them twice) stops that read, and the plan is read again with the
+    // lists kept as text (compared, the last of a repeated key counting). Where the read in
+    // place answers, the read as text gives the same; it may not answer where the read as
+    // text would (a list nested as deep as the full parser's limit, counted from the top of
+    // the file; an invalid text in the first list of a repeated key): the full parser does.
+    match serde_json::from_slice::<Top<IN_PLACE>>(bytes) {
+        Ok(top) => skeleton(top),
+        Err(e) if e.to_string().starts_with(TWO_LISTS) => {
+            skeleton(serde_json::from_slice::<Top<AS_TEXT>>(bytes).ok()?)
+        }
+        Err(_) => None,
+    }
+}
+
+/// The plan's skeleton from what was read, if it passes the full parser's rules.
+fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     if top.top_level_list {
         return None;
     }
@@ -71,260 +89,6 @@ pub fn summarize(bytes: &[u8]) -> Option<PlanSummary> {
     let mut problems = Vec::new();
     validate::check(&plan, &mut problems);
     problems.is_empty().then_some(PlanSummary { plan })
-}
-
-/// A text, borrowed from the file when it has no escapes.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de> de::Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(s.to_string())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-/// The top level: `phases` read in place, `merged` noted, the rest skipped.
-#[derive(Default)]
-struct Top<'a> {
-    phases: Option<Vec<Picked<'a, PhaseFields>>>,
-    merged: bool,
-    top_level_list: bool,
-}
-
-impl<'de> de::Deserialize<'de> for Top<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Top<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a plan object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-                let mut top = Top::default();
-                while let Some(key) = map.next_key::<Text<'de>>()? {
-                    match &*key.0 {
-                        // A repeated key: the last one counts, as in the full parser's map.
-                        "phases" => top.phases = Some(map.next_value()?),
-                        other => {
-                            map.next_value::<Skip>()?;
-                            match other {
-                                "merged" => top.merged = true,
-                                // A top-level chunk list (even beside `phases`): unusual.
-                                "subtasks" | "chunks" => top.top_level_list = true,
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-                Ok(top)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// The keys of one level the light read looks at.
-trait Fields {
-    const KEYS: &'static [&'static str];
-    /// The keys whose lists are read in full afterwards (`Picked` checks the others).
-    const READ_LATER: &'static [&'static str] = &[];
-}
-
-struct PhaseFields;
-impl Fields for PhaseFields {
-    const KEYS: &'static [&'static str] = &["id", "phase", "depends_on", "subtasks", "chunks"];
-    const READ_LATER: &'static [&'static str] = &["subtasks", "chunks"];
-}
-
-struct ChunkFields;
-impl Fields for ChunkFields {
-    const KEYS: &'static [&'static str] = &[
-        "id",
-        "description",
-        "title",
-        "status",
-        "attempts",
-        "verification",
-    ];
-}
-
-struct AttemptFields;
-impl Fields for AttemptFields {
-    // `n`, then the text fields of `Attempt` (see `model::ATTEMPT_TEXTS`).
-    const KEYS: &'static [&'static str] = &[
-        "n",
-        "session_id",
-        "run_id",
-        "started_at",
-        "start_commit",
-        "ended_at",
-        "reported",
-        "report_notes",
-        "outcome",
-        "reason",
-        "commit",
-    ];
-}
-
-struct VerificationFields;
-impl Fields for VerificationFields {
-    // Every field `verification::check` reads.
-    const KEYS: &'static [&'static str] = &[
-        "type",
-        "command",
-        "run",
-        "expect_output",
-        "expect_stdout",
-        "expect_status",
-        "expected_status",
-        "expected_exit_code",
-    ];
-}
-
-/// An object's fields of `F::KEYS` as raw JSON (the last of a repeated key, as in the full
-/// parser's map), every other field skipped. Only an object reads (serde's derived structs
-/// would also take a list). Every value, kept or skipped, is read as the full parser reads it
-/// (see `Skip`), except a list of `F::READ_LATER`, which its reader reads whole.
-struct Picked<'a, F> {
-    values: Vec<Option<&'a RawValue>>,
-    _keys: PhantomData<F>,
-}
-
-impl<'a, F: Fields> Picked<'a, F> {
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
-        let i = F::KEYS.iter().position(|k| *k == key)?;
-        self.values[i]
-    }
-}
-
-impl<'de, F: Fields> de::Deserialize<'de> for Picked<'de, F> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<F>(PhantomData<F>);
-        impl<'de, F: Fields> Visitor<'de> for V<F> {
-            type Value = Picked<'de, F>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut values = vec![None; F::KEYS.len()];
-                while let Some(key) = map.next_key::<Text<'de>>()? {
-                    match F::KEYS.iter().position(|k| *k == key.0) {
-                        Some(i) => {
-                            let raw = map.next_value::<&'de RawValue>()?;
-                            let later =
-                                F::READ_LATER.contains(&F::KEYS[i]) && raw.get().starts_with('[');
-                            if !later && !sound(raw) {
-                                return Err(de::Error::custom("not read as the full parser"));
-                            }
-                            values[i] = Some(raw);
-                        }
-                        None => {
-                            map.next_value::<Skip>()?;
-                        }
-                    }
-                }
-                Ok(Picked {
-                    values,
-                    _keys: PhantomData,
-                })
-            }
-        }
-        d.deserialize_map(V(PhantomData))
-    }
-}
-
-/// A value skipped, but read as the full parser reads it into a JSON value: serde_json's own
-/// skipping (`IgnoredAny`, a raw value) checks neither its recursion limit, nor escapes (a lone
-/// surrogate), nor, reading bytes, UTF-8; the full parser rejects a plan for any of them.
-/// Nothing is kept: texts without escapes are borrowed, numbers are not stored.
-struct Skip;
-
-impl<'de> de::Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Capped(usize::MAX).deserialize(d)
-    }
-}
-
-/// `Skip`, at most this many lists or objects deep (`usize::MAX`: serde_json's own limit).
-#[derive(Clone, Copy)]
-struct Capped(usize);
-
-impl<'de> DeserializeSeed<'de> for Capped {
-    type Value = Skip;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Capped {
-    type Value = Skip;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        let inner = self.inner::<A::Error>()?;
-        while seq.next_element_seed(inner)?.is_some() {}
-        Ok(Skip)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        let inner = self.inner::<A::Error>()?;
-        while map.next_key_seed(inner)?.is_some() {
-            map.next_value_seed(inner)?;
-        }
-        Ok(Skip)
-    }
-}
-
-impl Capped {
-    fn inner<E: de::Error>(self) -> Result<Capped, E> {
-        match self.0 {
-            0 => Err(E::custom("nested deeper than the light read looks")),
-            usize::MAX => Ok(self),
-            n => Ok(Capped(n - 1)),
-        }
-    }
-}
-
-/// How deep a value the light read keeps may nest: it is read again on its own, where
-/// serde_json's recursion limit counts from it and not from the top of the file as in the full
-/// parser; anything deeper goes to the full parser (a usual verification is 1 deep).
-const KEPT_DEPTH: usize = 16;
-
-/// A kept value reads as the full parser reads it (see `Skip`), and nests no deeper than
-/// `KEPT_DEPTH`.
-fn sound(r: &RawValue) -> bool {
-    let mut de = serde_json::Deserializer::from_str(r.get());
-    Capped(KEPT_DEPTH).deserialize(&mut de).is_ok()
 }
 
 fn is_null(r: &RawValue) -> bool {
@@ -359,7 +123,8 @@ fn id_of(r: &RawValue) -> Option<String> {
     good.then(|| id.into_owned())
 }
 
-fn read_phase(p: Picked<PhaseFields>) -> Option<Phase> {
+fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
+    let p = &phase.fields;
     let id = match p.get("id") {
         None => None,
         Some(r) if is_null(r) => None,
@@ -380,29 +145,25 @@ fn read_phase(p: Picked<PhaseFields>) -> Option<Phase> {
             .collect::<Option<Vec<_>>>()?,
         Some(r) => vec![phase_ref(r)?],
     };
-    let list = |key| match p.get(key) {
-        None => Some(None),
-        Some(r) if is_null(r) => Some(None),
-        Some(r) if r.get().starts_with('[') => Some(Some(r)),
-        Some(_) => None,
-    };
-    let (subtasks, chunks) = (list("subtasks")?, list("chunks")?);
-    let (key, mirror, items) = match (subtasks, chunks) {
-        (None, None) => (None, None, None),
-        (Some(a), None) => (Some("subtasks"), None, Some(a)),
-        (None, Some(b)) => (Some("chunks"), None, Some(b)),
+    let (key, mirror, items) = match phase.lists {
+        [None, None] => (None, None, None),
+        [Some(a), None] => (Some("subtasks"), None, Some(a)),
+        [None, Some(b)] => (Some("chunks"), None, Some(b)),
         // Both, the same bytes: one list. Anything else the full parser compares.
-        (Some(a), Some(b)) if a.get() == b.get() => (Some("subtasks"), Some("chunks"), Some(a)),
-        (Some(_), Some(_)) => return None,
+        [Some(List::Text(a)), Some(List::Text(b))] if a.get() == b.get() => {
+            (Some("subtasks"), Some("chunks"), Some(List::Text(a)))
+        }
+        [Some(_), Some(_)] => return None,
     };
     let chunks = match items {
         None => Vec::new(),
-        Some(r) => serde_json::from_str::<Vec<Picked<ChunkFields>>>(r.get())
-            .ok()?
-            .into_iter()
-            .map(read_chunk)
-            .collect::<Option<Vec<Chunk>>>()?,
+        Some(List::Text(r)) => serde_json::from_str::<Vec<Picked<ChunkFields>>>(r.get()).ok()?,
+        Some(List::Read(chunks)) => chunks,
     };
+    let chunks = chunks
+        .into_iter()
+        .map(read_chunk)
+        .collect::<Option<Vec<Chunk>>>()?;
     Some(Phase {
         raw: Map::new(),
         key: PhaseKey { id, number },

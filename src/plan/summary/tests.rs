@@ -9,6 +9,7 @@ use crate::plan::parse_plan;
 /// read the plan without error or warning. Returns whether the light read answered.
 fn agrees(text: &str) -> bool {
     let full = parse_plan(Path::new("p.json"), text.as_bytes());
+    same_as_text(text.as_bytes());
     match summarize(text.as_bytes()) {
         None => false,
         Some(light) => {
@@ -18,6 +19,23 @@ fn agrees(text: &str) -> bool {
             assert!(diff.is_empty(), "{diff:?}\n{text}");
             true
         }
+    }
+}
+
+/// The light read with every chunk list kept as text first (as before lists were read in
+/// place, and still for a phase with both lists).
+fn as_text(bytes: &[u8]) -> Option<PlanSummary> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    skeleton(serde_json::from_slice::<Top<AS_TEXT>>(bytes).ok()?)
+}
+
+/// The light read (lists read in place where it can) answers only where the read as text
+/// does, and the same. (It may leave to the full parser a plan the read as text takes: see
+/// `summarize`; `agrees` holds whatever it answers to the full parser.)
+fn same_as_text(bytes: &[u8]) {
+    let shown = String::from_utf8_lossy(bytes);
+    if let Some(light) = summarize(bytes) {
+        assert_eq!(Some(light), as_text(bytes), "{shown}");
     }
 }
 
@@ -127,6 +145,7 @@ fn broken_and_unusual_plans_go_to_the_full_parser() {
             summarize(text.as_bytes()).is_none(),
             "light read took: {text}"
         );
+        same_as_text(text.as_bytes());
     }
     // Valid, but unusual: the full parser reads them (and may warn); the light read does not
     // answer, or agrees.
@@ -253,6 +272,7 @@ fn text_the_full_parser_rejects_is_never_taken_light() {
         ]);
     let mut rejected = 0;
     for text in cases {
+        same_as_text(&text);
         let full = parse_plan(Path::new("p.json"), &text);
         let shown = String::from_utf8_lossy(&text);
         match summarize(&text) {
@@ -272,4 +292,104 @@ fn text_the_full_parser_rejects_is_never_taken_light() {
         rejected >= 20,
         "only {rejected} cases rejected by the full parser"
     );
+}
+
+/// A phase's chunk lists: one list is read in place; with both (current Auto-Claude writes
+/// both, equal), the plan is read again with the lists as text, compared as before.
+#[test]
+fn a_phase_with_both_lists_is_compared_and_one_list_read_in_place() {
+    let a = r#"{"id": "a", "description": "x", "status": "completed", "attempts": [{"n": 1, "outcome": "completed", "commit": "c1"}]}"#;
+    let b = r#"{"id": "b", "description": "y"}"#;
+    let phase = |lists: &str| format!(r#"{{"phases": [{{"id": "p", "phase": 1, {lists}}}]}}"#);
+    let mirror_key = |text: &str| summarize(text.as_bytes()).map(|s| s.plan.phases[0].mirror_key);
+    // Both, the same bytes, in either order: one list, the other its mirror.
+    for text in [
+        phase(&format!(r#""subtasks": [{a}, {b}], "chunks": [{a}, {b}]"#)),
+        phase(&format!(r#""chunks": [{a}, {b}], "subtasks": [{a}, {b}]"#)),
+    ] {
+        assert!(agrees(&text), "{text}");
+        assert_eq!(mirror_key(&text), Some(Some("chunks")));
+    }
+    // One list (the other missing or null, the last of a repeated key counting).
+    for text in [
+        phase(&format!(r#""subtasks": [{a}, {b}]"#)),
+        phase(&format!(r#""chunks": [{a}, {b}]"#)),
+        phase(&format!(r#""subtasks": [{a}, {b}], "chunks": null"#)),
+        phase(&format!(
+            r#""subtasks": [{a}, {b}], "chunks": [{a}, {b}], "chunks": null"#
+        )),
+        phase(&format!(
+            r#""subtasks": [{b}], "chunks": null, "subtasks": [{a}, {b}]"#
+        )),
+        phase(&format!(r#""chunks": [{b}], "chunks": [{a}, {b}]"#)),
+    ] {
+        assert!(agrees(&text), "{text}");
+        assert_eq!(mirror_key(&text), Some(None), "{text}");
+        assert_eq!(
+            summarize(text.as_bytes()).unwrap().plan.total(),
+            2,
+            "{text}"
+        );
+    }
+    // Both, not the same bytes (even when equal once read): the full parser compares them.
+    for text in [
+        phase(&format!(r#""subtasks": [{a}, {b}], "chunks": [{a}]"#)),
+        phase(&format!(r#""subtasks": [{a}, {b}], "chunks": [{a},{b}]"#)),
+        phase(&format!(r#""subtasks": [], "chunks": [{a}, {b}]"#)),
+        phase(&format!(
+            r#""subtasks": [{a}], "chunks": [{a}], "subtasks": [{a}, {b}]"#
+        )),
+    ] {
+        assert!(!agrees(&text), "{text}");
+    }
+    // What the full parser rejects, in a kept or a skipped field, in one list or in both.
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let bad = [
+        r#""notes": "\ud800""#.to_string(),
+        r#""title": "\udc00""#.to_string(),
+        r#""title": "\x""#.to_string(),
+        r#""notes": "<FF>""#.to_string(),
+        r#""title": "<FF>""#.to_string(),
+        format!(r#""notes": {}"#, deep(200)),
+        format!(r#""attempts": [{{"n": 1, "x": {}}}]"#, deep(130)),
+    ];
+    let mut rejected = 0;
+    for field in &bad {
+        let c = format!(r#"{{"id": "c", "description": "x", {field}}}"#);
+        for lists in [
+            format!(r#""subtasks": [{b}, {c}]"#),
+            format!(r#""subtasks": [{b}, {c}], "chunks": [{b}, {c}]"#),
+            // An earlier value of a repeated key is read too.
+            format!(r#""subtasks": [{c}], "subtasks": [{b}]"#),
+            format!(r#""subtasks": [{c}], "chunks": [{c}], "chunks": null"#),
+        ] {
+            // `<FF>`: a byte that is not UTF-8.
+            let text: Vec<u8> = phase(&lists)
+                .split("<FF>")
+                .collect::<Vec<_>>()
+                .join("\u{1}")
+                .bytes()
+                .map(|b| if b == 1 { 0xFF } else { b })
+                .collect();
+            same_as_text(&text);
+            if parse_plan(Path::new("p.json"), &text).is_err() {
+                rejected += 1;
+                assert!(
+                    summarize(&text).is_none(),
+                    "{}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+    }
+    assert!(rejected >= 20, "only {rejected} rejected");
+    // Nesting near serde_json's limit in a chunk of a list read in place (its depth counts
+    // from the top of the file, as in the full parser).
+    let mut taken = 0;
+    for n in 110..132 {
+        let c = format!(r#"{{"id": "c", "description": "x", "notes": {}}}"#, deep(n));
+        let text = phase(&format!(r#""subtasks": [{c}]"#));
+        taken += usize::from(agrees(&text));
+    }
+    assert!(taken > 0 && taken < 22, "{taken} taken");
 }
