@@ -113,6 +113,27 @@ impl MainRepo {
         head_branch(&self.repo)
     }
 
+    /// The tips of the local branches named `prefix…`, by name, from one pass over the refs
+    /// (`branch_tip` of each costs a lookup in the files); `None` if the refs do not list.
+    pub fn branch_tips(&self, prefix: &str) -> Option<std::collections::HashMap<String, Oid>> {
+        let refs = self
+            .repo
+            .references_glob(&format!("refs/heads/{prefix}*"))
+            .ok()?;
+        let mut tips = std::collections::HashMap::new();
+        for reference in refs {
+            // A ref that does not read is no branch here, as for `branch_tip`.
+            let Ok(reference) = reference else { continue };
+            let (Some(name), Some(oid)) = (reference.name(), reference.target()) else {
+                continue;
+            };
+            if let Some(branch) = name.strip_prefix("refs/heads/") {
+                tips.insert(branch.to_string(), oid);
+            }
+        }
+        Some(tips)
+    }
+
     pub fn branch_tip(&self, name: &str) -> Option<Oid> {
         self.repo
             .find_branch(name, BranchType::Local)

@@ -86,21 +86,19 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
             (slot, state)
         })
         .collect();
-    let opened: Vec<(String, Result<SpecPaths, RunnerError>)> = names
-        .into_iter()
-        .map(|name| {
-            let paths = ws.spec(&name);
-            (name, paths)
-        })
-        .collect();
-    let looked = on_every_core(&opened, |(_, paths)| {
-        paths.as_ref().ok().map(look).transpose()
-    })
-    .into_iter()
-    .collect::<std::io::Result<Vec<_>>>()?;
+    // Opened and looked at on every core (a `Workspace` is not shared between threads: its
+    // folders are).
+    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
+    let opened = on_every_core(&names, |name| {
+        let paths = crate::store::workspace::spec_paths(root, specs_dir, name);
+        let looked = paths.as_ref().ok().map(look).transpose();
+        (paths, looked)
+    });
+    // Every branch tip at once (a lookup per spec costs a probe of the ref files each).
+    let tips = ws.main.branch_tips("auto-claude/");
     let mut specs = Vec::with_capacity(opened.len());
-    for ((name, paths), looked) in opened.into_iter().zip(looked) {
-        let (paths, looked) = match (paths, looked) {
+    for (name, (paths, looked)) in names.into_iter().zip(opened) {
+        let (paths, looked) = match (paths, looked?) {
             (Ok(paths), Some(looked)) => (paths, looked),
             // (Every opened spec was looked at.)
             (Ok(paths), None) => {
@@ -113,17 +111,55 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
                 continue;
             }
         };
-        specs.push(spec_status(ws, &slots, name, &paths, looked));
+        let branch = branch_for(&name);
+        let tip = match &tips {
+            Some(tips) => tips.get(&branch).copied(),
+            None => ws.main.branch_tip(&branch),
+        };
+        specs.push(spec_status(ws, &slots, name, &paths, looked, tip.is_some()));
     }
     let slots = slots.into_iter().map(slot_status).collect();
     Ok(StatusReport { specs, slots })
 }
 
-/// What `status` reads of a spec without git: who holds its run lock, and its plan as the
-/// light read saw it (`None`: the full parser is to read it, on the caller's thread).
+/// What `status` reads of a spec without git: who holds its run lock, and what it shows of
+/// its plan as the light read saw it (`None`: the full parser is to read it, on the caller's
+/// thread).
 struct Looked {
     running: Option<Running>,
-    summary: Option<PlanSummary>,
+    shown: Option<Shown>,
+}
+
+/// What `status` shows of a plan, worked out on the thread that read it. The plan itself is
+/// kept only when the branch's history is to be checked against it (it has recorded work).
+struct Shown {
+    counts: Counts,
+    current_chunk: Option<String>,
+    next_chunk: Option<String>,
+    warnings: Vec<String>,
+    merged: bool,
+    with_recorded_work: Option<Plan>,
+}
+
+impl Shown {
+    fn of(plan: &Plan) -> Shown {
+        Shown {
+            counts: counts(plan),
+            current_chunk: current_chunk(plan),
+            next_chunk: next_chunk_id(plan).map(str::to_string),
+            warnings: plan.warnings.clone(),
+            merged: plan.raw.contains_key("merged"),
+            with_recorded_work: None,
+        }
+    }
+
+    fn of_summary(summary: PlanSummary) -> Shown {
+        let plan = summary.plan();
+        Shown {
+            with_recorded_work: has_recorded_work(plan).then(|| plan.clone()),
+            ..Shown::of(plan)
+        }
+    }
 }
 
 fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
@@ -137,7 +173,7 @@ fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
     };
     Ok(Looked {
         running,
-        summary: crate::plan::summary::read_light(&paths.plan),
+        shown: crate::plan::summary::read_light(&paths.plan).map(Shown::of_summary),
     })
 }
 
@@ -157,54 +193,65 @@ fn refused(name: String, e: RunnerError) -> SpecStatus {
     }
 }
 
-/// One spec's line, from what was looked at and what git says.
+/// One spec's line, from what was looked at and what git says (`has_branch`: the spec's
+/// branch exists).
 fn spec_status(
     ws: &Workspace,
     slots: &[(Slot, SlotState)],
     name: String,
     paths: &SpecPaths,
     looked: Looked,
+    has_branch: bool,
 ) -> SpecStatus {
     let running = looked.running;
     let branch = branch_for(&name);
-    let has_branch = ws.main.branch_tip(&branch).is_some();
     // The first slot with the spec's branch checked out (`git::slot_holding`).
     let worktree = slots
         .iter()
         .find(|(_, state)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch))
         .map(|(slot, _)| slot.path.display().to_string());
-    let (full, error) = match looked.summary {
-        Some(_) => (None, None),
+    let (shown, error) = match looked.shown {
+        Some(shown) => (Some(shown), None),
         None => match paths.plan.load() {
-            Ok(plan) => (plan, None),
+            Ok(plan) => (
+                plan.map(|plan| Shown {
+                    with_recorded_work: has_recorded_work(&plan).then(|| plan.clone()),
+                    ..Shown::of(&plan)
+                }),
+                None,
+            ),
             Err(e) => (None, Some(crate::error::ErrorReport::inline(&e))),
         },
     };
-    let plan = looked
-        .summary
-        .as_ref()
-        .map(PlanSummary::plan)
-        .or(full.as_ref());
     // One walk of the branch's history, only when it exists and there is recorded work.
-    let problem = plan
-        .filter(|p| has_branch && has_recorded_work(p))
+    let problem = shown
+        .as_ref()
+        .and_then(|s| s.with_recorded_work.as_ref())
+        .filter(|_| has_branch)
         .and_then(|p| crate::engine::recovery::integrity::missing_work(&ws.main, &name, p))
         .map(|b| b.describe(&branch));
-    let mut state = spec_state(plan, error.is_some(), running.is_some());
+    let mut state = spec_state(shown.as_ref(), error.is_some(), running.is_some());
     if problem.is_some() && running.is_none() {
         state = "missing_work";
     }
+    let Shown {
+        counts,
+        current_chunk,
+        next_chunk,
+        warnings,
+        ..
+    } = shown.unwrap_or_else(Shown::none);
     SpecStatus {
         problem,
         status: state.into(),
-        chunks: plan.map(counts).unwrap_or_default(),
-        current_chunk: plan.and_then(current_chunk),
-        next_chunk: plan.and_then(|p| next_chunk_id(p).map(str::to_string)),
+        chunks: counts,
+        current_chunk,
+        next_chunk,
         branch: has_branch.then_some(branch),
         worktree,
         running,
         error,
-        warnings: plan.map(|p| p.warnings.clone()).unwrap_or_default(),
+        warnings,
         spec: name,
     }
 }
@@ -263,16 +310,30 @@ fn counts(plan: &Plan) -> Counts {
     }
 }
 
-/// One word for a spec's state: a plain function over what was read.
-pub fn spec_state(plan: Option<&Plan>, invalid: bool, running: bool) -> &'static str {
+impl Shown {
+    /// No plan.
+    fn none() -> Shown {
+        Shown {
+            counts: Counts::default(),
+            current_chunk: None,
+            next_chunk: None,
+            warnings: Vec::new(),
+            merged: false,
+            with_recorded_work: None,
+        }
+    }
+}
+
+/// One word for a spec's state: a plain function over what was read of its plan.
+fn spec_state(plan: Option<&Shown>, invalid: bool, running: bool) -> &'static str {
     if invalid {
         return "invalid_plan";
     }
     let Some(plan) = plan else {
         return if running { "planning" } else { "not_planned" };
     };
-    let c = counts(plan);
-    if plan.raw.contains_key("merged") {
+    let c = &plan.counts;
+    if plan.merged {
         "merged"
     } else if c.total > 0 && c.completed == c.total {
         "complete"

@@ -100,6 +100,9 @@ fn is_text(r: &RawValue) -> bool {
 }
 
 fn text(r: &RawValue) -> Option<Cow<'_, str>> {
+    if let Some(plain) = de::plain_text(r.get()) {
+        return Some(Cow::Borrowed(plain));
+    }
     serde_json::from_str::<Text>(r.get()).ok().map(|t| t.0)
 }
 

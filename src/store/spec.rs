@@ -42,7 +42,13 @@ pub fn list(specs_dir: &Path) -> Vec<String> {
         .map(|entries| {
             entries
                 .flatten()
-                .filter(|e| e.path().is_dir())
+                // A folder, or a link to one: the kind from the listing itself (no stat per
+                // entry), a link followed as `is_dir` does.
+                .filter(|e| match e.file_type() {
+                    Ok(kind) if kind.is_symlink() => e.path().is_dir(),
+                    Ok(kind) => kind.is_dir(),
+                    Err(_) => e.path().is_dir(),
+                })
                 .filter_map(|e| e.file_name().to_str().map(str::to_string))
                 .filter(|n| check_name(n).is_ok())
                 .collect()

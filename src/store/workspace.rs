@@ -86,17 +86,7 @@ impl Workspace {
     /// to a place inside the repository (see `store::safe`), and is then used where it really
     /// is, so no command can skip that check.
     pub fn spec(&self, name: &str) -> Result<SpecPaths, crate::error::RunnerError> {
-        let dir = self.specs_dir.join(name);
-        crate::store::safe::check_link_inside(&self.root, &dir)?;
-        let dir = real_location(&dir);
-        Ok(SpecPaths {
-            name: name.to_string(),
-            plan: PlanFile::in_spec_dir(&dir),
-            spec_md: dir.join("spec.md"),
-            run_lock: dir.join("run.lock"),
-            sessions_dir: dir.join(SESSIONS_DIR),
-            dir,
-        })
+        spec_paths(&self.root, &self.specs_dir, name)
     }
 
     /// Held by whoever changes the main worktree's files, index or checked-out branch (a merge
@@ -140,4 +130,25 @@ impl Workspace {
     pub fn templates_dir(&self) -> PathBuf {
         self.state_dir.join("templates")
     }
+}
+
+/// The files of spec `name` in the workspace at `root` (its specs in `specs_dir`), as
+/// `Workspace::spec` gives them; on any thread (a `Workspace` holds a repository, which is not
+/// shared between threads).
+pub fn spec_paths(
+    root: &Path,
+    specs_dir: &Path,
+    name: &str,
+) -> Result<SpecPaths, crate::error::RunnerError> {
+    let dir = specs_dir.join(name);
+    crate::store::safe::check_link_inside(root, &dir)?;
+    let dir = real_location(&dir);
+    Ok(SpecPaths {
+        name: name.to_string(),
+        plan: PlanFile::in_spec_dir(&dir),
+        spec_md: dir.join("spec.md"),
+        run_lock: dir.join("run.lock"),
+        sessions_dir: dir.join(SESSIONS_DIR),
+        dir,
+    })
 }

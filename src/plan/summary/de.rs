@@ -358,8 +358,22 @@ pub(super) const KEPT_DEPTH: usize = 16;
 /// A kept value reads as the full parser reads it (see `Skip`), and nests no deeper than
 /// `KEPT_DEPTH`.
 pub(super) fn sound(r: &RawValue) -> bool {
-    let mut de = serde_json::Deserializer::from_str(r.get());
+    // Most kept values are texts without an escape or a control character: read as the full
+    // parser reads them by what they are. A number, `true`, `false` or `null` was read whole
+    // when it was taken as raw JSON.
+    let text = r.get();
+    if plain_text(text).is_some() || !text.starts_with(['"', '[', '{']) {
+        return true;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
     Capped(KEPT_DEPTH).deserialize(&mut de).is_ok()
+}
+
+/// The text of a JSON string with no escape and no control character (what it means is what
+/// it says): `None` for anything else, which serde_json reads.
+pub(crate) fn plain_text(json: &str) -> Option<&str> {
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20)).then_some(inner)
 }
 
 /// A kept value, once `sound`.

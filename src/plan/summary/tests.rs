@@ -393,3 +393,42 @@ fn a_phase_with_both_lists_is_compared_and_one_list_read_in_place() {
     }
     assert!(taken > 0 && taken < 22, "{taken} taken");
 }
+
+#[test]
+fn a_plain_text_is_read_by_what_it_says_and_anything_else_by_serde_json() {
+    for (json, plain) in [
+        (r#""subtask-1""#, Some("subtask-1")),
+        (r#""é 😀 ok""#, Some("é 😀 ok")),
+        (r#""""#, Some("")),
+        (r#""a\nb""#, None),
+        (r#""\ud800""#, None),
+        ("\"tab\there\"", None),
+        ("12", None),
+        ("null", None),
+        (r#"["a"]"#, None),
+    ] {
+        assert_eq!(de::plain_text(json), plain, "{json}");
+        if let Some(text) = plain {
+            // What serde_json reads from it.
+            assert_eq!(serde_json::from_str::<String>(json).unwrap(), text);
+        }
+    }
+    // The quick way to say a kept value is sound agrees with reading it (a raw control
+    // character never gets this far: taking raw JSON refuses it).
+    let deep = format!("{}1{}", "[".repeat(17), "]".repeat(17));
+    for (json, sound) in [
+        (r#""plain""#, true),
+        (r#""\ud800""#, false),
+        (r#""a\"b""#, true),
+        ("1e5", true),
+        ("-0", true),
+        ("true", true),
+        ("null", true),
+        (r#"{"a": [1, "\udc00"]}"#, false),
+        (r#"{"a": [1, "ok"]}"#, true),
+        (deep.as_str(), false),
+    ] {
+        let raw: &RawValue = serde_json::from_str(json).unwrap();
+        assert_eq!(de::sound(raw), sound, "{json}");
+    }
+}
