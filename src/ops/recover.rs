@@ -76,17 +76,17 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     // written (a write and an fdatasync per spec); any doubt takes the locked path. The
     // questions that need no git are asked on every core.
     let quiet = QuietLook::new(&ws);
-    let opened: Vec<Option<SpecPaths>> = names
-        .iter()
-        .map(|name| {
-            (req.spec.is_none() && !lifecycle.contains_key(name))
-                .then(|| ws.spec(name).ok())
-                .flatten()
-        })
-        .collect();
-    let prepared = on_every_core(&opened, |paths| {
-        paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed))
-    });
+    // Opened on every core too (a `Workspace` is not shared between threads: its folders are).
+    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
+    let (opened, prepared): (Vec<Option<SpecPaths>>, Vec<_>) = on_every_core(&names, |name| {
+        let paths = (req.spec.is_none() && !lifecycle.contains_key(name))
+            .then(|| crate::store::workspace::spec_paths(root, specs_dir, name).ok())
+            .flatten();
+        let prepared = paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed));
+        (paths, prepared)
+    })
+    .into_iter()
+    .unzip();
     crate::failpoint::hit("recover_all_looked");
     let mut specs = Vec::new();
     for ((name, paths), prepared) in names.into_iter().zip(opened).zip(prepared) {
