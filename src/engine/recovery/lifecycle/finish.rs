@@ -194,8 +194,14 @@ pub fn finish_all(
     dry_run: bool,
 ) -> anyhow::Result<std::collections::BTreeMap<String, crate::engine::recovery::Action>> {
     let mut out = std::collections::BTreeMap::new();
-    for name in names {
-        // A spec folder refused (linked outside the repository) is reported by the caller.
+    // Which specs have an intent file, asked on every core (most have none). A spec folder
+    // refused (linked outside the repository) is reported by the caller.
+    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
+    let with_intent = crate::engine::recovery::quiet::on_every_core(names, |name| {
+        crate::store::workspace::spec_paths(root, specs_dir, name)
+            .is_ok_and(|paths| intent_path(&paths).symlink_metadata().is_ok())
+    });
+    for (name, _) in names.iter().zip(with_intent).filter(|(_, has)| *has) {
         let Ok(paths) = ws.spec(name) else {
             continue;
         };
