@@ -335,8 +335,13 @@ impl Run {
             }
             let (done, total) = (plan.count(Status::Completed), plan.total());
             // The next chunk starts where this one's work ends: HEAD now.
+            // A take that fails must not cost the completion its write: the loop then takes
+            // the next chunk on its own (and meets the failure there).
             let next = match take_next && !self.interrupt.is_set() {
-                true => Some(self.take_in(plan, None, &head, budget_left)?.0),
+                true => self
+                    .take_in(plan, None, &head, budget_left)
+                    .map(|(take, _)| take)
+                    .ok(),
                 false => None,
             };
             Ok((done, total, change, next))
