@@ -155,3 +155,43 @@ fn a_run_writes_the_plan_durably_once_per_chunk() {
     let (short, long) = (durable_writes_of_a_run(2), durable_writes_of_a_run(6));
     assert_eq!(long - short, 4, "{short} writes for 2 chunks, {long} for 6");
 }
+
+/// The copy of the plan as a session starts has a fixed name an agent can plant a link at: it is
+/// never written through, and the run goes on (the copy is advisory).
+#[test]
+fn a_link_planted_at_the_session_copy_neither_stops_the_run_nor_is_written_through() {
+    let repo = TestRepo::new();
+    let spec = "001-link";
+    repo.add_spec(spec);
+    let subtasks: Vec<Value> = (1..=3)
+        .map(|i| json!({"id": format!("c{i}"), "description": format!("Part {i}"), "status": "pending"}))
+        .collect();
+    repo.write_plan(
+        spec,
+        &pretty(&json!({"feature": "l", "phases": [{"id": "p1", "subtasks": subtasks}]})),
+    );
+    let target = repo.tmp.path().join("elsewhere.txt");
+    std::fs::write(&target, "untouched\n").unwrap();
+    let script = repo.tmp.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "ln -sf {} \"$RUNNER_SPEC_DIR/implementation_plan.json.before-session\"\necho \"$RUNNER_CHUNK_ID\" > \"$RUNNER_CHUNK_ID.txt\"\nrunner chunk done \"$RUNNER_CHUNK_ID\"\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let agent = format!("sh {}", script.display());
+    let out = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("could not keep the plan as the session starts"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
+    assert_eq!(repo.branch_log(&format!("auto-claude/{spec}")).len(), 3);
+}

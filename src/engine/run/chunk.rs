@@ -191,8 +191,16 @@ impl Run {
             .paths
             .dir
             .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
-        crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
-            .map_err(crate::store::at(&before_path))?;
+        // Advisory: a copy that cannot be written (an agent put a link or a hard link at its
+        // name, which is never written through) does not stop the run; recovery then has no
+        // copy of this session to settle against, and says nothing of it.
+        if let Err(e) = crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
+        {
+            crate::output::warn(&format!(
+                "could not keep the plan as the session starts in {}: {e}",
+                before_path.display()
+            ));
+        }
         let end = match self
             .session(
                 "coder",
