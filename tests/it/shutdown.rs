@@ -301,3 +301,48 @@ fn auto_continue_without_a_spec_resumes_every_interrupted_spec_most_recent_first
     assert!(repo.statuses("011-b").iter().all(|(_, s)| s == "completed"));
     assert!(repo.statuses("012-c").iter().all(|(_, s)| s == "pending"));
 }
+
+/// Ctrl-C while a chunk's completion is being written (it takes the next chunk in the same
+/// write): the run stops before any new session, and the next chunk is as it was before the
+/// run took it — pending, with no attempt record (it never started, so it used none of its
+/// attempts, and its first real session is attempt 1).
+#[test]
+fn a_ctrl_c_as_a_chunk_completes_leaves_the_next_one_untouched() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec("004-between");
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    repo.script("* * done\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let child = repo
+        .cmd(&["run", "--spec", "004", "--agent-command", agent.as_str()])
+        // The completion of core-a (with core-b's take) is written, then the run pauses.
+        .env("RUNNER_FAILPOINTS", "after_complete~3000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("core-a's completion", || {
+        repo.chunk("004-between", "core-a")["status"] == "completed"
+    });
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let b = repo.chunk("004-between", "core-b");
+    assert_eq!(b["status"], "pending", "{b}");
+    assert!(
+        b.get("attempts")
+            .is_none_or(|a| a.as_array().is_some_and(|a| a.is_empty())),
+        "core-b never started, yet has an attempt record: {b}"
+    );
+    // Its first real session is attempt 1.
+    let out = repo
+        .cmd(&["run", "--spec", "004", "--agent-command", agent.as_str()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let b = repo.chunk("004-between", "core-b");
+    assert_eq!(b["attempts"].as_array().map(Vec::len), Some(1), "{b}");
+}
