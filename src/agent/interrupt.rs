@@ -9,6 +9,10 @@ use tokio::sync::Notify;
 
 /// Set once `Interrupt::install` listens (for SIGINT, SIGTERM and SIGHUP).
 static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set by the signal handler itself, the moment a signal arrives: the task that counts signals
+/// runs only when the (single-threaded) runtime gets to it, which is not before the next
+/// `await`, and runner does much without one (a commit, plan writes, a session's start).
+static ARRIVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
@@ -17,18 +21,30 @@ pub struct Interrupt {
     /// Seconds an agent may take to finish after the first signal, for the message saying so
     /// (0: not set, no agent is drained).
     drain_secs: Arc<AtomicU64>,
+    /// This is the process's interrupt (`install`): a signal counts from the moment it arrives
+    /// (`ARRIVED`), not only once the counting task ran.
+    installed: bool,
 }
 
 impl Interrupt {
     /// Listen for SIGINT, SIGTERM and SIGHUP for the rest of the process. Needs a tokio runtime.
     pub fn install() -> anyhow::Result<Interrupt> {
         use tokio::signal::unix::{SignalKind, signal};
-        let interrupt = Interrupt::default();
+        let interrupt = Interrupt {
+            installed: true,
+            ..Interrupt::default()
+        };
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
         // A closed terminal (SIGHUP) is a stop like SIGTERM: drained and journaled, not a
         // death that leaves the agent's work unjudged.
         let mut hup = signal(SignalKind::hangup())?;
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the action is one atomic store (async-signal-safe).
+            unsafe {
+                signal_hook_registry::register(sig, || ARRIVED.store(true, Ordering::SeqCst))
+            }?;
+        }
         let me = interrupt.clone();
         LISTENING.store(true, Ordering::SeqCst);
         tokio::spawn(async move {
@@ -83,8 +99,10 @@ impl Interrupt {
         self.count.load(Ordering::SeqCst)
     }
 
+    /// A signal arrived (for the process's interrupt, even one the counting task has not seen
+    /// yet: no new session starts after a Ctrl-C, whenever the runtime next polls).
     pub fn is_set(&self) -> bool {
-        self.count() > 0
+        self.count() > 0 || (self.installed && ARRIVED.load(Ordering::SeqCst))
     }
 
     /// An interrupt that fires at the next signal after the ones seen so far: work started
