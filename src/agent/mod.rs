@@ -1,12 +1,14 @@
 //! Mechanism layer: an agent session's process. Prompts, the child process in its own group
 //! with a capped log, its descendants (`ancestry`), and the signals that stop a run
-//! (`interrupt`; what a signal did is told through `output::urgent`, never printed here).
+//! (`interrupt`; what a signal did is told through `output::urgent`, never printed here), and
+//! what an agent CLI said about its session (`report`: one pure parser per preset).
 
 pub mod ancestry;
 pub mod capture;
 pub mod interrupt;
 pub mod process;
 pub mod prompt;
+pub mod report;
 
 pub use interrupt::Interrupt;
 pub use process::{ChildEnd, ChildSpec, Ended, run_child};

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agent_report;
 mod chunk;
 mod cli_conventions;
 mod crash;

@@ -1,0 +1,182 @@
+//! Codex, `codex exec --json`: one JSON event a line (`codex-rs/exec/src/exec_events.rs`).
+//!
+//! - `{"type":"thread.started","thread_id":…}`: the thread, what `codex exec resume` takes;
+//! - `{"type":"turn.completed","usage":{"input_tokens","cached_input_tokens","output_tokens"}}`:
+//!   the usage is the thread's running total (codex copies its last `total_token_usage`), so a
+//!   resumed thread's figures include every earlier session's: this session's tokens are the
+//!   last total minus the total the previous session of the thread ended with;
+//! - `{"type":"turn.failed","error":{"message":…}}`: the turn failed;
+//! - `{"type":"error","message":…}`: an error of the stream; it may be followed by a retry that
+//!   succeeds, so it fails the session only when no `turn.completed` comes after it;
+//! - a usage limit is only a message: `You've hit your usage limit. … Try again at 3:28 PM.`
+//!   (`or try again at …` for some plans), the time in the machine's local time zone, with the
+//!   date (`Aug 8th, 2026 12:30 PM`) when it is not today (`codex-rs/core/src/error.rs`,
+//!   `format_retry_timestamp`); `Try again later.` gives no time.
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{AgentReport, Tokens, count, event, lines, text};
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    thread_id: Option<Value>,
+    usage: Option<Value>,
+    error: Option<Value>,
+    message: Option<Value>,
+}
+
+/// `previous_thread_total` is the `thread_total` of the report of the previous session of the
+/// same thread (for a resumed thread), `None` for a new one. `now` is the time the output was
+/// read, in the time zone codex printed its times in (the machine's local zone).
+pub fn parse<Tz: TimeZone>(
+    output: &[u8],
+    previous_thread_total: Option<Tokens>,
+    now: &DateTime<Tz>,
+) -> AgentReport {
+    let mut report = AgentReport::default();
+    let mut total: Option<Tokens> = None;
+    let mut failed: Option<String> = None;
+    let mut stream_error: Option<String> = None;
+    for line in lines(output) {
+        let Some(ev) = event::<Event>(line) else {
+            continue;
+        };
+        match ev.kind.as_deref() {
+            Some("thread.started") => {
+                if let Some(id) = text(ev.thread_id.as_ref()) {
+                    report.agent_session_id = Some(id.to_string());
+                }
+            }
+            Some("turn.completed") => {
+                if let Some(usage) = ev.usage.as_ref() {
+                    let input = count(usage.get("input_tokens"));
+                    let cached = count(usage.get("cached_input_tokens"));
+                    total = Some(Tokens {
+                        input: input.saturating_sub(cached),
+                        output: count(usage.get("output_tokens")),
+                        cache_read: cached,
+                        cache_write: 0,
+                    });
+                }
+                stream_error = None;
+            }
+            Some("turn.failed") => {
+                let message = ev
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("turn failed");
+                failed = Some(message.to_string());
+            }
+            Some("error") => {
+                let message = text(ev.message.as_ref()).unwrap_or("error");
+                stream_error = Some(message.to_string());
+            }
+            _ => {}
+        }
+    }
+    for message in [&failed, &stream_error].into_iter().flatten() {
+        if let Some(reset) = usage_limit(message, now) {
+            report.limit(reset);
+        }
+    }
+    if let Some(message) = failed.or(stream_error) {
+        report.set_error(&message);
+    }
+    if let Some(total) = total {
+        report.tokens = total.since(&previous_thread_total.unwrap_or_default());
+        report.thread_total = Some(total);
+    }
+    report
+}
+
+/// `Some(reset)` when `message` says the usage limit was hit.
+fn usage_limit<Tz: TimeZone>(message: &str, now: &DateTime<Tz>) -> Option<Option<DateTime<Utc>>> {
+    // ASCII lower-casing keeps byte offsets, so they index `message` too.
+    let lower = message.to_ascii_lowercase();
+    if !lower.contains("hit your usage limit") {
+        return None;
+    }
+    if let Some(at) = lower.find("try again at ") {
+        return Some(reset_at(&message[at + "try again at ".len()..], now));
+    }
+    if let Some(at) = lower.find("try again in ") {
+        return Some(reset_in(&lower[at + "try again in ".len()..], now));
+    }
+    Some(None)
+}
+
+/// `3:28 PM.` (today, or tomorrow when that time has passed) or `Aug 8th, 2026 12:30 PM.`, in
+/// `now`'s time zone.
+fn reset_at<Tz: TimeZone>(rest: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
+    let end = rest.find(['\n', '(']).unwrap_or(rest.len());
+    let when = rest[..end].trim().trim_end_matches('.').trim();
+    let upper = when.to_ascii_uppercase();
+    let (time_at, date) = match upper.rfind(':') {
+        Some(colon) if colon >= 1 => {
+            // The time starts at the last word before the colon.
+            let start = upper[..colon].rfind(' ').map_or(0, |s| s + 1);
+            (start, upper[..start].trim().trim_end_matches(',').trim())
+        }
+        _ => return None,
+    };
+    let time = NaiveTime::parse_from_str(upper[time_at..].trim(), "%I:%M %p").ok()?;
+    let tz = now.timezone();
+    if date.is_empty() {
+        let today = now.naive_local().date();
+        let local = tz.from_local_datetime(&today.and_time(time)).earliest()?;
+        let at = local.with_timezone(&Utc);
+        if at < now.with_timezone(&Utc) {
+            let tomorrow = today.succ_opt()?.and_time(time);
+            return tz
+                .from_local_datetime(&tomorrow)
+                .earliest()
+                .map(|t| t.with_timezone(&Utc));
+        }
+        return Some(at);
+    }
+    let date = parse_date(date)?;
+    let naive = NaiveDateTime::new(date, time);
+    tz.from_local_datetime(&naive)
+        .earliest()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// `AUG 8TH, 2026` (upper-cased).
+fn parse_date(date: &str) -> Option<NaiveDate> {
+    let (month_day, year) = date.split_once(',')?;
+    let month_day = month_day.trim();
+    let digits_end = month_day.trim_end_matches(char::is_alphabetic).len();
+    let plain = format!("{} {}", &month_day[..digits_end], year.trim());
+    NaiveDate::parse_from_str(&plain, "%b %d %Y").ok()
+}
+
+/// `2 hours 5 minutes.`, `3 days 6 hours 57 minutes`, from `now`.
+fn reset_in<Tz: TimeZone>(rest: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
+    let mut seconds: i64 = 0;
+    let mut words = rest.split_whitespace();
+    let mut any = false;
+    while let Some(word) = words.next() {
+        let Ok(n) = word.parse::<i64>() else { break };
+        let unit = words.next()?.trim_end_matches(['.', ',']);
+        let per = match unit.trim_end_matches('s') {
+            "day" => 86_400,
+            "hour" => 3_600,
+            "minute" | "min" => 60,
+            "second" | "sec" => 1,
+            _ => return None,
+        };
+        seconds = seconds.checked_add(n.checked_mul(per)?)?;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    now.with_timezone(&Utc)
+        .checked_add_signed(Duration::try_seconds(seconds)?)
+}

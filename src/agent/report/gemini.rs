@@ -1,0 +1,151 @@
+//! Gemini CLI, `gemini --output-format stream-json`: one JSON event a line, each with a
+//! `timestamp` (`packages/core/src/output/types.ts`).
+//!
+//! - `{"type":"init","session_id":…,"model":…}` opens the session;
+//! - `{"type":"result","status":"success"|"error","error":{"type","message"},"stats":{
+//!   "input_tokens","output_tokens","cached","input",…}}` closes it (`input_tokens` counts the
+//!   cached input too; `input` is the rest). An error that ends the session, a quota error
+//!   among them, is a `result` with `status: "error"` whose `error.type` is the error's class
+//!   name: `TerminalQuotaError` or `RetryableQuotaError` for a quota
+//!   (`packages/cli/src/utils/errors.ts`, `handleError`);
+//! - `{"type":"error","severity":"warning"|"error","message":…}`: a problem during the session;
+//!   `severity: "error"` fails it.
+//!
+//! A quota error's message carries the delay Google's API gave, `Please retry in 34.07s` or
+//! `Your quota will reset after 2h30m41s.`: the reset time is the event's timestamp plus that.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{AgentReport, Tokens, count, event, lines, text};
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    timestamp: Option<Value>,
+    session_id: Option<Value>,
+    model: Option<Value>,
+    status: Option<Value>,
+    error: Option<Value>,
+    severity: Option<Value>,
+    message: Option<Value>,
+    stats: Option<Value>,
+}
+
+const QUOTA_TYPES: [&str; 2] = ["TerminalQuotaError", "RetryableQuotaError"];
+
+pub fn parse(output: &[u8]) -> AgentReport {
+    let mut report = AgentReport::default();
+    for line in lines(output) {
+        let Some(ev) = event::<Event>(line) else {
+            continue;
+        };
+        let at = text(ev.timestamp.as_ref())
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        match ev.kind.as_deref() {
+            Some("init") => {
+                if let Some(id) = text(ev.session_id.as_ref()) {
+                    report.agent_session_id = Some(id.to_string());
+                }
+                if let Some(model) = text(ev.model.as_ref()) {
+                    report.model = Some(model.to_string());
+                }
+            }
+            Some("result") => {
+                if let Some(stats) = ev.stats.as_ref() {
+                    let cached = count(stats.get("cached"));
+                    let input = match stats.get("input") {
+                        Some(v) => count(Some(v)),
+                        None => count(stats.get("input_tokens")).saturating_sub(cached),
+                    };
+                    report.tokens = Tokens {
+                        input,
+                        output: count(stats.get("output_tokens")),
+                        cache_read: cached,
+                        cache_write: 0,
+                    };
+                }
+                if text(ev.status.as_ref()) == Some("error") {
+                    failure(&mut report, ev.error.as_ref(), at);
+                }
+            }
+            Some("error") => {
+                if ev.error.is_some() {
+                    failure(&mut report, ev.error.as_ref(), at);
+                } else if text(ev.severity.as_ref()) != Some("warning") {
+                    report.set_error(text(ev.message.as_ref()).unwrap_or("error"));
+                }
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+/// An error object `{"type","message"}` that ended the session.
+fn failure(report: &mut AgentReport, error: Option<&Value>, at: Option<DateTime<Utc>>) {
+    let kind = error.and_then(|e| e.get("type")).and_then(Value::as_str);
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    report.set_error(if message.is_empty() {
+        kind.unwrap_or("error")
+    } else {
+        message
+    });
+    if kind.is_some_and(|k| QUOTA_TYPES.contains(&k)) {
+        let delay = retry_delay(message);
+        report.limit(at.zip(delay).and_then(|(at, d)| at.checked_add_signed(d)));
+    }
+}
+
+/// `Please retry in 34.07s` / `900ms`, or `reset after 2h30m41s`.
+fn retry_delay(message: &str) -> Option<Duration> {
+    for marker in ["retry in ", "reset after "] {
+        if let Some(at) = message.find(marker) {
+            return duration(&message[at + marker.len()..]);
+        }
+    }
+    None
+}
+
+/// A duration written as `1h2m3.5s`, `34.07s` or `900ms`, up to the first other character.
+fn duration(text: &str) -> Option<Duration> {
+    let mut millis: f64 = 0.0;
+    let mut rest = text;
+    let mut any = false;
+    loop {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            break;
+        }
+        let Ok(n) = rest[..digits].parse::<f64>() else {
+            break;
+        };
+        rest = &rest[digits..];
+        let (per, len) = if rest.starts_with("ms") {
+            (1.0, 2)
+        } else if rest.starts_with('h') {
+            (3_600_000.0, 1)
+        } else if rest.starts_with('m') {
+            (60_000.0, 1)
+        } else if rest.starts_with('s') {
+            (1000.0, 1)
+        } else {
+            break;
+        };
+        millis += n * per;
+        rest = &rest[len..];
+        any = true;
+    }
+    if !any || !millis.is_finite() || millis > 1e13 {
+        return None;
+    }
+    Duration::try_milliseconds(millis.round() as i64)
+}
