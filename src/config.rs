@@ -5,6 +5,7 @@
 //! An unknown key is a warning (`output::warn`, naming the key, the file and the keys its
 //! table knows), not an error: a config written for a newer runner still works with this one.
 
+mod agent;
 mod keys;
 
 use std::path::Path;
@@ -13,13 +14,28 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::RunnerError;
+use crate::policy::invocation::{Permission, Preset};
 
+pub use agent::parse_preset;
+use agent::{permission_name, preset_name};
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
 
 pub const CONFIG_FILE: &str = "config.toml";
 
 /// The example config, every key commented out at its default: what `runner init` writes.
 pub const EXAMPLE: &str = include_str!("../.auto-claude.example/config.toml");
+
+/// The example config with `[agent] preset` set (what `runner init --agent NAME` writes).
+pub fn example_with_preset(preset: Option<Preset>) -> String {
+    match preset {
+        Some(p) => EXAMPLE.replacen(
+            "\n# preset = \"claude\"\n",
+            &format!("\npreset = \"{}\"\n", p.name()),
+            1,
+        ),
+        None => EXAMPLE.to_string(),
+    }
+}
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 pub struct Config {
@@ -68,6 +84,21 @@ pub enum Evaluator {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct AgentConfig {
+    /// `claude`, `codex`, `gemini`, `aider` or `command`. Unset: `command` when a command is
+    /// set, else no agent.
+    #[serde(deserialize_with = "preset_name")]
+    pub preset: Option<Preset>,
+    /// The preset's program, when not its name on PATH (a path is used as given; a relative
+    /// one is relative to the repository).
+    pub program: Option<String>,
+    /// Extra arguments for the preset's command line: a list, or a string split like a shell.
+    #[serde(deserialize_with = "args_string_or_list")]
+    pub args: Vec<String>,
+    /// What the agent may do without asking: `safe` (default), `full` or `own` (see README).
+    #[serde(deserialize_with = "permission_name")]
+    pub permission: Permission,
+    /// Continue an interrupted chunk's agent session where the preset can (used by resume).
+    pub resume_sessions: bool,
     /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`; in the
     /// file a list, or a string split like a shell (`"claude -p"`).
     #[serde(deserialize_with = "command_string_or_list")]
@@ -91,6 +122,11 @@ const MAX_LOG_BYTES: u64 = 1024 * 1024 * 1024;
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
+            preset: None,
+            program: None,
+            args: Vec::new(),
+            permission: Permission::Safe,
+            resume_sessions: true,
             command: Vec::new(),
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
         }
@@ -215,6 +251,18 @@ impl Config {
 
 /// `[agent] command`: a list of strings as it is, or a string split like a shell.
 fn command_string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    words_string_or_list(d, "agent.command")
+}
+
+/// `[agent] args`, like `command`.
+fn args_string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    words_string_or_list(d, "agent.args")
+}
+
+fn words_string_or_list<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    key: &str,
+) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Command {
@@ -222,14 +270,13 @@ fn command_string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<
         Argv(Vec<String>),
     }
     match Command::deserialize(d).map_err(|_| {
-        serde::de::Error::custom(
-            "agent.command must be a string (\"claude -p\") or a list of strings",
-        )
+        serde::de::Error::custom(format!(
+            "{key} must be a string (\"claude -p\") or a list of strings"
+        ))
     })? {
         Command::Argv(argv) => Ok(argv),
-        Command::Line(line) => shell_words::split(&line).map_err(|e| {
-            serde::de::Error::custom(format!("agent.command {line:?} does not parse: {e}"))
-        }),
+        Command::Line(line) => shell_words::split(&line)
+            .map_err(|e| serde::de::Error::custom(format!("{key} {line:?} does not parse: {e}"))),
     }
 }
 
@@ -339,8 +386,10 @@ mod tests {
         assert_eq!(Config::load(&path).unwrap(), Config::default());
         std::fs::write(&path, example_uncommented()).unwrap();
         let mut c = Config::load(&path).unwrap();
-        // The one key without a default shows an example value.
+        // The keys without a default show an example value.
         assert_eq!(c.git.base_branch.take().as_deref(), Some("main"));
+        assert_eq!(c.agent.preset.take(), Some(Preset::Claude));
+        assert_eq!(c.agent.program.take().as_deref(), Some("claude"));
         assert_eq!(c, Config::default());
     }
 
@@ -379,6 +428,21 @@ mod tests {
                 .to_string()
                 .contains("oracle")
         );
+    }
+
+    #[test]
+    fn init_can_write_the_example_with_a_preset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for preset in Preset::ALL {
+            std::fs::write(&path, example_with_preset(Some(preset))).unwrap();
+            let c = Config::load(&path).unwrap();
+            assert_eq!(c.agent.preset, Some(preset));
+            let mut rest = c.clone();
+            rest.agent.preset = None;
+            assert_eq!(rest, Config::default(), "only the preset is set");
+        }
+        assert_eq!(example_with_preset(None), EXAMPLE);
     }
 
     #[test]

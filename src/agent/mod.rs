@@ -6,10 +6,12 @@
 pub mod ancestry;
 pub mod capture;
 pub mod interrupt;
+pub mod preset;
 pub mod process;
 pub mod prompt;
 pub mod report;
 
 pub use interrupt::Interrupt;
+pub use preset::AgentSetup;
 pub use process::{ChildEnd, ChildSpec, Ended, run_child};
 pub use prompt::Prompts;

@@ -5,6 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use crate::error::RunnerError;
+use crate::policy::invocation::Preset;
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
@@ -12,6 +13,28 @@ pub struct InitArgs {
     /// Replace an existing .auto-claude/config.toml (its settings are lost).
     #[arg(long)]
     pub force: bool,
+    /// The agent preset to write into the config ([agent] preset): claude, codex, gemini, aider
+    /// or command. Without it, asked on a terminal; left unset otherwise.
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(["claude", "codex", "gemini", "aider", "command"]))]
+    pub agent: Option<String>,
+}
+
+/// What the question offers besides the presets.
+const NO_AGENT: &str = "none for now (set [agent] preset later, or pass --agent to run)";
+
+/// The preset to write: the flag's; else, on a terminal, the answer to a question.
+fn chosen_preset(args: &InitArgs) -> anyhow::Result<Option<Preset>> {
+    if let Some(name) = &args.agent {
+        return Ok(Some(crate::config::parse_preset(name)?));
+    }
+    if !super::interact::can_ask() {
+        return Ok(None);
+    }
+    let choices = vec!["claude", "codex", "gemini", "aider", NO_AGENT];
+    let picked = super::interact::ask(|| {
+        inquire::Select::new("Which agent runs the sessions?", choices).prompt()
+    })?;
+    Ok(Preset::parse(picked))
 }
 
 pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
@@ -27,13 +50,20 @@ pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
         .with_hint("`runner init --force` replaces it with every key at its default")
         .into());
     }
+    // Asked before anything is written: a cancelled question changes nothing.
+    let preset = chosen_preset(&args)?;
     crate::store::safe::create_dirs(&ws.state_dir)?;
     // Atomic and resolved from the folder's handle: a link at the config's place is replaced,
     // never written through.
-    crate::store::atomic::write_atomic(&path, crate::config::EXAMPLE.as_bytes())?;
+    let text = crate::config::example_with_preset(preset);
+    crate::store::atomic::write_atomic(&path, text.as_bytes())?;
+    let agent = match preset {
+        Some(p) => format!(" The agent is {p} ([agent] preset)."),
+        None => String::new(),
+    };
     println!(
         "Wrote {}: every key commented out at its default. Uncomment what you change; \
-         `runner config` shows the values in effect.",
+         `runner config` shows the values in effect.{agent}",
         crate::text::for_terminal(&path.display().to_string())
     );
     Ok(0)

@@ -24,9 +24,14 @@ pub struct RunArgs {
     /// was deleted, re-pins the spec here once confirmed).
     #[arg(long)]
     pub base_branch: Option<String>,
-    /// The agent command for this run, e.g. "claude -p" (overrides [agent] command).
-    #[arg(long)]
+    /// The agent command for this run, e.g. "claude -p" (the `command` preset; overrides the
+    /// config and the agent the spec last ran with, and is remembered for the spec).
+    #[arg(long, conflicts_with = "agent")]
     pub agent_command: Option<String>,
+    /// The agent preset for this run: claude, codex, gemini, aider or command (overrides
+    /// [agent] preset and the agent the spec last ran with, and is remembered for the spec).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(["claude", "codex", "gemini", "aider", "command"]))]
+    pub agent: Option<String>,
     /// Build in .worktrees/auto-claude-NAME instead of .worktrees/auto-claude.
     #[arg(long, value_name = "NAME")]
     pub slot: Option<String>,
@@ -60,6 +65,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         auto_continue: args.auto_continue,
         base_branch: args.base_branch,
         agent_command: args.agent_command,
+        agent: args.agent,
         slot: args.slot,
         drain_timeout: args.drain_timeout,
         yes: args.yes,

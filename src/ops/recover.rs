@@ -57,13 +57,11 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         )?],
         None => crate::store::spec::list(&ws.specs_dir),
     };
-    let mut opts = recover_options(
-        &ws,
-        &config,
-        &config.agent.command,
-        req.dry_run,
-        req.retry_failed,
-    );
+    let agent = config
+        .agent
+        .choice()
+        .and_then(|c| crate::agent::AgentSetup::resolve_or_as_given(c, &ws.root));
+    let mut opts = recover_options(&ws, &config, agent.as_ref(), req.dry_run, req.retry_failed);
     opts.interrupt = crate::agent::Interrupt::install()?;
 
     let run_id = crate::store::ids::run_id();

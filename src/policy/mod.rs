@@ -3,6 +3,8 @@
 //! modules, the recovery rules (recovery.rs) and the one table of legal chunk status changes
 //! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
+pub mod agent_choice;
+pub mod invocation;
 pub mod recovery;
 pub mod spec_choice;
 pub mod transition;

@@ -178,6 +178,12 @@ pub struct Session {
     pub start_commit: Option<String>,
     #[serde(skip_serializing_if = "none")]
     pub command: Option<Vec<String>>,
+    /// The agent preset that ran the session (`claude`, …, `command`).
+    #[serde(skip_serializing_if = "none")]
+    pub preset: Option<String>,
+    /// The agent's own session id, when runner chose it (claude's `--session-id`) or resumed it.
+    #[serde(skip_serializing_if = "none")]
+    pub agent_session_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -67,9 +67,52 @@ pub fn session_id(role: &str, chunk: Option<&str>, attempt: u32) -> String {
     id
 }
 
+/// A random (version 4) UUID, `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`: the agent session id
+/// runner gives claude (`--session-id` takes only a UUID). 16 bytes of `/dev/urandom`; where
+/// that cannot be read, the bits of [`unique_bits`] (unique, if not secret: an id, not a key).
+pub fn uuid_v4() -> String {
+    let mut b = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));
+    if read.is_err() {
+        b[..8].copy_from_slice(&unique_bits().to_le_bytes());
+        b[8..].copy_from_slice(&unique_bits().to_le_bytes());
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uuid_is_version_4_and_never_repeats() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| uuid_v4()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            let parts: Vec<&str> = id.split('-').collect();
+            assert_eq!(
+                parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                [8, 4, 4, 4, 12]
+            );
+            assert!(
+                id.bytes()
+                    .all(|c| c == b'-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+            assert!(parts[2].starts_with('4'), "{id}");
+            assert!("89ab".contains(&parts[3][..1]), "{id}");
+        }
+    }
 
     #[test]
     fn a_run_id_is_r_and_twelve_lowercase_hex_digits_and_never_repeats() {

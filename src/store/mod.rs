@@ -3,6 +3,7 @@
 //! `guard`), ids, and the typed journal (`event`, `journal`, its `segments`, and the
 //! `failures` kept beside each session for retry prompts). No policy and no printing here.
 
+pub mod agent_memory;
 pub mod atomic;
 pub mod event;
 pub mod failures;

@@ -22,6 +22,7 @@ mod output;
 mod plan_compat;
 mod plan_reference;
 mod plan_speed;
+mod presets;
 mod recover;
 mod resolver;
 mod review_cli;

@@ -14,7 +14,8 @@ use crate::plan::Chunk;
 
 #[derive(Debug, Clone)]
 pub struct AgentEvaluator {
-    pub argv: Vec<String>,
+    /// The agent asked: a fresh session of its preset, the prompt as any session's.
+    pub agent: crate::agent::AgentSetup,
     pub templates_dir: PathBuf,
     pub timeout: Duration,
     pub max_log_bytes: u64,
@@ -72,22 +73,31 @@ pub async fn ask(
     let session_dir = paths.session_dir(session_id).map_err(|e| e.to_string())?;
     let _ = crate::store::safe::write(&session_dir.join("prompt.md"), prompt.as_bytes());
     let log_path = session_dir.join("output.log");
+    let invocation = evaluator.agent.invocation(
+        worktree,
+        &paths.dir,
+        &session_dir,
+        &evaluator.agent.fresh_mode(),
+        None,
+    );
+    let mut env: Vec<(String, String)> = vec![
+        ("RUNNER_ROLE".into(), "recovery".into()),
+        ("RUNNER_SPEC".into(), paths.name.clone()),
+        ("RUNNER_SPEC_DIR".into(), paths.dir.display().to_string()),
+        (
+            "RUNNER_PLAN_FILE".into(),
+            paths.plan.path().display().to_string(),
+        ),
+        ("RUNNER_CHUNK_ID".into(), chunk.id.clone()),
+        ("RUNNER_SESSION_ID".into(), session_id.into()),
+        ("RUNNER_WORKTREE".into(), worktree.display().to_string()),
+    ];
+    env.extend(invocation.env);
     let spec_child = ChildSpec {
-        argv: evaluator.argv.clone(),
+        argv: invocation.argv,
         cwd: worktree.to_path_buf(),
-        env: vec![
-            ("RUNNER_ROLE".into(), "recovery".into()),
-            ("RUNNER_SPEC".into(), paths.name.clone()),
-            ("RUNNER_SPEC_DIR".into(), paths.dir.display().to_string()),
-            (
-                "RUNNER_PLAN_FILE".into(),
-                paths.plan.path().display().to_string(),
-            ),
-            ("RUNNER_CHUNK_ID".into(), chunk.id.clone()),
-            ("RUNNER_SESSION_ID".into(), session_id.into()),
-            ("RUNNER_WORKTREE".into(), worktree.display().to_string()),
-        ],
-        stdin: Some(prompt),
+        env,
+        stdin: invocation.prompt_on_stdin.then_some(prompt),
         log_path: log_path.clone(),
         timeout: evaluator.timeout,
         drain: Duration::from_secs(1),

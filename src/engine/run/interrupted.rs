@@ -6,18 +6,18 @@ use super::*;
 pub fn recover_options(
     ws: &Workspace,
     config: &Config,
-    agent: &[String],
+    agent: Option<&crate::agent::AgentSetup>,
     dry_run: bool,
     retry_failed: bool,
 ) -> crate::engine::recovery::RecoverOptions {
-    let evaluator = (config.recovery.evaluator == crate::config::Evaluator::Agent
-        && !agent.is_empty())
-    .then(|| crate::engine::recovery::evaluator::AgentEvaluator {
-        argv: agent.to_vec(),
-        templates_dir: ws.templates_dir(),
-        timeout: config.run.session_timeout(),
-        max_log_bytes: config.agent.max_log_bytes,
-    });
+    let evaluator = agent
+        .filter(|_| config.recovery.evaluator == crate::config::Evaluator::Agent)
+        .map(|agent| crate::engine::recovery::evaluator::AgentEvaluator {
+            agent: agent.clone(),
+            templates_dir: ws.templates_dir(),
+            timeout: config.run.session_timeout(),
+            max_log_bytes: config.agent.max_log_bytes,
+        });
     crate::engine::recovery::RecoverOptions {
         dry_run,
         retry_failed,

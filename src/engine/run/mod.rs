@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub auto_continue: bool,
     pub base_branch: Option<String>,
     pub agent_command: Option<String>,
+    /// `--agent NAME`: a preset (its program and args from the config when it names the same).
+    pub agent: Option<String>,
     pub slot: Option<String>,
     /// Overrides `[run] drain_timeout` (seconds).
     pub drain_timeout: Option<u64>,
@@ -74,7 +76,7 @@ pub struct RunSummary {
 struct Run {
     paths: SpecPaths,
     config: Config,
-    agent: Vec<String>,
+    agent: crate::agent::AgentSetup,
     /// `--agent-command` as given: printed commands that run the spec again need it.
     agent_flag: Option<String>,
     run_id: String,

@@ -93,13 +93,8 @@ impl Run {
         if let Some(exe) = exe {
             env.push(("RUNNER_BIN".into(), exe.display().to_string()));
             // Let the agent call `runner chunk done` by name.
-            if let Some(dir) = exe.parent() {
-                let path = std::env::var_os("PATH").unwrap_or_default();
-                let mut dirs = vec![dir.to_path_buf()];
-                dirs.extend(std::env::split_paths(&path));
-                if let Ok(joined) = std::env::join_paths(dirs) {
-                    env.push(("PATH".into(), joined.to_string_lossy().into_owned()));
-                }
+            if let Some(path) = crate::agent::preset::agent_path() {
+                env.push(("PATH".into(), path.to_string_lossy().into_owned()));
             }
         }
         env
@@ -172,11 +167,17 @@ impl Run {
             None => head_commit(&self.open_worktree()?)?.to_string(),
         };
         self.sessions += 1;
+        let mode = self.agent.fresh_mode();
+        let invocation = self
+            .agent
+            .invocation(&self.worktree, &self.paths.dir, &dir, &mode, None);
+        let mut env = self.agent_env(role, chunk, attempt, session_id);
+        env.extend(invocation.env.iter().cloned());
         let spec = ChildSpec {
-            argv: self.agent.clone(),
+            argv: invocation.argv.clone(),
             cwd: self.worktree.clone(),
-            env: self.agent_env(role, chunk, attempt, session_id),
-            stdin: Some(prompt.to_string()),
+            env,
+            stdin: invocation.prompt_on_stdin.then(|| prompt.to_string()),
             log_path: dir.join("output.log"),
             timeout: self.config.run.session_timeout(),
             drain: self.drain,
@@ -189,7 +190,14 @@ impl Run {
             attempt,
             session_id: session_id.to_string(),
             start_commit: Some(start_commit),
-            command: Some(self.agent.clone()),
+            command: Some(invocation.argv),
+            preset: Some(self.agent.choice.preset.name().to_string()),
+            agent_session_id: match mode {
+                crate::policy::invocation::SessionMode::Fresh { session_id } => session_id,
+                crate::policy::invocation::SessionMode::Resume { agent_session_id } => {
+                    Some(agent_session_id)
+                }
+            },
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;
         let end = self.run_journaled(&spec, session_id, role).await?;

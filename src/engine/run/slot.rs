@@ -228,7 +228,7 @@ impl Switch<'_> {
             Ok(Some(p)) if p.count(Status::InProgress) > 0 => {
                 let other_journal = Journal::new(&other.dir, &crate::store::ids::run_id());
                 let config = ws.config()?;
-                let opts = recover_options(ws, &config, &[], false, false);
+                let opts = recover_options(ws, &config, None, false, false);
                 let rec = crate::engine::recovery::recover_spec(ws, &other, &other_journal, &opts)
                     .await?;
                 for action in &rec.actions {

@@ -6,7 +6,10 @@
 use std::rc::Rc;
 
 use super::*;
+use crate::agent::AgentSetup;
 use crate::engine::progress::ProgressSink;
+use crate::policy::agent_choice::{AgentChoice, Remembered};
+use crate::store::agent_memory::{self, Recall};
 use crate::store::event::{self as ev, Event};
 use crate::store::{FileLock, Holder};
 
@@ -16,7 +19,9 @@ pub struct Prepared {
     ws: Workspace,
     config: Config,
     paths: SpecPaths,
-    agent: Vec<String>,
+    agent: AgentSetup,
+    /// What the spec will remember of its agent once the run goes ahead.
+    memory: Remembered,
     opts: RunOptions,
     interrupt: Interrupt,
     reporter: Reporter,
@@ -39,7 +44,8 @@ struct Resolved {
     ws: Workspace,
     config: Config,
     paths: SpecPaths,
-    agent: Vec<String>,
+    agent: AgentSetup,
+    memory: Remembered,
 }
 
 /// The run's locks and who it says it is in them.
@@ -65,6 +71,7 @@ pub async fn prepare(
         config,
         paths,
         agent,
+        memory,
     } = resolve(cwd, opts)?;
     ws.main.ensure_excluded()?;
     let reporter = Reporter::new(progress);
@@ -86,6 +93,7 @@ pub async fn prepare(
         config,
         paths,
         agent,
+        memory,
         opts: opts.clone(),
         interrupt,
         reporter,
@@ -112,9 +120,17 @@ fn resolve(cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved> {
     let paths = ws.spec(&spec_name)?;
     // Every session is given the feature.
     crate::store::spec::read_text(&paths.spec_md)?;
-    let agent = match &opts.agent_command {
-        Some(text) => parse_agent_command(text)?,
-        None => config.agent.command.clone(),
+    let config_agent = config.agent.choice();
+    let flag = agent_flag(opts, &config)?;
+    let remembered = match agent_memory::recall(&ws.state_dir, &spec_name) {
+        Recall::Nothing => None,
+        Recall::Agent(r) => Some(r),
+        Recall::Unusable(why) => {
+            crate::output::warn(&format!(
+                "the agent spec {spec_name} last ran with is not used ({why}); the config or the flags decide"
+            ));
+            None
+        }
     };
     // What `main` prints if this run is interrupted: the exact command that resumes it.
     let _ = RESUME_COMMAND.set(run_again_command(
@@ -122,19 +138,43 @@ fn resolve(cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved> {
         opts.agent_command.as_deref(),
         true,
     ));
-    if agent.is_empty() {
-        return Err(RunnerError::bad_input("no agent command")
-            .with_hint(
-                "pass --agent-command \"claude -p\" or set [agent] command in .auto-claude/config.toml",
-            )
-            .into());
-    }
+    let chosen = policy::agent_choice::choose_agent(flag, config_agent.clone(), remembered)
+        .ok_or_else(crate::agent::preset::no_agent)?;
+    let agent = AgentSetup::resolve(
+        chosen,
+        &ws.root,
+        crate::agent::preset::agent_path().as_deref(),
+    )?;
+    let memory = Remembered {
+        agent: agent.choice.clone(),
+        config: config_agent,
+    };
     Ok(Resolved {
         ws,
         config,
         paths,
         agent,
+        memory,
     })
+}
+
+/// The agent the flags name: `--agent-command` is the `command` preset; `--agent NAME` that
+/// preset as the config would run it.
+fn agent_flag(opts: &RunOptions, config: &Config) -> anyhow::Result<Option<AgentChoice>> {
+    if let Some(text) = &opts.agent_command {
+        let argv = parse_agent_command(text)?;
+        return Ok(Some(AgentChoice::command(&argv, config.agent.permission)));
+    }
+    let Some(name) = &opts.agent else {
+        return Ok(None);
+    };
+    let preset = crate::config::parse_preset(name).map_err(|_| {
+        RunnerError::bad_input(format!(
+            "--agent {name:?} is not known; it is one of {}",
+            crate::policy::invocation::Preset::names()
+        ))
+    })?;
+    Ok(Some(config.agent.choice_of(preset)))
 }
 
 /// The spec's run lock, then its slot's. A merge, discard or undo of this spec cut off by a
@@ -186,12 +226,12 @@ async fn recover_first(
     ws: &Workspace,
     config: &Config,
     paths: &SpecPaths,
-    agent: &[String],
+    agent: &AgentSetup,
     journal: &Journal,
     interrupt: &Interrupt,
     reporter: &Reporter,
 ) -> anyhow::Result<()> {
-    let mut recover_opts = recover_options(ws, config, agent, false, false);
+    let mut recover_opts = recover_options(ws, config, Some(agent), false, false);
     recover_opts.interrupt = interrupt.clone();
     let recovery = crate::engine::recovery::recover_spec(ws, paths, journal, &recover_opts).await?;
     if interrupt.is_set() {
@@ -373,6 +413,13 @@ impl Prepared {
         )
         .await?;
         crate::failpoint::hit("after_prepare_slot");
+        // The run goes ahead: the spec remembers its agent for the next `runner run`.
+        if let Err(e) = agent_memory::remember(&self.ws.state_dir, &self.paths.name, &self.memory) {
+            self.reporter.notice(format!(
+                "runner: the agent of {} could not be remembered ({e}); the next run uses the config",
+                self.paths.name
+            ));
+        }
         let Locks {
             run_id,
             holder,

@@ -1,0 +1,423 @@
+//! How each agent preset is started: the command line, where the prompt goes, and what the
+//! environment gains. A pure function of the facts (no PATH lookup, no process): the engine
+//! resolves the program (`agent::preset`) and runs what this returns.
+//!
+//! The flags were checked against the CLIs' own sources (2026-11):
+//! - claude: `-p`, `--output-format stream-json` (which needs `--verbose` in print mode),
+//!   `--session-id <uuid>` (must be a UUID), `--resume <id>`, `--max-budget-usd <usd>`,
+//!   `--permission-mode acceptEdits` and `--allowedTools "Bash(runner chunk:*)"` (the legacy
+//!   `prefix:*` rule form, still matched by Claude Code's `shellRuleMatching`), and
+//!   `--dangerously-skip-permissions` (code.claude.com/docs/en/cli-reference, /permissions).
+//! - codex: `codex exec [OPTIONS] [PROMPT]` and `codex exec [OPTIONS] resume <SESSION_ID>
+//!   [PROMPT]`, `-` reads the prompt from stdin; `--sandbox`, `-C`, `--add-dir` belong to
+//!   `exec` (not global), so they go before `resume` (openai/codex `codex-rs/exec/src/cli.rs`).
+//! - gemini: `--output-format text|json|stream-json`, `--approval-mode default|auto_edit|yolo`,
+//!   `--resume <id>`; with no positional prompt the prompt is read from stdin
+//!   (google-gemini/gemini-cli `packages/cli/src/config/config.ts`).
+//! - aider: `--message-file`, `--yes-always`, `--no-analytics`, `--analytics-log`,
+//!   `--no-dirty-commits` (aider.chat/docs/config/options.html).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// Which agent CLI runner drives (`[agent] preset`, `run --agent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    Claude,
+    Codex,
+    Gemini,
+    Aider,
+    /// `[agent] command` as it is, the prompt on stdin.
+    Command,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 5] = [
+        Preset::Claude,
+        Preset::Codex,
+        Preset::Gemini,
+        Preset::Aider,
+        Preset::Command,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Claude => "claude",
+            Preset::Codex => "codex",
+            Preset::Gemini => "gemini",
+            Preset::Aider => "aider",
+            Preset::Command => "command",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// `claude, codex, gemini, aider, command`: for error messages.
+    pub fn names() -> String {
+        Preset::ALL.map(Preset::name).join(", ")
+    }
+
+    /// The program looked up on PATH when `[agent] program` is not set (none for `command`).
+    pub fn default_program(self) -> Option<&'static str> {
+        match self {
+            Preset::Command => None,
+            other => Some(other.name()),
+        }
+    }
+
+    /// Whether runner chooses the agent's session id itself (claude's `--session-id`); the
+    /// others say theirs in their output.
+    pub fn chooses_session_id(self) -> bool {
+        self == Preset::Claude
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How much the agent may do without asking (`[agent] permission`). An agent in a pipe has
+/// nobody to ask: what is not allowed is refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    /// The default: edit files in the worktree and run `runner chunk …`; claude may run no
+    /// other command, codex runs commands in its workspace-write sandbox, gemini approves its
+    /// tools (yolo), aider says yes.
+    #[default]
+    Safe,
+    /// Everything without asking and without a sandbox (claude
+    /// `--dangerously-skip-permissions`, codex `--dangerously-bypass-approvals-and-sandbox`):
+    /// only on a machine or container you can throw away.
+    Full,
+    /// No permission flag at all: the agent's own settings decide (`.claude/settings.json`,
+    /// `~/.codex/config.toml`, gemini's settings). aider still gets `--yes-always`, without
+    /// which it would wait for an answer nobody gives.
+    Own,
+}
+
+impl Permission {
+    pub const ALL: [Permission; 3] = [Permission::Safe, Permission::Full, Permission::Own];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Permission::Safe => "safe",
+            Permission::Full => "full",
+            Permission::Own => "own",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Permission> {
+        Permission::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// Whether the session starts the agent's conversation afresh or continues an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionMode {
+    /// `session_id`: the id runner chose for the agent's session (claude's `--session-id`),
+    /// if its preset takes one.
+    Fresh { session_id: Option<String> },
+    /// Continue the agent's own session `agent_session_id`.
+    Resume { agent_session_id: String },
+}
+
+/// The facts one invocation is built from.
+#[derive(Debug, Clone)]
+pub struct InvocationFacts<'a> {
+    pub preset: Preset,
+    /// The program as it will be run (a resolved path, or for `command` the command's first
+    /// word).
+    pub program: &'a str,
+    /// `[agent] args` (for `command`: the command's other words, then `args`).
+    pub args: &'a [String],
+    pub permission: Permission,
+    pub worktree: &'a Path,
+    pub spec_dir: &'a Path,
+    pub session_dir: &'a Path,
+    /// The session's `prompt.md`.
+    pub prompt_file: &'a Path,
+    pub mode: &'a SessionMode,
+    /// What is left of the spec's budget, in dollars (claude stops itself there).
+    pub budget_left_usd: Option<f64>,
+}
+
+/// How to start one agent session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    pub argv: Vec<String>,
+    /// The prompt goes on stdin (aider reads it from `--message-file` instead).
+    pub prompt_on_stdin: bool,
+    /// Environment variables the session gains besides runner's `RUNNER_*` contract.
+    pub env: Vec<(String, String)>,
+}
+
+/// The environment variable that carries a resumed agent session's id.
+pub const AGENT_SESSION_ENV: &str = "RUNNER_AGENT_SESSION_ID";
+
+/// The claude tool rule that lets it run `runner chunk …` (and nothing else) without asking.
+pub const CLAUDE_CHUNK_RULE: &str = "Bash(runner chunk:*)";
+
+/// The command line and stdin of one session. User `args` go where the CLI takes options:
+/// after runner's flags, before codex's `resume <id>` and trailing `-`.
+pub fn invocation(f: &InvocationFacts) -> Invocation {
+    let mut argv = vec![f.program.to_string()];
+    let mut push = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
+    let mut prompt_on_stdin = true;
+    let resume_id = match f.mode {
+        SessionMode::Resume { agent_session_id } => Some(agent_session_id.as_str()),
+        SessionMode::Fresh { .. } => None,
+    };
+    match f.preset {
+        Preset::Claude => {
+            push(&["-p", "--output-format", "stream-json", "--verbose"]);
+            match f.mode {
+                SessionMode::Resume { agent_session_id } => push(&["--resume", agent_session_id]),
+                SessionMode::Fresh {
+                    session_id: Some(id),
+                } => push(&["--session-id", id]),
+                SessionMode::Fresh { session_id: None } => {}
+            }
+            if let Some(left) = f.budget_left_usd {
+                push(&["--max-budget-usd", &usd(left)]);
+            }
+            match f.permission {
+                Permission::Safe => push(&[
+                    "--permission-mode",
+                    "acceptEdits",
+                    "--allowedTools",
+                    CLAUDE_CHUNK_RULE,
+                ]),
+                Permission::Full => push(&["--dangerously-skip-permissions"]),
+                Permission::Own => {}
+            }
+            argv.extend(f.args.iter().cloned());
+        }
+        Preset::Codex => {
+            push(&["exec", "--json"]);
+            match f.permission {
+                Permission::Safe => push(&["--sandbox", "workspace-write"]),
+                Permission::Full => push(&["--dangerously-bypass-approvals-and-sandbox"]),
+                Permission::Own => {}
+            }
+            push(&["-C", &f.worktree.display().to_string()]);
+            push(&["--add-dir", &f.spec_dir.display().to_string()]);
+            argv.extend(f.args.iter().cloned());
+            if let Some(id) = resume_id {
+                argv.extend(["resume".to_string(), id.to_string()]);
+            }
+            argv.push("-".to_string());
+        }
+        Preset::Gemini => {
+            push(&["--output-format", "stream-json"]);
+            if f.permission != Permission::Own {
+                push(&["--approval-mode", "yolo"]);
+            }
+            if let Some(id) = resume_id {
+                push(&["--resume", id]);
+            }
+            argv.extend(f.args.iter().cloned());
+        }
+        Preset::Aider => {
+            prompt_on_stdin = false;
+            push(&["--message-file", &f.prompt_file.display().to_string()]);
+            push(&["--yes-always", "--no-analytics"]);
+            let log = f.session_dir.join("aider.jsonl");
+            push(&["--analytics-log", &log.display().to_string()]);
+            push(&["--no-dirty-commits"]);
+            argv.extend(f.args.iter().cloned());
+        }
+        Preset::Command => argv.extend(f.args.iter().cloned()),
+    }
+    let env = resume_id
+        .map(|id| vec![(AGENT_SESSION_ENV.to_string(), id.to_string())])
+        .unwrap_or_default();
+    Invocation {
+        argv,
+        prompt_on_stdin,
+        env,
+    }
+}
+
+/// Dollars as claude's `--max-budget-usd` takes them: never negative, cents rounded down (a
+/// budget must not be overstated).
+fn usd(amount: f64) -> String {
+    let cents = if amount.is_finite() && amount > 0.0 {
+        (amount * 100.0).floor()
+    } else {
+        0.0
+    };
+    format!("{:.2}", cents / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(preset: Preset, mode: SessionMode, args: &[&str], budget: Option<f64>) -> Invocation {
+        build_with(preset, Permission::Safe, mode, args, budget)
+    }
+
+    fn build_with(
+        preset: Preset,
+        permission: Permission,
+        mode: SessionMode,
+        args: &[&str],
+        budget: Option<f64>,
+    ) -> Invocation {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        invocation(&InvocationFacts {
+            preset,
+            program: "/bin/agent",
+            args: &args,
+            permission,
+            worktree: Path::new("/r/.worktrees/auto-claude"),
+            spec_dir: Path::new("/r/.auto-claude/specs/001-a"),
+            session_dir: Path::new("/r/.auto-claude/specs/001-a/sessions/s1"),
+            prompt_file: Path::new("/r/.auto-claude/specs/001-a/sessions/s1/prompt.md"),
+            mode: &mode,
+            budget_left_usd: budget,
+        })
+    }
+
+    fn fresh(id: Option<&str>) -> SessionMode {
+        SessionMode::Fresh {
+            session_id: id.map(str::to_string),
+        }
+    }
+
+    fn resume(id: &str) -> SessionMode {
+        SessionMode::Resume {
+            agent_session_id: id.to_string(),
+        }
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn claude_fresh_resume_budget_and_permissions() {
+        let i = build(
+            Preset::Claude,
+            fresh(Some("u-1")),
+            &["--model", "opus"],
+            Some(2.567),
+        );
+        let mut want = words(
+            "/bin/agent -p --output-format stream-json --verbose --session-id u-1 \
+             --max-budget-usd 2.56 --permission-mode acceptEdits --allowedTools",
+        );
+        want.extend([
+            "Bash(runner chunk:*)".into(),
+            "--model".into(),
+            "opus".into(),
+        ]);
+        assert_eq!(i.argv, want);
+        assert!(i.prompt_on_stdin);
+        assert!(i.env.is_empty());
+
+        let i = build(Preset::Claude, resume("abc"), &[], None);
+        assert_eq!(&i.argv[5..7], ["--resume", "abc"]);
+        assert!(!i.argv.contains(&"--session-id".to_string()));
+        assert!(!i.argv.contains(&"--max-budget-usd".to_string()));
+        assert_eq!(i.env, [(AGENT_SESSION_ENV.to_string(), "abc".to_string())]);
+
+        let full = build_with(Preset::Claude, Permission::Full, fresh(None), &[], None);
+        assert_eq!(full.argv[5..], words("--dangerously-skip-permissions")[..]);
+        let own = build_with(Preset::Claude, Permission::Own, fresh(None), &[], None);
+        assert_eq!(own.argv.len(), 5);
+    }
+
+    #[test]
+    fn a_spent_or_odd_budget_is_never_overstated() {
+        assert_eq!(usd(0.019), "0.01");
+        assert_eq!(usd(-3.0), "0.00");
+        assert_eq!(usd(f64::NAN), "0.00");
+        assert_eq!(usd(f64::INFINITY), "0.00");
+        assert_eq!(usd(10.0), "10.00");
+    }
+
+    #[test]
+    fn codex_options_go_before_resume_and_the_dash() {
+        let i = build(Preset::Codex, fresh(None), &["-m", "o3"], Some(1.0));
+        assert_eq!(
+            i.argv,
+            words(
+                "/bin/agent exec --json --sandbox workspace-write -C /r/.worktrees/auto-claude \
+                 --add-dir /r/.auto-claude/specs/001-a -m o3 -"
+            )
+        );
+        assert!(i.prompt_on_stdin);
+        let i = build(Preset::Codex, resume("th-9"), &["-m", "o3"], None);
+        assert_eq!(i.argv[i.argv.len() - 5..], words("-m o3 resume th-9 -")[..]);
+        assert_eq!(i.env, [(AGENT_SESSION_ENV.to_string(), "th-9".to_string())]);
+        let full = build_with(Preset::Codex, Permission::Full, fresh(None), &[], None);
+        assert_eq!(full.argv[3], "--dangerously-bypass-approvals-and-sandbox");
+        assert!(!full.argv.contains(&"--sandbox".to_string()));
+    }
+
+    #[test]
+    fn gemini_and_its_resume() {
+        let i = build(Preset::Gemini, fresh(Some("ignored")), &["-m", "pro"], None);
+        assert_eq!(
+            i.argv,
+            words("/bin/agent --output-format stream-json --approval-mode yolo -m pro")
+        );
+        let i = build(Preset::Gemini, resume("g1"), &[], None);
+        assert_eq!(
+            i.argv,
+            words("/bin/agent --output-format stream-json --approval-mode yolo --resume g1")
+        );
+        let own = build_with(Preset::Gemini, Permission::Own, fresh(None), &[], None);
+        assert_eq!(own.argv, words("/bin/agent --output-format stream-json"));
+    }
+
+    #[test]
+    fn aider_reads_the_prompt_file_and_logs_analytics_in_the_session() {
+        let i = build(
+            Preset::Aider,
+            fresh(None),
+            &["--model", "sonnet"],
+            Some(1.0),
+        );
+        assert_eq!(
+            i.argv,
+            words(
+                "/bin/agent --message-file /r/.auto-claude/specs/001-a/sessions/s1/prompt.md \
+                 --yes-always --no-analytics --analytics-log \
+                 /r/.auto-claude/specs/001-a/sessions/s1/aider.jsonl --no-dirty-commits \
+                 --model sonnet"
+            )
+        );
+        assert!(!i.prompt_on_stdin);
+    }
+
+    #[test]
+    fn command_is_the_command_as_given() {
+        let i = build(Preset::Command, fresh(Some("x")), &["-p", "a b"], Some(3.0));
+        assert_eq!(i.argv, ["/bin/agent", "-p", "a b"]);
+        assert!(i.prompt_on_stdin);
+        assert!(i.env.is_empty());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for p in Preset::ALL {
+            assert_eq!(Preset::parse(p.name()), Some(p));
+        }
+        for p in Permission::ALL {
+            assert_eq!(Permission::parse(p.name()), Some(p));
+        }
+        assert_eq!(Preset::parse("Claude"), None);
+        assert_eq!(Preset::names(), "claude, codex, gemini, aider, command");
+        assert_eq!(Preset::Command.default_program(), None);
+        assert_eq!(Preset::Aider.default_program(), Some("aider"));
+    }
+}
