@@ -61,9 +61,12 @@ mkdir -p empty/folder
 
 /// The end of every agent script here: stage the worktree with git itself (`git add -A`) into a
 /// copy of the index, leaving the real one untouched, write that tree's id to `$EXPECT`, and
-/// report the chunk done.
+/// report the chunk done. The copy keeps the index's mtime (`cp -p`): git finds an entry whose
+/// file changed in the clock tick the index was written in ("racily clean") by comparing with
+/// the index file's own mtime, and a fresh copy's later mtime hid such a change from this
+/// yardstick (under load the tests failed with runner's tree right and git's wrong).
 const STAGE_AS_GIT: &str = r#"index=$(git rev-parse --git-path index)
-cp "$index" "$EXPECT.index"
+cp -p "$index" "$EXPECT.index"
 GIT_INDEX_FILE="$EXPECT.index" git add -A
 GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT"
 runner chunk done "$RUNNER_CHUNK_ID"
@@ -244,7 +247,7 @@ else
   git mv src/a/edit.txt src/a/EDIT.txt
   printf 'dos\r\nlines\r\n' > win.crlf
 fi
-cp "$index" "$EXPECT.index"
+cp -p "$index" "$EXPECT.index"
 GIT_INDEX_FILE="$EXPECT.index" git add -A
 GIT_INDEX_FILE="$EXPECT.index" git write-tree > "$EXPECT.$RUNNER_CHUNK_ID"
 runner chunk done "$RUNNER_CHUNK_ID"
