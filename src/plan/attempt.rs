@@ -26,7 +26,7 @@ pub struct Attempt {
 }
 
 /// The text fields of an attempt record, in the order a new record is written.
-pub(super) const ATTEMPT_TEXTS: [&str; 10] = [
+pub(in crate::plan) const ATTEMPT_TEXTS: [&str; 10] = [
     "session_id",
     "run_id",
     "started_at",

@@ -205,21 +205,21 @@ impl Fields for ChunkFields {
 
 pub(super) struct AttemptFields;
 impl Fields for AttemptFields {
-    // `n`, then the text fields of `Attempt` (see `model::ATTEMPT_TEXTS`).
-    const KEYS: &'static [&'static str] = &[
-        "n",
-        "session_id",
-        "run_id",
-        "started_at",
-        "start_commit",
-        "ended_at",
-        "reported",
-        "report_notes",
-        "outcome",
-        "reason",
-        "commit",
-    ];
+    const KEYS: &'static [&'static str] = &ATTEMPT_KEYS;
 }
+
+/// `n`, then the text fields of an attempt record (`attempt::ATTEMPT_TEXTS`), so that the light
+/// read knows exactly the keys the full reader knows.
+const ATTEMPT_KEYS: [&str; 11] = {
+    let texts = crate::plan::attempt::ATTEMPT_TEXTS;
+    let mut keys = ["n"; 11];
+    let mut i = 0;
+    while i < texts.len() {
+        keys[i + 1] = texts[i];
+        i += 1;
+    }
+    keys
+};
 
 pub(super) struct VerificationFields;
 impl Fields for VerificationFields {
