@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::agent::report::{AgentReport, CostSource, Tokens};
+
 /// One try at a chunk, recorded by runner in the chunk's `attempts` list. Read and written by
 /// hand (not through serde's `flatten`, which loses the exact text of numbers): a record runner
 /// updates keeps its key order, its nulls and the keys runner does not know.
@@ -144,5 +146,80 @@ impl Attempt {
             base.insert(key.clone(), value.clone());
         }
         base
+    }
+
+    /// Keep what the agent's report said about this attempt's session on the record: the
+    /// plan (not only the journal, which is advisory) is the cost ledger. Keys are written only
+    /// for what the report knows; an empty report (the generic `command` preset) writes nothing.
+    pub fn record_report(&mut self, report: &AgentReport) {
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                self.extra.insert(key.to_string(), value);
+            }
+        };
+        put(
+            "agent_session_id",
+            report.agent_session_id.clone().map(Value::String),
+        );
+        put(
+            "cost_usd",
+            report
+                .cost_usd
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+        );
+        if report.cost_usd.is_some() {
+            put("cost_source", serde_json::to_value(report.cost_source).ok());
+        }
+        if report.tokens != Tokens::default() {
+            put("tokens", serde_json::to_value(report.tokens).ok());
+        }
+        put("model", report.model.clone().map(Value::String));
+        put("turns", report.turns.map(Value::from));
+        put("agent_error", report.error.clone().map(Value::String));
+        if let Some(limit) = report.usage_limit {
+            put(
+                "usage_limit_resets_at",
+                Some(
+                    limit
+                        .resets_at
+                        .map_or(Value::Null, |t| Value::String(t.to_rfc3339())),
+                ),
+            );
+        }
+        if let Some(total) = report.thread_total {
+            put("thread_total", serde_json::to_value(total).ok());
+        }
+    }
+
+    /// The agent's own session id recorded on this attempt (what `--resume` takes).
+    pub fn agent_session_id(&self) -> Option<&str> {
+        self.extra.get("agent_session_id").and_then(Value::as_str)
+    }
+
+    /// The dollars recorded for this attempt's session, and where the figure came from.
+    pub fn cost_usd(&self) -> Option<(f64, CostSource)> {
+        let usd = self.extra.get("cost_usd")?.as_f64()?;
+        let source = self
+            .extra
+            .get("cost_source")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or(CostSource::Reported);
+        Some((usd, source))
+    }
+
+    /// The tokens recorded for this attempt's session (zero when none were).
+    pub fn tokens(&self) -> Tokens {
+        self.extra
+            .get("tokens")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// codex's running token total of the thread at the end of this attempt's session.
+    pub fn thread_total(&self) -> Option<Tokens> {
+        self.extra
+            .get("thread_total")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 }

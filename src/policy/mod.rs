@@ -60,31 +60,48 @@ pub enum Verdict {
     Failed(String),
 }
 
-/// Should runner run the chunk's verification command? Only when the agent claims success.
-pub fn needs_check(report: &Report) -> bool {
-    *report == Report::Done
+/// Should runner run the chunk's verification command? Only when the agent claims success and
+/// its CLI did not say the session failed.
+pub fn needs_check(report: &Report, agent_failure: Option<&str>) -> bool {
+    *report == Report::Done && agent_failure.is_none()
 }
 
-/// A chunk is completed when the agent reported it done and its verification (if any) passed;
-/// anything else is a failed attempt, with a reason a person can act on.
-pub fn judge(report: &Report, ended: &Ended, check: Option<&CheckResult>) -> Verdict {
+/// A chunk is completed when the agent reported it done, its CLI did not say the session
+/// failed (`agent_failure`: claude's `is_error`, even with `subtype: "success"`; codex's
+/// `turn.failed`; a usage limit), and its verification (if any) passed; anything else is a
+/// failed attempt, with a reason a person can act on.
+pub fn judge(
+    report: &Report,
+    ended: &Ended,
+    check: Option<&CheckResult>,
+    agent_failure: Option<&str>,
+) -> Verdict {
+    let said = |reason: String| match agent_failure {
+        Some(error) => format!("{reason}; the agent's CLI said: {error}"),
+        None => reason,
+    };
     match report {
-        Report::Done => match check {
-            Some(c) if !c.passed => Verdict::Failed(format!(
+        Report::Done => match (agent_failure, check) {
+            (Some(error), _) => Verdict::Failed(format!(
+                "the agent reported the chunk done, but its CLI said the session failed: {error}"
+            )),
+            (None, Some(c)) if !c.passed => Verdict::Failed(format!(
                 "the agent reported the chunk done, but its verification `{}` failed: {}",
                 c.command, c.detail
             )),
             _ => Verdict::Completed,
         },
-        Report::Fail(reason) => Verdict::Failed(format!("the agent reported failure: {reason}")),
-        Report::Silent => Verdict::Failed(match ended {
+        Report::Fail(reason) => {
+            Verdict::Failed(said(format!("the agent reported failure: {reason}")))
+        }
+        Report::Silent => Verdict::Failed(said(match ended {
             Ended::TimedOut => "the session timed out and was killed".to_string(),
             Ended::Exited(0) => {
                 "the agent ended without reporting the chunk (`runner chunk done` or `runner chunk fail`)"
                     .to_string()
             }
             other => format!("the agent {} without reporting the chunk", other.describe()),
-        }),
+        })),
     }
 }
 
@@ -194,23 +211,23 @@ mod tests {
     #[test]
     fn done_and_verified_is_completed() {
         assert_eq!(
-            judge(&Report::Done, &Ended::Exited(0), Some(&check(true))),
+            judge(&Report::Done, &Ended::Exited(0), Some(&check(true)), None),
             Verdict::Completed
         );
         assert_eq!(
-            judge(&Report::Done, &Ended::Exited(0), None),
+            judge(&Report::Done, &Ended::Exited(0), None, None),
             Verdict::Completed
         );
         // The report counts even if the agent crashed after making it.
         assert_eq!(
-            judge(&Report::Done, &Ended::Exited(1), None),
+            judge(&Report::Done, &Ended::Exited(1), None, None),
             Verdict::Completed
         );
     }
 
     #[test]
     fn done_but_verification_failed_is_a_failed_attempt() {
-        let v = judge(&Report::Done, &Ended::Exited(0), Some(&check(false)));
+        let v = judge(&Report::Done, &Ended::Exited(0), Some(&check(false)), None);
         assert!(
             matches!(v, Verdict::Failed(r) if r.contains("make test") && r.contains("exit status 2"))
         );
@@ -222,19 +239,41 @@ mod tests {
             Verdict::Failed(r) => r,
             Verdict::Completed => panic!("should fail"),
         };
-        assert!(r(judge(&Report::Silent, &Ended::TimedOut, None)).contains("timed out"));
-        assert!(r(judge(&Report::Silent, &Ended::Exited(7), None)).contains("status 7"));
-        assert!(r(judge(&Report::Silent, &Ended::Exited(0), None)).contains("without reporting"));
+        assert!(r(judge(&Report::Silent, &Ended::TimedOut, None, None)).contains("timed out"));
+        assert!(r(judge(&Report::Silent, &Ended::Exited(7), None, None)).contains("status 7"));
+        assert!(
+            r(judge(&Report::Silent, &Ended::Exited(0), None, None)).contains("without reporting")
+        );
         assert!(
             r(judge(
                 &Report::Fail("no API key".into()),
                 &Ended::Exited(0),
+                None,
                 None
             ))
             .contains("no API key")
         );
-        assert!(!needs_check(&Report::Silent));
-        assert!(needs_check(&Report::Done));
+        assert!(!needs_check(&Report::Silent, None));
+        assert!(needs_check(&Report::Done, None));
+    }
+
+    #[test]
+    fn a_chunk_reported_done_fails_when_the_agents_cli_says_the_session_failed() {
+        // claude's `is_error: true` with `subtype: "success"`: the chunk is not completed, and
+        // its verification is not even run.
+        let error = Some("API Error: 500");
+        assert!(!needs_check(&Report::Done, error));
+        let v = judge(&Report::Done, &Ended::Exited(0), Some(&check(true)), error);
+        assert!(
+            matches!(&v, Verdict::Failed(r) if r.contains("API Error: 500") && r.contains("reported the chunk done")),
+            "{v:?}"
+        );
+        // Without a report, the CLI's words are added to the reason.
+        let v = judge(&Report::Silent, &Ended::Exited(1), None, error);
+        assert!(
+            matches!(&v, Verdict::Failed(r) if r.contains("status 1") && r.contains("API Error: 500")),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -196,6 +196,10 @@ pub struct SessionEnd {
     pub ended: String,
     pub duration_ms: u64,
     pub pgid: Option<i32>,
+    /// What the agent said about the session in its output (its preset's parser); absent for
+    /// the generic `command` preset, which says nothing runner reads.
+    #[serde(skip_serializing_if = "none")]
+    pub report: Option<Box<crate::agent::report::AgentReport>>,
 }
 
 /// An agent's (or a check's) process group, started or ended.

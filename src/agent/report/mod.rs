@@ -12,6 +12,7 @@ pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod read;
 
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -36,6 +37,7 @@ pub enum CostSource {
 /// whatever convention the agent's own figures use (OpenAI and Gemini count cached input inside
 /// their input total; the parsers take it out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Tokens {
     pub input: u64,
     pub output: u64,
@@ -94,6 +96,26 @@ impl AgentReport {
     /// The agent said the session did not succeed (an error, or a usage limit).
     pub fn failed(&self) -> bool {
         self.error.is_some() || self.usage_limit.is_some()
+    }
+
+    /// Why the agent's CLI says the session failed, in words; `None` when it did not say so.
+    pub fn failure(&self) -> Option<String> {
+        match (&self.error, self.usage_limit) {
+            (Some(error), _) => Some(error.clone()),
+            (
+                None,
+                Some(UsageLimit {
+                    resets_at: Some(at),
+                }),
+            ) => Some(format!(
+                "the agent hit its usage limit; it resets at {}",
+                at.to_rfc3339()
+            )),
+            (None, Some(UsageLimit { resets_at: None })) => {
+                Some("the agent hit its usage limit".to_string())
+            }
+            (None, None) => None,
+        }
     }
 
     fn set_error(&mut self, message: &str) {

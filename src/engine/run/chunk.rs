@@ -1,6 +1,7 @@
 //! One chunk: take it, guard the worktree after its session, complete it or fail the attempt.
 
 use super::*;
+use crate::agent::report::AgentReport;
 use crate::policy::transition::{ChunkEvent, StatusChange, apply};
 use crate::store::event::{self as ev, Event};
 
@@ -201,7 +202,7 @@ impl Run {
                 before_path.display()
             ));
         }
-        let end = match self
+        let (end, agent_report) = match self
             .session(
                 "coder",
                 Some(&id),
@@ -242,16 +243,26 @@ impl Run {
         })?;
         let chunk = after.chunk(pos);
         let report = read_report(chunk);
+        let agent_failure = agent_report.failure();
         // A verification command runs in the worktree: after one, `complete` opens it again.
-        let (check, wt) = if policy::needs_check(&report) {
+        let (check, wt) = if policy::needs_check(&report, agent_failure.as_deref()) {
             drop(wt);
             (self.verify(chunk, &taken.session_id).await?, None)
         } else {
             (None, Some(wt))
         };
-        match policy::judge(&report, &end.ended, check.as_ref()) {
-            Verdict::Completed => self.complete(&taken, check.as_ref(), wt, take_next),
-            Verdict::Failed(reason) => self.fail_attempt(&taken, &reason).map(|()| None),
+        match policy::judge(
+            &report,
+            &end.ended,
+            check.as_ref(),
+            agent_failure.as_deref(),
+        ) {
+            Verdict::Completed => {
+                self.complete(&taken, check.as_ref(), wt, take_next, &agent_report)
+            }
+            Verdict::Failed(reason) => self
+                .fail_attempt(&taken, &reason, &agent_report)
+                .map(|()| None),
         }
     }
 
@@ -265,6 +276,7 @@ impl Run {
         check: Option<&CheckResult>,
         opened: Option<crate::git::Repository>,
         take_next: bool,
+        agent_report: &AgentReport,
     ) -> anyhow::Result<Option<Take>> {
         let id = &taken.chunk.id;
         let message = taken.chunk.commit_message();
@@ -338,6 +350,7 @@ impl Run {
                     a.outcome = Some("completed".into());
                     a.ended_at = Some(now.clone());
                     a.commit = own_commit.clone();
+                    a.record_report(agent_report);
                 });
                 chunk.set_str("completed_at", &now);
             }
@@ -368,7 +381,12 @@ impl Run {
             .transpose()
     }
 
-    pub(super) fn fail_attempt(&self, taken: &Taken, reason: &str) -> anyhow::Result<()> {
+    pub(super) fn fail_attempt(
+        &self,
+        taken: &Taken,
+        reason: &str,
+        agent_report: &AgentReport,
+    ) -> anyhow::Result<()> {
         let id = &taken.chunk.id;
         let max = self.config.run.max_attempts;
         let log = self
@@ -386,6 +404,7 @@ impl Run {
                 a.outcome = Some("failed".into());
                 a.reason = Some(reason.to_string());
                 a.ended_at = Some(now.clone());
+                a.record_report(agent_report);
             });
             let failed = chunk
                 .attempts()

@@ -61,7 +61,8 @@ impl Run {
                 )?,
             };
             let session_id = crate::store::ids::session_id("planner", None, attempt);
-            let end = self
+            // The planner's report is journaled with its session end (no attempt record).
+            let (end, _report) = self
                 .session("planner", None, attempt, &session_id, &prompt, None)
                 .await?;
             if let Ended::Interrupted { drained } = end.ended {

@@ -1,6 +1,7 @@
 //! One agent session: its environment, journaled start and end, verification.
 
 use super::*;
+use crate::agent::report::AgentReport;
 use crate::store::event::{self as ev, Event};
 
 /// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
@@ -148,7 +149,7 @@ impl Run {
         session_id: &str,
         prompt: &str,
         start_commit: Option<String>,
-    ) -> anyhow::Result<crate::agent::ChildEnd> {
+    ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport)> {
         // After Ctrl-C no new session starts.
         if self.interrupt.is_set() {
             return Err(RunnerError::Interrupted.into());
@@ -201,6 +202,14 @@ impl Run {
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;
         let end = self.run_journaled(&spec, session_id, role).await?;
+        // What the agent said about its session, read from the files it left (bounded: the
+        // log is capped to `agent.max_log_bytes`, plus the marker of a cut).
+        let report = crate::agent::report::read::read_session(
+            self.agent.choice.preset,
+            &dir,
+            None,
+            self.config.agent.max_log_bytes.saturating_add(4096),
+        );
         let (exit_code, signal) = match end.ended {
             Ended::Exited(c) => (Some(c), None),
             Ended::Signaled(s) => (None, Some(s)),
@@ -216,8 +225,9 @@ impl Run {
             ended: self.describe_end(&end.ended),
             duration_ms: end.duration.as_millis() as u64,
             pgid: end.pgid,
+            report: (report != AgentReport::default()).then(|| Box::new(report.clone())),
         }))?;
-        Ok(end)
+        Ok((end, report))
     }
 
     /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.

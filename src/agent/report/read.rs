@@ -1,0 +1,105 @@
+//! Reading a finished (or cut off) session's report from the files it left in its session
+//! folder: `output.log` (what the agent printed, capped by runner to `agent.max_log_bytes`, head
+//! and tail kept) and, for aider, `aider.jsonl` (its analytics log).
+//!
+//! Never an error: a missing, unreadable or hostile file (a FIFO, a link to something huge)
+//! reads as nothing, and at most `limit` bytes are read from each file (the last ones, where
+//! the agents print their summary), so a file the agent grew behind runner's back cannot make
+//! runner read gigabytes.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::{AgentReport, Tokens};
+use crate::policy::invocation::Preset;
+
+/// The report of the session whose folder is `session_dir`, read by `preset`'s parser
+/// (`command` reads nothing: an empty report). `previous_thread_total` is codex's running total
+/// at the end of the previous session of a resumed thread.
+pub fn read_session(
+    preset: Preset,
+    session_dir: &Path,
+    previous_thread_total: Option<Tokens>,
+    limit: u64,
+) -> AgentReport {
+    let output = || tail(&session_dir.join("output.log"), limit);
+    match preset {
+        Preset::Command => AgentReport::default(),
+        Preset::Claude => super::claude::parse(&output()),
+        Preset::Gemini => super::gemini::parse(&output()),
+        Preset::Codex => {
+            super::codex::parse(&output(), previous_thread_total, &chrono::Local::now())
+        }
+        Preset::Aider => {
+            super::aider::parse(&output(), &tail(&session_dir.join("aider.jsonl"), limit))
+        }
+    }
+}
+
+/// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
+fn tail(path: &Path, limit: u64) -> Vec<u8> {
+    let Ok(mut file) = crate::store::safe::open_read(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > limit && file.seek(SeekFrom::Start(len - limit)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.take(limit).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_folder_is_read_by_its_preset_and_never_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        // Nothing there: an empty report, whatever the preset.
+        for preset in Preset::ALL {
+            assert_eq!(
+                read_session(preset, dir.path(), None, 1 << 20),
+                AgentReport::default()
+            );
+        }
+        let result = br#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.25,"num_turns":3,"session_id":"abc"}"#;
+        let mut log = b"x".repeat(5000);
+        log.push(b'\n');
+        log.extend_from_slice(result);
+        log.push(b'\n');
+        std::fs::write(dir.path().join("output.log"), &log).unwrap();
+        let report = read_session(Preset::Claude, dir.path(), None, 1 << 20);
+        assert_eq!(report.cost_usd, Some(0.25));
+        assert_eq!(report.agent_session_id.as_deref(), Some("abc"));
+        // Only the tail is read: the summary line is still in it.
+        let report = read_session(Preset::Claude, dir.path(), None, result.len() as u64 + 1);
+        assert_eq!(report.cost_usd, Some(0.25));
+        // The generic command reads nothing.
+        assert_eq!(
+            read_session(Preset::Command, dir.path(), None, 1 << 20),
+            AgentReport::default()
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_a_folder_in_place_of_the_log_reads_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("output.log")).unwrap();
+        assert_eq!(
+            read_session(Preset::Gemini, dir.path(), None, 1 << 20),
+            AgentReport::default()
+        );
+        let fifo = dir.path().join("aider.jsonl");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            read_session(Preset::Aider, dir.path(), None, 1 << 20),
+            AgentReport::default()
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! Every preset end to end against its fake CLI: what the agent's output says is read after
+//! each session, kept on the attempt record in the plan (the cost ledger), and decides the
+//! session together with the agent's own report (`runner chunk done`).
+
+use serde_json::Value;
+
+use crate::common::*;
+use crate::fake_cli::{FakeCli, PRESETS};
+
+/// What each fake reports for one coder session (see the fakes' docstrings): its tokens, and
+/// the dollars when the CLI reports them.
+fn expected(preset: &str) -> (Value, Option<f64>) {
+    let tokens = |input: u64, output: u64, cache_read: u64, cache_write: u64| serde_json::json!({"input": input, "output": output, "cache_read": cache_read, "cache_write": cache_write});
+    match preset {
+        "claude" => (tokens(1000, 200, 5000, 300), Some(0.05)),
+        "codex" => (tokens(600, 200, 400, 0), None),
+        "gemini" => (tokens(1500, 300, 500, 0), None),
+        "aider" => (tokens(1000, 200, 0, 0), Some(0.05)),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn every_preset_completes_a_spec_and_records_what_its_cli_reported() {
+    for preset in PRESETS {
+        let cli = FakeCli::new(preset, "");
+        let out = cli.run(&[]);
+        assert_exit(&out, 0);
+        assert!(
+            cli.repo
+                .statuses("001-p")
+                .iter()
+                .all(|(_, s)| s == "completed"),
+            "{preset}: {:?}",
+            cli.repo.statuses("001-p")
+        );
+        assert_eq!(
+            cli.argv_log().len(),
+            4,
+            "{preset}: planner and three coders"
+        );
+        let (tokens, usd) = expected(preset);
+        let mut session_ids = std::collections::HashSet::new();
+        for id in ["core-a", "core-b", "polish"] {
+            let attempts = cli.attempts(id);
+            assert_eq!(attempts.len(), 1, "{preset} {id}: {attempts:?}");
+            let a = &attempts[0];
+            assert_eq!(a["outcome"], "completed", "{preset} {id}: {a}");
+            assert_eq!(a["tokens"], tokens, "{preset} {id}: {a}");
+            // codex's `exec --json` names no model; the others do.
+            if preset != "codex" {
+                assert!(a["model"].as_str().is_some_and(|m| !m.is_empty()), "{a}");
+            }
+            match usd {
+                Some(usd) => {
+                    assert_eq!(a["cost_usd"].as_f64(), Some(usd), "{preset}: {a}");
+                    assert_eq!(a["cost_source"], "reported", "{preset}: {a}");
+                }
+                None => {
+                    // No dollars from this CLI: none are made up (unless a price is known).
+                    assert!(
+                        a.get("cost_usd").is_none() || a["cost_source"] == "computed",
+                        "{preset}: {a}"
+                    );
+                }
+            }
+            if preset == "aider" {
+                assert!(
+                    a.get("agent_session_id").is_none(),
+                    "aider has no sessions: {a}"
+                );
+            } else {
+                let sid = a["agent_session_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(!sid.is_empty(), "{preset}: {a}");
+                session_ids.insert(sid);
+            }
+        }
+        if preset != "aider" {
+            assert_eq!(
+                session_ids.len(),
+                3,
+                "{preset}: one agent session per chunk"
+            );
+        }
+        // The journal's session ends carry the report too.
+        let ends: Vec<Value> = cli
+            .repo
+            .events("001-p")
+            .into_iter()
+            .filter(|e| e["event"] == "session_end")
+            .collect();
+        assert_eq!(ends.len(), 4);
+        assert!(
+            ends.iter().all(|e| e["report"]["tokens"].is_object()),
+            "{preset}: {ends:?}"
+        );
+    }
+}
+
+/// The generic command says nothing runner reads: its attempt records stay as they were.
+#[test]
+fn the_command_preset_records_no_report() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-p");
+    assert_exit(&repo.run_spec("001-p", &[]), 0);
+    let a = &repo.chunk("001-p", "core-a")["attempts"][0];
+    for key in ["cost_usd", "tokens", "agent_session_id", "model"] {
+        assert!(a.get(key).is_none(), "{key}: {a}");
+    }
+    let ends: Vec<Value> = repo
+        .events("001-p")
+        .into_iter()
+        .filter(|e| e["event"] == "session_end")
+        .collect();
+    assert_eq!(ends.len(), 4);
+    assert!(ends.iter().all(|e| e.get("report").is_none()), "{ends:?}");
+}
+
+/// A session the CLI says failed is a failed attempt, even when the agent reported its chunk
+/// done: claude's `is_error: true` with `subtype: "success"`, codex's `turn.failed`, aider's
+/// failed model call (it exits 0). The CLI's words are in the reason; the attempt's cost is
+/// still recorded.
+#[test]
+fn a_session_its_cli_says_failed_is_a_failed_attempt_with_the_clis_words() {
+    let cases = [
+        ("claude", "core-a 1 is-error", "API Error"),
+        ("codex", "core-a 1 fail", "stream"),
+        ("aider", "core-a 1 model-fail", "AuthenticationError"),
+    ];
+    for (preset, rule, words) in cases {
+        let cli = FakeCli::new(preset, "[run]\nmax_attempts = 1\n");
+        cli.preset_script(rule);
+        let out = cli.run(&[]);
+        assert_exit(&out, 3);
+        let attempts = cli.attempts("core-a");
+        assert_eq!(attempts.len(), 1, "{preset}: {attempts:?}");
+        let a = &attempts[0];
+        assert_eq!(a["outcome"], "failed", "{preset}: {a}");
+        let reason = a["reason"].as_str().unwrap();
+        assert!(
+            reason.to_lowercase().contains(&words.to_lowercase()),
+            "{preset}: {reason}"
+        );
+        assert_eq!(cli.repo.chunk("001-p", "core-a")["status"], "failed");
+        if preset == "claude" {
+            // The agent did its work and reported it done: the CLI's error still decides.
+            assert!(reason.contains("reported the chunk done"), "{reason}");
+            assert!(a["cost_usd"].as_f64().is_some(), "{a}");
+            assert!(a["agent_error"].as_str().is_some(), "{a}");
+        }
+        // The next chunk never started.
+        assert_eq!(cli.repo.chunk("001-p", "core-b")["status"], "pending");
+    }
+}
