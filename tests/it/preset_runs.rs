@@ -155,3 +155,40 @@ fn a_session_its_cli_says_failed_is_a_failed_attempt_with_the_clis_words() {
         assert_eq!(cli.repo.chunk("001-p", "core-b")["status"], "pending");
     }
 }
+
+/// The recovery evaluator asks the configured preset; the stream-json CLIs print its answer
+/// inside their final message's JSON string (the fakes put what fake-agent said there and
+/// nowhere else), and the answer is read from there.
+#[test]
+fn the_agent_evaluator_reads_its_answer_from_each_presets_final_message() {
+    use std::os::unix::process::ExitStatusExt;
+    for preset in PRESETS {
+        let cli = FakeCli::new(preset, "[recovery]\nevaluator = \"agent\"\n");
+        std::fs::copy(
+            fixture("plans/two-phases.json"),
+            cli.repo.plan_path("001-p"),
+        )
+        .unwrap();
+        cli.repo
+            .script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
+        let out = cli
+            .cmd(&["run", "--spec", "001-p"])
+            .env("RUNNER_FAILPOINTS", "after_coder_session")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        let out = cli.runner(&["recover", "--spec", "001-p", "--json"]);
+        assert_exit(&out, 0);
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let action = &report["specs"][0]["actions"][0];
+        assert_eq!(action["decision"], "restart", "{preset}: {report}");
+        let rec = &cli.repo.chunk("001-p", "core-a")["attempts"][0]["recovery"];
+        assert_eq!(rec["source"], "agent", "{preset}: {rec}");
+        assert_eq!(rec["reason"], "not worth it", "{preset}: {rec}");
+        // The question went to the preset's own CLI.
+        assert!(
+            cli.argv_log().iter().any(|argv| argv[0] == preset),
+            "{preset}"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! from (repository, path, version) is written in `fixtures/agent-output/README.md`.
 
 pub mod aider;
+pub mod answer;
 pub mod claude;
 pub mod codex;
 pub mod gemini;

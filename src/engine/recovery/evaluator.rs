@@ -111,14 +111,21 @@ pub async fn ask(
         return Err(Unanswered::Interrupted);
     }
     // The log is capped, and its tail (where the answer is) kept; a non-UTF-8 byte must not
-    // lose the answer.
-    let output = String::from_utf8_lossy(&crate::store::safe::read(&log_path).unwrap_or_default())
-        .into_owned();
-    parse_answer(&output).ok_or_else(|| {
-        "the agent's answer had no JSON object with a known \"decision\""
-            .to_string()
-            .into()
-    })
+    // lose the answer. A stream-json CLI prints the answer inside its final message's JSON
+    // string: that text is searched first, then the raw output.
+    let bytes = crate::store::safe::read(&log_path).unwrap_or_default();
+    let last_words =
+        crate::agent::report::answer::final_text(evaluator.agent.choice.preset, &bytes);
+    let output = String::from_utf8_lossy(&bytes).into_owned();
+    last_words
+        .as_deref()
+        .and_then(parse_answer)
+        .or_else(|| parse_answer(&output))
+        .ok_or_else(|| {
+            "the agent's answer had no JSON object with a known \"decision\""
+                .to_string()
+                .into()
+        })
 }
 
 /// Why the evaluator gave no decision.
