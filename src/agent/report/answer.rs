@@ -50,10 +50,11 @@ pub fn final_text(preset: Preset, output: &[u8]) -> Option<String> {
                 let item = ev.item.as_ref();
                 let is_message = item.and_then(|i| i.get("type")).and_then(Value::as_str)
                     == Some("agent_message");
-                if kind == Some("item.completed") && is_message {
-                    if let Some(t) = item.and_then(|i| i.get("text")).and_then(Value::as_str) {
-                        last = Some(t.to_string());
-                    }
+                if kind == Some("item.completed")
+                    && is_message
+                    && let Some(t) = item.and_then(|i| i.get("text")).and_then(Value::as_str)
+                {
+                    last = Some(t.to_string());
                 }
             }
             Preset::Gemini => {
