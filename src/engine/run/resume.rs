@@ -259,7 +259,7 @@ impl Run {
         let Some(resumed) = taken.session.resumes().map(str::to_string) else {
             return Ok((end, report, prompt));
         };
-        let Some(reason) = self.resume_failed(taken, &end, &report)? else {
+        let Some(reason) = self.resume_failed(taken, &end, &report) else {
             return Ok((end, report, prompt));
         };
         let full = self.coder_prompt(&taken.plan, taken)?;
@@ -294,8 +294,10 @@ impl Run {
         taken: &Taken,
         end: &crate::agent::ChildEnd,
         report: &AgentReport,
-    ) -> anyhow::Result<Option<String>> {
-        let plan = self.load_plan()?;
+    ) -> Option<String> {
+        // A plan the session broke is for the guard after the session to put right: no
+        // fallback then.
+        let plan = self.load_plan().ok()?;
         let reported = plan.find_chunk(&taken.chunk.id).is_some_and(|pos| {
             let chunk = plan.chunk(pos);
             chunk.status == Status::Completed
@@ -303,7 +305,7 @@ impl Run {
         });
         let dir = self.paths.sessions_dir.join(&taken.session_id);
         let output = crate::agent::report::read::output_tail(&dir, 64 * 1024);
-        Ok(rules::failed_at_once(&rules::ResumeEnd {
+        rules::failed_at_once(&rules::ResumeEnd {
             ended: &end.ended,
             duration: end.duration,
             reported,
@@ -311,7 +313,7 @@ impl Run {
             cost_usd: report.cost_usd,
             usage_limit: report.usage_limit.is_some(),
             output: &output,
-        }))
+        })
     }
 
     /// Record the failed resume on the attempt (a new runner session id, a fresh agent session
