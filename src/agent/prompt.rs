@@ -10,12 +10,18 @@ pub const PLANNER: &str = "planner.md";
 pub const CODER: &str = "coder.md";
 pub const CODER_RETRY: &str = "coder_retry.md";
 pub const RECOVERY: &str = "recovery.md";
+/// The short prompt of a resumed agent session (`engine::run::resume`).
+pub const CODER_RESUME: &str = "coder_resume.md";
 
-const EMBEDDED: [(&str, &str); 4] = [
+const EMBEDDED: [(&str, &str); 5] = [
     (PLANNER, include_str!("../../templates/planner.md")),
     (CODER, include_str!("../../templates/coder.md")),
     (CODER_RETRY, include_str!("../../templates/coder_retry.md")),
     (RECOVERY, include_str!("../../templates/recovery.md")),
+    (
+        CODER_RESUME,
+        include_str!("../../templates/coder_resume.md"),
+    ),
 ];
 
 /// The `shell_quote` filter: `value` as one word of a POSIX shell command line (single-quoted

@@ -27,6 +27,7 @@ pub enum Event {
     RunEnd(RunEnd),
     SessionStart(Session),
     SessionEnd(SessionEnd),
+    ResumeFailed(ResumeFailed),
     ProcessStarted(Process),
     ProcessEnded(Process),
     LeftoversKilled(LeftoversKilled),
@@ -73,6 +74,7 @@ impl Event {
             Event::RecoveryDecision(e) => &e.chunk,
             Event::SessionStart(e) => return e.chunk.as_deref(),
             Event::SessionEnd(e) => return e.start.chunk.as_deref(),
+            Event::ResumeFailed(e) => &e.chunk,
             Event::PlanEditUndone(e) => return e.chunk.as_deref(),
             Event::HistoryRewritten(e) => return e.chunk.as_deref(),
             Event::WorktreeUnopenable(e) => return e.chunk.as_deref(),
@@ -184,6 +186,24 @@ pub struct Session {
     /// The agent's own session id, when runner chose it (claude's `--session-id`) or resumed it.
     #[serde(skip_serializing_if = "none")]
     pub agent_session_id: Option<String>,
+    /// `true` when the session continues the agent's own session `agent_session_id`
+    /// (`agent.resume_sessions`); absent for a fresh one.
+    #[serde(skip_serializing_if = "none")]
+    pub resumed: Option<bool>,
+}
+
+/// A resumed agent session failed at once (`policy::resume::failed_at_once`): the same attempt
+/// goes on with a fresh session (`fresh_session_id`) and the full prompt; not a failed attempt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResumeFailed {
+    pub chunk: String,
+    pub attempt: u32,
+    /// runner's session that tried the resume, and the agent session it asked for.
+    pub session_id: String,
+    pub agent_session_id: String,
+    pub reason: String,
+    pub fresh_session_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -42,6 +42,7 @@ impl FakeCli {
         let mut cmd = self.repo.cmd(args);
         cmd.env("FAKE_PRESET_SCRIPT", tmp.join("preset-script"))
             .env("FAKE_ARGV_LOG", tmp.join("argv.log"))
+            .env("FAKE_ENV_LOG", tmp.join("env.log"))
             .env("FAKE_SESSIONS_DIR", tmp.join("fake-sessions"));
         cmd
     }

@@ -31,6 +31,7 @@ mod review_cli;
 mod review_layers;
 mod review_regress;
 mod run;
+mod session_resume;
 mod shutdown;
 mod slotfix;
 mod snapshots;

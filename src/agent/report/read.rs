@@ -36,6 +36,12 @@ pub fn read_session(
     }
 }
 
+/// The last `limit` bytes of a session's `output.log` as text (what the CLI said on stdout and
+/// stderr); empty if it cannot be read.
+pub fn output_tail(session_dir: &Path, limit: u64) -> String {
+    String::from_utf8_lossy(&tail(&session_dir.join("output.log"), limit)).into_owned()
+}
+
 /// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
 fn tail(path: &Path, limit: u64) -> Vec<u8> {
     let Ok(mut file) = crate::store::safe::open_read(path) else {

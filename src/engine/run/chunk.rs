@@ -49,12 +49,15 @@ impl Run {
         let attempt = attempts.len() as u32 + 1;
         let session_id = crate::store::ids::session_id("coder", Some(&chunk.id), attempt);
         let now = crate::clock::now();
+        // Resume or not is decided now and written with the take (`resume`).
+        let (session, extra) = self.choose_session(&mut attempts);
         attempts.push(Attempt {
             n: attempt,
             session_id: Some(session_id.clone()),
             run_id: Some(self.run_id.clone()),
             started_at: Some(now.clone()),
             start_commit: Some(start_commit.to_string()),
+            extra,
             ..Attempt::default()
         });
         let change = apply(
@@ -75,6 +78,7 @@ impl Run {
             attempt,
             session_id,
             plan: plan.clone(),
+            session,
         };
         Ok(((Take::Chunk(Box::new(taken)), Some(change)), true))
     }
@@ -86,6 +90,26 @@ impl Run {
             self.journal.status(&t.chunk.id, change)?;
         }
         Ok(take)
+    }
+
+    /// Keep the plan as runner left it when a session starts: if this run dies before the
+    /// session end settles the plan, recovery settles it against this copy (advisory, like
+    /// the session's files; `runner chunk` never rewrites it, unlike last-good).
+    pub(super) fn keep_plan_before_session(&self, plan: &Plan) {
+        let before_path = self
+            .paths
+            .dir
+            .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
+        // Advisory: a copy that cannot be written (an agent put a link or a hard link at its
+        // name, which is never written through) does not stop the run; recovery then has no
+        // copy of this session to settle against, and says nothing of it.
+        if let Err(e) = crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
+        {
+            crate::output::warn(&format!(
+                "could not keep the plan as the session starts in {}: {e}",
+                before_path.display()
+            ));
+        }
     }
 
     pub(super) fn open_worktree(&self) -> anyhow::Result<crate::git::Repository> {
@@ -162,7 +186,7 @@ impl Run {
     pub(super) async fn work_on(
         &mut self,
         ws: &Workspace,
-        taken: Box<Taken>,
+        mut taken: Box<Taken>,
         prompt_override: Option<String>,
         take_next: bool,
     ) -> anyhow::Result<Option<Take>> {
@@ -177,7 +201,7 @@ impl Run {
             taken.chunk.description(),
             taken.attempt
         ));
-        let prompt = match prompt_override.map_or_else(|| self.coder_prompt(plan, &taken), Ok) {
+        let prompt = match self.first_prompt(&taken, prompt_override) {
             Ok(prompt) => prompt,
             Err(e) => {
                 // No prompt (say, spec.md was deleted meanwhile): the agent never ran.
@@ -185,34 +209,8 @@ impl Run {
                 return Err(e);
             }
         };
-        // The plan as runner left it when the session started: if this run dies before the
-        // session end settles the plan, recovery settles it against this copy (advisory, like
-        // the session's files; `runner chunk` never rewrites it, unlike last-good).
-        let before_path = self
-            .paths
-            .dir
-            .join(crate::engine::recovery::PLAN_BEFORE_SESSION);
-        // Advisory: a copy that cannot be written (an agent put a link or a hard link at its
-        // name, which is never written through) does not stop the run; recovery then has no
-        // copy of this session to settle against, and says nothing of it.
-        if let Err(e) = crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
-        {
-            crate::output::warn(&format!(
-                "could not keep the plan as the session starts in {}: {e}",
-                before_path.display()
-            ));
-        }
-        let (end, agent_report) = match self
-            .session(
-                "coder",
-                Some(&id),
-                taken.attempt,
-                &taken.session_id,
-                &prompt,
-                taken.chunk.last_attempt().and_then(|a| a.start_commit),
-            )
-            .await
-        {
+        self.keep_plan_before_session(&taken.plan);
+        let (end, agent_report, prompt) = match self.coder_session(&mut taken, prompt).await {
             Ok(end) => end,
             Err(e) => {
                 // The agent never ran (say, its command does not exist): not a failed attempt.

@@ -17,6 +17,7 @@ mod interrupted;
 pub mod person;
 mod planner;
 mod prompt;
+mod resume;
 mod session;
 mod shutdown;
 mod slot;
@@ -94,6 +95,9 @@ struct Run {
     state_dir: PathBuf,
     /// Sessions cut off by the last shutdown, to be run again first.
     resume: Vec<crate::engine::recovery::interrupted::InterruptedSession>,
+    /// The mode of the next coder session, chosen as its chunk was taken (`resume`); the
+    /// session takes it (`session_mode`), a planner's starts afresh.
+    next_session: Option<resume::NextSession>,
     /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
     /// plan changes during a session that the settle trusts.
     person: Option<person::Listener>,
@@ -115,6 +119,8 @@ struct Taken {
     session_id: String,
     /// The plan as it was written when the chunk was taken.
     plan: Plan,
+    /// How its session starts: afresh, or continuing the interrupted attempt's agent session.
+    session: resume::NextSession,
 }
 
 /// What the loop does next.

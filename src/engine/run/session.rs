@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::agent::report::AgentReport;
+use crate::policy::invocation::SessionMode;
 use crate::store::event::{self as ev, Event};
 
 /// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
@@ -150,6 +151,8 @@ impl Run {
         prompt: &str,
         start_commit: Option<String>,
     ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport)> {
+        // Chosen as the chunk was taken (`resume`); taken now, so none is left for another.
+        let next = self.session_mode();
         // After Ctrl-C no new session starts.
         if self.interrupt.is_set() {
             return Err(RunnerError::Interrupted.into());
@@ -168,7 +171,7 @@ impl Run {
             None => head_commit(&self.open_worktree()?)?.to_string(),
         };
         self.sessions += 1;
-        let mode = self.agent.fresh_mode();
+        let mode = next.mode;
         let invocation = self
             .agent
             .invocation(&self.worktree, &self.paths.dir, &dir, &mode, None);
@@ -193,11 +196,10 @@ impl Run {
             start_commit: Some(start_commit),
             command: Some(invocation.argv),
             preset: Some(self.agent.choice.preset.name().to_string()),
+            resumed: matches!(mode, SessionMode::Resume { .. }).then_some(true),
             agent_session_id: match mode {
-                crate::policy::invocation::SessionMode::Fresh { session_id } => session_id,
-                crate::policy::invocation::SessionMode::Resume { agent_session_id } => {
-                    Some(agent_session_id)
-                }
+                SessionMode::Fresh { session_id } => session_id,
+                SessionMode::Resume { agent_session_id } => Some(agent_session_id),
             },
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;
@@ -207,7 +209,7 @@ impl Run {
         let report = crate::agent::report::read::read_session(
             self.agent.choice.preset,
             &dir,
-            None,
+            next.thread_total,
             self.config.agent.max_log_bytes.saturating_add(4096),
         );
         let (exit_code, signal) = match end.ended {

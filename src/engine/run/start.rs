@@ -457,6 +457,7 @@ impl Prepared {
             sessions: 0,
             drain,
             resume,
+            next_session: None,
             person: self.person,
             history: Default::default(),
         };
