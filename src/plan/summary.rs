@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 
 mod de;
 use de::{
-    AS_TEXT, AttemptFields, ChunkFields, Fields, IN_PLACE, List, PhaseRead, Picked, TWO_LISTS,
-    Text, Top, VerificationFields,
+    AS_TEXT, ATTEMPT_TEXT_KEYS, AttemptFields, COST_KEYS, ChunkFields, Fields, IN_PLACE, List,
+    PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
@@ -32,12 +32,20 @@ use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanSummary {
     plan: Plan,
+    /// How many attempt records the plan holds (one session each; none has a cost, or the
+    /// light read would not have answered).
+    attempts: u64,
 }
 
 impl PlanSummary {
     /// The skeleton: ids, statuses, phases, dependencies, recorded commits, `merged`.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The plan's attempt records, counted (the ledger's sessions; they record no cost).
+    pub fn attempts(&self) -> u64 {
+        self.attempts
     }
 }
 
@@ -71,14 +79,18 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     if top.top_level_list {
         return None;
     }
+    let mut attempts = 0;
     let phases = top
         .phases?
         .into_iter()
-        .map(read_phase)
+        .map(|phase| read_phase(phase, &mut attempts))
         .collect::<Option<Vec<Phase>>>()?;
     let mut raw = Map::new();
     if top.merged {
         raw.insert("merged".into(), Value::Null);
+    }
+    if top.budget_exhausted {
+        raw.insert("budget_exhausted".into(), Value::Null);
     }
     let plan = Plan {
         raw,
@@ -88,7 +100,9 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     };
     let mut problems = Vec::new();
     validate::check(&plan, &mut problems);
-    problems.is_empty().then_some(PlanSummary { plan })
+    problems
+        .is_empty()
+        .then_some(PlanSummary { plan, attempts })
 }
 
 fn is_null(r: &RawValue) -> bool {
@@ -126,7 +140,7 @@ fn id_of(r: &RawValue) -> Option<String> {
     good.then(|| id.into_owned())
 }
 
-fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
+fn read_phase<const P: bool>(phase: PhaseRead<P>, attempts: &mut u64) -> Option<Phase> {
     let p = &phase.fields;
     let id = match p.get("id") {
         None => None,
@@ -165,7 +179,7 @@ fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
     };
     let chunks = chunks
         .into_iter()
-        .map(read_chunk)
+        .map(|chunk| read_chunk(chunk, attempts))
         .collect::<Option<Vec<Chunk>>>()?;
     Some(Phase {
         raw: Map::new(),
@@ -185,7 +199,7 @@ fn phase_ref(r: &RawValue) -> Option<PhaseRef> {
     }
 }
 
-fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
+fn read_chunk(c: Picked<ChunkFields>, attempts: &mut u64) -> Option<Chunk> {
     // A missing, null or blank `id` (Auto-Claude's `subtask_id` then) is the full parser's.
     let id = id_of(c.get("id")?)?;
     if id.trim().is_empty() {
@@ -207,7 +221,11 @@ fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
     };
     let recorded = match c.get("attempts") {
         None => None,
-        Some(r) => recorded_commit(r)?,
+        Some(r) => {
+            let (recorded, count) = recorded_commit(r)?;
+            *attempts += count;
+            recorded
+        }
     };
     if let Some(v) = c.get("verification") {
         check_verification(v)?;
@@ -224,15 +242,20 @@ fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
     Some(Chunk::from_map(raw, id, status))
 }
 
-/// The attempts as `Attempt::list_from_value` takes them, and the commit of the last completed
-/// one (`integrity::recorded_commit`): `None` when they do not read.
-fn recorded_commit(r: &RawValue) -> Option<Option<String>> {
+/// The attempts as `Attempt::list_from_value` takes them: the commit of the last completed one
+/// (`integrity::recorded_commit`) and how many there are; `None` when they do not read (or
+/// one has a cost).
+fn recorded_commit(r: &RawValue) -> Option<(Option<String>, u64)> {
     let attempts: Vec<Picked<AttemptFields>> = serde_json::from_str(r.get()).ok()?;
     let mut recorded = None;
     for a in &attempts {
         let n = integer(a.get("n")?)?;
         u32::try_from(n).ok()?;
-        let texts = &AttemptFields::KEYS[1..];
+        // An attempt with a cost: the full parser reads the plan (and sums the ledger).
+        if COST_KEYS.iter().any(|k| a.get(k).is_some()) {
+            return None;
+        }
+        let texts = &AttemptFields::KEYS[ATTEMPT_TEXT_KEYS];
         if texts
             .iter()
             .filter_map(|k| a.get(k))
@@ -248,7 +271,7 @@ fn recorded_commit(r: &RawValue) -> Option<Option<String>> {
             recorded = Some(read("commit")?);
         }
     }
-    Some(recorded.flatten())
+    Some((recorded.flatten(), attempts.len() as u64))
 }
 
 /// The verification passes `verification::check` (a text, null, or an object whose fields
@@ -312,8 +335,10 @@ pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
     if !full.warnings.is_empty() {
         out.push(format!("the full parser warns: {:?}", full.warnings));
     }
-    if l.raw.contains_key("merged") != full.raw.contains_key("merged") {
-        out.push("merged differs".into());
+    for key in ["merged", "budget_exhausted"] {
+        if l.raw.contains_key(key) != full.raw.contains_key(key) {
+            out.push(format!("{key} differs"));
+        }
     }
     if l.phases.len() != full.phases.len() {
         out.push(format!(
@@ -347,6 +372,13 @@ pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
     let (a, b) = (chunks(l), chunks(full));
     if a != b {
         out.push(format!("chunks differ: {a:?} vs {b:?}"));
+    }
+    let full_attempts: usize = full.chunks().map(|c| c.attempts().len()).sum();
+    if light.attempts != full_attempts as u64 {
+        out.push(format!(
+            "{} attempt records, the full parser {full_attempts}",
+            light.attempts
+        ));
     }
     if super::next_chunk_id(l) != super::next_chunk_id(full) {
         out.push("the next chunk differs".into());

@@ -432,3 +432,39 @@ fn a_plain_text_is_read_by_what_it_says_and_anything_else_by_serde_json() {
         assert_eq!(de::sound(raw), sound, "{json}");
     }
 }
+
+/// The ledger: an attempt with a cost is left to the full parser (which sums it); attempts
+/// without one are counted; the budget mark is read like `merged`.
+#[test]
+fn costs_go_to_the_full_parser_and_attempts_are_counted() {
+    let plan = |attempt: &str, top: &str| {
+        format!(
+            r#"{{{top}"phases": [{{"id": "p", "subtasks": [
+                {{"id": "a", "description": "A", "status": "completed",
+                  "attempts": [{{"n": 1, "outcome": "failed"}}, {attempt}]}},
+                {{"id": "b", "description": "B", "status": "pending"}}]}}]}}"#
+        )
+    };
+    let plain = plan(r#"{"n": 2, "outcome": "completed", "commit": "abc"}"#, "");
+    assert!(agrees(&plain));
+    assert_eq!(summarize(plain.as_bytes()).unwrap().attempts(), 2);
+    for cost in [
+        r#""cost_usd": 0.05"#,
+        r#""tokens": {"input": 3}"#,
+        r#""cost_usd": "lots""#,
+    ] {
+        let text = plan(
+            &format!(r#"{{"n": 2, "outcome": "completed", {cost}}}"#),
+            "",
+        );
+        assert!(summarize(text.as_bytes()).is_none(), "{text}");
+        assert!(!agrees(&text));
+    }
+    let marked = plan(
+        r#"{"n": 2, "outcome": "completed"}"#,
+        r#""budget_exhausted": {"at": "now"}, "#,
+    );
+    assert!(agrees(&marked));
+    let light = summarize(marked.as_bytes()).unwrap();
+    assert!(light.plan().raw.contains_key("budget_exhausted"));
+}
