@@ -123,11 +123,22 @@ pub fn dollars(usd: f64) -> String {
     }
 }
 
-/// One line of "what was spent on what": `what` is `planner` or `chunk <id>`.
+/// One line of "what was spent on what": a chunk's sessions, or (`chunk` `None`) the
+/// planner's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
-    pub what: String,
+    pub chunk: Option<String>,
     pub spent: Spent,
+}
+
+impl Item {
+    /// `planner` or `chunk <id>`.
+    pub fn label(&self) -> String {
+        match &self.chunk {
+            Some(id) => format!("chunk {id}"),
+            None => "planner".to_string(),
+        }
+    }
 }
 
 /// The top `top` items by dollars then tokens, one line each, and a line for the rest.
@@ -151,7 +162,7 @@ pub fn spending_lines(items: &[Item], top: usize) -> Vec<String> {
     let mut lines: Vec<String> = sorted
         .iter()
         .take(top)
-        .map(|i| line(&i.what, &i.spent))
+        .map(|i| line(&i.label(), &i.spent))
         .collect();
     if sorted.len() > top {
         let mut rest = Spent::default();
@@ -273,11 +284,11 @@ mod tests {
     fn the_spending_lines_name_the_biggest_first() {
         let items = vec![
             Item {
-                what: "planner".into(),
+                chunk: None,
                 spent: spent(0.05, 100),
             },
             Item {
-                what: "chunk a".into(),
+                chunk: Some("a".into()),
                 spent: Spent {
                     usd: 0.10,
                     tokens: 200,
@@ -285,11 +296,11 @@ mod tests {
                 },
             },
             Item {
-                what: "chunk b".into(),
+                chunk: Some("b".into()),
                 spent: spent(0.01, 5),
             },
             Item {
-                what: "chunk c".into(),
+                chunk: Some("c".into()),
                 spent: Spent::default(),
             },
         ];

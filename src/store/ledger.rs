@@ -70,7 +70,7 @@ pub fn attempt(a: &Attempt) -> Spent {
 /// What was spent on what: the planner, then each chunk with attempt records, in plan order.
 pub fn items(plan: Option<&Plan>, planner: Spent) -> Vec<Item> {
     let mut items = vec![Item {
-        what: "planner".into(),
+        chunk: None,
         spent: planner,
     }];
     for chunk in plan.into_iter().flat_map(Plan::chunks) {
@@ -80,7 +80,7 @@ pub fn items(plan: Option<&Plan>, planner: Spent) -> Vec<Item> {
         }
         if spent.sessions > 0 {
             items.push(Item {
-                what: format!("chunk {}", chunk.id),
+                chunk: Some(chunk.id.clone()),
                 spent,
             });
         }

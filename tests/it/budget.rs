@@ -183,3 +183,55 @@ fn an_agent_lowering_the_ledger_does_not_buy_itself_budget() {
     assert_eq!(cli.repo.chunk("001-p", "core-b")["status"], "completed");
     assert_eq!(cli.repo.chunk("001-p", "polish")["status"], "pending");
 }
+
+#[test]
+fn review_and_status_show_the_cost_per_chunk() {
+    let cli = FakeCli::new("claude", "");
+    cli.preset_script("core-b 1 ok 0.25\n");
+    assert_exit(&cli.run(&[]), 0);
+    // No budget: claude is given none.
+    assert!(
+        cli.argv_log()
+            .iter()
+            .all(|argv| !argv.contains(&"--max-budget-usd".to_string()))
+    );
+    let out = cli.runner(&["review", "--spec", "001-p", "--json"]);
+    assert_exit(&out, 0);
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let items = r["cost"]["items"].as_array().unwrap();
+    let of = |chunk: Value| {
+        items
+            .iter()
+            .find(|i| i["chunk"] == chunk)
+            .unwrap_or_else(|| panic!("{chunk} in {items:?}"))
+            .clone()
+    };
+    assert_eq!(of(Value::Null)["usd"].as_f64(), Some(0.05));
+    for (id, usd) in [("core-a", 0.05), ("core-b", 0.25), ("polish", 0.05)] {
+        let line = of(Value::from(id));
+        let a = &cli.attempts(id)[0];
+        assert_eq!(line["usd"].as_f64(), a["cost_usd"].as_f64(), "{id}");
+        assert_eq!(line["usd"].as_f64(), Some(usd), "{id}");
+        assert_eq!(line["tokens"].as_u64(), Some(6500), "{id}: {line}");
+        assert_eq!(line["sessions"], 1);
+    }
+    assert!((r["cost"]["total"]["usd"].as_f64().unwrap() - 0.40).abs() < 1e-9);
+    assert_eq!(r["cost"]["total"]["sessions"], 4);
+    let text = stdout(&cli.runner(&["review", "--spec", "001-p"]));
+    assert!(
+        text.contains("core-b: $0.25, 6500 tokens, 1 session"),
+        "{text}"
+    );
+    assert!(text.contains("notional"), "{text}");
+    let status = stdout(&cli.runner(&["status"]));
+    assert!(status.contains("spent $0.40, 26000 tokens"), "{status}");
+    let s = status_json(&cli);
+    assert!(s["budget"]["max_usd"].is_null(), "{s}");
+    let (usd, tokens, sessions) = ledger_sum(&cli);
+    assert!(
+        (s["spent"]["usd"].as_f64().unwrap() - usd).abs() < 1e-9,
+        "{s}"
+    );
+    assert_eq!(s["spent"]["tokens"].as_u64(), Some(tokens));
+    assert_eq!(s["spent"]["sessions"].as_u64(), Some(sessions));
+}
