@@ -235,3 +235,30 @@ fn review_and_status_show_the_cost_per_chunk() {
     assert_eq!(s["spent"]["tokens"].as_u64(), Some(tokens));
     assert_eq!(s["spent"]["sessions"].as_u64(), Some(sessions));
 }
+
+/// A session cut off by a shutdown keeps what it cost on its attempt (recovery closes it).
+#[test]
+fn an_interrupted_session_keeps_its_cost_on_its_attempt() {
+    let cli = FakeCli::new("claude", "");
+    cli.repo.script("core-a * graceful 30\n");
+    let child = cli
+        .cmd(&["run", "--spec", "001-p", "--drain-timeout", "20"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = cli.repo.spec_dir("001-p").join("fake-agent.pid");
+    wait_for("the agent", || pid_file.exists());
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let a = &cli.attempts("core-a")[0];
+    assert_eq!(a["cost_usd"].as_f64(), Some(0.05), "{a}");
+    assert_eq!(a["recovery"]["decision"], "next", "{a}");
+    let s = status_json(&cli);
+    assert!(
+        (s["spent"]["usd"].as_f64().unwrap() - 0.10).abs() < 1e-9,
+        "{s}"
+    );
+}

@@ -130,4 +130,30 @@ impl Run {
             Some(report),
         )
     }
+
+    /// A session cut off by a shutdown: its report (what it cost so far) goes on its attempt
+    /// now, before recovery closes the attempt (nothing for an empty report).
+    pub(super) fn record_session_cost(
+        &self,
+        taken: &Taken,
+        report: &AgentReport,
+    ) -> anyhow::Result<()> {
+        if *report == AgentReport::default() {
+            return Ok(());
+        }
+        let id = &taken.chunk.id;
+        self.paths.plan.update_if(|plan| {
+            let Some(pos) = plan.find_chunk(id) else {
+                return Ok(((), false));
+            };
+            let chunk = plan.chunk_mut(pos);
+            let ours = chunk
+                .last_attempt()
+                .is_some_and(|a| a.session_id.as_deref() == Some(taken.session_id.as_str()));
+            if ours {
+                chunk.update_last_attempt(|a| a.record_report(report));
+            }
+            Ok(((), ours))
+        })
+    }
 }

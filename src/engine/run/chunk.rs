@@ -223,6 +223,7 @@ impl Run {
         crate::failpoint::hit("after_coder_session");
         let (after, wt) = self.guard_after_session(ws, &taken)?;
         if let Ended::Interrupted { drained } = end.ended {
+            self.record_session_cost(&taken, &agent_report)?;
             return self
                 .interrupted(
                     Some(ws),
