@@ -40,7 +40,9 @@ impl Spent {
     }
 
     pub fn add(&mut self, other: &Spent) {
-        self.usd = clean_usd(self.usd + other.usd);
+        // Two huge figures stay huge (an overflow to infinity must not clean to nothing).
+        let sum = clean_usd(self.usd) + clean_usd(other.usd);
+        self.usd = if sum.is_finite() { sum } else { f64::MAX };
         self.tokens = self.tokens.saturating_add(other.tokens);
         self.sessions = self.sessions.saturating_add(other.sessions);
     }
@@ -274,6 +276,7 @@ mod tests {
         let mut huge = spent(f64::MAX, u64::MAX);
         huge.add(&spent(f64::MAX, 1));
         assert_eq!(huge.tokens, u64::MAX);
+        assert_eq!(huge.usd, f64::MAX, "an overflow stays the largest figure");
         // An edited ledger (lowered) does not lower the run's floor.
         let now = spent(0.01, 10);
         let floor = spent(0.10, 500);
