@@ -191,14 +191,9 @@ impl Shown {
 
     fn of_summary(summary: PlanSummary) -> Shown {
         let plan = summary.plan();
-        // The light read answers only for plans whose attempts record no cost.
-        let spent = crate::policy::budget::Spent {
-            sessions: summary.attempts(),
-            ..Default::default()
-        };
         Shown {
             with_recorded_work: has_recorded_work(plan).then(|| plan.clone()),
-            spent,
+            spent: summary.spent(),
             ..Shown::of(plan)
         }
     }

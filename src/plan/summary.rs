@@ -22,6 +22,9 @@ use de::{
     PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
 
+use crate::agent::report::Tokens;
+use crate::policy::budget::Spent;
+
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
 
@@ -32,9 +35,8 @@ use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanSummary {
     plan: Plan,
-    /// How many attempt records the plan holds (one session each; none has a cost, or the
-    /// light read would not have answered).
-    attempts: u64,
+    /// The attempt records summed as the cost ledger counts them (one session each).
+    spent: Spent,
 }
 
 impl PlanSummary {
@@ -43,9 +45,10 @@ impl PlanSummary {
         &self.plan
     }
 
-    /// The plan's attempt records, counted (the ledger's sessions; they record no cost).
-    pub fn attempts(&self) -> u64 {
-        self.attempts
+    /// The plan's attempt records summed as the cost ledger counts them (`store::ledger`):
+    /// sessions, dollars, tokens.
+    pub fn spent(&self) -> Spent {
+        self.spent
     }
 }
 
@@ -79,11 +82,11 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     if top.top_level_list {
         return None;
     }
-    let mut attempts = 0;
+    let mut spent = Spent::default();
     let phases = top
         .phases?
         .into_iter()
-        .map(|phase| read_phase(phase, &mut attempts))
+        .map(|phase| read_phase(phase, &mut spent))
         .collect::<Option<Vec<Phase>>>()?;
     let mut raw = Map::new();
     if top.merged {
@@ -100,9 +103,7 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     };
     let mut problems = Vec::new();
     validate::check(&plan, &mut problems);
-    problems
-        .is_empty()
-        .then_some(PlanSummary { plan, attempts })
+    problems.is_empty().then_some(PlanSummary { plan, spent })
 }
 
 fn is_null(r: &RawValue) -> bool {
@@ -140,7 +141,7 @@ fn id_of(r: &RawValue) -> Option<String> {
     good.then(|| id.into_owned())
 }
 
-fn read_phase<const P: bool>(phase: PhaseRead<P>, attempts: &mut u64) -> Option<Phase> {
+fn read_phase<const P: bool>(phase: PhaseRead<P>, spent: &mut Spent) -> Option<Phase> {
     let p = &phase.fields;
     let id = match p.get("id") {
         None => None,
@@ -179,7 +180,7 @@ fn read_phase<const P: bool>(phase: PhaseRead<P>, attempts: &mut u64) -> Option<
     };
     let chunks = chunks
         .into_iter()
-        .map(|chunk| read_chunk(chunk, attempts))
+        .map(|chunk| read_chunk(chunk, spent))
         .collect::<Option<Vec<Chunk>>>()?;
     Some(Phase {
         raw: Map::new(),
@@ -199,7 +200,7 @@ fn phase_ref(r: &RawValue) -> Option<PhaseRef> {
     }
 }
 
-fn read_chunk(c: Picked<ChunkFields>, attempts: &mut u64) -> Option<Chunk> {
+fn read_chunk(c: Picked<ChunkFields>, spent: &mut Spent) -> Option<Chunk> {
     // A missing, null or blank `id` (Auto-Claude's `subtask_id` then) is the full parser's.
     let id = id_of(c.get("id")?)?;
     if id.trim().is_empty() {
@@ -221,11 +222,7 @@ fn read_chunk(c: Picked<ChunkFields>, attempts: &mut u64) -> Option<Chunk> {
     };
     let recorded = match c.get("attempts") {
         None => None,
-        Some(r) => {
-            let (recorded, count) = recorded_commit(r)?;
-            *attempts += count;
-            recorded
-        }
+        Some(r) => recorded_commit(r, spent)?,
     };
     if let Some(v) = c.get("verification") {
         check_verification(v)?;
@@ -243,18 +240,24 @@ fn read_chunk(c: Picked<ChunkFields>, attempts: &mut u64) -> Option<Chunk> {
 }
 
 /// The attempts as `Attempt::list_from_value` takes them: the commit of the last completed one
-/// (`integrity::recorded_commit`) and how many there are; `None` when they do not read (or
-/// one has a cost).
-fn recorded_commit(r: &RawValue) -> Option<(Option<String>, u64)> {
+/// (`integrity::recorded_commit`), each one's session added to `spent` as `Attempt::cost_usd`
+/// and `Attempt::tokens` read it; `None` when they do not read.
+fn recorded_commit(r: &RawValue, spent: &mut Spent) -> Option<Option<String>> {
     let attempts: Vec<Picked<AttemptFields>> = serde_json::from_str(r.get()).ok()?;
     let mut recorded = None;
     for a in &attempts {
         let n = integer(a.get("n")?)?;
         u32::try_from(n).ok()?;
-        // An attempt with a cost: the full parser reads the plan (and sums the ledger).
-        if COST_KEYS.iter().any(|k| a.get(k).is_some()) {
-            return None;
-        }
+        // As the full reader: the value as JSON, then `as_f64` / the `Tokens` it reads as.
+        let value = |key| {
+            a.get(key)
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+        };
+        let usd = value(COST_KEYS[0]).and_then(|v| v.as_f64());
+        let tokens = value(COST_KEYS[1])
+            .and_then(|v| serde_json::from_value::<Tokens>(v).ok())
+            .unwrap_or_default();
+        spent.add(&Spent::session(usd, tokens.total()));
         let texts = &AttemptFields::KEYS[ATTEMPT_TEXT_KEYS];
         if texts
             .iter()
@@ -271,7 +274,7 @@ fn recorded_commit(r: &RawValue) -> Option<(Option<String>, u64)> {
             recorded = Some(read("commit")?);
         }
     }
-    Some((recorded.flatten(), attempts.len() as u64))
+    Some(recorded.flatten())
 }
 
 /// The verification passes `verification::check` (a text, null, or an object whose fields
@@ -373,11 +376,17 @@ pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
     if a != b {
         out.push(format!("chunks differ: {a:?} vs {b:?}"));
     }
-    let full_attempts: usize = full.chunks().map(|c| c.attempts().len()).sum();
-    if light.attempts != full_attempts as u64 {
+    let mut full_spent = Spent::default();
+    for a in full.chunks().flat_map(Chunk::attempts) {
+        full_spent.add(&Spent::session(
+            a.cost_usd().map(|c| c.0),
+            a.tokens().total(),
+        ));
+    }
+    if light.spent != full_spent {
         out.push(format!(
-            "{} attempt records, the full parser {full_attempts}",
-            light.attempts
+            "the ledger differs: {:?}, the full parser {full_spent:?}",
+            light.spent
         ));
     }
     if super::next_chunk_id(l) != super::next_chunk_id(full) {

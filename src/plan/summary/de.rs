@@ -213,8 +213,8 @@ impl Fields for AttemptFields {
 }
 
 /// `n`, then the text fields of an attempt record (`attempt::ATTEMPT_TEXTS`), so that the light
-/// read knows exactly the keys the full reader knows, then the ledger's keys (`COST_KEYS`: an
-/// attempt with a cost is read by the full parser, which sums it).
+/// read knows exactly the keys the full reader knows, then the ledger's keys (`COST_KEYS`,
+/// summed as the full reader reads them).
 const ATTEMPT_KEYS: [&str; 13] = {
     let texts = crate::plan::attempt::ATTEMPT_TEXTS;
     let mut keys = ["n"; 13];
