@@ -49,6 +49,39 @@ pub struct Config {
     pub recovery: RecoveryConfig,
     #[serde(default)]
     pub backup: BackupConfig,
+    #[serde(default)]
+    pub budget: BudgetConfig,
+}
+
+/// `[budget]`: what one spec may spend, over all its runs (its ledger: the attempt records
+/// and the planner's, see `store::ledger`). Unset: no limit of that kind.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
+pub struct BudgetConfig {
+    /// Dollars (as the agents report them, or computed); `run --max-usd` overrides it.
+    pub max_usd: Option<f64>,
+    /// Tokens (input, output and cache, summed): the limit for agents that report no dollars.
+    pub max_tokens: Option<u64>,
+}
+
+impl BudgetConfig {
+    pub fn budget(&self) -> crate::policy::budget::Budget {
+        crate::policy::budget::Budget {
+            max_usd: self.max_usd,
+            max_tokens: self.max_tokens,
+        }
+    }
+}
+
+/// A dollar limit must be a finite number, zero or more (zero: no session starts).
+pub fn check_max_usd(usd: f64) -> Result<f64, String> {
+    if usd.is_finite() && usd >= 0.0 {
+        Ok(usd)
+    } else {
+        Err(format!(
+            "must be a number of dollars, 0 or more; it is {usd}"
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -222,6 +255,17 @@ impl Config {
         Ok((config, Some(table)))
     }
 
+    /// `[budget]` of the config at `path`, without a word: the defaults when the file is
+    /// missing or invalid (`runner status` shows the budget; `runner run` reports the error).
+    pub fn budget_quietly(path: &Path) -> BudgetConfig {
+        crate::store::safe::read_to_string(path)
+            .ok()
+            .and_then(|text| toml::from_str::<Config>(&text).ok())
+            .filter(|c| c.check(path).is_ok())
+            .map(|c| c.budget)
+            .unwrap_or_default()
+    }
+
     fn check(&self, path: &Path) -> Result<(), RunnerError> {
         let bad = |what: &str| {
             Err(RunnerError::bad_input(format!(
@@ -234,6 +278,11 @@ impl Config {
         }
         if self.run.max_sessions == 0 {
             return bad("run.max_sessions must be at least 1");
+        }
+        if let Some(usd) = self.budget.max_usd
+            && let Err(e) = check_max_usd(usd)
+        {
+            return bad(&format!("budget.max_usd {e}"));
         }
         if self.run.session_timeout == 0 {
             return bad("run.session_timeout must be at least 1 second");
@@ -390,7 +439,34 @@ mod tests {
         assert_eq!(c.git.base_branch.take().as_deref(), Some("main"));
         assert_eq!(c.agent.preset.take(), Some(Preset::Claude));
         assert_eq!(c.agent.program.take().as_deref(), Some("claude"));
+        assert_eq!(c.budget.max_usd.take(), Some(5.0));
+        assert_eq!(c.budget.max_tokens.take(), Some(2_000_000));
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn the_budget_is_read_and_must_be_a_number_of_dollars() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for (text, usd) in [("0.5", 0.5), ("3", 3.0), ("0", 0.0)] {
+            std::fs::write(
+                &path,
+                format!("[budget]\nmax_usd = {text}\nmax_tokens = 9\n"),
+            )
+            .unwrap();
+            let c = Config::load(&path).unwrap();
+            assert_eq!(
+                (c.budget.max_usd, c.budget.max_tokens),
+                (Some(usd), Some(9))
+            );
+        }
+        for bad in ["-1", "nan", "inf", "\"5\"", "1e999"] {
+            std::fs::write(&path, format!("[budget]\nmax_usd = {bad}\n")).unwrap();
+            let err = Config::load(&path).unwrap_err();
+            assert!(err.to_string().contains("max_usd"), "{bad}: {err}");
+        }
+        std::fs::write(&path, "[budget]\nmax_tokens = -5\n").unwrap();
+        assert!(Config::load(&path).is_err());
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub enum RunnerError {
     /// Another live runner holds the spec or the slot.
     #[error("{0}")]
     Busy(String),
-    /// The run stopped because its session budget (`max_sessions`) was spent; work remains.
+    /// The run stopped because a budget was spent: its sessions (`max_sessions`), or the spec's
+    /// dollars or tokens (`[budget]`: the spec is `budget_exhausted`); work remains.
     #[error("{0}")]
     BudgetSpent(String),
     /// SIGINT or SIGTERM.

@@ -103,6 +103,7 @@ pub fn render(r: &Review, style: Style) -> String {
     }
     render_stat(&mut out, r, style);
     render_progress(&mut out, r, style);
+    render_cost(&mut out, r, style);
     if !r.uncommitted.is_empty() {
         let header = format!(
             "Uncommitted in {}:",
@@ -142,6 +143,32 @@ fn render_stat(out: &mut String, r: &Review, style: Style) {
             t(&f.path),
             style.ok(&format!("+{}", f.additions)),
             style.bad(&format!("-{}", f.deletions))
+        ));
+    }
+}
+
+/// What each chunk (and the planner) cost, when any session recorded dollars or tokens.
+fn render_cost(out: &mut String, r: &Review, style: Style) {
+    use crate::policy::budget::dollars;
+    let c = &r.cost;
+    if c.total.usd <= 0.0 && c.total.tokens == 0 {
+        return;
+    }
+    let header = format!(
+        "Cost: ${}, {} tokens, {} sessions (dollars as the agents reported them; notional for a subscription login):",
+        dollars(c.total.usd),
+        c.total.tokens,
+        c.total.sessions
+    );
+    out.push_str(&format!("\n{}\n", style.bold(&header)));
+    for i in c.items.iter().filter(|i| i.sessions > 0) {
+        let what = i.chunk.as_deref().map_or("planner".to_string(), t);
+        out.push_str(&format!(
+            "  {what}: ${}, {} tokens, {} session{}\n",
+            dollars(i.usd),
+            i.tokens,
+            i.sessions,
+            if i.sessions == 1 { "" } else { "s" }
         ));
     }
 }

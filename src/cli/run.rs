@@ -38,9 +38,20 @@ pub struct RunArgs {
     /// Seconds the agent may take to finish after Ctrl-C/SIGTERM (overrides [run] drain_timeout).
     #[arg(long, value_name = "SECONDS")]
     pub drain_timeout: Option<u64>,
+    /// Dollars the spec may spend over all its runs, for this run (overrides [budget] max_usd).
+    #[arg(long, value_name = "USD", value_parser = parse_max_usd)]
+    pub max_usd: Option<f64>,
     /// Print the final summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_max_usd(text: &str) -> Result<f64, String> {
+    let usd: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of dollars"))?;
+    crate::config::check_max_usd(usd)
 }
 
 pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
@@ -68,6 +79,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         agent: args.agent,
         slot: args.slot,
         drain_timeout: args.drain_timeout,
+        max_usd: args.max_usd,
         yes: args.yes,
     };
     let progress = Rc::new(TerminalProgress::new());

@@ -50,9 +50,36 @@ fn paint_status(style: Style, status: &str, padded: &str) -> String {
     match status {
         "complete" | "merged" => style.ok(padded),
         "failed" | "blocked" | "invalid_plan" | "refused" | "missing_work" => style.bad(padded),
-        "running" | "planning" | "interrupted" => style.warn(padded),
+        "running" | "planning" | "interrupted" | "budget_exhausted" => style.warn(padded),
         _ => padded.to_string(),
     }
+}
+
+/// `, spent $0.12 of $0.50, 1200 tokens`: what the ledger knows (nothing without a cost or
+/// tokens recorded), and the budget.
+fn spent_words(s: &SpecStatus) -> String {
+    use crate::policy::budget::dollars;
+    let mut parts = Vec::new();
+    if s.spent.usd > 0.0 || s.budget.max_usd.is_some() {
+        let of = s
+            .budget
+            .max_usd
+            .map(|max| format!(" of ${}", dollars(max)))
+            .unwrap_or_default();
+        parts.push(format!("${}{of}", dollars(s.spent.usd)));
+    }
+    if s.spent.tokens > 0 || s.budget.max_tokens.is_some() {
+        let of = s
+            .budget
+            .max_tokens
+            .map(|max| format!(" of {max}"))
+            .unwrap_or_default();
+        parts.push(format!("{} tokens{of}", s.spent.tokens));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(", spent {}", parts.join(", "))
 }
 
 /// The human form of the report.
@@ -101,6 +128,7 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
         (None, _, Some(next)) => out.push_str(&format!(", next: {}", t(next))),
         (None, _, None) => {}
     }
+    out.push_str(&spent_words(s));
     out.push('\n');
     if s.chunks.failed > 0 {
         out.push_str(&format!(

@@ -146,7 +146,10 @@ mod tests {
     fn the_known_keys_come_from_the_types() {
         let known = known_keys();
         let tables: Vec<&str> = known.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(tables, ["agent", "run", "git", "recovery", "backup"]);
+        assert_eq!(
+            tables,
+            ["agent", "run", "git", "recovery", "backup", "budget"]
+        );
         let git = &known.iter().find(|(t, _)| t == "git").unwrap().1;
         assert_eq!(git, &["base_branch"], "an unset Option is still a key");
     }

@@ -25,6 +25,8 @@ pub struct Review {
     pub uncommitted: Vec<String>,
     pub worktree: Option<String>,
     pub last_activity: Option<String>,
+    /// The cost ledger: the planner's sessions, then each chunk's (`store::ledger`).
+    pub cost: Cost,
     #[serde(skip)]
     pub merge_base: Option<Oid>,
     #[serde(skip)]
@@ -37,6 +39,45 @@ pub struct PhaseProgress {
     pub name: Option<String>,
     pub completed: usize,
     pub total: usize,
+}
+
+/// What the spec's sessions cost: dollars as the agents reported them (notional for a
+/// subscription login) or runner computed, tokens, sessions.
+#[derive(Debug, Serialize)]
+pub struct Cost {
+    pub total: CostLine,
+    /// The planner first (`chunk` null), then each chunk with attempt records, in plan order.
+    pub items: Vec<CostLine>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CostLine {
+    pub chunk: Option<String>,
+    pub usd: f64,
+    pub tokens: u64,
+    pub sessions: u64,
+}
+
+impl CostLine {
+    fn of(chunk: Option<String>, s: &crate::policy::budget::Spent) -> CostLine {
+        CostLine {
+            chunk,
+            usd: s.usd,
+            tokens: s.tokens,
+            sessions: s.sessions,
+        }
+    }
+}
+
+fn cost(paths: &SpecPaths, plan: Option<&crate::plan::Plan>) -> Cost {
+    let items = crate::store::ledger::items(plan, crate::store::ledger::planner(&paths.dir));
+    Cost {
+        total: CostLine::of(None, &crate::store::ledger::total(&items)),
+        items: items
+            .into_iter()
+            .map(|i| CostLine::of(i.chunk, &i.spent))
+            .collect(),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -110,7 +151,9 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
         }));
     }
     let last_activity = last_activity(paths);
+    let cost = cost(paths, plan.as_ref());
     Ok(Review {
+        cost,
         spec: paths.name.clone(),
         branch,
         base_branch: base,

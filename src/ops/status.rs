@@ -20,7 +20,8 @@ pub struct StatusReport {
 pub struct SpecStatus {
     pub spec: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
-    /// blocked, complete, merged, refused (its folder links outside the repository),
+    /// blocked, budget_exhausted (the last run stopped: the spec's budget is spent), complete,
+    /// merged, refused (its folder links outside the repository),
     /// missing_work (the branch lost a completed chunk's commit)
     pub status: String,
     pub branch: Option<String>,
@@ -40,6 +41,25 @@ pub struct SpecStatus {
     /// What is wrong with the branch: completed work it no longer holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// The cost ledger summed: the attempt records and the planner's (`store::ledger`).
+    pub spent: SpentStatus,
+    /// `[budget]` of the config (null: no limit).
+    pub budget: BudgetStatus,
+}
+
+/// What a spec's sessions cost; `usd` counts the dollars the agents reported (notional for a
+/// subscription login) or runner computed, 0 when none did.
+#[derive(Debug, Default, Serialize)]
+pub struct SpentStatus {
+    pub usd: f64,
+    pub tokens: u64,
+    pub sessions: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct BudgetStatus {
+    pub max_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -96,6 +116,11 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
     });
     // Every branch tip at once (a lookup per spec costs a probe of the ref files each).
     let tips = ws.main.branch_tips("auto-claude/");
+    let budget = crate::config::Config::budget_quietly(&ws.config_path());
+    let budget = BudgetStatus {
+        max_usd: budget.max_usd,
+        max_tokens: budget.max_tokens,
+    };
     let mut specs = Vec::with_capacity(opened.len());
     for (name, (paths, looked)) in names.into_iter().zip(opened) {
         let (paths, looked) = match (paths, looked?) {
@@ -116,7 +141,9 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
             Some(tips) => tips.get(&branch).copied(),
             None => ws.main.branch_tip(&branch),
         };
-        specs.push(spec_status(ws, &slots, name, &paths, looked, tip.is_some()));
+        let mut spec = spec_status(ws, &slots, name, &paths, looked, tip.is_some());
+        spec.budget = budget;
+        specs.push(spec);
     }
     let slots = slots.into_iter().map(slot_status).collect();
     Ok(StatusReport { specs, slots })
@@ -128,6 +155,8 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
 struct Looked {
     running: Option<Running>,
     shown: Option<Shown>,
+    /// The planner's sessions (`store::ledger`).
+    planner: crate::policy::budget::Spent,
 }
 
 /// What `status` shows of a plan, worked out on the thread that read it. The plan itself is
@@ -138,12 +167,19 @@ struct Shown {
     next_chunk: Option<String>,
     warnings: Vec<String>,
     merged: bool,
+    /// A run stopped because the budget was spent (the plan's mark).
+    exhausted: bool,
+    /// The attempt records' sessions and costs.
+    spent: crate::policy::budget::Spent,
     with_recorded_work: Option<Plan>,
 }
 
 impl Shown {
     fn of(plan: &Plan) -> Shown {
+        let items = crate::store::ledger::items(Some(plan), Default::default());
         Shown {
+            exhausted: plan.raw.contains_key(crate::engine::run::EXHAUSTED_KEY),
+            spent: crate::store::ledger::total(&items),
             counts: counts(plan),
             current_chunk: current_chunk(plan),
             next_chunk: next_chunk_id(plan).map(str::to_string),
@@ -157,6 +193,7 @@ impl Shown {
         let plan = summary.plan();
         Shown {
             with_recorded_work: has_recorded_work(plan).then(|| plan.clone()),
+            spent: summary.spent(),
             ..Shown::of(plan)
         }
     }
@@ -174,6 +211,7 @@ fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
     Ok(Looked {
         running,
         shown: crate::plan::summary::read_light(&paths.plan).map(Shown::of_summary),
+        planner: crate::store::ledger::planner(&paths.dir),
     })
 }
 
@@ -189,6 +227,8 @@ fn refused(name: String, e: RunnerError) -> SpecStatus {
         error: Some(crate::error::ErrorReport::inline(&e.into())),
         warnings: Vec::new(),
         problem: None,
+        spent: SpentStatus::default(),
+        budget: BudgetStatus::default(),
         spec: name,
     }
 }
@@ -239,9 +279,17 @@ fn spec_status(
         current_chunk,
         next_chunk,
         warnings,
+        spent: mut ledger,
         ..
     } = shown.unwrap_or_else(Shown::none);
+    ledger.add(&looked.planner);
     SpecStatus {
+        spent: SpentStatus {
+            usd: ledger.usd,
+            tokens: ledger.tokens,
+            sessions: ledger.sessions,
+        },
+        budget: BudgetStatus::default(),
         problem,
         status: state.into(),
         chunks: counts,
@@ -319,6 +367,8 @@ impl Shown {
             next_chunk: None,
             warnings: Vec::new(),
             merged: false,
+            exhausted: false,
+            spent: Default::default(),
             with_recorded_work: None,
         }
     }
@@ -339,6 +389,8 @@ fn spec_state(plan: Option<&Shown>, invalid: bool, running: bool) -> &'static st
         "complete"
     } else if running {
         "running"
+    } else if plan.exhausted && c.in_progress == 0 {
+        "budget_exhausted"
     } else if c.in_progress > 0 {
         // Nobody holds the lock, yet a chunk is in progress: its run died.
         "interrupted"

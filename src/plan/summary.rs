@@ -18,9 +18,12 @@ use serde_json::{Map, Value, json};
 
 mod de;
 use de::{
-    AS_TEXT, AttemptFields, ChunkFields, Fields, IN_PLACE, List, PhaseRead, Picked, TWO_LISTS,
-    Text, Top, VerificationFields,
+    AS_TEXT, ATTEMPT_TEXT_KEYS, AttemptFields, COST_KEYS, ChunkFields, Fields, IN_PLACE, List,
+    PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
+
+use crate::agent::report::Tokens;
+use crate::policy::budget::Spent;
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
@@ -32,12 +35,20 @@ use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanSummary {
     plan: Plan,
+    /// The attempt records summed as the cost ledger counts them (one session each).
+    spent: Spent,
 }
 
 impl PlanSummary {
     /// The skeleton: ids, statuses, phases, dependencies, recorded commits, `merged`.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The plan's attempt records summed as the cost ledger counts them (`store::ledger`):
+    /// sessions, dollars, tokens.
+    pub fn spent(&self) -> Spent {
+        self.spent
     }
 }
 
@@ -71,14 +82,18 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     if top.top_level_list {
         return None;
     }
+    let mut spent = Spent::default();
     let phases = top
         .phases?
         .into_iter()
-        .map(read_phase)
+        .map(|phase| read_phase(phase, &mut spent))
         .collect::<Option<Vec<Phase>>>()?;
     let mut raw = Map::new();
     if top.merged {
         raw.insert("merged".into(), Value::Null);
+    }
+    if top.budget_exhausted {
+        raw.insert("budget_exhausted".into(), Value::Null);
     }
     let plan = Plan {
         raw,
@@ -88,7 +103,7 @@ fn skeleton<const P: bool>(top: Top<P>) -> Option<PlanSummary> {
     };
     let mut problems = Vec::new();
     validate::check(&plan, &mut problems);
-    problems.is_empty().then_some(PlanSummary { plan })
+    problems.is_empty().then_some(PlanSummary { plan, spent })
 }
 
 fn is_null(r: &RawValue) -> bool {
@@ -126,7 +141,7 @@ fn id_of(r: &RawValue) -> Option<String> {
     good.then(|| id.into_owned())
 }
 
-fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
+fn read_phase<const P: bool>(phase: PhaseRead<P>, spent: &mut Spent) -> Option<Phase> {
     let p = &phase.fields;
     let id = match p.get("id") {
         None => None,
@@ -165,7 +180,7 @@ fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
     };
     let chunks = chunks
         .into_iter()
-        .map(read_chunk)
+        .map(|chunk| read_chunk(chunk, spent))
         .collect::<Option<Vec<Chunk>>>()?;
     Some(Phase {
         raw: Map::new(),
@@ -185,7 +200,7 @@ fn phase_ref(r: &RawValue) -> Option<PhaseRef> {
     }
 }
 
-fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
+fn read_chunk(c: Picked<ChunkFields>, spent: &mut Spent) -> Option<Chunk> {
     // A missing, null or blank `id` (Auto-Claude's `subtask_id` then) is the full parser's.
     let id = id_of(c.get("id")?)?;
     if id.trim().is_empty() {
@@ -207,7 +222,7 @@ fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
     };
     let recorded = match c.get("attempts") {
         None => None,
-        Some(r) => recorded_commit(r)?,
+        Some(r) => recorded_commit(r, spent)?,
     };
     if let Some(v) = c.get("verification") {
         check_verification(v)?;
@@ -224,15 +239,26 @@ fn read_chunk(c: Picked<ChunkFields>) -> Option<Chunk> {
     Some(Chunk::from_map(raw, id, status))
 }
 
-/// The attempts as `Attempt::list_from_value` takes them, and the commit of the last completed
-/// one (`integrity::recorded_commit`): `None` when they do not read.
-fn recorded_commit(r: &RawValue) -> Option<Option<String>> {
+/// The attempts as `Attempt::list_from_value` takes them: the commit of the last completed one
+/// (`integrity::recorded_commit`), each one's session added to `spent` as `Attempt::cost_usd`
+/// and `Attempt::tokens` read it; `None` when they do not read.
+fn recorded_commit(r: &RawValue, spent: &mut Spent) -> Option<Option<String>> {
     let attempts: Vec<Picked<AttemptFields>> = serde_json::from_str(r.get()).ok()?;
     let mut recorded = None;
     for a in &attempts {
         let n = integer(a.get("n")?)?;
         u32::try_from(n).ok()?;
-        let texts = &AttemptFields::KEYS[1..];
+        // As the full reader: the value as JSON, then `as_f64` / the `Tokens` it reads as.
+        let value = |key| {
+            a.get(key)
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+        };
+        let usd = value(COST_KEYS[0]).and_then(|v| v.as_f64());
+        let tokens = value(COST_KEYS[1])
+            .and_then(|v| serde_json::from_value::<Tokens>(v).ok())
+            .unwrap_or_default();
+        spent.add(&Spent::session(usd, tokens.total()));
+        let texts = &AttemptFields::KEYS[ATTEMPT_TEXT_KEYS];
         if texts
             .iter()
             .filter_map(|k| a.get(k))
@@ -312,8 +338,10 @@ pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
     if !full.warnings.is_empty() {
         out.push(format!("the full parser warns: {:?}", full.warnings));
     }
-    if l.raw.contains_key("merged") != full.raw.contains_key("merged") {
-        out.push("merged differs".into());
+    for key in ["merged", "budget_exhausted"] {
+        if l.raw.contains_key(key) != full.raw.contains_key(key) {
+            out.push(format!("{key} differs"));
+        }
     }
     if l.phases.len() != full.phases.len() {
         out.push(format!(
@@ -347,6 +375,19 @@ pub fn differences(light: &PlanSummary, full: &Plan) -> Vec<String> {
     let (a, b) = (chunks(l), chunks(full));
     if a != b {
         out.push(format!("chunks differ: {a:?} vs {b:?}"));
+    }
+    let mut full_spent = Spent::default();
+    for a in full.chunks().flat_map(Chunk::attempts) {
+        full_spent.add(&Spent::session(
+            a.cost_usd().map(|c| c.0),
+            a.tokens().total(),
+        ));
+    }
+    if light.spent != full_spent {
+        out.push(format!(
+            "the ledger differs: {:?}, the full parser {full_spent:?}",
+            light.spent
+        ));
     }
     if super::next_chunk_id(l) != super::next_chunk_id(full) {
         out.push("the next chunk differs".into());

@@ -10,6 +10,7 @@ pub mod failures;
 pub mod guard;
 pub mod ids;
 pub mod journal;
+pub mod ledger;
 pub mod lock;
 pub mod safe;
 pub mod segments;

@@ -5,6 +5,7 @@
 mod common;
 
 mod agent_report;
+mod budget;
 mod chunk;
 mod cli_conventions;
 mod crash;

@@ -105,6 +105,10 @@ fn result(report: &mut AgentReport, ev: &Event) {
         .filter(|t| !t.trim().is_empty())
         .or(first_error)
         .unwrap_or("");
+    // `error_max_budget_usd`: the result subtype of a session stopped at `--max-budget-usd`
+    // (the Agent SDK's result subtypes, e.g. operaads/claude-agent-sdk-go
+    // `ResultSubtypeErrorMaxBudgetUsd`, mirroring the TypeScript SDK's `SDKResultMessage`).
+    report.budget_reached = subtype == "error_max_budget_usd";
     if is_error || (!subtype.is_empty() && subtype != "success") {
         if said.trim().is_empty() {
             report.set_error(if subtype.is_empty() { "error" } else { subtype });

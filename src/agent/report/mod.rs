@@ -91,6 +91,10 @@ pub struct AgentReport {
     /// to record and pass back as `previous_thread_total` when the thread is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_total: Option<Tokens>,
+    /// The agent stopped because it reached the dollar limit runner gave it (claude's result
+    /// `subtype: "error_max_budget_usd"`): the spec's budget is spent, the attempt did not fail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_reached: bool,
 }
 
 impl AgentReport {

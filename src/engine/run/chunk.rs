@@ -11,7 +11,7 @@ impl Run {
     /// with a new attempt.
     pub(super) fn take_chunk(&self, prefer: Option<&str>) -> anyhow::Result<Take> {
         let start_commit = head_commit(&self.open_worktree()?)?.to_string();
-        let budget_left = self.budget_left();
+        let budget_left = self.budget_left()?;
         let (take, change) = self
             .paths
             .plan
@@ -221,6 +221,7 @@ impl Run {
         crate::failpoint::hit("after_coder_session");
         let (after, wt) = self.guard_after_session(ws, &taken)?;
         if let Ended::Interrupted { drained } = end.ended {
+            self.record_session_cost(&taken, &agent_report)?;
             return self
                 .interrupted(
                     Some(ws),
@@ -241,6 +242,19 @@ impl Run {
         })?;
         let chunk = after.chunk(pos);
         let report = read_report(chunk);
+        // claude stopped at the budget runner gave it: the spec's budget is spent, the chunk
+        // goes back to pending (not a failed attempt).
+        if agent_report.budget_reached && report != Report::Done {
+            drop(wt);
+            self.release_for_budget(&id, &agent_report)?;
+            let why = match self.money_allowance() {
+                crate::policy::budget::Allowance::Spent(why) => why,
+                crate::policy::budget::Allowance::Go { .. } => {
+                    "the agent stopped at the budget runner gave it (--max-budget-usd)".into()
+                }
+            };
+            return Err(self.budget_exhausted(&why).into());
+        }
         let agent_failure = agent_report.failure();
         // A verification command runs in the worktree: after one, `complete` opens it again.
         let (check, wt) = if policy::needs_check(&report, agent_failure.as_deref()) {
@@ -337,7 +351,7 @@ impl Run {
             verified: check.map(|c| c.passed),
             why: None,
         };
-        let budget_left = self.budget_left();
+        let budget_left = self.budget_left()?;
         let (done, total, change, next) = self.paths.plan.update(|plan| {
             let mut change = None;
             if let Some(pos) = plan.find_chunk(id) {

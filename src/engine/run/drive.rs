@@ -95,7 +95,7 @@ impl Run {
                 chunk_id,
                 crate::engine::recovery::interrupted::preview(&entry.prompt_preview, 80)
             ));
-            if !self.budget_left() {
+            if !self.budget_left()? {
                 return Err(self.budget_spent().into());
             }
             if let Take::Chunk(taken) = self.take_chunk(Some(chunk_id))? {
@@ -210,11 +210,27 @@ impl Run {
         }
     }
 
-    pub(super) fn budget_left(&self) -> bool {
-        self.sessions < self.config.run.max_sessions
+    /// May another session start: the run's session budget, then the spec's money and token
+    /// budget (going on, an earlier `budget_exhausted` mark goes).
+    pub(super) fn budget_left(&self) -> anyhow::Result<bool> {
+        if self.sessions >= self.config.run.max_sessions {
+            return Ok(false);
+        }
+        match self.money_allowance() {
+            crate::policy::budget::Allowance::Go { .. } => {
+                self.clear_exhausted_mark()?;
+                Ok(true)
+            }
+            crate::policy::budget::Allowance::Spent(_) => Ok(false),
+        }
     }
 
     pub(super) fn budget_spent(&self) -> RunnerError {
+        if self.sessions < self.config.run.max_sessions
+            && let crate::policy::budget::Allowance::Spent(why) = self.money_allowance()
+        {
+            return self.budget_exhausted(&why);
+        }
         RunnerError::BudgetSpent(format!(
             "this run started its {} sessions (run.max_sessions); the spec is not finished",
             self.sessions,

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 mod base;
+mod budget;
 mod chunk;
 mod drive;
 mod hints;
@@ -38,6 +39,7 @@ use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{Journal, LockState, lock};
 use base::{confirm_repin, undo_repin, write_repin};
+pub use budget::EXHAUSTED_KEY;
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use interrupted::{interrupted_specs, recover_options};
 use session::read_report;
@@ -55,6 +57,8 @@ pub struct RunOptions {
     pub slot: Option<String>,
     /// Overrides `[run] drain_timeout` (seconds).
     pub drain_timeout: Option<u64>,
+    /// Overrides `[budget] max_usd` (dollars, over all the spec's runs).
+    pub max_usd: Option<f64>,
     /// Never ask (with existing work and no `auto_continue`, that is a usage error).
     pub yes: bool,
 }
@@ -91,6 +95,9 @@ struct Run {
     reporter: Reporter,
     interrupt: Interrupt,
     sessions: u32,
+    /// The spec's spending at the run's start plus every session report this run read: what
+    /// is spent is never taken as less than this (an agent may edit the ledger).
+    ledger_floor: crate::policy::budget::Spent,
     drain: Duration,
     state_dir: PathBuf,
     /// Sessions cut off by the last shutdown, to be run again first.

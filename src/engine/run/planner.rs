@@ -33,7 +33,7 @@ impl Run {
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
         for attempt in 1..=max {
-            if !self.budget_left() {
+            if !self.budget_left()? {
                 return Err(self.budget_spent().into());
             }
             self.reporter.line(format!(

@@ -172,9 +172,15 @@ impl Run {
         };
         self.sessions += 1;
         let mode = next.mode;
-        let invocation = self
-            .agent
-            .invocation(&self.worktree, &self.paths.dir, &dir, &mode, None);
+        // What is left of the spec's budget (checked before the chunk was taken: spent here
+        // only if it changed since, then claude gets nothing to spend).
+        let usd_left = match self.money_allowance() {
+            crate::policy::budget::Allowance::Go { usd_left } => usd_left,
+            crate::policy::budget::Allowance::Spent(_) => Some(0.0),
+        };
+        let invocation =
+            self.agent
+                .invocation(&self.worktree, &self.paths.dir, &dir, &mode, usd_left);
         let mut env = self.agent_env(role, chunk, attempt, session_id);
         env.extend(invocation.env.iter().cloned());
         let spec = ChildSpec {
@@ -229,6 +235,7 @@ impl Run {
             pgid: end.pgid,
             report: (report != AgentReport::default()).then(|| Box::new(report.clone())),
         }))?;
+        self.note_session_cost(role, &report)?;
         Ok((end, report))
     }
 

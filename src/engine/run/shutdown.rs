@@ -98,6 +98,17 @@ impl Run {
         outcome: &str,
         reason: &str,
     ) -> anyhow::Result<()> {
+        self.release_chunk_with(id, outcome, reason, None)
+    }
+
+    /// `release_chunk`, keeping the session's report (its cost) on the closed attempt.
+    pub(super) fn release_chunk_with(
+        &self,
+        id: &str,
+        outcome: &str,
+        reason: &str,
+        report: Option<&crate::agent::report::AgentReport>,
+    ) -> anyhow::Result<()> {
         let event = crate::policy::transition::ChunkEvent::Release {
             why: outcome.to_string(),
             reason: Some(reason.to_string()),
@@ -109,6 +120,9 @@ impl Run {
             let chunk = plan.chunk_mut(pos);
             let change = crate::policy::transition::apply(chunk, &event)?;
             chunk.close_open_attempt(outcome, reason, &crate::clock::now());
+            if let Some(report) = report {
+                chunk.update_last_attempt(|a| a.record_report(report));
+            }
             Ok(Some(change))
         })?;
         if let Some(change) = change {

@@ -112,7 +112,10 @@ pub async fn prepare(
 /// stops the run here, before anything is changed.
 fn resolve(cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved> {
     let ws = Workspace::open(cwd)?;
-    let config = ws.config()?;
+    let mut config = ws.config()?;
+    if opts.max_usd.is_some() {
+        config.budget.max_usd = opts.max_usd;
+    }
     // The front end asked already where it could; here an open choice is an error (exit 2).
     let spec_name = crate::store::spec::choose_or_explain(&ws, cwd, opts.spec.as_deref(), &|n| {
         run_again_command(n, opts.agent_command.as_deref(), false)
@@ -439,7 +442,9 @@ impl Prepared {
             .map(Duration::from_secs)
             .unwrap_or_else(|| self.config.run.drain_timeout());
         self.interrupt.set_drain(drain);
+        let ledger_floor = crate::store::ledger::total(&budget::ledger_now(&self.paths));
         let mut run = Run {
+            ledger_floor,
             prompts: Prompts::new(&ws.templates_dir()),
             repo_root: ws.root.clone(),
             common_dir: ws.main.common_dir().to_path_buf(),

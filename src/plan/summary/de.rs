@@ -47,6 +47,8 @@ pub(super) const TWO_LISTS: &str = "a phase with both subtasks and chunks";
 pub(super) struct Top<'a, const LISTS_IN_PLACE: bool> {
     pub(super) phases: Option<Vec<PhaseRead<'a, LISTS_IN_PLACE>>>,
     pub(super) merged: bool,
+    /// runner's mark of a run stopped by the spec's budget (`budget_exhausted`).
+    pub(super) budget_exhausted: bool,
     pub(super) top_level_list: bool,
 }
 
@@ -62,6 +64,7 @@ impl<'de, const P: bool> de::Deserialize<'de> for Top<'de, P> {
                 let mut top = Top {
                     phases: None,
                     merged: false,
+                    budget_exhausted: false,
                     top_level_list: false,
                 };
                 while let Some(key) = map.next_key::<Text<'de>>()? {
@@ -72,6 +75,7 @@ impl<'de, const P: bool> de::Deserialize<'de> for Top<'de, P> {
                             map.next_value::<Skip>()?;
                             match other {
                                 "merged" => top.merged = true,
+                                "budget_exhausted" => top.budget_exhausted = true,
                                 // A top-level chunk list (even beside `phases`): unusual.
                                 "subtasks" | "chunks" => top.top_level_list = true,
                                 _ => {}
@@ -209,17 +213,26 @@ impl Fields for AttemptFields {
 }
 
 /// `n`, then the text fields of an attempt record (`attempt::ATTEMPT_TEXTS`), so that the light
-/// read knows exactly the keys the full reader knows.
-const ATTEMPT_KEYS: [&str; 11] = {
+/// read knows exactly the keys the full reader knows, then the ledger's keys (`COST_KEYS`,
+/// summed as the full reader reads them).
+const ATTEMPT_KEYS: [&str; 13] = {
     let texts = crate::plan::attempt::ATTEMPT_TEXTS;
-    let mut keys = ["n"; 11];
+    let mut keys = ["n"; 13];
     let mut i = 0;
     while i < texts.len() {
         keys[i + 1] = texts[i];
         i += 1;
     }
+    keys[11] = COST_KEYS[0];
+    keys[12] = COST_KEYS[1];
     keys
 };
+
+/// The attempt keys of the cost ledger (`Attempt::record_report`).
+pub(super) const COST_KEYS: [&str; 2] = ["cost_usd", "tokens"];
+
+/// The text fields among `AttemptFields::KEYS`.
+pub(super) const ATTEMPT_TEXT_KEYS: std::ops::Range<usize> = 1..11;
 
 pub(super) struct VerificationFields;
 impl Fields for VerificationFields {

@@ -432,3 +432,65 @@ fn a_plain_text_is_read_by_what_it_says_and_anything_else_by_serde_json() {
         assert_eq!(de::sound(raw), sound, "{json}");
     }
 }
+
+/// The ledger: attempts are counted and their costs summed as the full reader sums them
+/// (`differences` holds every plan to it), garbage counting as nothing; the budget mark is read
+/// like `merged`.
+#[test]
+fn the_light_read_sums_the_ledger_as_the_full_reader_does() {
+    let plan = |attempt: &str, top: &str| {
+        format!(
+            r#"{{{top}"phases": [{{"id": "p", "subtasks": [
+                {{"id": "a", "description": "A", "status": "completed",
+                  "attempts": [{{"n": 1, "outcome": "failed"}}, {attempt}]}},
+                {{"id": "b", "description": "B", "status": "pending"}}]}}]}}"#
+        )
+    };
+    let plain = plan(r#"{"n": 2, "outcome": "completed", "commit": "abc"}"#, "");
+    assert!(agrees(&plain));
+    assert_eq!(summarize(plain.as_bytes()).unwrap().spent().sessions, 2);
+    for (cost, usd, tokens) in [
+        (r#""cost_usd": 0.05"#, 0.05, 0),
+        (
+            r#""cost_usd": 1e2, "tokens": {"input": 3, "output": 4}"#,
+            100.0,
+            7,
+        ),
+        (r#""cost_usd": "lots", "tokens": {"input": -3}"#, 0.0, 0),
+        (
+            r#""cost_usd": -7, "tokens": {"input": 1.5, "output": 2}"#,
+            0.0,
+            0,
+        ),
+        (
+            r#""cost_usd": null, "tokens": {"input": 2, "input": 5, "extra": 1}"#,
+            0.0,
+            5,
+        ),
+        // (serde reads a struct from a list too: the full reader counts [1, 2] as 3 tokens.)
+        (
+            r#""tokens": [1, 2], "cost_usd": 0.1, "cost_usd": 0.2"#,
+            0.2,
+            3,
+        ),
+    ] {
+        let text = plan(
+            &format!(r#"{{"n": 2, "outcome": "completed", {cost}}}"#),
+            "",
+        );
+        assert!(agrees(&text), "{text}");
+        let spent = summarize(text.as_bytes()).unwrap().spent();
+        assert_eq!(
+            (spent.usd, spent.tokens, spent.sessions),
+            (usd, tokens, 2),
+            "{text}"
+        );
+    }
+    let marked = plan(
+        r#"{"n": 2, "outcome": "completed"}"#,
+        r#""budget_exhausted": {"at": "now"}, "#,
+    );
+    assert!(agrees(&marked));
+    let light = summarize(marked.as_bytes()).unwrap();
+    assert!(light.plan().raw.contains_key("budget_exhausted"));
+}
