@@ -173,7 +173,7 @@ fn read_phase<const P: bool>(phase: PhaseRead<P>) -> Option<Phase> {
         depends_on,
         chunks_key: key,
         mirror_key: mirror,
-        chunks,
+        chunks: chunks.into(),
     })
 }
 
