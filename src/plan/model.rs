@@ -88,7 +88,10 @@ pub struct Phase {
     /// Current Auto-Claude writes every phase with both lists, equal: the second key, written
     /// back with the same chunks so that the two stay equal.
     pub mirror_key: Option<&'static str>,
-    pub chunks: Vec<Chunk>,
+    /// Shared by the copies of the plan (a run copies its plan several times a chunk): a copy
+    /// costs a count per phase, and a change copies the chunk list of its phase only
+    /// (`Plan::chunk_mut`).
+    pub chunks: Arc<Vec<Chunk>>,
 }
 
 /// One chunk. Its JSON is kept as the file's text while runner has not changed it (most
@@ -143,7 +146,7 @@ impl Serialize for Plan {
         for (key, value) in &self.raw {
             match top_level {
                 Some(phase) if phase.holds_chunks(key) => {
-                    map.serialize_entry(key, &phase.chunks)?
+                    map.serialize_entry(key, phase.chunks.as_slice())?
                 }
                 None if key == "phases" => map.serialize_entry(key, &self.phases)?,
                 _ => map.serialize_entry(key, value)?,
@@ -159,7 +162,7 @@ impl Serialize for Phase {
         let mut map = s.serialize_map(Some(self.raw.len()))?;
         for (key, value) in &self.raw {
             if self.holds_chunks(key) {
-                map.serialize_entry(key, &self.chunks)?;
+                map.serialize_entry(key, self.chunks.as_slice())?;
             } else {
                 map.serialize_entry(key, value)?;
             }
@@ -230,7 +233,7 @@ impl Plan {
     }
 
     pub fn chunk_mut(&mut self, pos: ChunkPos) -> &mut Chunk {
-        &mut self.phases[pos.phase].chunks[pos.chunk]
+        &mut Arc::make_mut(&mut self.phases[pos.phase].chunks)[pos.chunk]
     }
 
     /// The chunk that landed in the commit with `message` (see `chunk_of_commit`).
@@ -293,8 +296,12 @@ impl Plan {
             a.raw == b.raw
                 && a.holds_chunks("subtasks") == b.holds_chunks("subtasks")
                 && a.holds_chunks("chunks") == b.holds_chunks("chunks")
-                && a.chunks.len() == b.chunks.len()
-                && a.chunks.iter().zip(&b.chunks).all(|(x, y)| x.same_json(y))
+                && (Arc::ptr_eq(&a.chunks, &b.chunks)
+                    || a.chunks.len() == b.chunks.len()
+                        && a.chunks
+                            .iter()
+                            .zip(b.chunks.iter())
+                            .all(|(x, y)| x.same_json(y)))
         };
         self.shape == other.shape
             && self.raw == other.raw

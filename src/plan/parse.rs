@@ -178,7 +178,7 @@ fn read_plan(
             depends_on: Vec::new(),
             chunks_key: lists.key,
             mirror_key: lists.mirror,
-            chunks: lists.chunks,
+            chunks: lists.chunks.into(),
         };
         let plan = Plan {
             raw: top.raw,
@@ -326,7 +326,7 @@ fn read_phase(
         depends_on,
         chunks_key: lists.key,
         mirror_key: lists.mirror,
-        chunks: lists.chunks,
+        chunks: lists.chunks.into(),
     })
 }
 

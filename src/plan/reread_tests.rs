@@ -250,3 +250,36 @@ fn a_plan_remembered_after_a_write_holds_text_only() {
     assert_eq!(plan_to_bytes(&kept), bytes);
     assert_eq!(slow(&bytes).unwrap(), kept);
 }
+
+#[test]
+fn a_copy_shares_its_phases_until_a_chunk_of_one_changes() {
+    let (plan, bytes) = written_plan(5);
+    let mut copy = plan.clone();
+    for (a, b) in plan.phases.iter().zip(&copy.phases) {
+        assert!(std::sync::Arc::ptr_eq(&a.chunks, &b.chunks));
+    }
+    assert!(copy.same_json(&plan));
+    let pos = copy.find_chunk("c-1-2").unwrap();
+    copy.chunk_mut(pos).set_status(Status::Completed);
+    // The copy's change is its own: the original still writes its file's bytes.
+    assert_eq!(plan.chunk(pos).status, Status::Pending);
+    assert_eq!(plan_to_bytes(&plan), bytes);
+    assert!(!copy.same_json(&plan));
+    assert_ne!(plan_to_bytes(&copy), bytes);
+    // Only the changed chunk's phase was copied.
+    let shared: Vec<bool> = plan
+        .phases
+        .iter()
+        .zip(&copy.phases)
+        .map(|(a, b)| std::sync::Arc::ptr_eq(&a.chunks, &b.chunks))
+        .collect();
+    assert_eq!(shared, [true, false, true]);
+    // Changed back to what it was, the copy says the same as the original again (compared
+    // chunk by chunk, not by sharing).
+    copy.chunk_mut(pos).set_status(Status::Pending);
+    assert!(copy.same_json(&plan));
+    assert_eq!(
+        slow(&plan_to_bytes(&copy)).unwrap().to_value(),
+        plan.to_value()
+    );
+}

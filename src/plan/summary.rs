@@ -188,7 +188,7 @@ fn read_phase<const P: bool>(phase: PhaseRead<P>, spent: &mut Spent) -> Option<P
         depends_on,
         chunks_key: key,
         mirror_key: mirror,
-        chunks,
+        chunks: chunks.into(),
     })
 }
 

@@ -2075,7 +2075,7 @@ fn dependency_index_agrees_with_phase_ref_matching() {
             depends_on: vec![dep.clone()],
             chunks_key: None,
             mirror_key: None,
-            chunks: Vec::new(),
+            chunks: Vec::new().into(),
         });
         let mut problems = Vec::new();
         let resolved = super::validate::resolve_dependencies(&one, &mut problems);
@@ -2543,7 +2543,7 @@ fn same_json_agrees_with_comparing_values() {
         },
         &|p| p.set_field("x_top", json!(null)),
         &|p| {
-            p.phases[1].chunks.pop();
+            std::sync::Arc::make_mut(&mut p.phases[1].chunks).pop();
         },
         &|p| {
             p.phases[0].raw.insert("name".into(), json!("renamed"));

@@ -8,7 +8,7 @@
 //! is as it was, while one it touched no longer counts as hidden. Only the new work is looked at.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{HistoryFacts, recorded_commit};
 use crate::git::history::{self, vanished_changes};
@@ -25,6 +25,12 @@ struct Checked {
     held: HashSet<Oid>,
 }
 
+/// A completed chunk's recorded commit: (chunk id, commit as written, commit id).
+type Recorded = (String, String, Oid);
+
+/// A phase's chunk list as last read, and its `Recorded` commits in order.
+type PhaseSeen = (Arc<Vec<Chunk>>, Vec<Recorded>);
+
 /// What a run remembers between its checks of the spec's branch.
 #[derive(Debug, Default)]
 pub struct HistoryMemo {
@@ -32,6 +38,10 @@ pub struct HistoryMemo {
     /// Each completed chunk's recorded commit, with the chunk it was read from: a chunk whose
     /// text is that very text (unchanged since; a copy shares it) is not read again.
     recorded: Mutex<HashMap<String, (Chunk, Option<String>)>>,
+    /// Per phase, by place: its chunk list as last read, and what its completed chunks recorded
+    /// (id, commit as written, commit id), in order. A phase whose list is that very list (a
+    /// copy of the plan shares the phases it did not change) is not looked at again.
+    phases: Mutex<Vec<PhaseSeen>>,
 }
 
 impl HistoryMemo {
@@ -54,33 +64,34 @@ impl HistoryMemo {
         }
         let line = history::line_since(&main.repo, tip, checked.tip, LINE_LIMIT)?;
         let on_line: HashSet<Oid> = line.iter().copied().chain([checked.tip]).collect();
+        let mut phases = self.phases.lock().ok()?;
+        phases.truncate(plan.phases.len());
         let mut recorded = Vec::new();
         let mut new = Vec::new();
-        for chunk in plan.chunks().filter(|c| c.status == Status::Completed) {
-            let text = match known.get(&chunk.id) {
-                Some((seen, text)) if seen.shares_text_with(chunk) => text.clone(),
+        for (at, phase) in plan.phases.iter().enumerate() {
+            match phases.get(at) {
+                Some((seen, _)) if Arc::ptr_eq(seen, &phase.chunks) => {}
                 _ => {
-                    let text = recorded_commit(chunk);
-                    known.insert(chunk.id.clone(), (chunk.clone(), text.clone()));
-                    text
+                    let commits = phase_commits(&phase.chunks, &mut known);
+                    let entry = (phase.chunks.clone(), commits);
+                    match phases.get_mut(at) {
+                        Some(slot) => *slot = entry,
+                        None => phases.push(entry),
+                    }
                 }
-            };
-            let Some(text) = text else {
-                continue;
-            };
-            // As `history_facts`: an id git does not have at all proves nothing.
-            let Some(oid) = crate::git::commit_id(&text) else {
-                continue;
-            };
-            if on_line.contains(&oid) && !checked.held.contains(&oid) {
-                new.push((chunk.id.clone(), oid));
-            } else if !checked.held.contains(&oid) {
-                if history::commit_exists(&main.repo, oid) {
-                    return None;
-                }
-                continue;
             }
-            recorded.push((chunk.id.clone(), text, true));
+            for (id, text, oid) in &phases[at].1 {
+                let oid = *oid;
+                if on_line.contains(&oid) && !checked.held.contains(&oid) {
+                    new.push((id.clone(), oid));
+                } else if !checked.held.contains(&oid) {
+                    if history::commit_exists(&main.repo, oid) {
+                        return None;
+                    }
+                    continue;
+                }
+                recorded.push((id.clone(), text.clone(), true));
+            }
         }
         let start =
             match current.and_then(|c| Some((c.id.clone(), c.last_attempt()?.start_commit?))) {
@@ -120,4 +131,29 @@ impl HistoryMemo {
             *slot = Some(Checked { tip, held });
         }
     }
+}
+
+/// The recorded commits of `chunks`' completed chunks, in order: (id, commit as written, commit
+/// id), leaving out a chunk with no recorded commit or one that is not a commit id (as
+/// `history_facts` does). `known` keeps each chunk's answer while its text is unchanged.
+fn phase_commits(
+    chunks: &[Chunk],
+    known: &mut HashMap<String, (Chunk, Option<String>)>,
+) -> Vec<Recorded> {
+    chunks
+        .iter()
+        .filter(|c| c.status == Status::Completed)
+        .filter_map(|chunk| {
+            let text = match known.get(&chunk.id) {
+                Some((seen, text)) if seen.shares_text_with(chunk) => text.clone(),
+                _ => {
+                    let text = recorded_commit(chunk);
+                    known.insert(chunk.id.clone(), (chunk.clone(), text.clone()));
+                    text
+                }
+            }?;
+            let oid = crate::git::commit_id(&text)?;
+            Some((chunk.id.clone(), text, oid))
+        })
+        .collect()
 }

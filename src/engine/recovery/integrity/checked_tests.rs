@@ -209,3 +209,54 @@ fn a_recorded_commit_changed_between_checks_is_read_again() {
     }]);
     assert_eq!(quick(&r, &memo, &as_read(&p4)), None);
 }
+
+/// `plan` with its chunks split into phases of `per` chunks each, as read from its file.
+fn in_phases(plan: &Plan, per: usize) -> Plan {
+    let value = plan.to_value();
+    let chunks = value["phases"][0]["subtasks"].as_array().unwrap().clone();
+    let phases: Vec<serde_json::Value> = chunks
+        .chunks(per)
+        .enumerate()
+        .map(|(i, c)| serde_json::json!({"id": format!("p{i}"), "subtasks": c}))
+        .collect();
+    let text = serde_json::json!({"phases": phases}).to_string();
+    as_read(&crate::plan::parse_plan(Path::new("t.json"), text.as_bytes()).unwrap())
+}
+
+#[test]
+fn a_phase_shared_with_the_plan_checked_before_is_not_read_again_and_a_changed_one_is() {
+    let r = repo();
+    let a = commit(&r.dir, "a", "a");
+    let b = commit(&r.dir, "b", "b");
+    let memo = HistoryMemo::default();
+    let p = in_phases(&plan_with(&[&a, &b, &a, &b]), 2);
+    memo.remember(tip(&r), &history_facts(&r.main, "001-x", &p, None));
+    let c = commit(&r.dir, "c", "c");
+    assert!(quick(&r, &memo, &p).is_some());
+    // A copy with one chunk of the second phase changed in place (held as fields, not text):
+    // the first phase is the very list the memo read, the second is another and is read again.
+    let mut p2 = p.clone();
+    let pos = p2.find_chunk("c3").unwrap();
+    p2.chunk_mut(pos).set_attempts(&[crate::plan::Attempt {
+        n: 1,
+        outcome: Some("completed".into()),
+        commit: Some(c.clone()),
+        ..Default::default()
+    }]);
+    assert!(std::sync::Arc::ptr_eq(
+        &p.phases[0].chunks,
+        &p2.phases[0].chunks
+    ));
+    let facts = quick(&r, &memo, &p2).expect("a plain line");
+    let c3 = facts.recorded.iter().find(|(id, _, _)| id == "c3").unwrap();
+    assert_eq!(c3.1, c);
+    // The plan before the change again: its own record, not the one read last.
+    let facts = quick(&r, &memo, &p).expect("a plain line");
+    let c3 = facts.recorded.iter().find(|(id, _, _)| id == "c3").unwrap();
+    assert_eq!(c3.1, b);
+    // A phase dropped: the memo's list of phases follows.
+    let mut p3 = p.clone();
+    p3.phases.truncate(1);
+    let facts = quick(&r, &memo, &p3).expect("a plain line");
+    assert_eq!(facts.recorded.len(), 2);
+}

@@ -88,7 +88,10 @@ pub fn settle_plan(
     let same_places = settled.phases.len() == found.phases.len()
         && settled.phases.iter().zip(&found.phases).all(|(a, b)| {
             a.chunks.len() == b.chunks.len()
-                && a.chunks.iter().zip(&b.chunks).all(|(x, y)| x.id == y.id)
+                && a.chunks
+                    .iter()
+                    .zip(b.chunks.iter())
+                    .all(|(x, y)| x.id == y.id)
         });
     if same_places {
         for (chunk, was) in settled.chunks().zip(found.chunks()) {
