@@ -32,6 +32,7 @@ mod run;
 mod shutdown;
 mod slotfix;
 mod snapshots;
+mod status_cache;
 mod status_speed;
 mod transitions;
 
