@@ -25,7 +25,8 @@
 //!
 //! What it cannot do: a process that can write `.auto-claude/` can forge an entry for a plan's
 //! current identity (as it can forge git's index, or rewrite the plan itself). No check without
-//! a secret it cannot read would stop that; commands that change state never use the cache.
+//! a secret it cannot read would stop that. Commands that change state read the plan itself;
+//! only `status` and `recover --all`'s decision that a spec needs nothing use the cache.
 
 use std::collections::HashMap;
 use std::io::Read;

@@ -33,6 +33,8 @@ pub struct QuietLook {
     live_sessions: Option<std::collections::HashSet<String>>,
     /// `status`'s cache of plan digests, read only (recovery writes nothing it need not).
     cache: StatusCache,
+    /// The ref lock files of every spec, listed once (`None`: looked for per spec).
+    ref_locks: Option<repair::RefLocks>,
 }
 
 /// What the look found without git (`QuietLook::prepare`, on any thread).
@@ -70,6 +72,7 @@ impl QuietLook {
             common_dir: main.common_dir().to_path_buf(),
             live_sessions: procs::live_sessions(),
             cache: StatusCache::load(&ws.state_dir),
+            ref_locks: repair::RefLocks::list(main.common_dir()),
         }
     }
 
@@ -91,7 +94,10 @@ impl QuietLook {
             || leftover_agent(paths, self.live_sessions.as_ref())
             || !repair::stale_temp_files(&paths.dir, true).is_empty()
             // Any git lock file where recovery looks for stale ones, stale or not.
-            || !repair::lock_candidates(&self.common_dir, None, name).is_empty();
+            || match &self.ref_locks {
+                Some(locks) => locks.any_for(name),
+                None => !repair::lock_candidates(&self.common_dir, None, name).is_empty(),
+            };
         let summary = (!doubt)
             .then(|| self.cache.find(name, &paths.plan).digest)
             .flatten();
