@@ -5,8 +5,9 @@ use serde::Serialize;
 use crate::engine::recovery::quiet::on_every_core;
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for};
-use crate::plan::summary::PlanSummary;
+use crate::plan::summary::Digest;
 use crate::plan::{Plan, Status, next_chunk_id};
+use crate::store::status_cache::{Entry, StatusCache};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
 
@@ -92,8 +93,10 @@ pub struct SlotStatus {
 }
 
 /// Every spec's state (or only the spec `only`), and every slot's. The slots are inspected
-/// once; each spec's lock probe and plan read (the light read of `plan::summary`, the full
-/// parser for a plan it is not sure of) run on every core, the git questions after, in order.
+/// once; each spec's lock probe and plan read (from the status cache when the plan is the one
+/// it recorded, else the light read of `plan::summary`, the full parser for a plan it is not
+/// sure of) run on every core, the git questions after, in order. The cache is written back
+/// when an entry changed (best effort: see `store::status_cache`).
 pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport> {
     let names: Vec<String> = crate::store::spec::list(&ws.specs_dir)
         .into_iter()
@@ -109,9 +112,10 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
     // Opened and looked at on every core (a `Workspace` is not shared between threads: its
     // folders are).
     let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
+    let cache = StatusCache::load(&ws.state_dir);
     let opened = on_every_core(&names, |name| {
         let paths = crate::store::workspace::spec_paths(root, specs_dir, name);
-        let looked = paths.as_ref().ok().map(look).transpose();
+        let looked = paths.as_ref().ok().map(|p| look(p, &cache)).transpose();
         (paths, looked)
     });
     // Every branch tip at once (a lookup per spec costs a probe of the ref files each).
@@ -122,20 +126,23 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
         max_tokens: budget.max_tokens,
     };
     let mut specs = Vec::with_capacity(opened.len());
+    let mut entries = Vec::with_capacity(opened.len());
     for (name, (paths, looked)) in names.into_iter().zip(opened) {
-        let (paths, looked) = match (paths, looked?) {
+        let (paths, mut looked) = match (paths, looked?) {
             (Ok(paths), Some(looked)) => (paths, looked),
             // (Every opened spec was looked at.)
             (Ok(paths), None) => {
-                let looked = look(&paths)?;
+                let looked = look(&paths, &cache)?;
                 (paths, looked)
             }
             // A spec folder linked outside the repository: listed, never opened.
             (Err(e), _) => {
+                entries.push((name.clone(), None));
                 specs.push(refused(name, e));
                 continue;
             }
         };
+        entries.push((name.clone(), looked.entry.take()));
         let branch = branch_for(&name);
         let tip = match &tips {
             Some(tips) => tips.get(&branch).copied(),
@@ -146,17 +153,19 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
         specs.push(spec);
     }
     let slots = slots.into_iter().map(slot_status).collect();
+    cache.save(&ws.state_dir, entries, only.is_none());
     Ok(StatusReport { specs, slots })
 }
 
 /// What `status` reads of a spec without git: who holds its run lock, and what it shows of
 /// its plan as the light read saw it (`None`: the full parser is to read it, on the caller's
-/// thread).
+/// thread), and the status cache's entry for it.
 struct Looked {
     running: Option<Running>,
     shown: Option<Shown>,
     /// The planner's sessions (`store::ledger`).
     planner: crate::policy::budget::Spent,
+    entry: Option<Entry>,
 }
 
 /// What `status` shows of a plan, worked out on the thread that read it. The plan itself is
@@ -189,17 +198,31 @@ impl Shown {
         }
     }
 
-    fn of_summary(summary: PlanSummary) -> Shown {
-        let plan = summary.plan();
+    /// What the light read (or the status cache) gave. A completed chunk has attempt records
+    /// in the light read's plan exactly when it has a recorded commit, so `has_recorded_work`
+    /// is "a recorded commit", and the history check reads those in `history_plan`.
+    fn of_digest(d: Digest) -> Shown {
         Shown {
-            with_recorded_work: has_recorded_work(plan).then(|| plan.clone()),
-            spent: summary.spent(),
-            ..Shown::of(plan)
+            counts: Counts {
+                total: d.total(),
+                completed: d.count(Status::Completed),
+                pending: d.count(Status::Pending),
+                in_progress: d.count(Status::InProgress),
+                failed: d.count(Status::Failed),
+                blocked: d.count(Status::Blocked),
+            },
+            with_recorded_work: (!d.recorded.is_empty()).then(|| d.history_plan()),
+            current_chunk: d.current_chunk,
+            next_chunk: d.next_chunk,
+            warnings: d.warnings,
+            merged: d.merged,
+            exhausted: d.exhausted,
+            spent: d.spent,
         }
     }
 }
 
-fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
+fn look(paths: &SpecPaths, cache: &StatusCache) -> std::io::Result<Looked> {
     let running = match lock::probe(&paths.run_lock)? {
         LockState::Free => None,
         LockState::Held(holder) => Some(Running {
@@ -208,10 +231,12 @@ fn look(paths: &SpecPaths) -> std::io::Result<Looked> {
             since: holder.map(|h| h.since),
         }),
     };
+    let found = cache.find(&paths.name, &paths.plan);
     Ok(Looked {
         running,
-        shown: crate::plan::summary::read_light(&paths.plan).map(Shown::of_summary),
+        shown: found.digest.map(Shown::of_digest),
         planner: crate::store::ledger::planner(&paths.dir),
+        entry: found.entry,
     })
 }
 

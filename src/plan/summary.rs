@@ -16,6 +16,9 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+pub mod digest;
+pub use digest::Digest;
+
 mod de;
 use de::{
     AS_TEXT, ATTEMPT_TEXT_KEYS, AttemptFields, COST_KEYS, ChunkFields, Fields, IN_PLACE, List,

@@ -18,11 +18,22 @@ const TEMP_MARK: &str = ".tmp-";
 /// See `safe::write_atomic`: the temp file and the rename are resolved from the folder's
 /// handle, never through a link.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = temp_beside(path)?;
+    super::safe::write_atomic(path, bytes, temp.as_os_str()).map_err(super::at(path))
+}
+
+/// `write_atomic` without any fsync: for a cache, whose loss or damage costs only time.
+pub fn write_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = temp_beside(path)?;
+    super::safe::write_replacing(path, bytes, temp.as_os_str()).map_err(super::at(path))
+}
+
+/// The name of a new temp file for `path`, in its folder.
+fn temp_beside(path: &Path) -> std::io::Result<PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other(format!("{} has no file name", path.display())))?;
-    let temp = temp_path(Path::new(""), &name.to_string_lossy());
-    super::safe::write_atomic(path, bytes, temp.as_os_str()).map_err(super::at(path))
+    Ok(temp_path(Path::new(""), &name.to_string_lossy()))
 }
 
 fn temp_path(dir: &Path, name: &str) -> PathBuf {

@@ -15,6 +15,7 @@ pub mod lock;
 pub mod safe;
 pub mod segments;
 pub mod spec;
+pub mod status_cache;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};

@@ -36,6 +36,7 @@ mod session_resume;
 mod shutdown;
 mod slotfix;
 mod snapshots;
+mod status_cache;
 mod status_speed;
 mod transitions;
 

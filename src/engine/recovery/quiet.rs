@@ -15,8 +15,9 @@ use super::repair;
 use std::path::PathBuf;
 
 use crate::git::{Slot, SlotState, branch_for};
-use crate::plan::summary::PlanSummary;
-use crate::plan::{Plan, Status};
+use crate::plan::Status;
+use crate::plan::summary::Digest;
+use crate::store::status_cache::StatusCache;
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
 
@@ -30,6 +31,10 @@ pub struct QuietLook {
     common_dir: PathBuf,
     /// The sessions live processes carry (see `procs::live_sessions`), looked up once.
     live_sessions: Option<std::collections::HashSet<String>>,
+    /// `status`'s cache of plan digests, read only (recovery writes nothing it need not).
+    cache: StatusCache,
+    /// The ref lock files of every spec, listed once (`None`: looked for per spec).
+    ref_locks: Option<repair::RefLocks>,
 }
 
 /// What the look found without git (`QuietLook::prepare`, on any thread).
@@ -39,7 +44,8 @@ pub struct Prepared {
     stamp: Stamp,
     /// The slot (an index into `slots`) holding the spec's branch.
     slot: Option<usize>,
-    summary: Option<PlanSummary>,
+    /// What the light read (or `status`'s cache) gave of the plan.
+    summary: Option<Digest>,
 }
 
 impl QuietLook {
@@ -65,6 +71,8 @@ impl QuietLook {
             broken_for,
             common_dir: main.common_dir().to_path_buf(),
             live_sessions: procs::live_sessions(),
+            cache: StatusCache::load(&ws.state_dir),
+            ref_locks: repair::RefLocks::list(main.common_dir()),
         }
     }
 
@@ -86,13 +94,15 @@ impl QuietLook {
             || leftover_agent(paths, self.live_sessions.as_ref())
             || !repair::stale_temp_files(&paths.dir, true).is_empty()
             // Any git lock file where recovery looks for stale ones, stale or not.
-            || !repair::lock_candidates(&self.common_dir, None, name).is_empty();
+            || match &self.ref_locks {
+                Some(locks) => locks.any_for(name),
+                None => !repair::lock_candidates(&self.common_dir, None, name).is_empty(),
+            };
         let summary = (!doubt)
-            .then(|| crate::plan::summary::read_light(&paths.plan))
+            .then(|| self.cache.find(name, &paths.plan).digest)
             .flatten();
-        let summary = summary.filter(|s| {
-            let plan = s.plan();
-            plan.count(Status::InProgress) == 0 && !(retry_failed && plan.count(Status::Failed) > 0)
+        let summary = summary.filter(|d| {
+            d.count(Status::InProgress) == 0 && !(retry_failed && d.count(Status::Failed) > 0)
         });
         Prepared {
             doubt,
@@ -135,28 +145,37 @@ impl QuietLook {
                 return Some(false);
             }
         }
-        let full;
-        let plan: Option<&Plan> = match &prepared.summary {
-            Some(s) => Some(s.plan()),
+        // The counts and the plan as the history check reads it: from the digest (whose
+        // completed chunks with a recorded commit are the ones with attempt records in the
+        // light read), or from the full parse.
+        let (in_progress, failed, recorded) = match prepared.summary {
+            Some(d) => (
+                d.count(Status::InProgress),
+                d.count(Status::Failed),
+                (!d.recorded.is_empty()).then(|| d.history_plan()),
+            ),
             None => {
-                full = paths.plan.load().ok()?;
-                full.as_ref()
+                let Some(plan) = paths.plan.load().ok()? else {
+                    // No plan: one that vanished while a run was running is restored.
+                    let events = crate::store::read_typed(&paths.dir);
+                    return Some(!integrity::last_run_unfinished(&events));
+                };
+                let recorded = plan
+                    .chunks()
+                    .any(|c| c.status == Status::Completed && c.raw().contains_key("attempts"));
+                (
+                    plan.count(Status::InProgress),
+                    plan.count(Status::Failed),
+                    recorded.then_some(plan),
+                )
             }
         };
-        let Some(plan) = plan else {
-            // No plan: one that vanished while a run was running is restored.
-            let events = crate::store::read_typed(&paths.dir);
-            return Some(!integrity::last_run_unfinished(&events));
-        };
-        if plan.count(Status::InProgress) > 0 || (retry_failed && plan.count(Status::Failed) > 0) {
+        if in_progress > 0 || (retry_failed && failed > 0) {
             return Some(false);
         }
         // Completed work the branch lost (or the branch gone with recorded work).
-        let recorded = plan
-            .chunks()
-            .any(|c| c.status == Status::Completed && c.raw().contains_key("attempts"));
-        if recorded
-            && integrity::judge_history(&integrity::history_facts(&ws.main, name, plan, None))
+        if let Some(plan) = recorded
+            && integrity::judge_history(&integrity::history_facts(&ws.main, name, &plan, None))
                 .is_some()
         {
             return Some(false);

@@ -111,6 +111,52 @@ pub fn lock_candidates(
     out
 }
 
+/// The ref lock files `lock_candidates` finds without a worktree, for every spec at once: one
+/// listing of each folder instead of a look per spec (`recover --all`). Each name a candidate
+/// could have is kept, existing or not (more doubt, never less).
+pub struct RefLocks {
+    /// `<spec>` of each `refs/heads/auto-claude/<spec>.lock`.
+    specs: std::collections::HashSet<String>,
+    /// The components under `refs/auto-claude/{recovery,backup}/` with a lock file below.
+    components: std::collections::HashSet<String>,
+}
+
+impl RefLocks {
+    /// `None` when a folder exists but cannot be listed (then ask `lock_candidates`).
+    pub fn list(common_dir: &Path) -> Option<RefLocks> {
+        let listing = |dir: &Path| match std::fs::read_dir(dir) {
+            Ok(entries) => Some(entries.flatten().map(|e| e.file_name()).collect::<Vec<_>>()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Vec::new()),
+            Err(_) => None,
+        };
+        let specs = listing(&common_dir.join("refs/heads/auto-claude"))?
+            .into_iter()
+            .filter_map(|n| Some(n.to_str()?.strip_suffix(".lock")?.to_string()))
+            .collect();
+        let mut components = std::collections::HashSet::new();
+        for base in ["refs/auto-claude/recovery", "refs/auto-claude/backup"] {
+            let base = common_dir.join(base);
+            for name in listing(&base)? {
+                let mut found = Vec::new();
+                collect_locks(&base.join(&name), &mut found);
+                found.retain(|p| p.exists());
+                if !found.is_empty() {
+                    components.insert(name.to_str()?.to_string());
+                }
+            }
+        }
+        Some(RefLocks { specs, components })
+    }
+
+    /// Would `lock_candidates(common_dir, None, spec)` find anything?
+    pub fn any_for(&self, spec: &str) -> bool {
+        self.specs.contains(spec)
+            || self
+                .components
+                .contains(&crate::git::refs::ref_component(spec))
+    }
+}
+
 fn collect_locks(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -261,6 +307,41 @@ mod tests {
             !found.iter().any(|p| p.ends_with("002-other.lock")),
             "another spec's lock is not ours"
         );
+    }
+
+    /// The listing of every spec's ref locks at once answers as `lock_candidates` per spec.
+    #[test]
+    fn ref_locks_listed_once_agree_with_the_look_per_spec() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = dir.path().join("git");
+        let none = RefLocks::list(&common).expect("missing folders are no locks");
+        assert!(!none.any_for("001-x"));
+        std::fs::create_dir_all(common.join("refs/heads/auto-claude")).unwrap();
+        std::fs::create_dir_all(common.join("refs/auto-claude/recovery/001-x/c1")).unwrap();
+        std::fs::create_dir_all(common.join("refs/auto-claude/backup/a%2Eb")).unwrap();
+        std::fs::create_dir_all(common.join("refs/auto-claude/backup/004-clean/c")).unwrap();
+        for f in [
+            "refs/heads/auto-claude/002-head.lock",
+            "refs/heads/auto-claude/005-ref",
+            "refs/auto-claude/recovery/001-x/c1/2.lock",
+            "refs/auto-claude/backup/a%2Eb/x.lock",
+            "refs/auto-claude/backup/004-clean/c/ref",
+        ] {
+            std::fs::write(common.join(f), "").unwrap();
+        }
+        let locks = RefLocks::list(&common).unwrap();
+        for spec in [
+            "001-x",
+            "002-head",
+            "a.b",
+            "004-clean",
+            "005-ref",
+            "006-none",
+        ] {
+            let per_spec = !lock_candidates(&common, None, spec).is_empty();
+            assert_eq!(locks.any_for(spec), per_spec, "{spec}");
+        }
+        assert!(locks.any_for("a.b") && !locks.any_for("004-clean"));
     }
 
     #[test]

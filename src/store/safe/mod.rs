@@ -422,10 +422,23 @@ pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Replace `path` durably: a temp file beside it (`temp_name`), fsync, rename within the
 /// folder's handle, fsync of the folder. A reader sees the old bytes or the new ones.
 pub fn write_atomic(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
+    replace(path, bytes, temp_name, true)
+}
+
+/// `write_atomic` without an fsync, for a cache (`status_cache`): a reader sees the old bytes
+/// or the new ones; after a power cut the file may be empty or torn, which its reader detects.
+pub fn write_replacing(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
+    replace(path, bytes, temp_name, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], temp_name: &OsStr, durable: bool) -> std::io::Result<()> {
     let (dir, name) = parent(path)?;
     let result = (|| {
         let mut file = open_in(&dir, temp_name, Mode::New)?;
         file.write_all(bytes)?;
+        if !durable {
+            return rename_in(&dir, temp_name, &dir, name);
+        }
         file.sync_all()?;
         crate::failpoint::hit("atomic_before_rename");
         rename_in(&dir, temp_name, &dir, name)?;
