@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Seconds the agent may take to finish after Ctrl-C/SIGTERM (overrides [run] drain_timeout).
     #[arg(long, value_name = "SECONDS")]
     pub drain_timeout: Option<u64>,
+    /// On a usage limit, wait until it resets (showing the countdown) and go on, instead of
+    /// stopping with exit 6 (as [run] wait_for_limits; bounded by [run] max_wait).
+    #[arg(long)]
+    pub wait: bool,
     /// Print the final summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -69,6 +73,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         slot: args.slot,
         drain_timeout: args.drain_timeout,
         yes: args.yes,
+        wait: args.wait,
     };
     let progress = Rc::new(TerminalProgress::new());
     let summaries = if many {

@@ -5,6 +5,7 @@
 
 pub mod agent_choice;
 pub mod invocation;
+pub mod pause;
 pub mod recovery;
 pub mod spec_choice;
 pub mod transition;

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod ids;
 pub mod journal;
 pub mod lock;
+pub mod pause;
 pub mod safe;
 pub mod segments;
 pub mod spec;

@@ -36,6 +36,7 @@ mod slotfix;
 mod snapshots;
 mod status_speed;
 mod transitions;
+mod usage_limits;
 
 /// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently
 /// never run: fail instead.

@@ -439,6 +439,7 @@ impl Prepared {
             .map(Duration::from_secs)
             .unwrap_or_else(|| self.config.run.drain_timeout());
         self.interrupt.set_drain(drain);
+        let wait = self.opts.wait || self.config.run.wait_for_limits;
         let mut run = Run {
             prompts: Prompts::new(&ws.templates_dir()),
             repo_root: ws.root.clone(),
@@ -459,6 +460,9 @@ impl Prepared {
             resume,
             person: self.person,
             history: Default::default(),
+            wait,
+            waited: Duration::ZERO,
+            limited: None,
         };
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
         let result = run.drive(&ws).await;
@@ -502,6 +506,7 @@ impl Run {
                 Some(RunnerError::Interrupted) => "interrupted".into(),
                 Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
                 Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
+                Some(RunnerError::UsageLimited(_)) => "usage_limited".into(),
                 _ => "error".into(),
             },
         };
