@@ -363,3 +363,32 @@ fn the_new_config_keys_are_validated_and_listed() {
     assert_eq!(value("run.max_wait"), Some(86_400.into()));
     assert_eq!(value("run.limit_wait_default"), Some(900.into()));
 }
+
+#[test]
+fn a_crash_after_the_pause_is_stored_loses_neither_the_pause_nor_an_attempt() {
+    use std::os::unix::process::ExitStatusExt;
+    let cli = FakeCli::new("claude", "[run]\nmax_attempts = 1\n");
+    let at = an_hour_ahead();
+    cli.preset_script(&format!("core-a 1 limit {at}\n"));
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("RUNNER_FAILPOINTS", "after_limit_paused")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    assert_eq!(paused_until(&cli, "001-p"), at);
+    // The next run recovers the chunk left in progress and stops on the pause: no session.
+    let out = cli.run(&[]);
+    assert_exit(&out, 6);
+    assert_eq!(cli.argv_log().len(), 2);
+    assert_eq!(cli.repo.chunk("001-p", "core-a")["status"], "pending");
+    expire(&cli, "001-p");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    assert!(
+        cli.repo
+            .statuses("001-p")
+            .iter()
+            .all(|(_, s)| s == "completed")
+    );
+}

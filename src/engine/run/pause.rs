@@ -53,6 +53,7 @@ impl Run {
             ));
         }
         self.limited = Some(pause);
+        crate::failpoint::hit("after_limit_paused");
         Ok(())
     }
 
