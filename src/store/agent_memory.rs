@@ -51,10 +51,14 @@ pub fn recall(state_dir: &Path, spec: &str) -> Recall {
 /// usable: a link planted in its place (not followed: whoever planted it chose the content), not
 /// a regular file, larger than `max` bytes, unreadable.
 pub(crate) fn read_small(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
-    if let Err(e) = crate::store::safe::refuse_link(path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        return Err(e.to_string());
+    // One lstat when there is no file (`runner status` asks for every spec).
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(crate::store::safe::link_refused(path).to_string());
+        }
+        Ok(_) => {}
     }
     let file = match crate::store::safe::open_read(path) {
         Ok(f) => f,

@@ -392,3 +392,25 @@ fn a_crash_after_the_pause_is_stored_loses_neither_the_pause_nor_an_attempt() {
             .all(|(_, s)| s == "completed")
     );
 }
+
+#[test]
+fn a_spec_with_nothing_left_to_do_is_not_stopped_by_its_pause() {
+    let cli = FakeCli::new("claude", "");
+    assert_exit(&cli.run(&[]), 0);
+    let path = pause_file(&cli, "001-p");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let until = (Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let now = Utc::now().to_rfc3339();
+    std::fs::write(
+        &path,
+        format!(r#"{{"until":"{until}","reason":"r","preset":"claude","set_at":"{now}"}}"#),
+    )
+    .unwrap();
+    // Paused, but every chunk is completed: status says complete, and run ends as before.
+    let s = status_of(&cli, "001-p");
+    assert_eq!(s["status"], "complete", "{s}");
+    assert!(s["paused_until"].is_string(), "{s}");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    assert_eq!(cli.argv_log().len(), 4);
+}

@@ -104,12 +104,27 @@ impl Run {
                 }
             };
             let max_wait = self.config.run.max_wait();
-            match crate::policy::pause::on_pause(pause.until, now, self.wait, self.waited, max_wait)
-            {
+            let decision =
+                crate::policy::pause::on_pause(pause.until, now, self.wait, self.waited, max_wait);
+            // A spec with no session ahead (every chunk done, or stuck) ends as it would have.
+            if decision != OnPause::Go && !self.session_ahead() {
+                return Ok(());
+            }
+            match decision {
                 OnPause::Go => return self.pause_over(),
                 OnPause::Stop { too_long } => return Err(self.paused_error(&pause, too_long)),
                 OnPause::Wait { for_ } => self.wait_out(&pause, for_).await?,
             }
+        }
+    }
+
+    /// Would the run start a session next (a plan to write, a chunk to take)? A spec whose
+    /// chunks are all done (or stuck) ends as it would have, pause or not.
+    fn session_ahead(&self) -> bool {
+        match self.paths.plan.load() {
+            Ok(Some(plan)) => matches!(next_step(&plan), NextStep::Chunk(_)),
+            // No plan: the planner runs. A plan that does not load: its error is said later.
+            _ => true,
         }
     }
 
