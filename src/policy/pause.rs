@@ -36,10 +36,22 @@ pub fn pause_until(
     now: DateTime<Utc>,
     default_wait: Duration,
 ) -> (DateTime<Utc>, Basis) {
-    match resets_at {
+    let (until, basis) = match resets_at {
         Some(at) if at <= now => (now + PAST_RESET_RETRY, Basis::PastRetry),
         Some(at) if at - now <= MAX_BELIEVED => (at, Basis::Reported),
         _ => (now + default_wait, Basis::Default),
+    };
+    (whole_second_up(until), basis)
+}
+
+/// `t`, or the next whole second: the time is shown (and stored) to the second, and "run
+/// again after T" must hold at T.
+fn whole_second_up(t: DateTime<Utc>) -> DateTime<Utc> {
+    let floor = DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t);
+    if floor == t {
+        t
+    } else {
+        floor + Duration::seconds(1)
     }
 }
 
@@ -137,6 +149,9 @@ mod tests {
         );
         // No time said: the default wait.
         assert_eq!(pause_until(None, now, MIN15), (t(900), Basis::Default));
+        // A fraction of a second rounds up: "after T" holds at T.
+        let fraction = t(90) + Duration::milliseconds(300);
+        assert_eq!(pause_until(Some(fraction), now, MIN15).0, t(91));
         assert!(believable(t(8 * 86_400), now));
         assert!(!believable(t(8 * 86_400 + 1), now));
     }
