@@ -179,7 +179,18 @@ pub struct RunConfig {
     pub verification_timeout: u64,
     /// After Ctrl-C or SIGTERM: seconds the agent may take to finish before it is killed.
     pub drain_timeout: u64,
+    /// On a usage limit, sleep until it resets and go on (as `run --wait`), instead of
+    /// stopping with exit 6.
+    pub wait_for_limits: bool,
+    /// Seconds one run may spend waiting for usage limits in total; past it, exit 6.
+    pub max_wait: u64,
+    /// Seconds a spec is paused when the agent's CLI says no reset time (aider) or one runner
+    /// does not believe.
+    pub limit_wait_default: u64,
 }
+
+/// A year: no run waits longer (and the times stay far from overflowing).
+const MAX_WAIT_LIMIT: u64 = 366 * 86_400;
 
 impl Default for RunConfig {
     fn default() -> Self {
@@ -189,6 +200,9 @@ impl Default for RunConfig {
             max_sessions: 200,
             verification_timeout: 600,
             drain_timeout: 30,
+            wait_for_limits: false,
+            max_wait: 86_400,
+            limit_wait_default: 900,
         }
     }
 }
@@ -209,6 +223,12 @@ impl RunConfig {
     }
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_secs(self.drain_timeout)
+    }
+    pub fn max_wait(&self) -> Duration {
+        Duration::from_secs(self.max_wait)
+    }
+    pub fn limit_wait_default(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.limit_wait_default.min(MAX_WAIT_LIMIT) as i64)
     }
 }
 
@@ -286,6 +306,19 @@ impl Config {
         }
         if self.run.session_timeout == 0 {
             return bad("run.session_timeout must be at least 1 second");
+        }
+        if self.run.max_wait > MAX_WAIT_LIMIT {
+            return bad(&format!(
+                "run.max_wait must be at most {MAX_WAIT_LIMIT} seconds (a year); it is {}",
+                self.run.max_wait
+            ));
+        }
+        let believed = crate::policy::pause::MAX_BELIEVED.num_seconds() as u64;
+        if !(1..=believed).contains(&self.run.limit_wait_default) {
+            return bad(&format!(
+                "run.limit_wait_default must be between 1 and {believed} seconds (8 days); it is {}",
+                self.run.limit_wait_default
+            ));
         }
         if !(MIN_LOG_BYTES..=MAX_LOG_BYTES).contains(&self.agent.max_log_bytes) {
             return bad(&format!(

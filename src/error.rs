@@ -35,6 +35,7 @@ pub mod exit {
     pub const NEEDS_HUMAN: i32 = 3;
     pub const BUSY: i32 = 4;
     pub const BUDGET_SPENT: i32 = 5;
+    pub const USAGE_LIMITED: i32 = 6;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -58,6 +59,9 @@ pub enum RunnerError {
     /// dollars or tokens (`[budget]`: the spec is `budget_exhausted`); work remains.
     #[error("{0}")]
     BudgetSpent(String),
+    /// The agent hit its usage limit: the spec is paused until a time; work remains.
+    #[error("{0}")]
+    UsageLimited(String),
     /// SIGINT or SIGTERM.
     #[error("interrupted")]
     Interrupted,
@@ -92,6 +96,7 @@ impl RunnerError {
             RunnerError::NeedsHuman(_) => exit::NEEDS_HUMAN,
             RunnerError::Busy(_) => exit::BUSY,
             RunnerError::BudgetSpent(_) => exit::BUDGET_SPENT,
+            RunnerError::UsageLimited(_) => exit::USAGE_LIMITED,
             RunnerError::Interrupted | RunnerError::Cancelled => exit::INTERRUPTED,
             // (`fact` never returns `Hinted`.)
             RunnerError::Io { .. } | RunnerError::Hinted { .. } => exit::INTERNAL,
@@ -141,6 +146,7 @@ impl RunnerError {
             RunnerError::NeedsHuman(_) => "needs_human",
             RunnerError::Busy(_) => "busy",
             RunnerError::BudgetSpent(_) => "budget_spent",
+            RunnerError::UsageLimited(_) => "usage_limited",
             RunnerError::Interrupted => "interrupted",
             RunnerError::Cancelled => "cancelled",
             RunnerError::Io { .. } | RunnerError::Hinted { .. } => "internal",
@@ -198,8 +204,8 @@ pub fn exit_code_of(err: &anyhow::Error) -> i32 {
 pub struct ErrorReport {
     /// The exit code (README "Exit codes").
     pub code: i32,
-    /// `bad_input`, `invalid_plan`, `needs_human`, `busy`, `budget_spent`, `interrupted`,
-    /// `cancelled` or `internal`.
+    /// `bad_input`, `invalid_plan`, `needs_human`, `busy`, `budget_spent`, `usage_limited`,
+    /// `interrupted`, `cancelled` or `internal`.
     pub kind: &'static str,
     /// What is wrong, with the context it was met in (`reading X: …`).
     pub message: String,

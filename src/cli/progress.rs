@@ -52,7 +52,15 @@ pub fn plain_line(event: &Progress<'_>) -> Option<String> {
         Progress::Line(text) | Progress::Notice(text) => {
             Some(crate::text::for_terminal(text).into_owned())
         }
-        Progress::Position { .. } | Progress::Finished => None,
+        Progress::Position { .. } | Progress::Waiting { .. } | Progress::Finished => None,
+    }
+}
+
+/// `1:02:03`, `2:03`: what is left of a wait.
+pub fn countdown(secs: u64) -> String {
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, m, s) => format!("{m}:{s:02}"),
+        (h, m, s) => format!("{h}:{m:02}:{s:02}"),
     }
 }
 
@@ -81,6 +89,17 @@ impl ProgressSink for TerminalProgress {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
                 bar.set_message(crate::text::for_terminal(current).into_owned());
+            }
+            (Progress::Waiting { until, left_secs }, _) if self.bar_allowed => {
+                let bar = bar.get_or_insert_with(TerminalProgress::new_bar);
+                bar.set_message(match left_secs {
+                    0 => String::new(),
+                    left => format!(
+                        "paused by a usage limit: {} left (until {})",
+                        countdown(left),
+                        crate::text::for_terminal(until)
+                    ),
+                });
             }
             (Progress::Finished, _) => {
                 if let Some(bar) = bar.take() {
@@ -125,6 +144,13 @@ mod tests {
         };
         assert_eq!(plain_line(&at), None);
         assert_eq!(plain_line(&Progress::Finished), None);
+        let waiting = Progress::Waiting {
+            until: "2026-11-23T18:00:00Z",
+            left_secs: 61,
+        };
+        assert_eq!(plain_line(&waiting), None, "a log gets no countdown");
+        assert_eq!(countdown(61), "1:01");
+        assert_eq!(countdown(3723), "1:02:03");
     }
 
     #[test]

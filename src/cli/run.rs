@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// Dollars the spec may spend over all its runs, for this run (overrides [budget] max_usd).
     #[arg(long, value_name = "USD", value_parser = parse_max_usd)]
     pub max_usd: Option<f64>,
+    /// On a usage limit, wait until it resets (showing the countdown) and go on, instead of
+    /// stopping with exit 6 (as [run] wait_for_limits; bounded by [run] max_wait).
+    #[arg(long)]
+    pub wait: bool,
     /// Print the final summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -81,6 +85,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         drain_timeout: args.drain_timeout,
         max_usd: args.max_usd,
         yes: args.yes,
+        wait: args.wait,
     };
     let progress = Rc::new(TerminalProgress::new());
     let summaries = if many {

@@ -50,7 +50,9 @@ fn paint_status(style: Style, status: &str, padded: &str) -> String {
     match status {
         "complete" | "merged" => style.ok(padded),
         "failed" | "blocked" | "invalid_plan" | "refused" | "missing_work" => style.bad(padded),
-        "running" | "planning" | "interrupted" | "budget_exhausted" => style.warn(padded),
+        "running" | "planning" | "interrupted" | "budget_exhausted" | "paused" => {
+            style.warn(padded)
+        }
         _ => padded.to_string(),
     }
 }
@@ -144,6 +146,14 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
             r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
             t(r.run_id.as_deref().unwrap_or("?")),
             t(r.since.as_deref().unwrap_or("?"))
+        ));
+    }
+    if let Some(until) = &s.paused_until {
+        out.push_str(&format!(
+            "    {} by a usage limit until {}; `{}` goes on after it (or pass --wait)\n",
+            style.warn("paused:"),
+            t(until),
+            t(&crate::engine::run::run_again_command(&s.spec, None, false))
         ));
     }
     if let Some(wt) = &s.worktree {

@@ -21,6 +21,10 @@ pub enum Progress<'a> {
         total: usize,
         current: &'a str,
     },
+    /// The run waits for a usage limit to reset (`run --wait`): `left_secs` of it are left,
+    /// until `until`; 0 when the wait is over. A terminal shows a countdown; a log shows
+    /// nothing (the run said until when in a line).
+    Waiting { until: &'a str, left_secs: u64 },
     /// The run is over (any outcome): what shows its position goes away.
     Finished,
 }
@@ -51,6 +55,10 @@ pub enum Event {
         total: usize,
         current: String,
     },
+    Waiting {
+        until: String,
+        left_secs: u64,
+    },
     Finished,
 }
 
@@ -67,6 +75,10 @@ impl ProgressSink for Recorded {
                 done,
                 total,
                 current: current.to_string(),
+            },
+            Progress::Waiting { until, left_secs } => Event::Waiting {
+                until: until.to_string(),
+                left_secs,
             },
             Progress::Finished => Event::Finished,
         });
@@ -97,6 +109,16 @@ impl Reporter {
             total,
             current,
         });
+    }
+
+    /// A usage limit's countdown (see [`Progress::Waiting`]).
+    pub fn waiting(&self, until: &str, left_secs: u64) {
+        self.0.report(Progress::Waiting { until, left_secs });
+    }
+
+    /// The countdown is over.
+    pub fn waiting_over(&self) {
+        self.waiting("", 0);
     }
 
     pub fn finish(&self) {

@@ -46,10 +46,20 @@ pub fn run_interrupted(
     asker: &dyn Asker,
 ) -> anyhow::Result<Vec<RunSummary>> {
     let ws = Workspace::open(cwd)?;
-    let specs = crate::engine::run::interrupted_specs(&ws);
+    let found = crate::engine::run::interrupted_specs(&ws);
     let mut summaries = Vec::new();
     let mut first_error = None;
-    for spec in specs {
+    // Specs a usage limit still pauses are left for later: the run says so and ends with
+    // exit 6 if nothing else went wrong.
+    for (spec, until) in &found.paused {
+        let until = until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let message = format!(
+            "spec {spec} is paused by a usage limit until {until}; skipped (run again after {until})"
+        );
+        progress.report(Progress::Line(&message));
+        first_error.get_or_insert(crate::error::RunnerError::UsageLimited(message).into());
+    }
+    for spec in found.specs {
         progress.report(Progress::Line(&format!("Resuming interrupted spec {spec}")));
         let one = RunOptions {
             spec: Some(spec),
@@ -62,7 +72,13 @@ pub fn run_interrupted(
             }
             Err(e) => {
                 progress.report(Progress::Line(&format!("runner: {e:#}")));
-                first_error.get_or_insert(e);
+                // Any other error outranks a skipped pause.
+                match &first_error {
+                    Some(first)
+                        if crate::error::exit_code_of(first)
+                            != crate::error::exit::USAGE_LIMITED => {}
+                    _ => first_error = Some(e),
+                }
             }
         }
     }

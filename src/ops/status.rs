@@ -23,7 +23,7 @@ pub struct SpecStatus {
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
     /// blocked, budget_exhausted (the last run stopped: the spec's budget is spent), complete,
     /// merged, refused (its folder links outside the repository),
-    /// missing_work (the branch lost a completed chunk's commit)
+    /// missing_work (the branch lost a completed chunk's commit), paused (a usage limit)
     pub status: String,
     pub branch: Option<String>,
     pub worktree: Option<String>,
@@ -34,6 +34,8 @@ pub struct SpecStatus {
     /// The first pending chunk a run would take after it.
     pub next_chunk: Option<String>,
     pub running: Option<Running>,
+    /// Until when a usage limit pauses the spec (RFC 3339, UTC); null when it is not paused.
+    pub paused_until: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// What runner read in the plan but Auto-Claude would not have written so (see
@@ -249,6 +251,7 @@ fn refused(name: String, e: RunnerError) -> SpecStatus {
         next_chunk: None,
         current_chunk: None,
         running: None,
+        paused_until: None,
         error: Some(crate::error::ErrorReport::inline(&e.into())),
         warnings: Vec::new(),
         problem: None,
@@ -299,6 +302,15 @@ fn spec_status(
     if problem.is_some() && running.is_none() {
         state = "missing_work";
     }
+    let paused_until = paused_until(ws, &name);
+    if paused_until.is_some()
+        && matches!(
+            state,
+            "not_planned" | "planned" | "in_progress" | "interrupted"
+        )
+    {
+        state = "paused";
+    }
     let Shown {
         counts,
         current_chunk,
@@ -323,9 +335,22 @@ fn spec_status(
         branch: has_branch.then_some(branch),
         worktree,
         running,
+        paused_until,
         error,
         warnings,
         spec: name,
+    }
+}
+
+/// Until when a usage limit pauses `name` (one open of its pause file; a pause that is over
+/// or not usable is none).
+fn paused_until(ws: &Workspace, name: &str) -> Option<String> {
+    let now = chrono::Utc::now();
+    match crate::store::pause::read(&ws.state_dir, name, now) {
+        crate::store::pause::Found::Paused(p) if p.until > now => {
+            Some(p.until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        }
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod agent_choice;
 pub mod budget;
 pub mod invocation;
+pub mod pause;
 pub mod recovery;
 pub mod resume;
 pub mod spec_choice;

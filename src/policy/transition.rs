@@ -12,6 +12,8 @@
 //!   reported (see `settle_plan`), and the judgement is still to come;
 //! - an attempt that ends unjudged (its agent never ran, a shutdown, recovery's continue or
 //!   restart) is released: `pending`;
+//! - an attempt cut short by the agent's usage limit (not reported done) goes back to
+//!   `pending` without counting toward `run.max_attempts` (`policy::pause`);
 //! - `recover --retry-failed` puts a `failed` chunk back to `pending`; `discard` puts every
 //!   chunk back to `pending`;
 //! - a person's `runner chunk done|fail` on a chunk not in progress sets it directly (on a chunk
@@ -42,6 +44,9 @@ pub enum ChunkEvent {
     AttemptFailed { attempt: u32 },
     /// The attempt failed and it was the last one `run.max_attempts` allows.
     GiveUp { attempt: u32 },
+    /// The agent hit its usage limit before it reported the chunk done: back to `pending`,
+    /// the attempt not counted as failed (the spec is paused, `policy::pause`).
+    UsageLimited { attempt: u32 },
     /// The attempt ended without a judgement (`why`: `not_started`, a shutdown, recovery's
     /// continue or restart).
     Release { why: String, reason: Option<String> },
@@ -67,6 +72,7 @@ pub enum EventKind {
     Complete,
     AttemptFailed,
     GiveUp,
+    UsageLimited,
     Release,
     Block,
     RetryFailed,
@@ -77,11 +83,12 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 12] = [
         EventKind::Take,
         EventKind::Complete,
         EventKind::AttemptFailed,
         EventKind::GiveUp,
+        EventKind::UsageLimited,
         EventKind::Release,
         EventKind::Block,
         EventKind::RetryFailed,
@@ -99,6 +106,7 @@ impl ChunkEvent {
             ChunkEvent::Complete { .. } => EventKind::Complete,
             ChunkEvent::AttemptFailed { .. } => EventKind::AttemptFailed,
             ChunkEvent::GiveUp { .. } => EventKind::GiveUp,
+            ChunkEvent::UsageLimited { .. } => EventKind::UsageLimited,
             ChunkEvent::Release { .. } => EventKind::Release,
             ChunkEvent::Block { .. } => EventKind::Block,
             ChunkEvent::RetryFailed => EventKind::RetryFailed,
@@ -146,6 +154,11 @@ pub const TABLE: &[Edge] = &[
         on: EventKind::GiveUp,
         from: ATTEMPT_OPEN,
         to: Failed,
+    },
+    Edge {
+        on: EventKind::UsageLimited,
+        from: &[InProgress],
+        to: Pending,
     },
     Edge {
         on: EventKind::Release,
@@ -261,6 +274,10 @@ pub fn transition(status: Status, event: &ChunkEvent) -> Result<StatusChange, Il
         ChunkEvent::AttemptFailed { attempt } | ChunkEvent::GiveUp { attempt } => {
             change.attempt = Some(*attempt);
         }
+        ChunkEvent::UsageLimited { attempt } => {
+            change.attempt = Some(*attempt);
+            change.why = Some("usage_limited".into());
+        }
         ChunkEvent::Release { why, reason } => {
             change.why = Some(why.clone());
             change.reason = reason.clone();
@@ -304,6 +321,7 @@ mod tests {
             },
             EventKind::AttemptFailed => ChunkEvent::AttemptFailed { attempt: 2 },
             EventKind::GiveUp => ChunkEvent::GiveUp { attempt: 3 },
+            EventKind::UsageLimited => ChunkEvent::UsageLimited { attempt: 2 },
             EventKind::Release => ChunkEvent::Release {
                 why: "not_started".into(),
                 reason: Some("no agent".into()),
@@ -329,6 +347,7 @@ mod tests {
         (Completed, EventKind::AttemptFailed, Pending),
         (InProgress, EventKind::GiveUp, Failed),
         (Completed, EventKind::GiveUp, Failed),
+        (InProgress, EventKind::UsageLimited, Pending),
         (InProgress, EventKind::Release, Pending),
         (InProgress, EventKind::Block, Blocked),
         (Completed, EventKind::Block, Blocked),

@@ -32,29 +32,11 @@ pub fn path(state_dir: &Path, spec: &str) -> PathBuf {
 pub fn recall(state_dir: &Path, spec: &str) -> Recall {
     let path = path(state_dir, spec);
     let unusable = |why: String| Recall::Unusable(format!("{}: {why}", path.display()));
-    // A link planted in its place is not followed: whoever planted it chose the content.
-    if let Err(e) = crate::store::safe::refuse_link(&path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        return unusable(e.to_string());
-    }
-    let file = match crate::store::safe::open_read(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Recall::Nothing,
-        Err(e) => return unusable(e.to_string()),
+    let bytes = match read_small(&path, MAX_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Recall::Nothing,
+        Err(why) => return unusable(why),
     };
-    match file.metadata() {
-        Ok(m) if !m.is_file() => return unusable("not a regular file".into()),
-        Ok(m) if m.len() > MAX_BYTES => return unusable(format!("larger than {MAX_BYTES} bytes")),
-        Err(e) => return unusable(e.to_string()),
-        Ok(_) => {}
-    }
-    let mut bytes = Vec::new();
-    if let Err(e) =
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_BYTES + 1), &mut bytes)
-    {
-        return unusable(e.to_string());
-    }
     let remembered: Remembered = match serde_json::from_slice(&bytes) {
         Ok(r) => r,
         Err(e) => return unusable(format!("not a remembered agent ({e})")),
@@ -63,6 +45,36 @@ pub fn recall(state_dir: &Path, spec: &str) -> Recall {
         Ok(()) => Recall::Agent(remembered),
         Err(why) => unusable(why),
     }
+}
+
+/// The bytes of the small state file at `path` (`None`: there is none), or why it is not
+/// usable: a link planted in its place (not followed: whoever planted it chose the content), not
+/// a regular file, larger than `max` bytes, unreadable.
+pub(crate) fn read_small(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
+    // One lstat when there is no file (`runner status` asks for every spec).
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(crate::store::safe::link_refused(path).to_string());
+        }
+        Ok(_) => {}
+    }
+    let file = match crate::store::safe::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    match file.metadata() {
+        Ok(m) if !m.is_file() => return Err("not a regular file".into()),
+        Ok(m) if m.len() > max => return Err(format!("larger than {max} bytes")),
+        Err(e) => return Err(e.to_string()),
+        Ok(_) => {}
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(bytes))
 }
 
 /// Remember `agent` for `spec` (atomic and durable).

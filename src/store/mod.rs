@@ -12,6 +12,7 @@ pub mod ids;
 pub mod journal;
 pub mod ledger;
 pub mod lock;
+pub mod pause;
 pub mod safe;
 pub mod segments;
 pub mod spec;

@@ -824,6 +824,9 @@ const OUTPUT_POINTS: &[&str] = &["after_base_repin"];
 /// Failpoints exercised in tests/status_speed.rs (`recover --all` between its look and its
 /// report).
 const STATUS_POINTS: &[&str] = &["recover_all_looked"];
+/// Failpoints exercised in tests/usage_limits.rs (a crash between the pause and the attempt's
+/// record).
+const LIMIT_POINTS: &[&str] = &["after_limit_paused"];
 
 #[test]
 fn every_failpoint_in_the_source_is_exercised() {
@@ -852,7 +855,8 @@ fn every_failpoint_in_the_source_is_exercised() {
                 || LIFECYCLE_POINTS.contains(&point.as_str())
                 || HOSTILE_POINTS.contains(&point.as_str())
                 || OUTPUT_POINTS.contains(&point.as_str())
-                || STATUS_POINTS.contains(&point.as_str()),
+                || STATUS_POINTS.contains(&point.as_str())
+                || LIMIT_POINTS.contains(&point.as_str()),
             "the failpoint {point} in src/ is exercised by no crash test"
         );
     }

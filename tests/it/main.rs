@@ -39,6 +39,7 @@ mod snapshots;
 mod status_cache;
 mod status_speed;
 mod transitions;
+mod usage_limits;
 
 /// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently
 /// never run: fail instead.

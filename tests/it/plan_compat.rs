@@ -83,7 +83,7 @@ fn write_json(path: &Path, value: &Value) {
     std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
 }
 
-fn spec_status(repo: &TestRepo, spec: &str) -> Value {
+pub fn spec_status(repo: &TestRepo, spec: &str) -> Value {
     let out = repo.runner(&["status", "--json"]);
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();

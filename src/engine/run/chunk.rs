@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::agent::report::AgentReport;
+use crate::policy::pause::LimitedAttempt;
 use crate::policy::transition::{ChunkEvent, StatusChange, apply};
 use crate::store::event::{self as ev, Event};
 
@@ -255,7 +256,17 @@ impl Run {
             };
             return Err(self.budget_exhausted(&why).into());
         }
-        let agent_failure = agent_report.failure();
+        let mut agent_failure = agent_report.failure();
+        if agent_report.usage_limit.is_some() {
+            self.limit_hit(&agent_report, &taken.session_id)?;
+            match crate::policy::pause::limited_attempt(report == Report::Done) {
+                LimitedAttempt::Unjudged => {
+                    return self.attempt_limited(&taken, &agent_report).map(|()| None);
+                }
+                // The work is judged as any other; the pause comes before the next session.
+                LimitedAttempt::Judged => agent_failure = None,
+            }
+        }
         // A verification command runs in the worktree: after one, `complete` opens it again.
         let (check, wt) = if policy::needs_check(&report, agent_failure.as_deref()) {
             drop(wt);
@@ -270,6 +281,8 @@ impl Run {
             agent_failure.as_deref(),
         ) {
             Verdict::Completed => {
+                // A pause stops the next take (it waits for `honour_pause`).
+                let take_next = take_next && self.limited.is_none();
                 self.complete(&taken, check.as_ref(), wt, take_next, &agent_report)
             }
             Verdict::Failed(reason) => self
@@ -407,17 +420,7 @@ impl Run {
             .join(&taken.session_id)
             .join("output.log");
         let (failed_count, decision, change) = self.paths.plan.update(|plan| {
-            let pos = plan.find_chunk(id).ok_or_else(|| {
-                RunnerError::NeedsHuman(format!("chunk {id} vanished from the plan"))
-            })?;
-            let chunk = plan.chunk_mut(pos);
-            let now = crate::clock::now();
-            chunk.update_last_attempt(|a| {
-                a.outcome = Some("failed".into());
-                a.reason = Some(reason.to_string());
-                a.ended_at = Some(now.clone());
-                a.record_report(agent_report);
-            });
+            let chunk = end_last_attempt(plan, id, "failed", reason, agent_report)?;
             let failed = chunk
                 .attempts()
                 .iter()
@@ -464,4 +467,27 @@ impl Run {
             .into()),
         }
     }
+}
+
+/// Chunk `id` of `plan`, its last attempt ended now as `outcome`, with `reason` and what the
+/// agent's CLI reported.
+pub(super) fn end_last_attempt<'p>(
+    plan: &'p mut Plan,
+    id: &str,
+    outcome: &str,
+    reason: &str,
+    agent_report: &AgentReport,
+) -> anyhow::Result<&'p mut Chunk> {
+    let pos = plan
+        .find_chunk(id)
+        .ok_or_else(|| RunnerError::NeedsHuman(format!("chunk {id} vanished from the plan")))?;
+    let chunk = plan.chunk_mut(pos);
+    let now = crate::clock::now();
+    chunk.update_last_attempt(|a| {
+        a.outcome = Some(outcome.into());
+        a.reason = Some(reason.to_string());
+        a.ended_at = Some(now);
+        a.record_report(agent_report);
+    });
+    Ok(chunk)
 }

@@ -5,6 +5,8 @@ use super::*;
 impl Run {
     pub(super) async fn drive(&mut self, ws: &Workspace) -> anyhow::Result<()> {
         let resume = std::mem::take(&mut self.resume);
+        // A spec paused by a usage limit starts no session before its time.
+        self.honour_pause().await?;
         if self.paths.plan.load()?.is_none() {
             let planner = resume.iter().find(|r| r.role == "planner");
             let prompt = planner.and_then(|r| self.resume_prompt(r));
@@ -24,7 +26,12 @@ impl Run {
             }
             let take = match next.take() {
                 Some(take) => take,
-                None => self.take_chunk(None)?,
+                None => {
+                    if self.limited.is_some() {
+                        self.honour_pause().await?;
+                    }
+                    self.take_chunk(None)?
+                }
             };
             let taken = match take {
                 Take::Chunk(taken) => taken,
@@ -77,6 +84,9 @@ impl Run {
             let Some(chunk_id) = entry.chunk_id.as_deref() else {
                 continue;
             };
+            if self.limited.is_some() {
+                self.honour_pause().await?;
+            }
             let plan = self.load_plan()?;
             let pending = plan
                 .find_chunk(chunk_id)

@@ -29,15 +29,35 @@ pub fn recover_options(
     }
 }
 
+/// What `run --auto-continue` without `--spec` finds: the specs to resume, and those it
+/// skips because a usage limit still pauses them (with the time).
+#[derive(Debug, Default)]
+pub struct ToResume {
+    pub specs: Vec<String>,
+    pub paused: Vec<(String, chrono::DateTime<chrono::Utc>)>,
+}
+
 /// Specs nobody is running whose last run did not end cleanly: a chunk left in progress, a
-/// session cut off by a shutdown, or a `run_start` with no `run_end`. Most recent first.
-pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
+/// session cut off by a shutdown, a `run_start` with no `run_end`, or a usage limit's pause
+/// that is over. Most recent first. A spec still paused is skipped (listed in `paused`).
+pub fn interrupted_specs(ws: &Workspace) -> ToResume {
     let listed = crate::engine::recovery::interrupted::specs(&ws.state_dir);
+    let now = chrono::Utc::now();
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
+    let mut paused = Vec::new();
     for name in crate::store::spec::list(&ws.specs_dir) {
         // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
         let Ok(paths) = ws.spec(&name) else { continue };
         if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
+            continue;
+        }
+        // (A pause file that is not usable is the run's to report and clear.)
+        let pause = match crate::store::pause::read(&ws.state_dir, &name, now) {
+            crate::store::pause::Found::Paused(p) => Some(p.until),
+            _ => None,
+        };
+        if let Some(until) = pause.filter(|until| *until > now) {
+            paused.push((name, until));
             continue;
         }
         let in_progress =
@@ -53,12 +73,15 @@ pub fn interrupted_specs(ws: &Workspace) -> Vec<String> {
             }),
             Some(crate::store::Event::RunStart(_))
         );
-        if in_progress || unfinished_run || listed.contains(&name) {
+        if in_progress || unfinished_run || listed.contains(&name) || pause.is_some() {
             let when =
                 crate::store::segments::modified(&paths.dir).unwrap_or(std::time::UNIX_EPOCH);
             found.push((when, name));
         }
     }
     found.sort_by_key(|(when, _)| std::cmp::Reverse(*when));
-    found.into_iter().map(|(_, n)| n).collect()
+    ToResume {
+        specs: found.into_iter().map(|(_, n)| n).collect(),
+        paused,
+    }
 }

@@ -15,6 +15,7 @@ mod chunk;
 mod drive;
 mod hints;
 mod interrupted;
+mod pause;
 pub mod person;
 mod planner;
 mod prompt;
@@ -41,7 +42,7 @@ use crate::store::{Journal, LockState, lock};
 use base::{confirm_repin, undo_repin, write_repin};
 pub use budget::EXHAUSTED_KEY;
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use interrupted::{interrupted_specs, recover_options};
+pub use interrupted::{ToResume, interrupted_specs, recover_options};
 use session::read_report;
 use slot::prepare_slot;
 pub use start::{Prepared, prepare};
@@ -61,6 +62,8 @@ pub struct RunOptions {
     pub max_usd: Option<f64>,
     /// Never ask (with existing work and no `auto_continue`, that is a usage error).
     pub yes: bool,
+    /// `--wait`: on a usage limit, sleep until it resets and go on (as `run.wait_for_limits`).
+    pub wait: bool,
 }
 
 /// What a finished run reports (`--json`).
@@ -110,6 +113,13 @@ struct Run {
     person: Option<person::Listener>,
     /// The last branch tip whose history passed the check: the next check starts from it.
     history: crate::engine::recovery::integrity::HistoryMemo,
+    /// Wait for usage limits to reset (`--wait`, `run.wait_for_limits`) instead of exit 6.
+    wait: bool,
+    /// What this run spent waiting for usage limits (bounded by `run.max_wait`).
+    waited: Duration,
+    /// The pause a usage limit set in this run, honoured before the next session even if its
+    /// file could not be written.
+    limited: Option<crate::store::pause::Pause>,
 }
 
 fn empty_plan() -> Plan {

@@ -32,7 +32,9 @@ impl Run {
         self.journal.write(&Event::PlanReset(ev::Empty {}))?;
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
-        for attempt in 1..=max {
+        let mut attempt = 0;
+        while attempt < max {
+            attempt += 1;
             if !self.budget_left()? {
                 return Err(self.budget_spent().into());
             }
@@ -62,7 +64,7 @@ impl Run {
             };
             let session_id = crate::store::ids::session_id("planner", None, attempt);
             // The planner's report is journaled with its session end (no attempt record).
-            let (end, _report) = self
+            let (end, report) = self
                 .session("planner", None, attempt, &session_id, &prompt, None)
                 .await?;
             if let Ended::Interrupted { drained } = end.ended {
@@ -70,6 +72,9 @@ impl Run {
                 return self
                     .interrupted(None, "planner", None, &session_id, &prompt, drained)
                     .await;
+            }
+            if report.usage_limit.is_some() {
+                self.limit_hit(&report, &session_id)?;
             }
             errors = match self.paths.plan.load() {
                 Ok(Some(plan)) => check_planner_output(&plan),
@@ -83,28 +88,18 @@ impl Run {
                 },
             };
             if errors.is_empty() {
-                let base = self.base.clone();
-                let plan = self.paths.plan.update(|plan| {
-                    if plan.str_field("base_branch").is_none() {
-                        plan.set_field("base_branch", Value::String(base));
-                    }
-                    Ok(plan.clone())
-                })?;
-                crate::failpoint::hit("after_plan_accepted");
-                self.journal.write(&Event::PlanAccepted(ev::PlanAccepted {
-                    session_id: session_id.clone(),
-                    phases: plan.phases.len(),
-                    chunks: plan.total(),
-                }))?;
-                self.journal.write(&Event::PlanSnapshot(ev::PlanSnapshot {
-                    plan: plan.to_value(),
-                }))?;
+                return self.accept_plan(&session_id);
+            }
+            if self.limited.is_some() {
+                // Cut short by the usage limit: not an attempt of its own. The next one
+                // starts after the pause (or the run stops, exit 6).
                 self.reporter.line(format!(
-                    "Plan ready: {} phases, {} chunks.",
-                    plan.phases.len(),
-                    plan.total()
+                    "The planner stopped: {}",
+                    report.failure().unwrap_or_default()
                 ));
-                return Ok(());
+                attempt -= 1;
+                self.honour_pause().await?;
+                continue;
             }
             self.journal.write(&Event::PlanRejected(ev::PlanRejected {
                 session_id: session_id.clone(),
@@ -128,6 +123,32 @@ impl Run {
         ))
         .with_hint("fix the plan by hand, or delete it to plan again")
         .into())
+    }
+
+    /// The planner wrote a valid plan: pin the base in it and journal it.
+    fn accept_plan(&self, session_id: &str) -> anyhow::Result<()> {
+        let base = self.base.clone();
+        let plan = self.paths.plan.update(|plan| {
+            if plan.str_field("base_branch").is_none() {
+                plan.set_field("base_branch", Value::String(base));
+            }
+            Ok(plan.clone())
+        })?;
+        crate::failpoint::hit("after_plan_accepted");
+        self.journal.write(&Event::PlanAccepted(ev::PlanAccepted {
+            session_id: session_id.to_string(),
+            phases: plan.phases.len(),
+            chunks: plan.total(),
+        }))?;
+        self.journal.write(&Event::PlanSnapshot(ev::PlanSnapshot {
+            plan: plan.to_value(),
+        }))?;
+        self.reporter.line(format!(
+            "Plan ready: {} phases, {} chunks.",
+            plan.phases.len(),
+            plan.total()
+        ));
+        Ok(())
     }
 
     /// A planner cut off mid-write may leave half a plan. Keep it (renamed, never overwritten)

@@ -443,6 +443,7 @@ impl Prepared {
             .unwrap_or_else(|| self.config.run.drain_timeout());
         self.interrupt.set_drain(drain);
         let ledger_floor = crate::store::ledger::total(&budget::ledger_now(&self.paths));
+        let wait = self.opts.wait || self.config.run.wait_for_limits;
         let mut run = Run {
             ledger_floor,
             prompts: Prompts::new(&ws.templates_dir()),
@@ -465,6 +466,9 @@ impl Prepared {
             next_session: None,
             person: self.person,
             history: Default::default(),
+            wait,
+            waited: Duration::ZERO,
+            limited: None,
         };
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
         let result = run.drive(&ws).await;
@@ -508,6 +512,7 @@ impl Run {
                 Some(RunnerError::Interrupted) => "interrupted".into(),
                 Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
                 Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
+                Some(RunnerError::UsageLimited(_)) => "usage_limited".into(),
                 _ => "error".into(),
             },
         };
