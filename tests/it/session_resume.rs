@@ -361,3 +361,24 @@ fn codex_tokens_of_a_resumed_thread_are_the_difference() {
         serde_json::json!({"input": 3600, "output": 1200, "cache_read": 2400, "cache_write": 0})
     );
 }
+
+#[test]
+fn a_resumed_session_that_worked_is_not_a_failed_resume_whatever_its_output_says() {
+    // The resumed session works (claude bills it), prints the words of an unknown session
+    // (here from the agent's own tool, as a grep or a log would), and exits 1 unreported. It
+    // is a failed attempt like any other, with its cost on the record; not a failed resume
+    // whose fresh session silently runs again inside the same attempt and drops that cost.
+    let cli = FakeCli::new("claude", "");
+    interrupt(&cli, libc::SIGKILL);
+    cli.repo
+        .script("core-a 2 exit 1 Error: thread not found\ncore-a * done\n* * done\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    let attempts = cli.attempts("core-a");
+    let second = &attempts[1];
+    assert!(second["resumed_from"].is_string(), "{second}");
+    assert!(second.get("resume_failed").is_none(), "{second}");
+    assert_eq!(second["outcome"], "failed", "{second}");
+    assert_eq!(second["cost_usd"].as_f64(), Some(0.05), "{second}");
+    assert_eq!(session_starts(&cli, 2).len(), 1, "one session in attempt 2");
+}
