@@ -382,3 +382,29 @@ fn a_resumed_session_that_worked_is_not_a_failed_resume_whatever_its_output_says
     assert_eq!(second["cost_usd"].as_f64(), Some(0.05), "{second}");
     assert_eq!(session_starts(&cli, 2).len(), 1, "one session in attempt 2");
 }
+
+#[test]
+fn the_plan_edits_of_a_failed_resume_are_undone_before_its_fresh_session() {
+    // The resumed session's tools ran (the agent edited the plan: every other chunk marked
+    // completed, described anew, its records deleted), then the CLI died: no result, exit 1,
+    // nothing reported. That is a resume that failed at once; its fresh session must start
+    // from the plan as runner wrote it, not from the agent's edits.
+    let cli = FakeCli::new("claude", "");
+    interrupt(&cli, libc::SIGKILL);
+    cli.preset_script("core-a 2 crash\n");
+    cli.repo
+        .script("core-a 2 edit-plan 0 silent\ncore-a * done\n* * done\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    let second = &cli.attempts("core-a")[1];
+    assert!(second["resume_failed"].is_object(), "{second}");
+    let plan = std::fs::read_to_string(cli.repo.plan_path("001-p")).unwrap();
+    assert!(!plan.contains("edited by the agent"), "{plan}");
+    for id in ["core-b", "polish"] {
+        let attempts = cli.attempts(id);
+        assert!(
+            attempts.iter().any(|a| a["outcome"] == "completed"),
+            "{id} was never worked on: {attempts:?}"
+        );
+    }
+}

@@ -263,6 +263,9 @@ impl Run {
             return Ok((end, report, prompt));
         };
         let full = self.coder_prompt(&taken.plan, taken)?;
+        // The failed session's tools may have edited the plan: undone before the fresh
+        // session's take of it (its guard compares with what `fall_back` writes).
+        self.settle_plan_after_session(taken)?;
         self.fall_back(taken, &resumed, &reason)?;
         let (end, report) = self.taken_session(taken, &full, start).await?;
         Ok((end, report, full))
