@@ -31,6 +31,9 @@ pub struct LastAttempt<'a> {
     pub spec: Option<&'a str>,
     /// The agent's own session id (`agent_session_id`).
     pub agent_session_id: Option<&'a str>,
+    /// Its session was started (runner's session folder holds its output): an attempt cut
+    /// off between its take and its session's start recorded an id no agent session has.
+    pub ran: bool,
 }
 
 /// Whether the presets can continue one of their sessions.
@@ -76,6 +79,9 @@ pub fn choose(
     }
     if last.spec != Some(spec) {
         return Err("the interrupted session was recorded for another spec");
+    }
+    if !last.ran {
+        return Err("the interrupted attempt's session never started");
     }
     let Some(id) = last.agent_session_id else {
         return Err("the interrupted session's id is not known");
@@ -166,6 +172,7 @@ mod tests {
             preset: Some(preset),
             spec: Some("001-a"),
             agent_session_id: Some(id),
+            ran: true,
         }
     }
 
@@ -241,6 +248,8 @@ mod tests {
             ..l
         };
         assert!(fresh(true, Preset::Claude, "001-a", Some(unknown)));
+        let never_ran = LastAttempt { ran: false, ..l };
+        assert!(fresh(true, Preset::Claude, "001-a", Some(never_ran)));
         let no_preset = LastAttempt { preset: None, ..l };
         assert!(fresh(true, Preset::Claude, "001-a", Some(no_preset)));
     }

@@ -3,6 +3,7 @@
 //! each fake CLI, with the short prompt; a resume the CLI refuses falls back to a fresh session
 //! with the full prompt in the same attempt.
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 
 use serde_json::Value;
@@ -407,4 +408,33 @@ fn the_plan_edits_of_a_failed_resume_are_undone_before_its_fresh_session() {
             "{id} was never worked on: {attempts:?}"
         );
     }
+}
+
+#[test]
+fn an_attempt_cut_off_before_its_session_started_is_not_resumed() {
+    // runner killed right after the take: the attempt records the claude session id runner
+    // chose, but no session of that id was ever started. The next attempt starts afresh
+    // instead of spawning the CLI for a resume that can only fail.
+    let cli = FakeCli::new("claude", "");
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("RUNNER_FAILPOINTS", "after_take@1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    assert!(all_completed(&cli), "{}", stderr(&out));
+    assert!(
+        !cli.argv_log().iter().any(|argv| has_resume_flag(argv)),
+        "{:?}",
+        cli.argv_log()
+    );
+    let attempts = cli.attempts("core-a");
+    assert_eq!(attempts[0]["outcome"], "interrupted", "{attempts:?}");
+    assert!(attempts[1].get("resume_failed").is_none(), "{attempts:?}");
+    assert_eq!(
+        attempts[1]["not_resumed"], "the interrupted attempt's session never started",
+        "{attempts:?}"
+    );
 }
