@@ -31,6 +31,9 @@ pub struct LastAttempt<'a> {
     pub spec: Option<&'a str>,
     /// The agent's own session id (`agent_session_id`).
     pub agent_session_id: Option<&'a str>,
+    /// Its session was started (runner's session folder holds its output): an attempt cut
+    /// off between its take and its session's start recorded an id no agent session has.
+    pub ran: bool,
 }
 
 /// Whether the presets can continue one of their sessions.
@@ -77,6 +80,9 @@ pub fn choose(
     if last.spec != Some(spec) {
         return Err("the interrupted session was recorded for another spec");
     }
+    if !last.ran {
+        return Err("the interrupted attempt's session never started");
+    }
     let Some(id) = last.agent_session_id else {
         return Err("the interrupted session's id is not known");
     };
@@ -102,10 +108,13 @@ pub struct ResumeEnd<'a> {
     pub output: &'a str,
 }
 
-/// Why a resumed session failed at once, if it did: it did not report through `runner chunk`
-/// and did not hit a usage limit, and either its CLI said it does not know the session (with a
-/// non-zero exit, or with exit 0 having used nothing: some gemini versions exit 0 there), or it
-/// exited non-zero within [`FAILS_AT_ONCE_WITHIN`] having used no tokens and no dollars.
+/// Why a resumed session failed at once, if it did: it did not report through `runner chunk`,
+/// did not hit a usage limit and used no tokens and no dollars, and either its CLI said it does
+/// not know the session (whatever its exit: some gemini versions exit 0 there), or it exited
+/// non-zero within [`FAILS_AT_ONCE_WITHIN`]. A session that used tokens did work: the words
+/// in its output (the agent's own tools print anything, a grep of "thread not found" too) do
+/// not make it a failed resume, whose fresh session would run again in the same attempt and
+/// leave the first one's cost off the record.
 /// Anything else (a signal, a timeout, an interruption, a session that worked) is judged as any
 /// session is.
 pub fn failed_at_once(end: &ResumeEnd) -> Option<String> {
@@ -116,7 +125,7 @@ pub fn failed_at_once(end: &ResumeEnd) -> Option<String> {
         return None;
     }
     let idle = end.tokens == 0 && end.cost_usd.is_none_or(|c| c <= 0.0);
-    if says_unknown_session(end.output) && (code != 0 || idle) {
+    if says_unknown_session(end.output) && idle {
         return Some(format!(
             "the agent CLI does not know the session (exit {code})"
         ));
@@ -163,6 +172,7 @@ mod tests {
             preset: Some(preset),
             spec: Some("001-a"),
             agent_session_id: Some(id),
+            ran: true,
         }
     }
 
@@ -238,6 +248,8 @@ mod tests {
             ..l
         };
         assert!(fresh(true, Preset::Claude, "001-a", Some(unknown)));
+        let never_ran = LastAttempt { ran: false, ..l };
+        assert!(fresh(true, Preset::Claude, "001-a", Some(never_ran)));
         let no_preset = LastAttempt { preset: None, ..l };
         assert!(fresh(true, Preset::Claude, "001-a", Some(no_preset)));
     }
@@ -257,16 +269,15 @@ mod tests {
     #[test]
     fn a_resume_fails_at_once_on_an_unknown_session_or_an_idle_quick_error() {
         let one = Ended::Exited(1);
-        // Each CLI's own words, whenever they come.
+        // Each CLI's own words, whenever they come, from a session that did nothing.
         for said in [
             "No conversation found with session ID: x",
             "Error: thread/resume: thread/resume failed: no rollout found for thread id x",
             "Error resuming session: Invalid session identifier \"x\".",
         ] {
-            assert!(
-                failed_at_once(&end(&one, 500, 10, said)).is_some(),
-                "{said}"
-            );
+            assert!(failed_at_once(&end(&one, 500, 0, said)).is_some(), "{said}");
+            // The same words from a session that used tokens: it worked, it is a session.
+            assert_eq!(failed_at_once(&end(&one, 5, 10, said)), None, "{said}");
         }
         // Silent, quick, idle.
         let why = failed_at_once(&end(&Ended::Exited(42), 2, 0, "")).unwrap();

@@ -192,3 +192,32 @@ fn the_agent_evaluator_reads_its_answer_from_each_presets_final_message() {
         );
     }
 }
+
+#[test]
+fn a_huge_model_name_or_session_id_or_a_negative_cost_never_reaches_the_plan() {
+    // A broken or hostile CLI: a model name and a session id of a megabyte. The plan is
+    // rewritten whole at every step of the run: it must not grow by what the agent printed.
+    let cli = FakeCli::new("claude", "");
+    cli.preset_script("core-a * big 1000000\ncore-b * ok -7.5\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    let plan_len = std::fs::metadata(cli.repo.plan_path("001-p"))
+        .unwrap()
+        .len();
+    assert!(plan_len < 100_000, "the plan grew to {plan_len} bytes");
+    let a = &cli.attempts("core-a")[0];
+    assert_eq!(a["outcome"], "completed", "{a}");
+    assert!(a.get("model").is_none(), "a megabyte is no model name");
+    // The id runner chose for the session stays; a megabyte id from the output is not one.
+    assert!(
+        a["agent_session_id"]
+            .as_str()
+            .is_some_and(|s| s.len() < 100),
+        "agent_session_id of {} bytes",
+        a["agent_session_id"].as_str().map_or(0, str::len)
+    );
+    // A negative figure is no cost: it would lower what the spec is said to have spent.
+    let b = &cli.attempts("core-b")[0];
+    assert_eq!(b["outcome"], "completed", "{b}");
+    assert!(b.get("cost_usd").is_none(), "{b}");
+}

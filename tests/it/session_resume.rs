@@ -3,6 +3,7 @@
 //! each fake CLI, with the short prompt; a resume the CLI refuses falls back to a fresh session
 //! with the full prompt in the same attempt.
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 
 use serde_json::Value;
@@ -359,5 +360,81 @@ fn codex_tokens_of_a_resumed_thread_are_the_difference() {
     assert_eq!(
         second["thread_total"],
         serde_json::json!({"input": 3600, "output": 1200, "cache_read": 2400, "cache_write": 0})
+    );
+}
+
+#[test]
+fn a_resumed_session_that_worked_is_not_a_failed_resume_whatever_its_output_says() {
+    // The resumed session works (claude bills it), prints the words of an unknown session
+    // (here from the agent's own tool, as a grep or a log would), and exits 1 unreported. It
+    // is a failed attempt like any other, with its cost on the record; not a failed resume
+    // whose fresh session silently runs again inside the same attempt and drops that cost.
+    let cli = FakeCli::new("claude", "");
+    interrupt(&cli, libc::SIGKILL);
+    cli.repo
+        .script("core-a 2 exit 1 Error: thread not found\ncore-a * done\n* * done\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    let attempts = cli.attempts("core-a");
+    let second = &attempts[1];
+    assert!(second["resumed_from"].is_string(), "{second}");
+    assert!(second.get("resume_failed").is_none(), "{second}");
+    assert_eq!(second["outcome"], "failed", "{second}");
+    assert_eq!(second["cost_usd"].as_f64(), Some(0.05), "{second}");
+    assert_eq!(session_starts(&cli, 2).len(), 1, "one session in attempt 2");
+}
+
+#[test]
+fn the_plan_edits_of_a_failed_resume_are_undone_before_its_fresh_session() {
+    // The resumed session's tools ran (the agent edited the plan: every other chunk marked
+    // completed, described anew, its records deleted), then the CLI died: no result, exit 1,
+    // nothing reported. That is a resume that failed at once; its fresh session must start
+    // from the plan as runner wrote it, not from the agent's edits.
+    let cli = FakeCli::new("claude", "");
+    interrupt(&cli, libc::SIGKILL);
+    cli.preset_script("core-a 2 crash\n");
+    cli.repo
+        .script("core-a 2 edit-plan 0 silent\ncore-a * done\n* * done\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    let second = &cli.attempts("core-a")[1];
+    assert!(second["resume_failed"].is_object(), "{second}");
+    let plan = std::fs::read_to_string(cli.repo.plan_path("001-p")).unwrap();
+    assert!(!plan.contains("edited by the agent"), "{plan}");
+    for id in ["core-b", "polish"] {
+        let attempts = cli.attempts(id);
+        assert!(
+            attempts.iter().any(|a| a["outcome"] == "completed"),
+            "{id} was never worked on: {attempts:?}"
+        );
+    }
+}
+
+#[test]
+fn an_attempt_cut_off_before_its_session_started_is_not_resumed() {
+    // runner killed right after the take: the attempt records the claude session id runner
+    // chose, but no session of that id was ever started. The next attempt starts afresh
+    // instead of spawning the CLI for a resume that can only fail.
+    let cli = FakeCli::new("claude", "");
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("RUNNER_FAILPOINTS", "after_take@1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let out = cli.run(&[]);
+    assert_exit(&out, 0);
+    assert!(all_completed(&cli), "{}", stderr(&out));
+    assert!(
+        !cli.argv_log().iter().any(|argv| has_resume_flag(argv)),
+        "{:?}",
+        cli.argv_log()
+    );
+    let attempts = cli.attempts("core-a");
+    assert_eq!(attempts[0]["outcome"], "interrupted", "{attempts:?}");
+    assert!(attempts[1].get("resume_failed").is_none(), "{attempts:?}");
+    assert_eq!(
+        attempts[1]["not_resumed"], "the interrupted attempt's session never started",
+        "{attempts:?}"
     );
 }

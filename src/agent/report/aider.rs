@@ -18,7 +18,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, CostSource, count, event, lines, number, text};
+use super::{AgentReport, CostSource, count, dollars, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Entry {
@@ -64,11 +64,11 @@ pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
             Some("message_send") => {
                 calls = calls.saturating_add(1);
                 let get = |k: &str| props.and_then(|p| p.get(k));
-                if let Some(cost) = number(get("cost")) {
+                if let Some(cost) = dollars(get("cost")) {
                     summed += cost;
                     any_cost = true;
                 }
-                if let Some(total) = number(get("total_cost")) {
+                if let Some(total) = dollars(get("total_cost")) {
                     total_cost = Some(total);
                     any_cost = true;
                 }
@@ -80,8 +80,8 @@ pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
                     .tokens
                     .output
                     .saturating_add(count(get("completion_tokens")));
-                if let Some(model) = text(get("main_model")) {
-                    report.model = Some(model.to_string());
+                if let Some(model) = name(get("main_model")) {
+                    report.model = Some(model);
                 }
             }
             Some("message_send_exception") => {

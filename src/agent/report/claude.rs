@@ -18,7 +18,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, CostSource, Tokens, count, epoch, event, folded, lines, number, text};
+use super::{
+    AgentReport, CostSource, Tokens, count, dollars, epoch, event, folded, lines, name, number,
+    text,
+};
 
 #[derive(Deserialize)]
 struct Event {
@@ -48,11 +51,11 @@ pub fn parse(output: &[u8]) -> AgentReport {
         };
         match ev.kind.as_deref() {
             Some("system") if text(ev.subtype.as_ref()) == Some("init") => {
-                if let Some(id) = text(ev.session_id.as_ref()) {
-                    report.agent_session_id = Some(id.to_string());
+                if let Some(id) = name(ev.session_id.as_ref()) {
+                    report.agent_session_id = Some(id);
                 }
-                if let Some(model) = text(ev.model.as_ref()) {
-                    report.model = Some(model.to_string());
+                if let Some(model) = name(ev.model.as_ref()) {
+                    report.model = Some(model);
                 }
             }
             Some("result") => result(&mut report, &ev),
@@ -74,10 +77,10 @@ pub fn parse(output: &[u8]) -> AgentReport {
 }
 
 fn result(report: &mut AgentReport, ev: &Event) {
-    if let Some(id) = text(ev.session_id.as_ref()) {
-        report.agent_session_id = Some(id.to_string());
+    if let Some(id) = name(ev.session_id.as_ref()) {
+        report.agent_session_id = Some(id);
     }
-    if let Some(cost) = number(ev.total_cost_usd.as_ref()) {
+    if let Some(cost) = dollars(ev.total_cost_usd.as_ref()) {
         report.cost_usd = Some(cost);
         report.cost_source = CostSource::Reported;
     }

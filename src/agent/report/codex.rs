@@ -17,7 +17,7 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, Tokens, count, event, lines, text};
+use super::{AgentReport, Tokens, count, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Event {
@@ -47,8 +47,8 @@ pub fn parse<Tz: TimeZone>(
         };
         match ev.kind.as_deref() {
             Some("thread.started") => {
-                if let Some(id) = text(ev.thread_id.as_ref()) {
-                    report.agent_session_id = Some(id.to_string());
+                if let Some(id) = name(ev.thread_id.as_ref()) {
+                    report.agent_session_id = Some(id);
                 }
             }
             Some("turn.completed") => {

@@ -18,7 +18,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, Tokens, count, event, lines, text};
+use super::{AgentReport, Tokens, count, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Event {
@@ -47,11 +47,11 @@ pub fn parse(output: &[u8]) -> AgentReport {
             .map(|t| t.with_timezone(&Utc));
         match ev.kind.as_deref() {
             Some("init") => {
-                if let Some(id) = text(ev.session_id.as_ref()) {
-                    report.agent_session_id = Some(id.to_string());
+                if let Some(id) = name(ev.session_id.as_ref()) {
+                    report.agent_session_id = Some(id);
                 }
-                if let Some(model) = text(ev.model.as_ref()) {
-                    report.model = Some(model.to_string());
+                if let Some(model) = name(ev.model.as_ref()) {
+                    report.model = Some(model);
                 }
             }
             Some("result") => {

@@ -209,6 +209,24 @@ fn number(value: Option<&serde_json::Value>) -> Option<f64> {
     value?.as_f64().filter(|f| f.is_finite())
 }
 
+/// A JSON value as dollars spent: a negative figure is none (it would lower what a spec is
+/// said to have spent).
+fn dollars(value: Option<&serde_json::Value>) -> Option<f64> {
+    number(value).filter(|usd| *usd >= 0.0)
+}
+
+/// The longest model name or session id a report keeps. A longer one is not a name (a broken
+/// or hostile CLI): kept, it would be written on every attempt record of the plan, which is
+/// rewritten whole at each step of a run, and in the journal.
+const MAX_NAME: usize = 200;
+
+/// A JSON string as a model name or a session id, if it can be one.
+fn name(value: Option<&serde_json::Value>) -> Option<String> {
+    text(value)
+        .filter(|t| !t.is_empty() && t.len() <= MAX_NAME)
+        .map(str::to_string)
+}
+
 fn text(value: Option<&serde_json::Value>) -> Option<&str> {
     value?.as_str()
 }

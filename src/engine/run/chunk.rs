@@ -113,6 +113,30 @@ impl Run {
         }
     }
 
+    /// Put the plan right after `taken`'s session (the agent may have edited, replaced or
+    /// deleted it): only its own report stands on what runner wrote at the take.
+    pub(super) fn settle_plan_after_session(&self, taken: &Taken) -> anyhow::Result<()> {
+        use crate::engine::recovery::integrity;
+        let by_person = match &self.person {
+            Some(listener) => listener.take_changes(),
+            None => integrity::changed_by_person(
+                &crate::store::read_typed(&self.paths.dir),
+                &taken.session_id,
+            ),
+        };
+        for line in integrity::settle_after_session(
+            &self.paths,
+            &self.journal,
+            &taken.plan,
+            &taken.chunk.id,
+            &taken.session_id,
+            &by_person,
+        )? {
+            self.reporter.notice(line);
+        }
+        Ok(())
+    }
+
     pub(super) fn open_worktree(&self) -> anyhow::Result<crate::git::Repository> {
         crate::git::repo::open_worktree_exactly(&self.worktree, &self.common_dir)
             .map_err(anyhow::Error::msg)
@@ -131,23 +155,7 @@ impl Run {
     ) -> anyhow::Result<(Plan, crate::git::Repository)> {
         use crate::engine::recovery::integrity;
         let id = taken.chunk.id.as_str();
-        let by_person = match &self.person {
-            Some(listener) => listener.take_changes(),
-            None => integrity::changed_by_person(
-                &crate::store::read_typed(&self.paths.dir),
-                &taken.session_id,
-            ),
-        };
-        for line in integrity::settle_after_session(
-            &self.paths,
-            &self.journal,
-            &taken.plan,
-            id,
-            &taken.session_id,
-            &by_person,
-        )? {
-            self.reporter.notice(line);
-        }
+        self.settle_plan_after_session(taken)?;
         let wt = match self.open_worktree() {
             Ok(wt) => wt,
             Err(why) => {

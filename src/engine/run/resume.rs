@@ -101,11 +101,12 @@ impl Run {
             ),
             None => (None, None, None, None),
         };
-        let facts = last.map(|_| LastAttempt {
+        let facts = last.map(|a| LastAttempt {
             outcome: outcome.as_deref(),
             preset: last_preset.as_deref(),
             spec: spec.as_deref(),
             agent_session_id: id.as_deref(),
+            ran: self.session_ran(a),
         });
         let chosen = rules::choose(
             self.config.agent.resume_sessions,
@@ -148,6 +149,19 @@ impl Run {
             }
         };
         (session, record)
+    }
+
+    /// Whether `attempt`'s session was started: its `output.log`, created just before the
+    /// agent is spawned, is there.
+    fn session_ran(&self, attempt: &Attempt) -> bool {
+        attempt
+            .session_id
+            .as_deref()
+            .filter(|s| session_folder_name(s))
+            .and_then(|s| {
+                std::fs::symlink_metadata(self.paths.sessions_dir.join(s).join("output.log")).ok()
+            })
+            .is_some_and(|m| m.is_file())
     }
 
     /// The report of `attempts[i]`'s session, read from its folder and kept on its record, if
@@ -263,6 +277,9 @@ impl Run {
             return Ok((end, report, prompt));
         };
         let full = self.coder_prompt(&taken.plan, taken)?;
+        // The failed session's tools may have edited the plan: undone before the fresh
+        // session's take of it (its guard compares with what `fall_back` writes).
+        self.settle_plan_after_session(taken)?;
         self.fall_back(taken, &resumed, &reason)?;
         let (end, report) = self.taken_session(taken, &full, start).await?;
         Ok((end, report, full))

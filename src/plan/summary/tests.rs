@@ -494,3 +494,33 @@ fn the_light_read_sums_the_ledger_as_the_full_reader_does() {
     let light = summarize(marked.as_bytes()).unwrap();
     assert!(light.plan().raw.contains_key("budget_exhausted"));
 }
+
+/// The keys agent reports and session resume add to attempt records (cost, tokens, model,
+/// the agent's session id, what a resume chose), well-formed or of any other type, are keys
+/// the full parser keeps as they are: the light read agrees either way.
+#[test]
+fn attempt_records_with_report_and_resume_keys_agree() {
+    let well_formed = r#"{"n": 1, "session_id": "s1", "outcome": "interrupted",
+        "agent_preset": "claude", "agent_spec": "001-a",
+        "agent_session_id": "0b0e6c2a-4d1f-4a8e-9c3b-7f2d1e5a6b90", "cost_usd": 0.25,
+        "cost_source": "reported", "tokens": {"input": 1, "output": 2, "cache_read": 3,
+        "cache_write": 4}, "model": "m", "turns": 3, "agent_error": "x",
+        "usage_limit_resets_at": null, "thread_total": {"input": 9},
+        "not_resumed": "why"},
+        {"n": 2, "outcome": "completed", "commit": "abc", "resumed_from": "x",
+         "resume_failed": {"agent_session_id": "x", "session_id": "s", "reason": "r"}}"#;
+    let odd = r#"{"n": 1, "outcome": "completed", "commit": "abc", "agent_session_id": 7,
+        "cost_usd": "lots", "tokens": [1], "model": {"a": null}, "turns": -1,
+        "resumed_from": false, "resume_failed": "yes", "thread_total": 1e999999}"#;
+    for attempts in [well_formed, odd] {
+        for status in ["completed", "pending"] {
+            let chunk = format!(
+                r#"{{"id": "a", "description": "x", "status": "{status}", "attempts": [{attempts}]}}"#
+            );
+            agrees(&plan_with_chunk(&chunk));
+        }
+    }
+    assert!(agrees(&plan_with_chunk(&format!(
+        r#"{{"id": "a", "description": "x", "status": "completed", "attempts": [{well_formed}]}}"#
+    ))));
+}
