@@ -7,6 +7,15 @@ impl Run {
         let resume = std::mem::take(&mut self.resume);
         // A spec paused by a usage limit starts no session before its time.
         self.honour_pause().await?;
+        // A run that starts with budget left (it was raised, or removed) clears the mark of an
+        // earlier stop, once: the budget cannot change during a run, and looking for the mark
+        // at every session would read the whole plan each time.
+        if matches!(
+            self.money_allowance(),
+            crate::policy::budget::Allowance::Go { .. }
+        ) {
+            self.clear_exhausted_mark()?;
+        }
         if self.paths.plan.load()?.is_none() {
             let planner = resume.iter().find(|r| r.role == "planner");
             let prompt = planner.and_then(|r| self.resume_prompt(r));
@@ -226,13 +235,10 @@ impl Run {
         if self.sessions >= self.config.run.max_sessions {
             return Ok(false);
         }
-        match self.money_allowance() {
-            crate::policy::budget::Allowance::Go { .. } => {
-                self.clear_exhausted_mark()?;
-                Ok(true)
-            }
-            crate::policy::budget::Allowance::Spent(_) => Ok(false),
-        }
+        Ok(matches!(
+            self.money_allowance(),
+            crate::policy::budget::Allowance::Go { .. }
+        ))
     }
 
     pub(super) fn budget_spent(&self) -> RunnerError {
