@@ -65,31 +65,56 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
     opts.interrupt = crate::agent::Interrupt::install()?;
 
     let run_id = crate::store::ids::run_id();
+    // Every spec's folder opened once, on every core (a `Workspace` is not shared between
+    // threads: its folders are); `--spec` takes the locked path directly.
+    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
+    let opened: Vec<Option<SpecPaths>> = match req.spec {
+        Some(_) => names.iter().map(|_| None).collect(),
+        None => on_every_core(&names, |name| {
+            crate::store::workspace::spec_paths(root, specs_dir, name).ok()
+        }),
+    };
     // Interrupted merges, discards and undos first: they know what their half-done slots are.
-    let mut lifecycle =
-        crate::engine::recovery::lifecycle::finish_all(&ws, &names, &run_id, req.dry_run)?;
+    let mut lifecycle = match req.spec {
+        // (One spec: its own folder, opened the careful way.)
+        Some(_) => {
+            let paths: Vec<Option<SpecPaths>> = names.iter().map(|n| ws.spec(n).ok()).collect();
+            let pairs: Vec<_> = names.iter().zip(paths.iter().map(Option::as_ref)).collect();
+            crate::engine::recovery::lifecycle::finish_all(&ws, &pairs, &run_id, req.dry_run)?
+        }
+        None => {
+            let pairs: Vec<_> = names
+                .iter()
+                .zip(opened.iter().map(Option::as_ref))
+                .collect();
+            crate::engine::recovery::lifecycle::finish_all(&ws, &pairs, &run_id, req.dry_run)?
+        }
+    };
     let slots = repair_slots(&ws, req.dry_run)?;
     let holder = new_holder(&run_id, None);
     // Every spec with certainly nothing to do is reported clean without a lock taken or
     // written (a write and an fdatasync per spec); any doubt takes the locked path. The
     // questions that need no git are asked on every core.
     let quiet = QuietLook::new(&ws);
-    // Opened on every core too (a `Workspace` is not shared between threads: its folders are).
-    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
-    let (opened, prepared): (Vec<Option<SpecPaths>>, Vec<_>) = on_every_core(&names, |name| {
-        let paths = (req.spec.is_none() && !lifecycle.contains_key(name))
-            .then(|| crate::store::workspace::spec_paths(root, specs_dir, name).ok())
-            .flatten();
-        let prepared = paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed));
-        (paths, prepared)
-    })
-    .into_iter()
-    .unzip();
+    let pairs: Vec<(&String, Option<SpecPaths>)> = names.iter().zip(opened).collect();
+    let looked_at = std::time::Instant::now();
+    let (opened, prepared): (Vec<Option<SpecPaths>>, Vec<_>) =
+        on_every_core(&pairs, |(name, paths)| {
+            let paths = paths.clone().filter(|_| !lifecycle.contains_key(*name));
+            let prepared = paths.as_ref().map(|p| quiet.prepare(p, req.retry_failed));
+            (paths, prepared)
+        })
+        .into_iter()
+        .unzip();
     crate::failpoint::hit("recover_all_looked");
     let mut specs = Vec::new();
+    // Whether a spec took the full (locked, maybe long) path since the look.
+    let mut went_slow = false;
     for ((name, paths), prepared) in names.into_iter().zip(opened).zip(prepared) {
+        // A look more than a moment old is taken again before it is reported.
+        let look_again = went_slow || looked_at.elapsed() > LOOK_STANDS_FOR;
         if let (Some(paths), Some(prepared)) = (paths, prepared)
-            && quiet.decide(&ws, &paths, prepared, req.retry_failed)
+            && quiet.decide(&ws, &paths, prepared, req.retry_failed, look_again)
         {
             specs.push(SpecRecovery {
                 spec: name,
@@ -98,6 +123,7 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
             });
             continue;
         }
+        went_slow = true;
         let mut recovery = match recover_one(&ws, &name, &req, &holder, &opts).await? {
             Ok(recovery) => recovery,
             Err(skipped) => {
@@ -116,6 +142,11 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         specs,
     })
 }
+
+/// How long `recover --all`'s read-only look at a quiet spec stands without being taken again
+/// (its locks and stamps): a spec that changes later than this after the look is seen as it is
+/// then, by the full path.
+const LOOK_STANDS_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Put right what interrupted work left in the worktree slots a live run does not hold: an
 /// unfinished creation, git's leftovers, a half-done switch between specs.

@@ -113,14 +113,18 @@ impl QuietLook {
     }
 
     /// Certainly nothing for recovery to do in this spec: `false` at the least doubt.
+    /// `look_again`: another spec went down the full path since the look (which may take
+    /// minutes: a chunk's check, an agent asked), or the look is more than a moment old, so
+    /// its locks and stamps are taken again; otherwise the look (milliseconds old) stands.
     pub fn decide(
         &self,
         ws: &Workspace,
         paths: &SpecPaths,
         prepared: Prepared,
         retry_failed: bool,
+        look_again: bool,
     ) -> bool {
-        self.decide_or_doubt(ws, paths, prepared, retry_failed)
+        self.decide_or_doubt(ws, paths, prepared, retry_failed, look_again)
             .unwrap_or(false)
     }
 
@@ -130,11 +134,17 @@ impl QuietLook {
         paths: &SpecPaths,
         prepared: Prepared,
         retry_failed: bool,
+        look_again: bool,
     ) -> Option<bool> {
-        // Other specs may have been recovered since the look (a chunk's check, an agent asked:
-        // minutes): a run that took this spec since, or left it changed, is seen again.
-        let busy = held(&paths.run_lock) || prepared.slot.is_some_and(|i| held(&self.slots[i].2));
-        if prepared.doubt || busy || Stamp::of(paths) != prepared.stamp {
+        if prepared.doubt {
+            return Some(false);
+        }
+        // A run that took this spec since the look, or left it changed, is seen again.
+        if look_again
+            && (held(&paths.run_lock)
+                || prepared.slot.is_some_and(|i| held(&self.slots[i].2))
+                || Stamp::of(paths) != prepared.stamp)
+        {
             return Some(false);
         }
         let name = &paths.name;

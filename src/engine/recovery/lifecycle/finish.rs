@@ -189,19 +189,18 @@ pub(super) fn finish_interrupted_inner(
 /// needs a person gives a `lifecycle_needs_human` action, not an error.
 pub fn finish_all(
     ws: &Workspace,
-    names: &[String],
+    opened: &[(&String, Option<&SpecPaths>)],
     run_id: &str,
     dry_run: bool,
 ) -> anyhow::Result<std::collections::BTreeMap<String, crate::engine::recovery::Action>> {
     let mut out = std::collections::BTreeMap::new();
-    // Which specs have an intent file, asked on every core (most have none). A spec folder
-    // refused (linked outside the repository) is reported by the caller.
-    let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
-    let with_intent = crate::engine::recovery::quiet::on_every_core(names, |name| {
-        crate::store::workspace::spec_paths(root, specs_dir, name)
-            .is_ok_and(|paths| intent_path(&paths).symlink_metadata().is_ok())
+    // Which specs have an intent file, asked on every core (most have none), of the specs as
+    // the caller opened them. A spec folder refused (linked outside the repository: `None`) is
+    // reported by the caller.
+    let with_intent = crate::engine::recovery::quiet::on_every_core(opened, |(_, paths)| {
+        paths.is_some_and(|paths| intent_path(paths).symlink_metadata().is_ok())
     });
-    for (name, _) in names.iter().zip(with_intent).filter(|(_, has)| *has) {
+    for ((name, _), _) in opened.iter().zip(with_intent).filter(|(_, has)| *has) {
         let Ok(paths) = ws.spec(name) else {
             continue;
         };
@@ -235,7 +234,7 @@ pub fn finish_all(
             ),
         };
         out.insert(
-            name.clone(),
+            (*name).clone(),
             crate::engine::recovery::Action {
                 kind: kind.into(),
                 chunk: None,
