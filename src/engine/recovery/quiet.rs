@@ -40,8 +40,6 @@ pub struct QuietLook {
 /// What the look found without git (`QuietLook::prepare`, on any thread).
 pub struct Prepared {
     doubt: bool,
-    /// The spec's folder and plan file as they were before the look (see `Stamp`).
-    stamp: Stamp,
     /// The slot (an index into `slots`) holding the spec's branch.
     slot: Option<usize>,
     /// What the light read (or `status`'s cache) gave of the plan.
@@ -80,7 +78,6 @@ impl QuietLook {
     /// `decide` to finish on the caller's thread.
     pub fn prepare(&self, paths: &SpecPaths, retry_failed: bool) -> Prepared {
         let name = &paths.name;
-        let stamp = Stamp::of(paths);
         let branch = branch_for(name);
         let slot = self.slots.iter().position(
             |(_, state, _)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch),
@@ -106,7 +103,6 @@ impl QuietLook {
         });
         Prepared {
             doubt,
-            stamp,
             slot,
             summary,
         }
@@ -115,7 +111,7 @@ impl QuietLook {
     /// Certainly nothing for recovery to do in this spec: `false` at the least doubt.
     /// `look_again`: another spec went down the full path since the look (which may take
     /// minutes: a chunk's check, an agent asked), or the look is more than a moment old, so
-    /// its locks and stamps are taken again; otherwise the look (milliseconds old) stands.
+    /// the look is taken again, whole; otherwise the look (milliseconds old) stands.
     pub fn decide(
         &self,
         ws: &Workspace,
@@ -136,15 +132,12 @@ impl QuietLook {
         retry_failed: bool,
         look_again: bool,
     ) -> Option<bool> {
-        if prepared.doubt {
-            return Some(false);
-        }
         // A run that took this spec since the look, or left it changed, is seen again.
-        if look_again
-            && (held(&paths.run_lock)
-                || prepared.slot.is_some_and(|i| held(&self.slots[i].2))
-                || Stamp::of(paths) != prepared.stamp)
-        {
+        let prepared = match look_again {
+            true => self.prepare(paths, retry_failed),
+            false => prepared,
+        };
+        if prepared.doubt {
             return Some(false);
         }
         let name = &paths.name;
@@ -196,27 +189,6 @@ impl QuietLook {
 
 fn held(path: &std::path::Path) -> bool {
     !matches!(lock::probe(path), Ok(LockState::Free))
-}
-
-/// What changes when anything recovery looks at in a spec's folder changes after the look: a
-/// file created or removed there (a temp file, a plan replaced or removed) changes the folder;
-/// a plan written in place changes its own size or time.
-#[derive(PartialEq)]
-struct Stamp {
-    dir: Option<(u64, std::time::SystemTime)>,
-    plan: Option<(u64, u64, std::time::SystemTime)>,
-}
-
-impl Stamp {
-    fn of(paths: &SpecPaths) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        let meta = |p: &std::path::Path| std::fs::symlink_metadata(p).ok();
-        Stamp {
-            dir: meta(&paths.dir).and_then(|m| Some((m.ino(), m.modified().ok()?))),
-            plan: meta(paths.plan.path())
-                .and_then(|m| Some((m.ino(), m.len(), m.modified().ok()?))),
-        }
-    }
 }
 
 /// Fewer items than this per thread are done on one thread (a thread costs more than they do).
