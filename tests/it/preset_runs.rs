@@ -128,6 +128,7 @@ fn a_session_its_cli_says_failed_is_a_failed_attempt_with_the_clis_words() {
     let cases = [
         ("claude", "core-a 1 is-error", "API Error"),
         ("codex", "core-a 1 fail", "stream"),
+        ("gemini", "core-a 1 auth-fail", "authentication credentials"),
         ("aider", "core-a 1 model-fail", "AuthenticationError"),
     ];
     for (preset, rule, words) in cases {
@@ -220,4 +221,45 @@ fn a_huge_model_name_or_session_id_or_a_negative_cost_never_reaches_the_plan() {
     let b = &cli.attempts("core-b")[0];
     assert_eq!(b["outcome"], "completed", "{b}");
     assert!(b.get("cost_usd").is_none(), "{b}");
+}
+
+/// Every preset stops at the spec's budget: tokens (all four report them), and dollars for the
+/// two that report dollars. The run exits 5 with the spending, the spec is `budget_exhausted`,
+/// and no session starts past the budget.
+#[test]
+fn every_preset_stops_at_the_specs_budget() {
+    let cases = PRESETS.iter().map(|p| (*p, "max_tokens = 1", 1)).chain([
+        ("claude", "max_usd = 0.07", 2),
+        ("aider", "max_usd = 0.07", 2),
+    ]);
+    for (preset, limit, sessions) in cases {
+        let cli = FakeCli::new(preset, &format!("[budget]\n{limit}\n"));
+        let out = cli.run(&[]);
+        assert_exit(&out, 5);
+        assert!(
+            stderr(&out).contains("budget"),
+            "{preset}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            cli.argv_log().len(),
+            sessions,
+            "{preset} {limit}: sessions started"
+        );
+        let status = cli.runner(&["status", "--json"]);
+        let v: Value = serde_json::from_str(&stdout(&status)).unwrap();
+        let spec = &v["specs"][0];
+        assert_eq!(
+            spec["status"], "budget_exhausted",
+            "{preset} {limit}: {spec}"
+        );
+        assert_eq!(
+            spec["spent"]["sessions"], sessions as u64,
+            "{preset}: {spec}"
+        );
+        assert!(
+            spec["spent"]["tokens"].as_u64().unwrap() > 1,
+            "{preset}: {spec}"
+        );
+    }
 }
