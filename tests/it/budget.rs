@@ -262,3 +262,28 @@ fn an_interrupted_session_keeps_its_cost_on_its_attempt() {
         "{s}"
     );
 }
+
+/// A run killed during a session (no shutdown to record its report): what the session cost
+/// still counts before the next session starts, in the budget and in `status`. Recovery
+/// completes core-a (it reported done), so no later take of core-a would read its report.
+#[test]
+fn a_session_of_a_killed_run_counts_against_the_budget() {
+    let cli = FakeCli::new("claude", "[budget]\nmax_usd = 0.12\n");
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("RUNNER_FAILPOINTS", "after_coder_session")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    assert_eq!(budgets(&cli), ["0.12", "0.07"]);
+    let out = cli.run(&[]);
+    assert_exit(&out, 5);
+    // Planner 0.05 and core-a 0.05 are spent: core-b is given the 0.02 left.
+    assert_eq!(budgets(&cli), ["0.12", "0.07", "0.02"]);
+    let s = status_json(&cli);
+    assert!(
+        (s["spent"]["usd"].as_f64().unwrap() - 0.12).abs() < 1e-9,
+        "{s}"
+    );
+}
