@@ -262,3 +262,85 @@ fn an_interrupted_session_keeps_its_cost_on_its_attempt() {
         "{s}"
     );
 }
+
+/// A run killed during a session (no shutdown to record its report): what the session cost
+/// still counts before the next session starts, in the budget and in `status`. Recovery
+/// completes core-a (it reported done), so no later take of core-a would read its report.
+#[test]
+fn a_session_of_a_killed_run_counts_against_the_budget() {
+    let cli = FakeCli::new("claude", "[budget]\nmax_usd = 0.12\n");
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("RUNNER_FAILPOINTS", "after_coder_session")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+    assert_eq!(budgets(&cli), ["0.12", "0.07"]);
+    let out = cli.run(&[]);
+    assert_exit(&out, 5);
+    // Planner 0.05 and core-a 0.05 are spent: core-b is given the 0.02 left.
+    assert_eq!(budgets(&cli), ["0.12", "0.07", "0.02"]);
+    let s = status_json(&cli);
+    assert!(
+        (s["spent"]["usd"].as_f64().unwrap() - 0.12).abs() < 1e-9,
+        "{s}"
+    );
+}
+
+/// `budget.max_usd = 0`: no session starts, the recovery evaluator's neither. A run that
+/// recovers a chunk with partial work under `evaluator = "agent"` decides by the rules when the
+/// spec's budget is spent (instead of paying for an agent session the ledger never counts), or
+/// while a usage limit pauses the spec.
+#[test]
+fn a_spent_budget_or_a_pause_starts_no_recovery_evaluator_session() {
+    use std::os::unix::process::ExitStatusExt;
+    for case in ["budget", "paused"] {
+        let cli = FakeCli::new("claude", "[recovery]\nevaluator = \"agent\"\n");
+        std::fs::copy(
+            fixture("plans/two-phases.json"),
+            cli.repo.plan_path("001-p"),
+        )
+        .unwrap();
+        cli.repo
+            .script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
+        let out = cli
+            .cmd(&["run", "--spec", "001-p"])
+            .env("RUNNER_FAILPOINTS", "after_coder_session")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        let sessions = cli.argv_log().len();
+        let code = if case == "budget" {
+            cli.repo.write_config(&format!(
+                "[agent]\npreset = \"claude\"\nprogram = \"{}\"\n[recovery]\nevaluator = \"agent\"\n[budget]\nmax_usd = 0\n",
+                fixture("fake-claude").display()
+            ));
+            5
+        } else {
+            let dir = cli.repo.path(".auto-claude/pauses");
+            std::fs::create_dir_all(&dir).unwrap();
+            let now = chrono::Utc::now();
+            let until = (now + chrono::Duration::hours(1)).to_rfc3339();
+            std::fs::write(
+                dir.join("001-p.json"),
+                format!(
+                    r#"{{"until":"{until}","reason":"x","preset":"claude","session_id":null,"set_at":"{}"}}"#,
+                    now.to_rfc3339()
+                ),
+            )
+            .unwrap();
+            6
+        };
+        let out = cli.run(&[]);
+        assert_exit(&out, code);
+        assert_eq!(
+            cli.argv_log().len(),
+            sessions,
+            "{case}: {:?}",
+            cli.argv_log()
+        );
+        let rec = &cli.repo.chunk("001-p", "core-a")["attempts"][0]["recovery"];
+        assert_eq!(rec["source"], "rules", "{case}: {rec}");
+    }
+}

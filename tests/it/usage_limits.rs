@@ -334,6 +334,40 @@ fn a_pause_file_that_is_not_usable_is_reported_and_ignored() {
     }
 }
 
+/// A pause runner cannot remove (a folder planted in its place, a FIFO) is ignored as any other
+/// unusable pause: the run goes on instead of failing on the removal at every run.
+#[test]
+fn a_pause_that_cannot_be_removed_does_not_stop_the_run() {
+    for case in ["folder", "fifo"] {
+        let cli = FakeCli::new("claude", "");
+        let path = pause_file(&cli, "001-p");
+        match case {
+            "folder" => std::fs::create_dir_all(path.join("inside")).unwrap(),
+            _ => {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let made = std::process::Command::new("mkfifo")
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }
+        }
+        assert_eq!(
+            status_of(&cli, "001-p")["paused_until"],
+            Value::Null,
+            "{case}"
+        );
+        let out = cli.run(&[]);
+        assert_exit(&out, 0);
+        assert!(
+            stderr(&out).contains("a pause is ignored"),
+            "{case}: {}",
+            stderr(&out)
+        );
+        assert_eq!(status_of(&cli, "001-p")["status"], "complete", "{case}");
+    }
+}
+
 #[test]
 fn the_new_config_keys_are_validated_and_listed() {
     for (bad, words) in [

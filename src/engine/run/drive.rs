@@ -7,6 +7,7 @@ impl Run {
         let resume = std::mem::take(&mut self.resume);
         // A spec paused by a usage limit starts no session before its time.
         self.honour_pause().await?;
+        self.read_cut_off_reports()?;
         // A run that starts with budget left (it was raised, or removed) clears the mark of an
         // earlier stop, once: the budget cannot change during a run, and looking for the mark
         // at every session would read the whole plan each time.

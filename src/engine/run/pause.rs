@@ -128,10 +128,18 @@ impl Run {
         }
     }
 
+    /// The pause is over (or not usable): its file goes. One that cannot be removed (a folder
+    /// planted in its place) is said and left: it is over or ignored at every read, so it must
+    /// not stop this run or any later one.
     fn pause_over(&mut self) -> anyhow::Result<()> {
         self.limited = None;
-        store_pause::clear(&self.state_dir, &self.paths.name)
-            .with_context(|| format!("removing the pause of {}", self.paths.name))
+        if let Err(e) = store_pause::clear(&self.state_dir, &self.paths.name) {
+            self.reporter.notice(format!(
+                "runner: the pause of {} could not be removed ({e}); it is ignored",
+                self.paths.name
+            ));
+        }
+        Ok(())
     }
 
     fn paused_error(&self, pause: &Pause, too_long: bool) -> anyhow::Error {

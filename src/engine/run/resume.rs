@@ -166,6 +166,8 @@ impl Run {
 
     /// The report of `attempts[i]`'s session, read from its folder and kept on its record, if
     /// it was interrupted under this preset and nothing of its report is recorded yet.
+    /// Also an attempt recovery closed otherwise (a killed run's session whose chunk it
+    /// completed, say): read under the preset that ran it (see `read_cut_off_reports`).
     fn read_interrupted_report(&self, attempts: &mut [Attempt], i: usize) {
         let a = &attempts[i];
         let preset = self.agent.choice.preset;
@@ -173,14 +175,22 @@ impl Run {
             .outcome
             .as_deref()
             .is_some_and(|o| rules::RESUMABLE_OUTCOMES.contains(&o));
+        let recovered = a.extra.contains_key("recovery");
+        let ran_by = text(a, "agent_preset");
+        let preset = match (interrupted, recovered) {
+            (true, _) if ran_by.as_deref() == Some(preset.name()) => preset,
+            (_, true) => match ran_by
+                .as_deref()
+                .and_then(crate::policy::invocation::Preset::parse)
+            {
+                Some(p) => p,
+                None => return,
+            },
+            _ => return,
+        };
         let unread = !a.extra.contains_key("tokens") && !a.extra.contains_key("cost_usd");
         let folder = a.session_id.clone().filter(|s| session_folder_name(s));
-        let (true, true, true, Some(folder)) = (
-            interrupted,
-            unread,
-            text(a, "agent_preset").as_deref() == Some(preset.name()),
-            folder,
-        ) else {
+        let (true, Some(folder)) = (unread, folder) else {
             return;
         };
         let previous = a
@@ -200,6 +210,42 @@ impl Run {
                 .extra
                 .insert("agent_session_id".into(), Value::String(id));
         }
+    }
+
+    /// Sessions of a killed run have no report on their attempts (no shutdown recorded it;
+    /// recovery closed them): what they cost is read from their folders as a run starts,
+    /// before the budget is looked at, so the ledger counts them whatever becomes of their
+    /// chunks. One pass over the plan's attempts; a write only when one was read.
+    pub(super) fn read_cut_off_reports(&self) -> anyhow::Result<()> {
+        let cut_off = |a: &Attempt| {
+            a.extra.contains_key("recovery")
+                && !a.extra.contains_key("tokens")
+                && !a.extra.contains_key("cost_usd")
+        };
+        let Ok(Some(plan)) = self.paths.plan.load() else {
+            return Ok(());
+        };
+        if !plan.chunks().any(|c| c.attempts().iter().any(cut_off)) {
+            return Ok(());
+        }
+        self.paths.plan.update_if(|plan| {
+            let mut changed = false;
+            let positions: Vec<_> = plan.positions().collect();
+            for pos in positions {
+                let mut attempts = plan.chunk(pos).attempts();
+                let before = attempts.clone();
+                for i in 0..attempts.len() {
+                    if cut_off(&attempts[i]) {
+                        self.read_interrupted_report(&mut attempts, i);
+                    }
+                }
+                if attempts != before {
+                    plan.chunk_mut(pos).set_attempts(&attempts);
+                    changed = true;
+                }
+            }
+            Ok(((), changed))
+        })
     }
 
     /// The mode of the session about to start: the one chosen at take time for a coder

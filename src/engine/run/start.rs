@@ -224,6 +224,25 @@ fn take_locks(
     })
 }
 
+/// May the recovery evaluator (an agent session) start: budget left, and no usage limit's
+/// pause in force.
+fn evaluator_may_run(ws: &Workspace, config: &Config, paths: &SpecPaths) -> bool {
+    let limits = config.budget.budget();
+    if limits.is_set() {
+        let spent = crate::store::ledger::total(&super::budget::ledger_now(paths));
+        if let crate::policy::budget::Allowance::Spent(_) =
+            crate::policy::budget::allowance(&limits, &spent)
+        {
+            return false;
+        }
+    }
+    let now = chrono::Utc::now();
+    !matches!(
+        crate::store::pause::read(&ws.state_dir, &paths.name, now),
+        crate::store::pause::Found::Paused(p) if p.until > now
+    )
+}
+
 /// Put right whatever an earlier run left interrupted, before anything else.
 async fn recover_first(
     ws: &Workspace,
@@ -236,6 +255,12 @@ async fn recover_first(
 ) -> anyhow::Result<()> {
     let mut recover_opts = recover_options(ws, config, Some(agent), false, false);
     recover_opts.interrupt = interrupt.clone();
+    // The evaluator is an agent session too: none once the spec's budget is spent (the
+    // ledger has no place for it and claude would get no dollar limit), nor while a usage
+    // limit pauses the spec (the agent would only say so). The rules decide then.
+    if recover_opts.evaluator.is_some() && !evaluator_may_run(ws, config, paths) {
+        recover_opts.evaluator = None;
+    }
     let recovery = crate::engine::recovery::recover_spec(ws, paths, journal, &recover_opts).await?;
     if interrupt.is_set() {
         return Err(RunnerError::Interrupted.into());
