@@ -35,12 +35,16 @@ pub fn planner(spec_dir: &Path) -> Spent {
     let Ok(file) = super::safe::open_read(&path) else {
         return Spent::default();
     };
-    if file.metadata().map_or(true, |m| m.len() > MAX_LEDGER_BYTES) {
+    // Read from the one open file, never more than the limit (a file swapped in after a size
+    // check by path could be any size).
+    let mut bytes = Vec::new();
+    let read = std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_LEDGER_BYTES + 1),
+        &mut bytes,
+    );
+    if read.is_err() || bytes.len() as u64 > MAX_LEDGER_BYTES {
         return Spent::default();
     }
-    let Ok(bytes) = super::safe::read(&path) else {
-        return Spent::default();
-    };
     let ledger: PlannerLedger = serde_json::from_slice(&bytes).unwrap_or_default();
     Spent {
         usd: clean_usd(ledger.cost_usd),
@@ -120,5 +124,9 @@ mod tests {
             std::fs::write(&path, garbage).unwrap();
             assert_eq!(planner(dir.path()).usd, 0.0);
         }
+        // Valid, but over the size limit: not read.
+        let padded = format!("{{\"sessions\": 1, {}\"cost_usd\": 1.5}}", " ".repeat(5000));
+        std::fs::write(&path, padded).unwrap();
+        assert_eq!(planner(dir.path()), Spent::default());
     }
 }
