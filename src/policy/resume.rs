@@ -229,7 +229,13 @@ mod tests {
         ));
         // A plan copied from another spec.
         assert!(fresh(true, Preset::Claude, "002-b", Some(l)));
-        for outcome in ["failed", "completed", "not_started", "usage_limited", "budget_exhausted"] {
+        for outcome in [
+            "failed",
+            "completed",
+            "not_started",
+            "usage_limited",
+            "budget_exhausted",
+        ] {
             assert!(fresh(
                 true,
                 Preset::Claude,

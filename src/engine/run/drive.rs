@@ -231,7 +231,7 @@ impl Run {
     }
 
     /// May another session start: the run's session budget, then the spec's money and token
-    /// budget (going on, an earlier `budget_exhausted` mark goes).
+    /// budget (an earlier run's `budget_exhausted` mark is cleared once, as the run starts).
     pub(super) fn budget_left(&self) -> anyhow::Result<bool> {
         if self.sessions >= self.config.run.max_sessions {
             return Ok(false);
