@@ -294,22 +294,8 @@ fn a_session_of_a_killed_run_counts_against_the_budget() {
 /// while a usage limit pauses the spec.
 #[test]
 fn a_spent_budget_or_a_pause_starts_no_recovery_evaluator_session() {
-    use std::os::unix::process::ExitStatusExt;
     for case in ["budget", "paused"] {
-        let cli = FakeCli::new("claude", "[recovery]\nevaluator = \"agent\"\n");
-        std::fs::copy(
-            fixture("plans/two-phases.json"),
-            cli.repo.plan_path("001-p"),
-        )
-        .unwrap();
-        cli.repo
-            .script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
-        let out = cli
-            .cmd(&["run", "--spec", "001-p"])
-            .env("RUNNER_FAILPOINTS", "after_coder_session")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        let cli = FakeCli::killed_after_a_session_with_partial_work("claude");
         let sessions = cli.argv_log().len();
         let code = if case == "budget" {
             cli.repo.write_config(&format!(

@@ -74,4 +74,26 @@ impl FakeCli {
             .cloned()
             .unwrap_or_default()
     }
+
+    /// A spec with the two-phase plan whose run was killed (SIGKILL) right after core-a's
+    /// session left uncommitted work, the recovery evaluator (`evaluator = "agent"`) scripted to
+    /// answer "restart": the start of every evaluator test.
+    pub fn killed_after_a_session_with_partial_work(preset: &str) -> FakeCli {
+        use std::os::unix::process::ExitStatusExt;
+        let cli = FakeCli::new(preset, "[recovery]\nevaluator = \"agent\"\n");
+        std::fs::copy(
+            fixture("plans/two-phases.json"),
+            cli.repo.plan_path("001-p"),
+        )
+        .unwrap();
+        cli.repo
+            .script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
+        let out = cli
+            .cmd(&["run", "--spec", "001-p"])
+            .env("RUNNER_FAILPOINTS", "after_coder_session")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        cli
+    }
 }

@@ -162,22 +162,8 @@ fn a_session_its_cli_says_failed_is_a_failed_attempt_with_the_clis_words() {
 /// nowhere else), and the answer is read from there.
 #[test]
 fn the_agent_evaluator_reads_its_answer_from_each_presets_final_message() {
-    use std::os::unix::process::ExitStatusExt;
     for preset in PRESETS {
-        let cli = FakeCli::new(preset, "[recovery]\nevaluator = \"agent\"\n");
-        std::fs::copy(
-            fixture("plans/two-phases.json"),
-            cli.repo.plan_path("001-p"),
-        )
-        .unwrap();
-        cli.repo
-            .script("core-a * uncommitted\nrecovery * answer restart not worth it\n");
-        let out = cli
-            .cmd(&["run", "--spec", "001-p"])
-            .env("RUNNER_FAILPOINTS", "after_coder_session")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        let cli = FakeCli::killed_after_a_session_with_partial_work(preset);
         let out = cli.runner(&["recover", "--spec", "001-p", "--json"]);
         assert_exit(&out, 0);
         let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
