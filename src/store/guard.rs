@@ -35,7 +35,7 @@ pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
     }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

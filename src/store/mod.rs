@@ -5,6 +5,7 @@
 
 pub mod agent_memory;
 pub mod atomic;
+pub mod checkpoint;
 pub mod event;
 pub mod failures;
 pub mod guard;
@@ -13,6 +14,7 @@ pub mod journal;
 pub mod ledger;
 pub mod lock;
 pub mod pause;
+pub mod runs;
 pub mod safe;
 pub mod segments;
 pub mod spec;

@@ -1,0 +1,226 @@
+//! Run records: one small JSON file per run (and per recover, merge, discard, undo that changed
+//! something), `.auto-claude/specs/<spec>/runs/<run-id>.json`, so that `runner runs`, `runner
+//! show` and `runner resume` can say which runs exist, what each was doing and whether it is
+//! still alive.
+//!
+//! Advisory, like the journal: the truth about "is this run alive?" is its lock (a lock dies
+//! with its process), and the truth about the work is the plan and the branch. A record that is
+//! missing, garbled or forged (the spec's folder is one the agent may write) only means runner
+//! knows less: what is read is checked, and a file that does not pass is reported and left
+//! aside, never a panic. Written atomically (temp file, fsync, rename, fsync the folder).
+//!
+//! A run's file is written when it starts, at every heartbeat and chunk change, and when it
+//! ends; the file name is the run id, so listing a spec's runs reads one folder and resolving
+//! a run id (or a prefix of one) reads no file at all.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The folder under a spec's folder.
+pub const RUNS_DIR: &str = "runs";
+
+/// A record is well under a kilobyte; anything much larger is not one of ours.
+const MAX_BYTES: u64 = 64 * 1024;
+
+/// The longest text kept in a record's free-text fields (outcome, chunk, agent, host).
+const MAX_FIELD: usize = 200;
+
+/// What kind of work a run id stood for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `runner run` (also `runner resume` that continues a run, with `resumed_from` set).
+    Run,
+    Recover,
+    Merge,
+    Discard,
+    Undo,
+}
+
+/// One run's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Always 1 for this format.
+    pub schema: u32,
+    pub run_id: String,
+    pub spec: String,
+    pub kind: RunKind,
+    pub started: DateTime<Utc>,
+    /// Set when the run ended (any way it ends that runner sees; a killed run never sets it).
+    #[serde(default)]
+    pub ended: Option<DateTime<Utc>>,
+    /// How it ended, in the words `runner run` uses for a spec's outcome (`complete`,
+    /// `failed`, `interrupted`, `usage_limited`, `budget_exhausted`, `planned`, `merged`,
+    /// `discarded`, `undone`, `recovered`, `error`, …); `None` while it runs or if it was killed.
+    #[serde(default)]
+    pub outcome: Option<String>,
+    pub host: String,
+    pub pid: u32,
+    /// The last time the run said it was alive.
+    pub heartbeat: DateTime<Utc>,
+    /// The chunk being worked on (the last one, once the run ended).
+    #[serde(default)]
+    pub chunk: Option<String>,
+    /// The agent: the preset's name, or `command` for a command line.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The run this one continues (`runner resume`).
+    #[serde(default)]
+    pub resumed_from: Option<String>,
+    /// The slot (worktree name) the run worked in.
+    #[serde(default)]
+    pub slot: Option<String>,
+}
+
+impl RunRecord {
+    /// A record for a run starting now in this process.
+    pub fn starting(run_id: &str, spec: &str, kind: RunKind) -> RunRecord {
+        let now = Utc::now();
+        RunRecord {
+            schema: 1,
+            run_id: run_id.to_string(),
+            spec: spec.to_string(),
+            kind,
+            started: now,
+            ended: None,
+            outcome: None,
+            host: super::guard::hostname(),
+            pid: std::process::id(),
+            heartbeat: now,
+            chunk: None,
+            agent: None,
+            resumed_from: None,
+            slot: None,
+        }
+    }
+}
+
+/// What reading a run's record found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    Nothing,
+    Record(Box<RunRecord>),
+    /// The file is there but not usable (why, naming the file): it is left aside.
+    Unusable(String),
+}
+
+/// The runs folder of the spec whose folder is `spec_dir`.
+pub fn dir(spec_dir: &Path) -> PathBuf {
+    spec_dir.join(RUNS_DIR)
+}
+
+/// The record file of `run_id` (which must have the form of a run id: see `ids::is_run_id`).
+pub fn path(spec_dir: &Path, run_id: &str) -> PathBuf {
+    dir(spec_dir).join(format!("{run_id}.json"))
+}
+
+/// The run ids that have a record in `spec_dir`, in no particular order. Only names of the
+/// form `<run id>.json` count; anything else in the folder is ignored.
+pub fn list(spec_dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir(spec_dir)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let id = name.to_str()?.strip_suffix(".json")?;
+            super::ids::is_run_id(id).then(|| id.to_string())
+        })
+        .collect()
+}
+
+/// The record of `run_id` in `spec_dir`.
+pub fn read(spec_dir: &Path, run_id: &str) -> Found {
+    if !super::ids::is_run_id(run_id) {
+        return Found::Nothing;
+    }
+    let path = path(spec_dir, run_id);
+    let unusable = |why: String| Found::Unusable(format!("{}: {why}", path.display()));
+    let bytes = match super::agent_memory::read_small(&path, MAX_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Found::Nothing,
+        Err(why) => return unusable(why),
+    };
+    match serde_json::from_slice::<RunRecord>(&bytes) {
+        Ok(r) => match check(&r, run_id) {
+            Ok(()) => Found::Record(Box::new(r)),
+            Err(why) => unusable(why),
+        },
+        Err(e) => unusable(format!("not a run record ({e})")),
+    }
+}
+
+/// A record must be about the run its file names, in this format, with short fields.
+fn check(r: &RunRecord, run_id: &str) -> Result<(), String> {
+    if r.schema != 1 {
+        return Err(format!("schema {} is not one this runner reads", r.schema));
+    }
+    if r.run_id != run_id {
+        return Err(format!("names run {:?}, not {run_id}", r.run_id));
+    }
+    let fields = [
+        Some(&r.spec),
+        Some(&r.host),
+        r.outcome.as_ref(),
+        r.chunk.as_ref(),
+        r.agent.as_ref(),
+        r.resumed_from.as_ref(),
+        r.slot.as_ref(),
+    ];
+    if fields.into_iter().flatten().any(|f| f.len() > MAX_FIELD) {
+        return Err(format!("a field is longer than {MAX_FIELD} bytes"));
+    }
+    Ok(())
+}
+
+/// Write (or replace) a run's record, atomically and durably. A link in its place is
+/// replaced, never written through.
+pub fn write(spec_dir: &Path, record: &RunRecord) -> std::io::Result<()> {
+    crate::store::safe::create_real_dirs(spec_dir, &[RUNS_DIR])?;
+    let mut bytes = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    crate::store::atomic::write_atomic(&path(spec_dir, &record.run_id), &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_read_back_listed_and_anything_else_is_left_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = crate::store::ids::run_id();
+        assert_eq!(read(dir.path(), &id), Found::Nothing);
+        assert!(list(dir.path()).is_empty());
+        let mut record = RunRecord::starting(&id, "001-a", RunKind::Run);
+        record.chunk = Some("subtask-1-1".into());
+        write(dir.path(), &record).unwrap();
+        assert_eq!(
+            read(dir.path(), &id),
+            Found::Record(Box::new(record.clone()))
+        );
+        std::fs::write(dir.path().join("runs/notes.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("runs/r0123.json"), "{}").unwrap();
+        assert_eq!(list(dir.path()), vec![id.clone()]);
+
+        // A record copied under another run's name is not that run's.
+        let other = crate::store::ids::run_id();
+        std::fs::copy(path(dir.path(), &id), path(dir.path(), &other)).unwrap();
+        assert!(matches!(read(dir.path(), &other), Found::Unusable(w) if w.contains("names run")));
+        // Garbage, a folder, a link.
+        std::fs::write(path(dir.path(), &other), b"\xff{").unwrap();
+        assert!(matches!(read(dir.path(), &other), Found::Unusable(_)));
+        std::fs::remove_file(path(dir.path(), &other)).unwrap();
+        std::fs::create_dir(path(dir.path(), &other)).unwrap();
+        assert!(matches!(read(dir.path(), &other), Found::Unusable(_)));
+        // An over-long field.
+        record.chunk = Some("x".repeat(MAX_FIELD + 1));
+        write(dir.path(), &record).unwrap();
+        assert!(matches!(read(dir.path(), &id), Found::Unusable(w) if w.contains("longer")));
+        // Not a run id: never a path outside the folder.
+        assert_eq!(read(dir.path(), "../../etc/passwd"), Found::Nothing);
+    }
+}
