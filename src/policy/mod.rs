@@ -9,6 +9,7 @@ pub mod invocation;
 pub mod pause;
 pub mod recovery;
 pub mod resume;
+pub mod runs;
 pub mod spec_choice;
 pub mod transition;
 
