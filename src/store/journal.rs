@@ -182,6 +182,41 @@ pub fn last_event_containing(
     })
 }
 
+/// The last `max` lines (JSON objects, newest first) whose `run_id` is `run_id`, read from the
+/// newest file back: a file whose first line is older than `since` (the run's start, as runner
+/// writes times) ends the search, and no more than [`MAX_FILES_BACK`] files are read, so a
+/// long journal is never read whole.
+pub fn last_lines_of_run(spec_dir: &Path, run_id: &str, since: &str, max: usize) -> Vec<Value> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let files = std::cell::Cell::new(0);
+    super::segments::read_newest_first(spec_dir, |bytes| {
+        let text = crate::store::lossy(bytes);
+        let mut found = found.borrow_mut();
+        for line in text.lines().rev().filter(|l| l.contains(run_id)) {
+            if found.len() >= max {
+                break;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(line)
+                && v.is_object()
+                && v["run_id"] == run_id
+            {
+                found.push(v);
+            }
+        }
+        files.set(files.get() + 1);
+        let first_time = text
+            .lines()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|v| v["time"].as_str().map(str::to_string));
+        let older = first_time.is_some_and(|t| t.as_str() < since);
+        (found.len() >= max || older || files.get() >= MAX_FILES_BACK).then_some(())
+    });
+    found.into_inner()
+}
+
+/// How many of the journal's files [`last_lines_of_run`] reads at most (4 MiB each by default).
+pub const MAX_FILES_BACK: usize = 4;
+
 /// The `time` of the journal's last line that parses as JSON: the same as reading
 /// [`read_text`]'s last such line, from the newest file back only as far as needed.
 pub fn last_time(spec_dir: &Path) -> Option<String> {
