@@ -148,7 +148,9 @@ mod tests {
         let tables: Vec<&str> = known.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(
             tables,
-            ["agent", "run", "git", "recovery", "backup", "budget", "resume"]
+            [
+                "agent", "run", "git", "recovery", "backup", "budget", "resume"
+            ]
         );
         let resume = &known.iter().find(|(t, _)| t == "resume").unwrap().1;
         assert_eq!(resume, &["stale_after"]);
