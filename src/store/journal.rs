@@ -383,4 +383,40 @@ mod tests {
         // Every line is still in the file, and reads as JSON as it was.
         assert_eq!(read_events(dir.path()).len(), 5);
     }
+
+    #[test]
+    fn a_runs_last_lines_read_newest_first_equal_those_of_the_whole_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = ["r00000000000a", "r00000000000b"];
+        // Small segments: the lines spread over many files.
+        let journals = ids.map(|id| Journal::new(dir.path(), id).with_segment_bytes(600));
+        for n in 0..60 {
+            journals[n % 3 / 2]
+                .write(&run_start(&format!("s{n}")))
+                .unwrap();
+        }
+        assert!(super::super::segments::list(dir.path()).len() > 5);
+        for id in ids {
+            let mut slow: Vec<Value> = read_events(dir.path())
+                .into_iter()
+                .filter(|v| v["run_id"] == id)
+                .collect();
+            slow.reverse();
+            for max in [1, 2, 3] {
+                assert_eq!(
+                    last_lines_of_run(dir.path(), id, "", max),
+                    slow[..max],
+                    "{id}"
+                );
+            }
+            // Asked for everything, it stops MAX_FILES_BACK files back: the newest lines, in
+            // order, and not the whole journal.
+            let bounded = last_lines_of_run(dir.path(), id, "", 1000);
+            assert!(bounded.len() > 3 && bounded.len() < slow.len(), "{id}");
+            assert_eq!(bounded[..], slow[..bounded.len()], "{id}");
+        }
+        // A start later than every line: only the newest file is read.
+        let newest = last_lines_of_run(dir.path(), ids[0], "9999", 1000);
+        assert!(newest.len() <= 600 / 50, "{}", newest.len());
+    }
 }
