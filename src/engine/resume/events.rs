@@ -1,8 +1,9 @@
 //! The second source: one pass over the journal's typed events (every segment, then the live
 //! file; one file in memory at a time), keeping per chunk only its last status. Cost: one read
-//! of the journal, a substring test per line, and a parse of the few kinds of line that matter
-//! (`chunk_status`, `plan_reset`, `verification`, `session_end`); a hash lookup per status
-//! change. Memory: one journal file, and a few words per chunk.
+//! of the journal, a substring test per line, and a parse of the lines that matter: each
+//! `chunk_status`, `verification` (both read straight into their fields, `journal::parse_line`)
+//! and `plan_reset`; a hash lookup per status change. Memory: one journal file, a few words per
+//! chunk.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::plan::Status;
 use crate::store::Event;
 use crate::store::checkpoint::LastVerification;
+use crate::store::journal::parse_line_of;
 
 /// What the journal's events say about a spec's chunks.
 #[derive(Debug, Clone, Default)]
@@ -30,21 +32,13 @@ pub struct Replay {
     /// The chunk of the last status change.
     pub last_chunk: Option<String>,
     pub verification: Option<LastVerification>,
-    /// Sums over the sessions the journal recorded (every run of the spec).
-    pub seconds_spent: u64,
-    pub cost_usd: f64,
-    pub tokens: u64,
-    /// A journal file (the live one or a segment) was there.
-    pub found: bool,
 }
 
-/// The lines worth parsing (every other kind of line is skipped unparsed).
-const NEEDLES: &[&str] = &[
-    "chunk_status",
-    "plan_reset",
-    "\"verification\"",
-    "session_end",
-];
+/// The kinds of event replayed.
+const KINDS: &[&str] = &["chunk_status", "plan_reset", "verification"];
+
+/// The lines worth looking at (every other kind of line is skipped unparsed).
+const NEEDLES: &[&str] = &["chunk_status", "plan_reset", "\"verification\""];
 
 fn time_of(text: Option<&str>) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text?)
@@ -56,10 +50,13 @@ fn time_of(text: Option<&str>) -> Option<DateTime<Utc>> {
 /// (the checkpoint's time) are also kept apart, to be replayed on top of the checkpoint.
 pub fn replay(spec_dir: &std::path::Path, after: Option<DateTime<Utc>>) -> Replay {
     let (mut replay, last) =
-        crate::store::journal::scan(spec_dir, NEEDLES, Replay::default, |r, entry| {
-            let time = time_of(entry.time.as_deref());
+        crate::store::journal::scan_lines(spec_dir, NEEDLES, Replay::default, |r, line| {
+            let Some(entry) = parse_line_of(line, Some(KINDS)) else {
+                return;
+            };
             match entry.event {
                 Event::ChunkStatus(e) => {
+                    let time = time_of(entry.time.as_deref());
                     let commit = (e.change.to == Status::Completed)
                         .then_some(e.change.commit)
                         .flatten();
@@ -85,23 +82,98 @@ pub fn replay(spec_dir: &std::path::Path, after: Option<DateTime<Utc>>) -> Repla
                         passed: v.passed,
                         command: v.command,
                         detail: v.detail,
-                        time: time.unwrap_or_default(),
+                        time: time_of(entry.time.as_deref()).unwrap_or_default(),
                     });
-                }
-                Event::SessionEnd(s) => {
-                    r.seconds_spent = r.seconds_spent.saturating_add(s.duration_ms / 1000);
-                    if let Some(report) = s.report {
-                        let cost = report.cost_usd.unwrap_or(0.0);
-                        if cost.is_finite() && cost > 0.0 {
-                            r.cost_usd += cost;
-                        }
-                        r.tokens = r.tokens.saturating_add(report.tokens.total());
-                    }
                 }
                 _ => {}
             }
         });
     replay.last_event = time_of(last.as_deref()).or(replay.last_chunk_event);
-    replay.found = crate::store::segments::exists(spec_dir);
     replay
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Journal;
+    use crate::store::journal::read_entries;
+    use serde_json::json;
+
+    fn write(journal: &Journal, v: serde_json::Value) {
+        journal.write(&serde_json::from_value(v).unwrap()).unwrap();
+    }
+
+    /// The replay, the slow way: every entry read, then folded.
+    fn slow(dir: &std::path::Path) -> HashMap<String, (Status, Option<String>)> {
+        let mut statuses = HashMap::new();
+        for e in read_entries(dir) {
+            match e.event {
+                Event::ChunkStatus(e) => {
+                    let commit = (e.change.to == Status::Completed)
+                        .then_some(e.change.commit)
+                        .flatten();
+                    statuses.insert(e.chunk, (e.change.to, commit));
+                }
+                Event::PlanReset(_) => statuses.clear(),
+                _ => {}
+            }
+        }
+        statuses
+    }
+
+    #[test]
+    fn the_one_pass_replay_gives_what_reading_every_entry_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        // Tiny segments: the replay crosses many files.
+        let journal = Journal::new(dir.path(), "r0123456789ab").with_segment_bytes(600);
+        let status = |chunk: &str, from: &str, to: &str, commit: Option<&str>| json!({"event": "chunk_status", "chunk": chunk, "from": from, "to": to, "commit": commit});
+        write(&journal, status("a", "pending", "completed", Some("c0")));
+        write(&journal, json!({"event": "plan_reset"}));
+        for i in 0..30 {
+            let chunk = format!("c{}", i % 7);
+            write(&journal, status(&chunk, "pending", "in_progress", None));
+            write(
+                &journal,
+                json!({"event": "verification", "chunk": chunk, "command": "make",
+                "passed": i % 2 == 0, "detail": format!("run {i}")}),
+            );
+            let to = if i % 3 == 0 { "failed" } else { "completed" };
+            write(
+                &journal,
+                status(&chunk, "in_progress", to, Some(&format!("{i:040x}"))),
+            );
+        }
+        // A torn last line is skipped by both.
+        std::fs::write(
+            dir.path().join("events.jsonl"),
+            [
+                std::fs::read(dir.path().join("events.jsonl")).unwrap_or_default(),
+                b"{\"event\":\"chunk_st".to_vec(),
+            ]
+            .concat(),
+        )
+        .unwrap();
+        let r = replay(dir.path(), None);
+        assert!(crate::store::segments::list(dir.path()).len() > 5);
+        assert_eq!(r.statuses, slow(dir.path()));
+        assert_eq!(r.statuses.len(), 7);
+        assert_eq!(r.status_events, 61);
+        assert_eq!(r.last_chunk.as_deref(), Some("c1"));
+        let v = r.verification.unwrap();
+        assert_eq!(
+            (v.chunk.as_str(), v.detail.as_str(), v.passed),
+            ("c1", "run 29", false)
+        );
+        assert_eq!(
+            r.last_event
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            crate::store::journal::last_time(dir.path())
+        );
+        // Nothing is newer than a time after every event; everything is newer than one before.
+        let later = replay(dir.path(), Some(Utc::now() + chrono::Duration::hours(1)));
+        assert_eq!((later.newer_events, later.newer.len()), (0, 0));
+        let earlier = replay(dir.path(), Some(Utc::now() - chrono::Duration::hours(1)));
+        assert_eq!(earlier.newer_events, 61);
+        assert_eq!(earlier.newer, r.statuses);
+    }
 }

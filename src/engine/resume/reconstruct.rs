@@ -58,7 +58,7 @@ pub fn reconstruct(
         .map(str::to_string)
         .or_else(|| cp.as_ref().and_then(|cp| cp.base.clone()));
     let branch_name = crate::git::branch_for(&spec.name);
-    let branch = commits::read_branch(&ws.main, &plan, &branch_name, base.as_deref());
+    let branch = || commits::read_branch(&ws.main, &plan, &branch_name, base.as_deref());
     let mut rebuilt = None;
     if let Some(cp) = &cp {
         match validate::check(&ws.main, &ws.root, &spec.name, cp, Some(&plan)) {
@@ -73,9 +73,14 @@ pub fn reconstruct(
     }
     let rebuilt = match rebuilt {
         Some(r) => r,
-        None if replay.status_events > 0 => from_events(&plan, &branch, &replay, now),
-        None if branch.tip.is_some() => from_commits(&plan, &branch),
-        None => return Ok(None),
+        None => {
+            let branch = branch();
+            match () {
+                _ if replay.status_events > 0 => from_events(&plan, &branch, &replay, now),
+                _ if branch.tip.is_some() => from_commits(&plan, &branch),
+                _ => return Ok(None),
+            }
+        }
     };
     let mut r = rebuilt;
     warnings.append(&mut r.warnings);
@@ -177,7 +182,14 @@ fn from_checkpoint(
         seconds_spent: cp.seconds_spent,
         cost_usd: cp.cost_usd,
         tokens: cp.tokens,
-        ..built(Source::Checkpoint, chunks, c, warnings, current_chunk)
+        warnings,
+        ..built(
+            Source::Checkpoint,
+            &Plan::default(),
+            chunks,
+            c,
+            current_chunk,
+        )
     }
 }
 
@@ -210,10 +222,7 @@ fn from_events(
     let c = confidence::from_events(age(now, replay.last_event));
     Reconstruction {
         verification: replay.verification.clone(),
-        seconds_spent: replay.seconds_spent,
-        cost_usd: replay.cost_usd,
-        tokens: replay.tokens,
-        ..built(Source::Events, chunks, c, Vec::new(), None)
+        ..built(Source::Events, plan, chunks, c, None)
     }
 }
 
@@ -222,33 +231,55 @@ fn from_commits(plan: &Plan, branch: &commits::Branch) -> Reconstruction {
     let chunks = commits::rebuild(plan, branch);
     built(
         Source::Commits,
+        plan,
         chunks,
         confidence::from_commits(),
-        Vec::new(),
         None,
     )
 }
 
+/// A reconstruction from `source`; the time, money and tokens spent summed from `plan`'s
+/// attempt records (a checkpoint has its own).
 fn built(
     source: Source,
+    plan: &Plan,
     chunks: Vec<ChunkState>,
     c: Confidence,
-    warnings: Vec<String>,
     current_chunk: Option<String>,
 ) -> Reconstruction {
+    let (seconds_spent, cost_usd, tokens) = spent(plan);
     Reconstruction {
         source,
         chunks,
         current_chunk,
         confidence: c.score,
         confidence_reason: c.reason,
-        warnings,
+        warnings: Vec::new(),
         checkpoint: None,
         verification: None,
-        seconds_spent: 0,
-        cost_usd: 0.0,
-        tokens: 0,
+        seconds_spent,
+        cost_usd,
+        tokens,
     }
+}
+
+/// Seconds (each attempt's start to its end), dollars and tokens over the plan's attempts.
+fn spent(plan: &Plan) -> (u64, f64, u64) {
+    let time = |t: &Option<String>| DateTime::parse_from_rfc3339(t.as_deref()?).ok();
+    let (mut seconds, mut cost, mut tokens) = (0u64, 0.0f64, 0u64);
+    for attempt in plan.chunks().flat_map(|c| c.attempts()) {
+        if let (Some(a), Some(b)) = (time(&attempt.started_at), time(&attempt.ended_at)) {
+            seconds = seconds.saturating_add((b - a).num_seconds().max(0) as u64);
+        }
+        if let Some((usd, _)) = attempt.cost_usd()
+            && usd.is_finite()
+            && usd > 0.0
+        {
+            cost += usd;
+        }
+        tokens = tokens.saturating_add(attempt.tokens().total());
+    }
+    (seconds, cost, tokens)
 }
 
 /// The chunk in progress; else the chunk of the journal's last status change; else the first
