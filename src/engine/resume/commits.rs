@@ -63,3 +63,17 @@ pub fn rebuild(plan: &Plan, branch: &Branch) -> Vec<ChunkState> {
         })
         .collect()
 }
+
+/// How many of `plan`'s chunks git cannot vouch for: each without a chunk commit whose status
+/// the plan alone gives as other than `pending` (in progress, failed, blocked, or completed
+/// with no commit), and the first chunk without a commit when the plan says it is `pending`
+/// (the work may have started there: git cannot say).
+pub fn unconfirmed(plan: &Plan, branch: &Branch) -> usize {
+    let without: Vec<Status> = plan
+        .chunks()
+        .filter(|c| !branch.chunk_commits.contains_key(&c.id))
+        .map(|c| c.status)
+        .collect();
+    let frontier = usize::from(without.first() == Some(&Status::Pending));
+    without.iter().filter(|s| **s != Status::Pending).count() + frontier
+}

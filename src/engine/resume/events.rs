@@ -20,11 +20,16 @@ pub struct Replay {
     /// Each chunk's last status (and the commit that completed it, if the event says), from the
     /// status changes since the last `plan_reset` (a discard or a new plan voids what came before).
     pub statuses: HashMap<String, (Status, Option<String>)>,
-    /// The same, from the status changes strictly newer than the `after` time given.
-    pub newer: HashMap<String, (Status, Option<String>)>,
-    /// How many status changes `statuses` and `newer` were built from.
+    /// The checkpoint's statuses (given to [`replay`]) with the status changes newer than it
+    /// replayed on top, each only where it continues the chunk's status (its `from` is the
+    /// status so far): a change of the checkpoint's own second that came before it (journal
+    /// times have whole seconds), or one a clock put after it, changes nothing.
+    pub on_top: HashMap<String, (Status, Option<String>)>,
+    /// How many status changes `statuses` was built from, and how many were replayed on top.
     pub status_events: usize,
     pub newer_events: usize,
+    /// The time of the last status change replayed on top.
+    pub last_on_top: Option<DateTime<Utc>>,
     /// The time of the last status change (the journal's last chunk event).
     pub last_chunk_event: Option<DateTime<Utc>>,
     /// The time of the journal's last line.
@@ -46,11 +51,22 @@ fn time_of(text: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// Replay the journal of the spec in `spec_dir`. Status changes strictly newer than `after`
-/// (the checkpoint's time) are also kept apart, to be replayed on top of the checkpoint.
-pub fn replay(spec_dir: &std::path::Path, after: Option<DateTime<Utc>>) -> Replay {
+/// A checkpoint's time and chunk statuses, to replay newer status changes on top of.
+#[derive(Debug, Clone, Default)]
+pub struct Base {
+    /// Changes at or after this time are newer.
+    pub after: DateTime<Utc>,
+    pub statuses: HashMap<String, (Status, Option<String>)>,
+}
+
+/// Replay the journal of the spec in `spec_dir`, and the changes newer than `base` on top of it.
+pub fn replay(spec_dir: &std::path::Path, base: Option<&Base>) -> Replay {
+    let start = || Replay {
+        on_top: base.map(|b| b.statuses.clone()).unwrap_or_default(),
+        ..Replay::default()
+    };
     let (mut replay, last) =
-        crate::store::journal::scan_lines(spec_dir, NEEDLES, Replay::default, |r, line| {
+        crate::store::journal::scan_lines(spec_dir, NEEDLES, start, |r, line| {
             let Some(entry) = parse_line_of(line, Some(KINDS)) else {
                 return;
             };
@@ -61,9 +77,14 @@ pub fn replay(spec_dir: &std::path::Path, after: Option<DateTime<Utc>>) -> Repla
                         .then_some(e.change.commit)
                         .flatten();
                     let fact = (e.change.to, commit);
-                    if after.is_some_and(|after| time.is_some_and(|t| t > after)) {
-                        r.newer.insert(e.chunk.clone(), fact.clone());
+                    if let (Some(base), Some(t)) = (base, time)
+                        && t >= base.after
+                        && let Some(now) = r.on_top.get_mut(&e.chunk)
+                        && now.0 == e.change.from
+                    {
+                        *now = fact.clone();
                         r.newer_events += 1;
+                        r.last_on_top = Some(t);
                     }
                     r.statuses.insert(e.chunk.clone(), fact);
                     r.status_events += 1;
@@ -72,10 +93,7 @@ pub fn replay(spec_dir: &std::path::Path, after: Option<DateTime<Utc>>) -> Repla
                         r.last_chunk_event = time;
                     }
                 }
-                Event::PlanReset(_) => {
-                    r.statuses.clear();
-                    r.newer.clear();
-                }
+                Event::PlanReset(_) => r.statuses.clear(),
                 Event::Verification(v) => {
                     r.verification = Some(LastVerification {
                         chunk: v.chunk,
@@ -129,9 +147,11 @@ mod tests {
         let status = |chunk: &str, from: &str, to: &str, commit: Option<&str>| json!({"event": "chunk_status", "chunk": chunk, "from": from, "to": to, "commit": commit});
         write(&journal, status("a", "pending", "completed", Some("c0")));
         write(&journal, json!({"event": "plan_reset"}));
+        let mut last: HashMap<String, &str> = HashMap::new();
         for i in 0..30 {
             let chunk = format!("c{}", i % 7);
-            write(&journal, status(&chunk, "pending", "in_progress", None));
+            let from = last.get(&chunk).copied().unwrap_or("pending");
+            write(&journal, status(&chunk, from, "in_progress", None));
             write(
                 &journal,
                 json!({"event": "verification", "chunk": chunk, "command": "make",
@@ -142,6 +162,7 @@ mod tests {
                 &journal,
                 status(&chunk, "in_progress", to, Some(&format!("{i:040x}"))),
             );
+            last.insert(chunk, to);
         }
         // A torn last line is skipped by both.
         std::fs::write(
@@ -169,11 +190,39 @@ mod tests {
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             crate::store::journal::last_time(dir.path())
         );
-        // Nothing is newer than a time after every event; everything is newer than one before.
-        let later = replay(dir.path(), Some(Utc::now() + chrono::Duration::hours(1)));
-        assert_eq!((later.newer_events, later.newer.len()), (0, 0));
-        let earlier = replay(dir.path(), Some(Utc::now() - chrono::Duration::hours(1)));
-        assert_eq!(earlier.newer_events, 61);
-        assert_eq!(earlier.newer, r.statuses);
+        // Nothing is newer than a time after every event.
+        let base = |after: DateTime<Utc>, status: Status| Base {
+            after,
+            statuses: (0..7).map(|i| (format!("c{i}"), (status, None))).collect(),
+        };
+        let later = replay(
+            dir.path(),
+            Some(&base(
+                Utc::now() + chrono::Duration::hours(1),
+                Status::Pending,
+            )),
+        );
+        assert_eq!(later.newer_events, 0);
+        assert_eq!(later.on_top, base(Utc::now(), Status::Pending).statuses);
+        // From a time before every event, the changes that chain from the base's statuses: all
+        // of them from `pending` (the first change of each chunk starts there), none from
+        // `blocked` (no change starts there).
+        let earlier = replay(
+            dir.path(),
+            Some(&base(
+                Utc::now() - chrono::Duration::hours(1),
+                Status::Pending,
+            )),
+        );
+        assert_eq!(earlier.on_top, r.statuses);
+        assert_eq!(earlier.newer_events, 60);
+        let none = replay(
+            dir.path(),
+            Some(&base(
+                Utc::now() - chrono::Duration::hours(1),
+                Status::Blocked,
+            )),
+        );
+        assert_eq!((none.newer_events, none.on_top.len()), (0, 7));
     }
 }

@@ -39,16 +39,20 @@ pub fn reconstruct(
         age_secs: (now - cp.time).num_seconds(),
     });
     // Journal times have whole seconds: an event of the checkpoint's own second may come after
-    // it, so that second's events are replayed on top too (those before it agree with it).
-    let after = cp.as_ref().map(|cp| {
-        cp.time
+    // it, so that second's events are candidates too (one from before it does not chain from
+    // the checkpoint's status, see `events::Replay::on_top`).
+    let base = cp.as_ref().map(|cp| events::Base {
+        after: cp
+            .time
             .duration_trunc(chrono::Duration::seconds(1))
-            .unwrap_or(cp.time)
+            .unwrap_or(cp.time),
+        statuses: cp
+            .chunks
+            .iter()
+            .filter_map(|c| Some((c.id.clone(), (Status::parse(&c.status)?, c.commit.clone()))))
+            .collect(),
     });
-    let replay = events::replay(
-        &spec.dir,
-        after.map(|t| t - chrono::Duration::nanoseconds(1)),
-    );
+    let replay = events::replay(&spec.dir, base.as_ref());
     let plan = load_plan(ws, spec, &mut warnings);
     let Some(plan) = plan.or_else(|| cp.as_deref().and_then(plan_of_checkpoint)) else {
         return Ok(None);
@@ -144,8 +148,8 @@ fn from_checkpoint(
     let chunks: Vec<ChunkState> = cp
         .chunks
         .iter()
-        .map(|c| match replay.newer.get(&c.id) {
-            Some((status, commit)) => state(
+        .map(|c| match replay.on_top.get(&c.id) {
+            Some((status, commit)) if replay.newer_events > 0 => state(
                 &c.id,
                 *status,
                 commit.clone().or_else(|| {
@@ -154,11 +158,11 @@ fn from_checkpoint(
                         .flatten()
                 }),
             ),
-            None => c.clone(),
+            _ => c.clone(),
         })
         .collect();
     let replayed =
-        (replay.newer_events > 0).then(|| (replay.newer_events, age(now, replay.last_event)));
+        (replay.newer_events > 0).then(|| (replay.newer_events, age(now, replay.last_on_top)));
     let c = confidence::from_checkpoint(CheckpointFacts {
         age_secs: (now - cp.time).num_seconds(),
         missing_files: checked.missing_files.len(),
@@ -229,13 +233,8 @@ fn from_events(
 /// Source 3: the branch's chunk commits and the plan.
 fn from_commits(plan: &Plan, branch: &commits::Branch) -> Reconstruction {
     let chunks = commits::rebuild(plan, branch);
-    built(
-        Source::Commits,
-        plan,
-        chunks,
-        confidence::from_commits(),
-        None,
-    )
+    let c = confidence::from_commits(chunks.len(), commits::unconfirmed(plan, branch));
+    built(Source::Commits, plan, chunks, c, None)
 }
 
 /// A reconstruction from `source`; the time, money and tokens spent summed from `plan`'s
