@@ -381,3 +381,95 @@ fn nothing_to_rebuild_from_is_none() {
     let repo = repo_with_fixture_plan("001-a");
     assert!(rebuilt(&repo, "001-a").is_none());
 }
+
+#[test]
+fn a_checkpoint_older_than_the_journal_gets_the_newer_events_replayed_on_top() {
+    let (repo, _) = run(Stop::Killed);
+    let dir = spec_dir(&repo);
+    let old = std::fs::read(dir.join("checkpoint.json")).unwrap();
+    // The run goes on to the end; the checkpoint is then put back as it was when it stopped.
+    assert_exit(&repo.run_spec(SPEC, &[]), 0);
+    let truth = repo.statuses(SPEC);
+    assert!(truth.iter().all(|(_, s)| s == "completed"), "{truth:?}");
+    std::fs::write(dir.join("checkpoint.json"), old).unwrap();
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert_eq!(r.source, Source::Checkpoint, "{r:?}");
+    assert_eq!(statuses(&r), truth);
+    assert!(
+        r.confidence_reason
+            .contains("later journal events replayed on top"),
+        "{r:?}"
+    );
+    assert_eq!(r.confidence, 100);
+    // Every completed chunk has its commit.
+    assert!(r.chunks.iter().all(|c| c.commit.is_some()), "{r:?}");
+}
+
+#[test]
+fn a_checkpoint_whose_tip_left_the_branch_is_not_believed_and_says_why() {
+    let (repo, truth) = run(Stop::Completed);
+    // History rewritten: the branch loses its last two commits and gets another.
+    let wt = repo.worktree();
+    git_in(&wt, &["reset", "-q", "--hard", "HEAD~2"]);
+    std::fs::write(wt.join("other.txt"), "x\n").unwrap();
+    git_in(&wt, &["add", "-A"]);
+    git_in(&wt, &["commit", "-q", "-m", "something else"]);
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert_eq!(r.source, Source::Events, "{r:?}");
+    assert_eq!(
+        r.warnings[0],
+        "Checkpoint corrupted, falling back to events"
+    );
+    assert!(
+        r.warnings[1]
+            .contains("is no longer on auto-claude/001-calib (the branch's history was rewritten)"),
+        "{r:?}"
+    );
+    assert_eq!(statuses(&r), truth);
+}
+
+#[test]
+fn a_checkpoint_of_another_plan_or_spec_is_not_believed() {
+    let (repo, _) = run(Stop::Completed);
+    let dir = spec_dir(&repo);
+    edit_json(&dir.join("checkpoint.json"), |v| {
+        v["chunks"].as_array_mut().unwrap().pop();
+    });
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert_eq!(r.source, Source::Events, "{r:?}");
+    assert!(
+        r.warnings[1].contains("its chunks are not the plan's"),
+        "{r:?}"
+    );
+    edit_json(&dir.join("checkpoint.json"), |v| {
+        v["spec"] = json!("002-other")
+    });
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert!(
+        r.warnings[1].contains("spec \"002-other\"'s checkpoint"),
+        "{r:?}"
+    );
+    // No chunks at all.
+    edit_json(&dir.join("checkpoint.json"), |v| {
+        v["spec"] = json!(SPEC);
+        v["chunks"] = json!([]);
+    });
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert!(r.warnings[1].contains("not the plan's"), "{r:?}");
+}
+
+#[test]
+fn a_completed_chunks_commit_missing_from_the_branch_voids_the_checkpoint() {
+    let (repo, truth) = run(Stop::Completed);
+    edit_json(&spec_dir(&repo).join("checkpoint.json"), |v| {
+        v["chunks"][0]["commit"] = json!("1".repeat(40));
+    });
+    let r = rebuilt(&repo, SPEC).unwrap();
+    assert_eq!(r.source, Source::Events, "{r:?}");
+    assert!(
+        r.warnings[1].contains("chunk calib-1's commit 1111111")
+            && r.warnings[1].contains("is not on"),
+        "{r:?}"
+    );
+    assert_eq!(statuses(&r), truth);
+}
