@@ -363,13 +363,13 @@ fn reconstruction_is_right_and_its_confidence_is_calibrated() {
             );
             assert_ne!(m.source, Source::Checkpoint, "{m:?}");
         }
-        if m.confidence < 80 {
-            assert!(
-                m.reason
-                    .ends_with("Low confidence recovery. Verify manually."),
-                "{m:?}"
-            );
+        let note = "Low confidence recovery. Verify manually.";
+        if m.confidence < 80 || m.source == Source::Commits {
+            assert!(m.reason.ends_with(note), "{m:?}");
         }
+        // Said once: in the warnings when the score does not say it (80 or more).
+        let noted = m.warnings.iter().any(|w| w == note);
+        assert_eq!(noted, m.source == Source::Commits && m.confidence >= 80, "{m:?}");
         if m.name.ends_with("[]") {
             assert_eq!((m.source, m.confidence), (Source::Checkpoint, 100), "{m:?}");
         }

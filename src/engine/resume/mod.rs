@@ -60,7 +60,9 @@ pub struct Reconstruction {
     /// 0..=100 (see `policy::confidence`).
     pub confidence: u8,
     pub confidence_reason: String,
-    /// What did not add up, for a person: "Checkpoint corrupted, falling back to events", …
+    /// What did not add up, for a person: "Checkpoint corrupted, falling back to events", …;
+    /// from the commits source scoring 80 or more, also "Low confidence recovery. Verify
+    /// manually." (below 80 the score says it: consumers warn from the score).
     pub warnings: Vec<String>,
     pub checkpoint: Option<CheckpointInfo>,
     pub verification: Option<LastVerification>,

@@ -88,6 +88,11 @@ pub fn reconstruct(
     };
     let mut r = rebuilt;
     warnings.append(&mut r.warnings);
+    // The commits source is always low confidence (its reason says so); at 80 or more its score
+    // alone would not say it to a consumer that warns below 80, so its warnings do.
+    if r.source == Source::Commits && r.confidence >= confidence::LOW {
+        warnings.push(confidence::LOW_NOTE.to_string());
+    }
     r.warnings = dedup(warnings);
     r.checkpoint = info;
     if r.current_chunk.is_none() {
