@@ -278,9 +278,17 @@ pub fn parse_line(line: &str) -> Option<Entry> {
 /// always the general way's.
 pub fn parse_line_of(line: &str, kinds: Option<&[&str]>) -> Option<Entry> {
     let wanted = |kind: Option<&str>| kinds.is_none_or(|k| kind.is_some_and(|e| k.contains(&e)));
-    if line.trim_start().starts_with('{')
-        && let Ok(head) = serde_json::from_str::<Head>(line)
+    if !line.trim_start().starts_with('{') {
+        return None;
+    }
+    // A status change in one read of the line.
+    if wanted(Some("chunk_status"))
+        && let Ok(status) = serde_json::from_str::<StatusLine>(line)
+        && status.event.as_deref() == Some("chunk_status")
     {
+        return Some(status.entry());
+    }
+    if let Ok(head) = serde_json::from_str::<Head>(line) {
         if !wanted(head.event.as_deref()) {
             return None;
         }
@@ -308,6 +316,62 @@ pub fn parse_line_of(line: &str, kinds: Option<&[&str]>) -> Option<Entry> {
         return None;
     }
     entry(value)
+}
+
+/// A `chunk_status` line's fields, read in one go (the others skipped unread).
+#[derive(serde::Deserialize)]
+struct StatusLine {
+    #[serde(default)]
+    time: Option<Value>,
+    #[serde(default)]
+    run_id: Option<Value>,
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    chunk: Option<String>,
+    from: crate::plan::Status,
+    to: crate::plan::Status,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    start_commit: Option<String>,
+    #[serde(default)]
+    commit: Option<String>,
+    #[serde(default)]
+    verified: Option<bool>,
+    #[serde(default)]
+    why: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl StatusLine {
+    fn entry(self) -> Entry {
+        let text = |v: Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+        // Every field named: a field added to `StatusChange` fails to compile here until it
+        // is read above too.
+        let change = crate::policy::transition::StatusChange {
+            from: self.from,
+            to: self.to,
+            attempt: self.attempt,
+            session_id: self.session_id,
+            start_commit: self.start_commit,
+            commit: self.commit,
+            verified: self.verified,
+            why: self.why,
+            reason: self.reason,
+        };
+        Entry {
+            time: text(self.time),
+            run_id: text(self.run_id),
+            event: Event::ChunkStatus(super::event::ChunkStatus {
+                chunk: self.chunk.unwrap_or_default(),
+                change,
+            }),
+        }
+    }
 }
 
 /// The fields every line shares, the others skipped unread.

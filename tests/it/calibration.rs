@@ -369,7 +369,11 @@ fn reconstruction_is_right_and_its_confidence_is_calibrated() {
         }
         // Said once: in the warnings when the score does not say it (80 or more).
         let noted = m.warnings.iter().any(|w| w == note);
-        assert_eq!(noted, m.source == Source::Commits && m.confidence >= 80, "{m:?}");
+        assert_eq!(
+            noted,
+            m.source == Source::Commits && m.confidence >= 80,
+            "{m:?}"
+        );
         if m.name.ends_with("[]") {
             assert_eq!((m.source, m.confidence), (Source::Checkpoint, 100), "{m:?}");
         }
