@@ -8,6 +8,7 @@ pub mod budget;
 pub mod invocation;
 pub mod pause;
 pub mod recovery;
+pub mod resolve;
 pub mod resume;
 pub mod runs;
 pub mod spec_choice;
