@@ -5,6 +5,7 @@
 
 pub mod agent_choice;
 pub mod budget;
+pub mod confidence;
 pub mod invocation;
 pub mod pause;
 pub mod recovery;

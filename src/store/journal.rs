@@ -189,6 +189,41 @@ pub fn last_time(spec_dir: &Path) -> Option<String> {
     .and_then(|v| v["time"].as_str().map(str::to_string))
 }
 
+/// One pass over the journal (see `segments::fold`: one file in memory at a time): `visit`
+/// gets, in order, each known event whose line contains one of `needles` (a cheap filter before
+/// parsing; an empty list passes every line), as [`read_entries_containing`] reads them. Also
+/// returns the `time` of the journal's last line that parses as JSON, as [`last_time`] does.
+pub fn scan<S>(
+    spec_dir: &Path,
+    needles: &[&str],
+    start: impl Fn() -> S,
+    visit: impl Fn(&mut S, Entry),
+) -> (S, Option<String>) {
+    super::segments::fold(
+        spec_dir,
+        || (start(), None),
+        |(state, last), bytes| {
+            let text = crate::store::lossy(bytes);
+            let wanted = |l: &str| needles.is_empty() || needles.iter().any(|n| l.contains(n));
+            for line in text.lines().filter(|l| !l.trim().is_empty() && wanted(l)) {
+                if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(line)
+                    && let Some(e) = entry(value)
+                {
+                    visit(state, e);
+                }
+            }
+            let time = text
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| v["time"].as_str().map(str::to_string));
+            if let Some(time) = time {
+                *last = time;
+            }
+        },
+    )
+}
+
 /// The events alone (see [`read_entries`]).
 pub fn read_typed(spec_dir: &Path) -> Vec<Event> {
     read_typed_containing(spec_dir, "")

@@ -6,6 +6,7 @@ mod common;
 
 mod agent_report;
 mod budget;
+mod calibration;
 mod chunk;
 mod cli_conventions;
 mod crash;
