@@ -63,8 +63,9 @@ const STEPS: [Step; 6] = [
 ];
 
 /// What a spec is, for resuming.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SpecState {
+    #[default]
     Resumable,
     Complete,
     Merged,
@@ -92,8 +93,8 @@ pub struct Active {
     pub host: Option<String>,
 }
 
-/// One spec's facts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One spec's facts (the default: resumable, nothing known).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SpecFacts {
     pub state: SpecState,
     /// The first chunk in progress.

@@ -90,14 +90,7 @@ impl Facts for World {
     }
     fn spec(&self, name: &str) -> SpecFacts {
         self.spec_reads.borrow_mut().push(name.into());
-        self.specs.get(name).cloned().unwrap_or(SpecFacts {
-            state: SpecState::Resumable,
-            current_chunk: None,
-            last_chunk: None,
-            last_active: None,
-            newest_run: None,
-            active: None,
-        })
+        self.specs.get(name).cloned().unwrap_or_default()
     }
     fn run(&self, id: &str) -> Option<RunFacts> {
         self.run_reads.borrow_mut().push(id.into());
