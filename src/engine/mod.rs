@@ -13,6 +13,7 @@ pub mod recovery;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod track;
 pub mod verify;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one

@@ -109,13 +109,23 @@ pub fn holder_of(path: &Path) -> String {
 }
 
 /// Rewrite the holder records of `locks` every [`HEARTBEAT`] until the task is aborted.
-pub async fn heartbeat(locks: Arc<Vec<FileLock>>, mut holder: Holder) {
+pub async fn heartbeat(locks: Arc<Vec<FileLock>>, holder: Holder) {
+    heartbeat_then(locks, holder, || {}).await
+}
+
+/// [`heartbeat`], calling `also` after each beat (a run rewrites its run record there).
+pub async fn heartbeat_then(
+    locks: Arc<Vec<FileLock>>,
+    mut holder: Holder,
+    also: impl Fn() + Send + 'static,
+) {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
         holder.heartbeat = crate::clock::now();
         for lock in locks.iter() {
             let _ = lock.write_holder(&holder);
         }
+        also();
     }
 }
 

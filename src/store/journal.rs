@@ -39,6 +39,11 @@ impl Journal {
         &self.path
     }
 
+    /// The run id every line of this journal carries.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// Append a chunk's status change, as `policy::transition` yielded it.
     pub fn status(
         &self,
