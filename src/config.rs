@@ -51,6 +51,16 @@ pub struct Config {
     pub backup: BackupConfig,
     #[serde(default)]
     pub budget: BudgetConfig,
+    #[serde(default)]
+    pub resume: ResumeConfig,
+}
+
+/// `[resume]`: `runner resume`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
+pub struct ResumeConfig {
+    /// Write the handoff document on every resume, as `--handoff` does.
+    pub handoff: bool,
 }
 
 /// `[budget]`: what one spec may spend, over all its runs (its ledger: the attempt records

@@ -101,7 +101,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
         }
     };
     let mut summary = crate::ops::resume::summary_of(&ws, &target, now)?;
-    if args.handoff || handoff_configured(&ws) {
+    if args.handoff || handoff_configured(&ws)? {
         let path = crate::ops::resume::handoff::write(&ws, &summary, now)?;
         summary.handoff_document = Some(path.display().to_string());
     }
@@ -120,6 +120,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
     let opts = args.go.options(RunOptions {
         spec: Some(target.spec.clone()),
         auto_continue: true,
+        resumed_from: target.run_id.clone(),
         ..RunOptions::default()
     });
     let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)?;
@@ -134,9 +135,9 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `[resume] handoff` (the config read quietly: a config error is the run's to report).
-fn handoff_configured(_ws: &Workspace) -> bool {
-    false
+/// `[resume] handoff`.
+fn handoff_configured(ws: &Workspace) -> anyhow::Result<bool> {
+    Ok(ws.config()?.resume.handoff)
 }
 
 /// Several matches and no terminal: exit 2 with each match and its command.

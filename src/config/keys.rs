@@ -148,7 +148,9 @@ mod tests {
         let tables: Vec<&str> = known.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(
             tables,
-            ["agent", "run", "git", "recovery", "backup", "budget"]
+            [
+                "agent", "run", "git", "recovery", "backup", "budget", "resume"
+            ]
         );
         let git = &known.iter().find(|(t, _)| t == "git").unwrap().1;
         assert_eq!(git, &["base_branch"], "an unset Option is still a key");
