@@ -12,5 +12,6 @@ pub mod recover;
 pub mod resume;
 pub mod review;
 pub mod run;
+pub mod runs;
 pub mod status;
 pub mod undo;

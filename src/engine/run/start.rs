@@ -541,13 +541,13 @@ impl Run {
         }));
         // The checkpoint and the record say how it ended (the plan read once, for both the
         // checkpoint and the summary).
+        // A plan that cannot be read now leaves the last checkpoint as it is: one with no
+        // chunks would say less than the truth.
         let plan = self.paths.plan.load();
-        let facts = plan.as_ref().ok().and_then(Option::as_ref);
-        self.checkpoint(
-            crate::store::checkpoint::Trigger::RunEnd,
-            facts.map(keep::PlanFacts::of),
-            None,
-        );
+        if let Ok(Some(plan)) = &plan {
+            let facts = keep::PlanFacts::of(plan);
+            self.checkpoint(crate::store::checkpoint::Trigger::RunEnd, Some(facts), None);
+        }
         self.keeper
             .track
             .end(&crate::engine::track::outcome_word(&result, &outcome));
