@@ -172,6 +172,7 @@ mod tests {
     const WITH_JSON: &[&[&str]] = &[
         &["run"],
         &["recover"],
+        &["resume"],
         &["review"],
         &["merge"],
         &["discard"],

@@ -27,6 +27,8 @@ pub struct DiskFacts<'a> {
     /// What a spec's plan says: its state, the chunk in progress, the chunk worked on last.
     plans: RefCell<HashMap<String, PlanFacts>>,
     specs: RefCell<HashMap<String, SpecFacts>>,
+    /// Run id → spec, for the specs whose runs were listed.
+    listed: RefCell<HashMap<String, String>>,
     /// Each spec's files, opened once (`None`: its folder links outside the repository).
     paths: RefCell<HashMap<String, Option<SpecPaths>>>,
     records: RefCell<HashMap<String, Option<RunRecord>>>,
@@ -46,6 +48,7 @@ impl<'a> DiskFacts<'a> {
             plans: RefCell::default(),
             specs: RefCell::default(),
             paths: RefCell::default(),
+            listed: RefCell::default(),
             records: RefCell::default(),
             warnings: RefCell::default(),
         }
@@ -69,11 +72,16 @@ impl<'a> DiskFacts<'a> {
         })
     }
 
-    fn spec_of(&self, id: &str) -> Option<&str> {
+    /// The spec whose runs folder holds `id`: known without listing every folder once that
+    /// spec's runs were listed (a spec's facts, or no hint), else from every folder's names.
+    fn spec_of(&self, id: &str) -> Option<String> {
+        if let Some(spec) = self.listed.borrow().get(id) {
+            return Some(spec.clone());
+        }
         self.ids()
             .iter()
             .find(|(i, _)| i == id)
-            .map(|(_, s)| s.as_str())
+            .map(|(_, s)| s.clone())
     }
 
     /// The files of spec `name` (`Workspace::spec`, once).
@@ -94,7 +102,7 @@ impl<'a> DiskFacts<'a> {
             return known.clone();
         }
         let record = self.spec_of(id).and_then(|spec| {
-            let paths = self.paths(spec)?;
+            let paths = self.paths(&spec)?;
             match runs::read(&paths.dir, id) {
                 Found::Record(r) => Some(*r),
                 Found::Nothing => None,
@@ -137,6 +145,11 @@ impl<'a> DiskFacts<'a> {
             })
             .collect();
         runs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        let mut listed = self.listed.borrow_mut();
+        for (id, _) in &runs {
+            listed.insert(id.clone(), spec.to_string());
+        }
+        drop(listed);
         self.spec_runs
             .borrow_mut()
             .insert(spec.to_string(), runs.clone());
@@ -307,7 +320,7 @@ impl Facts for DiskFacts<'_> {
     /// believed).
     fn run(&self, id: &str) -> Option<RunFacts> {
         let r = self.record(id)?;
-        let folder = self.spec_of(id)?.to_string();
+        let folder = self.spec_of(id)?;
         let spec = self.spec(&folder);
         let lock_held_by_it = spec
             .active

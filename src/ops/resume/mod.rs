@@ -224,5 +224,7 @@ fn no_match(hint: &str, finished: &[(String, String)]) -> RunnerError {
     for (what, why) in finished {
         e = e.with_hint(format!("{what} is not resumable: {why}"));
     }
-    e.with_hint("`runner status` lists the specs; `runner resume` alone takes the most recent run")
+    e.with_hint(
+        "`runner runs` lists the runs and `runner status` the specs; `runner resume` alone takes the most recent run",
+    )
 }
