@@ -61,12 +61,15 @@ pub struct Config {
 pub struct ResumeConfig {
     /// Seconds after its last heartbeat that a run nobody holds the lock of is stale.
     pub stale_after: u64,
+    /// `runner resume` writes the handoff document every time, as `--handoff` does.
+    pub handoff: bool,
 }
 
 impl Default for ResumeConfig {
     fn default() -> Self {
         ResumeConfig {
             stale_after: crate::policy::runs::STALE_AFTER_DEFAULT.num_seconds() as u64,
+            handoff: false,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod confidence;
 pub mod invocation;
 pub mod pause;
 pub mod recovery;
+pub mod resolve;
 pub mod resume;
 pub mod runs;
 pub mod spec_choice;

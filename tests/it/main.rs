@@ -29,6 +29,7 @@ mod preset_runs;
 mod presets;
 mod recover;
 mod resolver;
+mod resume;
 mod review_cli;
 mod review_layers;
 mod review_regress;
