@@ -5,8 +5,8 @@
 //! stdout carries the protocol and nothing else (runner's warnings and logs go to stderr); a
 //! line that is not JSON-RPC is skipped (the SDK's transport); the server ends when stdin
 //! closes. An operation's refusal (`chunk_done` on another session's chunk, an unknown spec) is
-//! a tool result with `isError: true` and runner's message, which the model sees; arguments
-//! that do not fit the input schema are a protocol error (invalid params).
+//! a tool result with `isError: true` and runner's message, which the model sees; so are
+//! arguments that do not fit the input schema (the SDK's "failed to deserialize parameters").
 
 mod chunk;
 

@@ -1,0 +1,343 @@
+//! `runner mcp` end to end: the official SDK's client (rmcp) starts the real binary as a child
+//! process, in a repository whose spec a real run with the fake agent left interrupted, lists
+//! the tools and calls every one of them, successes and refusals.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// A spec whose run was killed after its second coder session: core-a is committed, core-b is
+/// in progress (its session reported done, nothing verified yet), polish is pending. Returns
+/// the repository and the session id of core-b's attempt.
+fn interrupted_spec(spec: &str) -> (TestRepo, String) {
+    let repo = TestRepo::new();
+    repo.add_spec(spec);
+    run_killed_at(&repo, spec, "after_coder_session@2");
+    let core_b = repo.chunk(spec, "core-b");
+    assert_eq!(core_b["status"], "in_progress", "{core_b}");
+    let session = core_b["attempts"]
+        .as_array()
+        .and_then(|a| a.last())
+        .and_then(|a| a["session_id"].as_str())
+        .expect("core-b's attempt has a session id")
+        .to_string();
+    (repo, session)
+}
+
+/// `runner mcp` started by the rmcp client in the repository, with `env` (the variables an agent
+/// session hands its tools) and none of the test process's own RUNNER_* variables.
+async fn start(repo: &TestRepo, env: &[(&str, &str)]) -> Client {
+    let mut cmd = tokio::process::Command::new(RUNNER);
+    cmd.arg("mcp")
+        .current_dir(&repo.root)
+        .env_remove("RUNNER_SPEC_DIR")
+        .env_remove("RUNNER_CHUNK_ID")
+        .env_remove("RUNNER_SESSION_ID")
+        .env_remove("RUNNER_RUN_ID");
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting runner mcp");
+    ().serve(transport).await.expect("initializing the session")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
+    let args = args.as_object().expect("arguments are an object").clone();
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A successful call's structured output (the same JSON as its text content).
+#[track_caller]
+fn ok(result: Result<CallToolResult, String>) -> Value {
+    let result = result.expect("the call is answered");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured output");
+    let text = result.content[0]
+        .as_text()
+        .expect("a text content")
+        .text
+        .clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
+    structured
+}
+
+/// A refused call: a tool result marked isError, with runner's message as its text.
+#[track_caller]
+fn refused(result: Result<CallToolResult, String>) -> String {
+    let result = result.expect("a refusal is a tool result, not a protocol error");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result.content[0]
+        .as_text()
+        .expect("a text content")
+        .text
+        .clone()
+}
+
+/// What `runner ARGS` prints on stderr with the session's variables, after exit 2.
+fn cli_error(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut cmd = repo.cmd(args);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 2);
+    stderr(&out).trim_end().to_string()
+}
+
+/// The keys `schema` requires are in `value` (the output schemas describe what is sent).
+#[track_caller]
+fn has_required(schema: &serde_json::Map<String, Value>, value: &Value) {
+    for key in schema["required"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap();
+        assert!(value.get(key).is_some(), "{key} missing from {value}");
+    }
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(120), future)
+            .await
+            .expect("the MCP exchange finished in time")
+    })
+}
+
+#[test]
+fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() {
+    let spec = "001-mcp";
+    let (repo, session) = interrupted_spec(spec);
+    let spec_dir = repo.spec_dir(spec).display().to_string();
+    let env = [
+        ("RUNNER_SPEC_DIR", spec_dir.as_str()),
+        ("RUNNER_SESSION_ID", session.as_str()),
+    ];
+    block_on(async {
+        let client = start(&repo, &env).await;
+
+        // Every tool has an input and an output schema, both objects.
+        let tools = client.list_all_tools().await.unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort();
+        assert_eq!(names, ["chunk_done", "chunk_fail", "chunk_show", "status"]);
+        for tool in &tools {
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            let output = tool.output_schema.as_ref().expect("an output schema");
+            assert_eq!(output["type"], "object", "{}", tool.name);
+            assert!(tool.description.is_some());
+        }
+        let schema = |name: &str| {
+            tools
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| t.output_schema.clone())
+                .unwrap()
+        };
+
+        // status: what `runner status --json` says.
+        let status = ok(call(&client, "status", json!({})).await);
+        has_required(&schema("status"), &status);
+        let cli: Value =
+            serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
+        assert_eq!(status["specs"], cli["specs"]);
+        assert_eq!(status["specs"][0]["spec"], spec);
+        assert_eq!(status["specs"][0]["current_chunk"], "core-b");
+        assert_eq!(
+            ok(call(&client, "status", json!({"spec": "001"})).await)["specs"][0]["spec"],
+            spec
+        );
+        let unknown = refused(call(&client, "status", json!({"spec": "999-nope"})).await);
+        assert!(
+            unknown.starts_with("runner: ") && unknown.contains("999-nope"),
+            "{unknown}"
+        );
+
+        // chunk_show: the session's chunk by default, any chunk by id.
+        let shown = ok(call(&client, "chunk_show", json!({})).await);
+        has_required(&schema("chunk_show"), &shown);
+        assert_eq!(shown["spec"], spec);
+        assert_eq!(shown["current"]["chunk"]["id"], "core-b");
+        assert_eq!(shown["progress"], json!({"completed": 1, "total": 3}));
+        let polish = ok(call(&client, "chunk_show", json!({"chunk": "polish"})).await);
+        assert_eq!(polish["current"]["chunk"]["status"], "pending");
+        let nope = refused(call(&client, "chunk_show", json!({"chunk": "nope"})).await);
+        assert!(nope.contains("no chunk \"nope\""), "{nope}");
+
+        // A session reports only its own chunk: the refusal is runner chunk's, word for word,
+        // and the plan is untouched.
+        let before = std::fs::read(repo.plan_path(spec)).unwrap();
+        let other = refused(call(&client, "chunk_done", json!({"chunk": "polish"})).await);
+        assert!(
+            other.contains("may only report on the chunk it is working on"),
+            "{other}"
+        );
+        assert_eq!(other, cli_error(&repo, &["chunk", "done", "polish"], &env));
+        let done_one = refused(
+            call(
+                &client,
+                "chunk_fail",
+                json!({"chunk": "core-a", "reason": "no"}),
+            )
+            .await,
+        );
+        assert_eq!(
+            done_one,
+            cli_error(&repo, &["chunk", "fail", "core-a", "--reason", "no"], &env)
+        );
+        assert_eq!(std::fs::read(repo.plan_path(spec)).unwrap(), before);
+
+        // Arguments that do not fit the input schema are refused the same way (the model sees
+        // why); an unknown tool is a protocol error. Nothing changes.
+        for (tool, args) in [
+            ("chunk_done", json!({})),
+            ("chunk_done", json!({"chunk": 5})),
+            ("chunk_fail", json!({"chunk": "core-b"})),
+            ("chunk_done", json!({"chunk": "core-b", "note": "typo"})),
+            ("status", json!({"spec": ["001"]})),
+        ] {
+            let text = refused(call(&client, tool, args.clone()).await);
+            assert!(
+                text.contains("failed to deserialize parameters"),
+                "{tool} {args}: {text}"
+            );
+        }
+        let unknown_tool = call(&client, "no_such_tool", json!({})).await;
+        assert!(unknown_tool.is_err(), "{unknown_tool:?}");
+        assert_eq!(std::fs::read(repo.plan_path(spec)).unwrap(), before);
+
+        // Its own chunk: recorded on the attempt, left for the run to verify.
+        let done = ok(call(
+            &client,
+            "chunk_done",
+            json!({"chunk": "core-b", "notes": "via mcp"}),
+        )
+        .await);
+        has_required(&schema("chunk_done"), &done);
+        assert_eq!(done["chunk"], "core-b");
+        assert_eq!(done["spec"], spec);
+        assert!(
+            done["message"].as_str().unwrap().contains("reported done"),
+            "{done}"
+        );
+        let core_b = repo.chunk(spec, "core-b");
+        assert_eq!(core_b["status"], "in_progress");
+        let attempt = core_b["attempts"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(attempt["reported"], "done");
+        assert_eq!(attempt["report_notes"], "via mcp");
+        let failed = ok(call(
+            &client,
+            "chunk_fail",
+            json!({"chunk": "core-b", "reason": "tests do not pass"}),
+        )
+        .await);
+        has_required(&schema("chunk_fail"), &failed);
+        assert!(
+            failed["message"]
+                .as_str()
+                .unwrap()
+                .contains("reported failed")
+        );
+        let attempt = repo.chunk(spec, "core-b")["attempts"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(attempt["reported"], "fail");
+        assert_eq!(attempt["report_notes"], "tests do not pass");
+        client.cancel().await.unwrap();
+
+        // A stray session of an earlier attempt is refused, as by `runner chunk`.
+        let stray_env = [
+            ("RUNNER_SPEC_DIR", spec_dir.as_str()),
+            ("RUNNER_SESSION_ID", "s-stray"),
+        ];
+        let stray = start(&repo, &stray_env).await;
+        let before = std::fs::read(repo.plan_path(spec)).unwrap();
+        let text = refused(call(&stray, "chunk_done", json!({"chunk": "core-b"})).await);
+        assert!(text.contains("not the current attempt"), "{text}");
+        assert_eq!(
+            text,
+            cli_error(&repo, &["chunk", "done", "core-b"], &stray_env)
+        );
+        assert_eq!(std::fs::read(repo.plan_path(spec)).unwrap(), before);
+        stray.cancel().await.unwrap();
+    });
+}
+
+/// Raw JSON-RPC lines: a line that is not JSON-RPC is skipped, the server keeps answering,
+/// stdout carries nothing but protocol, and the server exits 0 when stdin closes.
+#[test]
+fn the_server_skips_garbage_prints_only_protocol_and_ends_with_stdin() {
+    let repo = TestRepo::new();
+    let mut child = repo
+        .cmd(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    writeln!(stdin, "not json at all {{").unwrap();
+    writeln!(stdin, "\u{0}\u{1}garbage").unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["result"]["serverInfo"]["name"], "runner");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
+    // Outside an Auto-Claude project the tool is refused, the server lives on.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "chunk_show", "arguments": {}}});
+    writeln!(stdin, "{call}").unwrap();
+    drop(stdin);
+    let rest: Vec<Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).expect("stdout is JSON-RPC only"))
+        .collect();
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["id"], 2);
+    assert_eq!(rest[0]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(rest[1]["id"], 3);
+    assert_eq!(rest[1]["result"]["isError"], true, "{}", rest[1]);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
