@@ -341,3 +341,88 @@ fn the_server_skips_garbage_prints_only_protocol_and_ends_with_stdin() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `agent.mcp = true`: each claude session gets `--mcp-config <its folder>/mcp.json
+/// --strict-mcp-config` (and the `mcp__runner` tools rule), the file starts this very runner as
+/// `runner mcp` with the session's variables, and a session that reports through the server's
+/// `chunk_done` (instead of `runner chunk done`) completes the spec.
+#[test]
+fn the_claude_preset_hands_each_session_runners_mcp_server() {
+    use crate::fake_cli::FakeCli;
+    let cli = FakeCli::new("claude", "mcp = true\n");
+    let log = cli.repo.tmp.path().join("mcp-log");
+    // The work is done but not reported by `runner chunk`: only the MCP call reports it.
+    cli.repo.script("* * uncommitted\n");
+    cli.preset_script("* * mcp chunk_done\n");
+    let out = cli
+        .cmd(&["run", "--spec", "001-p"])
+        .env("FAKE_MCP_LOG", &log)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    for (id, status) in cli.repo.statuses("001-p") {
+        assert_eq!(status, "completed", "{id}");
+        let last = cli.attempts(&id).last().cloned().unwrap();
+        assert_eq!(last["reported"], "done", "{id}: {last}");
+        assert_eq!(last["report_notes"], "reported over MCP", "{id}");
+    }
+    let answers: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    for answer in &answers {
+        assert!(
+            answer["tools"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("chunk_done"))
+        );
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+
+    // Every session (the planner's too) got the flags, its own file, and the tools rule.
+    let sessions = cli.repo.spec_dir("001-p").join("sessions");
+    let argvs = cli.argv_log();
+    assert_eq!(argvs.len(), 4, "{argvs:?}");
+    for argv in &argvs {
+        let at = argv
+            .iter()
+            .position(|a| a == "--mcp-config")
+            .expect("--mcp-config");
+        let file = std::path::Path::new(&argv[at + 1]);
+        assert_eq!(argv[at + 2], "--strict-mcp-config");
+        assert!(
+            file.starts_with(&sessions) && file.ends_with("mcp.json"),
+            "{argv:?}"
+        );
+        let tools = argv.iter().position(|a| a == "--allowedTools").unwrap();
+        assert_eq!(
+            argv[tools + 1..tools + 3],
+            ["Bash(runner chunk:*)", "mcp__runner"]
+        );
+        let config: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        let server = &config["mcpServers"]["runner"];
+        assert_eq!(server["command"], RUNNER);
+        assert!(std::path::Path::new(RUNNER).is_absolute());
+        assert_eq!(server["args"], json!(["mcp"]));
+        let session = file
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+        assert_eq!(server["env"]["RUNNER_SESSION_ID"], session);
+        assert_eq!(
+            server["env"]["RUNNER_SPEC_DIR"],
+            cli.repo.spec_dir("001-p").display().to_string()
+        );
+    }
+
+    // Off by default: no MCP flags.
+    let plain = FakeCli::new("claude", "");
+    assert_exit(&plain.run(&[]), 0);
+    assert!(!plain.argv_log().iter().flatten().any(|a| a.contains("mcp")));
+}
