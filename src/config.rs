@@ -51,6 +51,31 @@ pub struct Config {
     pub backup: BackupConfig,
     #[serde(default)]
     pub budget: BudgetConfig,
+    #[serde(default)]
+    pub resume: ResumeConfig,
+}
+
+/// `[resume]`: how `runner runs`, `show` and `resume` judge runs.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
+pub struct ResumeConfig {
+    /// Seconds after its last heartbeat that a run nobody holds the lock of is stale.
+    pub stale_after: u64,
+}
+
+impl Default for ResumeConfig {
+    fn default() -> Self {
+        ResumeConfig {
+            stale_after: crate::policy::runs::STALE_AFTER_DEFAULT.num_seconds() as u64,
+        }
+    }
+}
+
+impl ResumeConfig {
+    /// `stale_after` as a duration (at most a year).
+    pub fn stale_after(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.stale_after.min(MAX_WAIT_LIMIT) as i64)
+    }
 }
 
 /// `[budget]`: what one spec may spend, over all its runs (its ledger: the attempt records

@@ -20,6 +20,7 @@ mod progress;
 mod recover;
 mod review;
 mod run;
+mod runs;
 mod status;
 pub mod style;
 mod undo;
@@ -72,6 +73,10 @@ pub enum Command {
     Gc(gc::GcArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
+    /// The runs of every spec, newest first: active, stale (killed) or ended.
+    Runs(runs::RunsArgs),
+    /// One run in detail: its heartbeat, last chunk, checkpoint and last journal lines.
+    Show(runs::ShowArgs),
     /// Report on a chunk (for agents): done, fail, show.
     #[command(subcommand)]
     Chunk(chunk::ChunkCommand),
@@ -102,6 +107,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&cwd()?, args),
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
+        Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
+        Command::Show(args) => runs::show_cmd(&cwd()?, args),
         Command::Review(args) => review::review(&cwd()?, args),
         Command::Merge(args) => merge::merge_cmd(&cwd()?, args),
         Command::Discard(args) => discard::discard_cmd(&cwd()?, args),

@@ -86,6 +86,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         max_usd: args.max_usd,
         yes: args.yes,
         wait: args.wait,
+        resumed_from: None,
     };
     let progress = Rc::new(TerminalProgress::new());
     let summaries = if many {

@@ -148,8 +148,12 @@ mod tests {
         let tables: Vec<&str> = known.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(
             tables,
-            ["agent", "run", "git", "recovery", "backup", "budget"]
+            [
+                "agent", "run", "git", "recovery", "backup", "budget", "resume"
+            ]
         );
+        let resume = &known.iter().find(|(t, _)| t == "resume").unwrap().1;
+        assert_eq!(resume, &["stale_after"]);
         let git = &known.iter().find(|(t, _)| t == "git").unwrap().1;
         assert_eq!(git, &["base_branch"], "an unset Option is still a key");
     }

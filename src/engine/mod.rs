@@ -12,6 +12,7 @@ pub mod progress;
 pub mod recovery;
 pub mod report;
 pub mod run;
+pub mod track;
 pub mod verify;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one

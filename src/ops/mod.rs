@@ -11,5 +11,6 @@ pub mod merge;
 pub mod recover;
 pub mod review;
 pub mod run;
+pub mod runs;
 pub mod status;
 pub mod undo;

@@ -46,6 +46,7 @@ pub fn recover(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport>
 }
 
 async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
+    let started = chrono::Utc::now();
     let ws = Workspace::open(cwd)?;
     let config = ws.config()?;
     let names = match &req.spec {
@@ -133,6 +134,20 @@ async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<Recove
         };
         if let Some(action) = lifecycle.remove(&name) {
             crate::engine::recovery::lifecycle::add_to_report(&mut recovery, action);
+        }
+        // A spec recovery changed has a run record (`Recover`); a clean one none.
+        if !req.dry_run
+            && !recovery.actions.is_empty()
+            && let Ok(paths) = ws.spec(&name)
+        {
+            crate::engine::track::RunTrack::finished(
+                &paths.dir,
+                &run_id,
+                &name,
+                crate::store::runs::RunKind::Recover,
+                started,
+                &recovery.outcome,
+            );
         }
         specs.push(recovery);
     }

@@ -28,6 +28,7 @@ pub fn run(
                 // Cancelled, or no terminal to ask on: "nothing was changed" must hold. (A
                 // confirmed re-pin is written only once every question is answered, so a
                 // signal that ends runner at a question leaves the pin as it was.)
+                prepared.abandon(&e);
                 prepared.undo_repin()?;
                 Err(e)
             }

@@ -35,6 +35,25 @@ pub fn new_holder(run_id: &str, spec: Option<&str>) -> Holder {
     }
 }
 
+/// Is the process `pid` of a record written on `host` known to be gone? Only on this host, and
+/// only when no process has the pid (a pid that is not a process's, 0 or past `i32::MAX`, is
+/// gone; so is this very process, which is not the run the record names). A pid of another
+/// user's process (EPERM) is not known to be gone.
+pub fn process_gone(host: &str, pid: u32) -> bool {
+    if host != hostname() {
+        return false;
+    }
+    let Ok(pid) = i32::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 || pid as u32 == std::process::id() {
+        return true;
+    }
+    // SAFETY: signal 0 only checks for existence and permission; pid > 0 names one process.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
@@ -109,13 +128,23 @@ pub fn holder_of(path: &Path) -> String {
 }
 
 /// Rewrite the holder records of `locks` every [`HEARTBEAT`] until the task is aborted.
-pub async fn heartbeat(locks: Arc<Vec<FileLock>>, mut holder: Holder) {
+pub async fn heartbeat(locks: Arc<Vec<FileLock>>, holder: Holder) {
+    heartbeat_then(locks, holder, || {}).await
+}
+
+/// [`heartbeat`], calling `also` after each beat (a run rewrites its run record there).
+pub async fn heartbeat_then(
+    locks: Arc<Vec<FileLock>>,
+    mut holder: Holder,
+    also: impl Fn() + Send + 'static,
+) {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
         holder.heartbeat = crate::clock::now();
         for lock in locks.iter() {
             let _ = lock.write_holder(&holder);
         }
+        also();
     }
 }
 

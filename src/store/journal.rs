@@ -39,6 +39,11 @@ impl Journal {
         &self.path
     }
 
+    /// The run id every line of this journal carries.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// Append a chunk's status change, as `policy::transition` yielded it.
     pub fn status(
         &self,
@@ -176,6 +181,41 @@ pub fn last_event_containing(
             .find(|e| wanted(e))
     })
 }
+
+/// The last `max` lines (JSON objects, newest first) whose `run_id` is `run_id`, read from the
+/// newest file back: a file whose first line is older than `since` (the run's start, as runner
+/// writes times) ends the search, and no more than [`MAX_FILES_BACK`] files are read, so a
+/// long journal is never read whole.
+pub fn last_lines_of_run(spec_dir: &Path, run_id: &str, since: &str, max: usize) -> Vec<Value> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let files = std::cell::Cell::new(0);
+    super::segments::read_newest_first(spec_dir, |bytes| {
+        let text = crate::store::lossy(bytes);
+        let mut found = found.borrow_mut();
+        for line in text.lines().rev().filter(|l| l.contains(run_id)) {
+            if found.len() >= max {
+                break;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(line)
+                && v.is_object()
+                && v["run_id"] == run_id
+            {
+                found.push(v);
+            }
+        }
+        files.set(files.get() + 1);
+        let first_time = text
+            .lines()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|v| v["time"].as_str().map(str::to_string));
+        let older = first_time.is_some_and(|t| t.as_str() < since);
+        (found.len() >= max || older || files.get() >= MAX_FILES_BACK).then_some(())
+    });
+    found.into_inner()
+}
+
+/// How many of the journal's files [`last_lines_of_run`] reads at most (4 MiB each by default).
+pub const MAX_FILES_BACK: usize = 4;
 
 /// The `time` of the journal's last line that parses as JSON: the same as reading
 /// [`read_text`]'s last such line, from the newest file back only as far as needed.
@@ -342,5 +382,41 @@ mod tests {
         assert!(matches!(entries[2].event, Event::PlanReset(_)));
         // Every line is still in the file, and reads as JSON as it was.
         assert_eq!(read_events(dir.path()).len(), 5);
+    }
+
+    #[test]
+    fn a_runs_last_lines_read_newest_first_equal_those_of_the_whole_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = ["r00000000000a", "r00000000000b"];
+        // Small segments: the lines spread over many files.
+        let journals = ids.map(|id| Journal::new(dir.path(), id).with_segment_bytes(600));
+        for n in 0..60 {
+            journals[n % 3 / 2]
+                .write(&run_start(&format!("s{n}")))
+                .unwrap();
+        }
+        assert!(super::super::segments::list(dir.path()).len() > 5);
+        for id in ids {
+            let mut slow: Vec<Value> = read_events(dir.path())
+                .into_iter()
+                .filter(|v| v["run_id"] == id)
+                .collect();
+            slow.reverse();
+            for max in [1, 2, 3] {
+                assert_eq!(
+                    last_lines_of_run(dir.path(), id, "", max),
+                    slow[..max],
+                    "{id}"
+                );
+            }
+            // Asked for everything, it stops MAX_FILES_BACK files back: the newest lines, in
+            // order, and not the whole journal.
+            let bounded = last_lines_of_run(dir.path(), id, "", 1000);
+            assert!(bounded.len() > 3 && bounded.len() < slow.len(), "{id}");
+            assert_eq!(bounded[..], slow[..bounded.len()], "{id}");
+        }
+        // A start later than every line: only the newest file is read.
+        let newest = last_lines_of_run(dir.path(), ids[0], "9999", 1000);
+        assert!(newest.len() <= 600 / 50, "{}", newest.len());
     }
 }

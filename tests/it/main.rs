@@ -33,6 +33,7 @@ mod review_cli;
 mod review_layers;
 mod review_regress;
 mod run;
+mod runs;
 mod session_resume;
 mod shutdown;
 mod slotfix;

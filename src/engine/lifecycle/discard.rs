@@ -1,6 +1,8 @@
 //! `runner discard`: throw a spec's build away — recoverably. Its branch tip and any uncommitted
 //! changes are backed up first; the plan and spec stay, reset to pending, to start fresh.
 
+use crate::engine::track::RunTrack;
+use crate::store::runs::RunKind;
 use serde::Serialize;
 
 use crate::engine::recovery::lifecycle::{self, Intent, Op};
@@ -27,8 +29,21 @@ pub struct DiscardOutcome {
 ///
 /// All or nothing: refusals come first; then the intent is recorded, the backup written, and
 /// `finish` removes the worktree, the branch and the plan's progress. A crash anywhere is
-/// finished or rolled back by `runner recover` (see `recovery::lifecycle`).
+/// finished or rolled back by `runner recover` (see `recovery::lifecycle`). A discard leaves a
+/// run record (`Discard`).
 pub fn discard(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+) -> anyhow::Result<DiscardOutcome> {
+    let op = || discard_unrecorded(ws, paths, journal);
+    let (dir, id) = (&paths.dir, journal.run_id());
+    RunTrack::around(dir, id, &paths.name, RunKind::Discard, op, |_| {
+        Some("discarded")
+    })
+}
+
+fn discard_unrecorded(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,

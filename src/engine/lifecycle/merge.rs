@@ -2,6 +2,8 @@
 //! with both tips backed up before anything moves, and nothing deleted until the result is
 //! verified to contain the branch's work.
 
+use crate::engine::track::RunTrack;
+use crate::store::runs::RunKind;
 use anyhow::Context;
 use serde::Serialize;
 use serde_json::json;
@@ -64,8 +66,23 @@ pub struct MergeOutcome {
     pub already_merged: bool,
 }
 
-/// Merge the spec. The caller holds the spec's run lock.
+/// Merge the spec. The caller holds the spec's run lock. A merge that landed something leaves
+/// a run record (`Merge`).
 pub fn merge(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    mode: MergeMode,
+    keep_worktree: bool,
+    journal: &Journal,
+) -> anyhow::Result<MergeOutcome> {
+    let op = || merge_unrecorded(ws, paths, mode, keep_worktree, journal);
+    let (dir, id) = (&paths.dir, journal.run_id());
+    RunTrack::around(dir, id, &paths.name, RunKind::Merge, op, |o| {
+        (!o.already_merged).then_some("merged")
+    })
+}
+
+fn merge_unrecorded(
     ws: &Workspace,
     paths: &SpecPaths,
     mode: MergeMode,
@@ -385,7 +402,7 @@ fn land_or_put_back(
     Err(match roll_back_refused(ws, paths, intent) {
         Ok(saved) => e.context(format!(
             "merging into {target} failed; the files, the index and {target} were put back as they were{}",
-            saved_note(saved.as_deref())
+            super::saved_note(saved.as_deref())
         )),
         Err(undo_err) => e.context(format!(
             "merging into {target} failed, and putting it back failed too ({undo_err:#}); `runner recover --spec {}` retries",
@@ -552,17 +569,6 @@ fn verify(
             "the merge result on {target} does not contain the branch's work as expected; nothing was deleted"
         ))
     }
-}
-
-/// What a rollback says about the files it saved before putting them back.
-pub fn saved_note(saved: Option<&str>) -> String {
-    saved
-        .map(|r| {
-            format!(
-                " (files found changed were saved first to {r}; `git show --stat {r}` lists them)"
-            )
-        })
-        .unwrap_or_default()
 }
 
 fn merge_message(spec: &str, plan: Option<&Plan>, squash: bool) -> String {

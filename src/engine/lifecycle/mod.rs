@@ -93,3 +93,14 @@ fn chunk_of(repo: &Repository, plan: Option<&Plan>, oid: Oid, summary: &str) -> 
     let chunk = plan.chunk(pos);
     recorded(chunk).is_empty().then(|| chunk.id.clone())
 }
+
+/// What a rollback says about the files it saved before putting them back.
+pub fn saved_note(saved: Option<&str>) -> String {
+    saved
+        .map(|r| {
+            format!(
+                " (files found changed were saved first to {r}; `git show --stat {r}` lists them)"
+            )
+        })
+        .unwrap_or_default()
+}

@@ -1,6 +1,8 @@
 //! `runner undo`: reverse the last merge or discard of a spec from its backup refs, and
 //! `runner gc`: remove old backups (never automatically).
 
+use crate::engine::track::RunTrack;
+use crate::store::runs::RunKind;
 use anyhow::Context;
 use serde::Serialize;
 
@@ -29,8 +31,19 @@ pub struct UndoOutcome {
 ///
 /// Refusals come first; then the intent is recorded and the steps run, each skipped if already
 /// done, so that `runner recover` (see `recovery::lifecycle`) finishes an undo cut off anywhere.
-/// The backup stays in `backup/` until the last step moves it to `undone/`.
+/// The backup stays in `backup/` until the last step moves it to `undone/`. An undo leaves a
+/// run record (`Undo`).
 pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Result<UndoOutcome> {
+    let op = || undo_unrecorded(ws, paths, journal);
+    let (dir, id) = (&paths.dir, journal.run_id());
+    RunTrack::around(dir, id, &paths.name, RunKind::Undo, op, |_| Some("undone"))
+}
+
+fn undo_unrecorded(
+    ws: &Workspace,
+    paths: &SpecPaths,
+    journal: &Journal,
+) -> anyhow::Result<UndoOutcome> {
     // A merge or discard cut off before its point of no return is rolled back: that is its
     // undo, and nothing older is undone with it.
     // An undo cut off is finished: that is what was asked again.

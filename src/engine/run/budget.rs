@@ -53,6 +53,7 @@ impl Run {
                     self.paths.dir.display()
                 )
             })?;
+            self.keeper.planner_spent();
         }
         Ok(())
     }

@@ -89,6 +89,7 @@ impl Run {
         if let (Take::Chunk(t), Some(change)) = (&take, change) {
             crate::failpoint::hit("after_take");
             self.journal.status(&t.chunk.id, change)?;
+            self.keeper.track.chunk(Some(&t.chunk.id));
         }
         Ok(take)
     }
@@ -373,7 +374,7 @@ impl Run {
             why: None,
         };
         let budget_left = self.budget_left()?;
-        let (done, total, change, next) = self.paths.plan.update(|plan| {
+        let (done, total, change, next, facts) = self.paths.plan.update(|plan| {
             let mut change = None;
             if let Some(pos) = plan.find_chunk(id) {
                 let chunk = plan.chunk_mut(pos);
@@ -398,12 +399,18 @@ impl Run {
                     .ok(),
                 false => None,
             };
-            Ok((done, total, change, next))
+            let facts = keep::PlanFacts::of(plan);
+            Ok((done, total, change, next, facts))
         })?;
         crate::failpoint::hit("after_complete");
         if let Some(change) = change {
             self.journal.status(id, change)?;
         }
+        let next_id = match &next {
+            Some((Take::Chunk(t), _)) => Some(t.chunk.id.as_str()),
+            _ => None,
+        };
+        self.chunk_done(id, own_commit.as_deref(), facts, next_id, &head);
         self.reporter.progress(done, total, id);
         self.reporter.line(match (commit, &own_commit) {
             (Some(oid), _) => format!("  ✓ {id} completed, committed {}", &oid.to_string()[..10]),
@@ -427,7 +434,7 @@ impl Run {
             .sessions_dir
             .join(&taken.session_id)
             .join("output.log");
-        let (failed_count, decision, change) = self.paths.plan.update(|plan| {
+        let (failed_count, decision, change, facts) = self.paths.plan.update(|plan| {
             let chunk = end_last_attempt(plan, id, "failed", reason, agent_report)?;
             let failed = chunk
                 .attempts()
@@ -444,7 +451,7 @@ impl Run {
                     change
                 }
             };
-            Ok((failed, decision, change))
+            Ok((failed, decision, change, keep::PlanFacts::of(plan)))
         })?;
         crate::failpoint::hit("after_fail");
         self.journal
@@ -457,6 +464,11 @@ impl Run {
                 failed_attempts: failed_count,
             }))?;
         self.journal.status(id, change)?;
+        self.checkpoint(
+            crate::store::checkpoint::Trigger::ChunkFailed,
+            Some(facts),
+            Some(id),
+        );
         self.reporter.line(format!(
             "  ✗ {id} attempt {} failed: {reason}",
             taken.attempt

@@ -15,6 +15,7 @@ mod chunk;
 mod drive;
 mod hints;
 mod interrupted;
+mod keep;
 mod pause;
 pub mod person;
 mod planner;
@@ -39,7 +40,7 @@ use crate::policy::{self, AfterFailure, CheckResult, Report, Verdict};
 use crate::store::guard::{self, Patience, new_holder};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{Journal, LockState, lock};
-use base::{confirm_repin, undo_repin, write_repin};
+use base::{base_tip, choose_base, undo_repin, write_repin};
 pub use budget::EXHAUSTED_KEY;
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use interrupted::{ToResume, interrupted_specs, recover_options};
@@ -64,6 +65,8 @@ pub struct RunOptions {
     pub yes: bool,
     /// `--wait`: on a usage limit, sleep until it resets and go on (as `run.wait_for_limits`).
     pub wait: bool,
+    /// The run this one continues (`runner resume`): kept in its run record.
+    pub resumed_from: Option<String>,
 }
 
 /// What a finished run reports (`--json`).
@@ -120,6 +123,8 @@ struct Run {
     /// The pause a usage limit set in this run, honoured before the next session even if its
     /// file could not be written.
     limited: Option<crate::store::pause::Pause>,
+    /// The run record and the checkpoint (`keep`).
+    keeper: keep::Keeper,
 }
 
 fn empty_plan() -> Plan {

@@ -58,6 +58,7 @@ impl Run {
             passed: result.passed,
             detail: result.detail.clone(),
         }))?;
+        self.keeper.verified(&chunk.id, &result);
         Ok(Some(result))
     }
 

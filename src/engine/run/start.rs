@@ -37,6 +37,8 @@ pub struct Prepared {
     repinned_from: Option<String>,
     /// Whether that re-pin is written to the plan yet.
     repin_written: std::cell::Cell<bool>,
+    /// The run's record (written from the moment it holds its locks) and its checkpoints.
+    keeper: keep::Keeper,
 }
 
 /// What the run will work on, resolved before anything is written.
@@ -77,17 +79,44 @@ pub async fn prepare(
     let reporter = Reporter::new(progress);
     let locks = take_locks(&ws, &paths, opts, &reporter)?;
     let journal = Journal::new(&paths.dir, &locks.run_id);
-    let person = person::listen(&paths)?;
-    // Every process the agents start stays our descendant, even after `setsid` (see
-    // `agent::ancestry`).
-    crate::agent::ancestry::become_subreaper();
-    recover_first(
-        &ws, &config, &paths, &agent, &journal, &interrupt, &reporter,
-    )
-    .await?;
-    let existing = runnable_plan(&paths)?;
-    let (base, repinned_from) = choose_base(&ws, &config, &paths, &existing, opts, asker)?;
-    let base_tip = base_tip(&ws, &paths, &existing, &base)?;
+    let keeper = keep::Keeper::start(
+        &paths,
+        &locks.run_id,
+        &locks.slot.name,
+        agent.choice.preset.name(),
+        opts.resumed_from.as_deref(),
+    );
+    let steps = async {
+        let person = person::listen(&paths)?;
+        // Every process the agents start stays our descendant, even after `setsid` (see
+        // `agent::ancestry`).
+        crate::agent::ancestry::become_subreaper();
+        let recovered = recover_first(
+            &ws, &config, &paths, &agent, &journal, &interrupt, &reporter,
+        )
+        .await?;
+        let existing = runnable_plan(&paths)?;
+        if recovered && let Some(plan) = &existing {
+            let tip = ws.main.branch_tip(&branch_for(&paths.name));
+            keeper.checkpoint(
+                crate::store::checkpoint::Trigger::Recovered,
+                keep::PlanFacts::of(plan),
+                None,
+                tip.map(|t| t.to_string()),
+                plan.str_field("base_branch"),
+            );
+        }
+        let (base, repinned_from) = choose_base(&ws, &config, &paths, &existing, opts, asker)?;
+        let base_tip = base_tip(&ws, &paths, &existing, &base)?;
+        anyhow::Ok((person, existing, base, repinned_from, base_tip))
+    };
+    let (person, existing, base, repinned_from, base_tip) = match steps.await {
+        Ok(steps) => steps,
+        Err(e) => {
+            keeper.track.end(&crate::engine::track::error_word(&e));
+            return Err(e);
+        }
+    };
     Ok(Prepared {
         ws,
         config,
@@ -105,6 +134,7 @@ pub async fn prepare(
         base_tip,
         repinned_from,
         repin_written: std::cell::Cell::new(false),
+        keeper,
     })
 }
 
@@ -243,7 +273,8 @@ fn evaluator_may_run(ws: &Workspace, config: &Config, paths: &SpecPaths) -> bool
     )
 }
 
-/// Put right whatever an earlier run left interrupted, before anything else.
+/// Put right whatever an earlier run left interrupted, before anything else. Says whether
+/// recovery changed anything.
 async fn recover_first(
     ws: &Workspace,
     config: &Config,
@@ -252,7 +283,7 @@ async fn recover_first(
     journal: &Journal,
     interrupt: &Interrupt,
     reporter: &Reporter,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let mut recover_opts = recover_options(ws, config, Some(agent), false, false);
     recover_opts.interrupt = interrupt.clone();
     // The evaluator is an agent session too: none once the spec's budget is spent (the
@@ -288,7 +319,7 @@ async fn recover_first(
         ))
         .into());
     }
-    Ok(())
+    Ok(!recovery.actions.is_empty())
 }
 
 /// The plan as it is, if there is one. A plan with nothing to do is not "complete 0/0": it is
@@ -307,63 +338,6 @@ fn runnable_plan(paths: &SpecPaths) -> anyhow::Result<Option<Plan>> {
         .into());
     }
     Ok(existing)
-}
-
-/// The base the run builds on (`policy::choose_base`), a re-pin confirmed (not yet written);
-/// with the pin it replaces.
-fn choose_base(
-    ws: &Workspace,
-    config: &Config,
-    paths: &SpecPaths,
-    existing: &Option<Plan>,
-    opts: &RunOptions,
-    asker: &dyn Asker,
-) -> anyhow::Result<(String, Option<String>)> {
-    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
-    let checked_out = ws.main.current_branch();
-    let choice = policy::choose_base(policy::BaseFacts {
-        pinned,
-        pinned_exists: pinned.is_some_and(|p| ws.main.branch_tip(p).is_some()),
-        flag: opts.base_branch.as_deref(),
-        config: config.git.base_branch.as_deref(),
-        checked_out: checked_out.as_deref(),
-        no_commits: crate::git::history::has_no_commits(&ws.main.repo),
-    })
-    .map_err(|r| RunnerError::bad_input(r.fact).with_hint(r.advice))?;
-    Ok(match choice {
-        policy::BaseChoice::Use(base) => (base, None),
-        policy::BaseChoice::Repin { from, to } => {
-            confirm_repin(ws, paths, &from, &to, opts.yes, asker)?;
-            (to, Some(from))
-        }
-    })
-}
-
-/// The base's tip, or what to do about a base that does not exist.
-fn base_tip(
-    ws: &Workspace,
-    paths: &SpecPaths,
-    existing: &Option<Plan>,
-    base: &str,
-) -> anyhow::Result<crate::git::Oid> {
-    let pinned = existing.as_ref().and_then(|p| p.str_field("base_branch"));
-    ws.main.branch_tip(base).ok_or_else(|| {
-        let error = if pinned == Some(base) {
-            RunnerError::bad_input(format!(
-                "the pinned base branch {base:?} of spec {} no longer exists",
-                paths.name
-            ))
-            .with_hint(format!("recreate it: git branch {} <commit>", crate::sh(base)))
-            .with_hint(format!(
-                "or re-pin the spec to another branch: runner run --spec {} --base-branch NAME (it asks to confirm; --yes without a terminal)",
-                crate::sh(&paths.name)
-            ))
-        } else {
-            RunnerError::bad_input(format!("base branch {base:?} does not exist"))
-                .with_hint("create it, or pass --base-branch with an existing branch")
-        };
-        error.into()
-    })
 }
 
 impl Prepared {
@@ -412,8 +386,15 @@ impl Prepared {
         }
     }
 
+    /// The run does not go ahead after all (a question was cancelled or refused, `e`): its
+    /// record says so.
+    pub fn abandon(&self, e: &anyhow::Error) {
+        self.keeper.track.end(&crate::engine::track::error_word(e));
+    }
+
     /// The existing work was merged instead of built on: the run ends here.
     pub fn merged(self) -> anyhow::Result<RunSummary> {
+        self.keeper.track.end("merged");
         let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
         Ok(RunSummary {
             spec: self.paths.name.clone(),
@@ -430,7 +411,7 @@ impl Prepared {
 
     /// Prepare the slot, drive the plan to its end, and say how it ended.
     pub async fn execute(self) -> anyhow::Result<RunSummary> {
-        prepare_slot(
+        if let Err(e) = prepare_slot(
             &self.ws,
             &self.locks.slot,
             &self.paths.name,
@@ -439,7 +420,11 @@ impl Prepared {
             &self.reporter,
             self.opts.agent_command.as_deref(),
         )
-        .await?;
+        .await
+        {
+            self.keeper.track.end(&crate::engine::track::error_word(&e));
+            return Err(e);
+        }
         crate::failpoint::hit("after_prepare_slot");
         // The run goes ahead: the spec remembers its agent for the next `runner run`.
         if let Err(e) = agent_memory::remember(&self.ws.state_dir, &self.paths.name, &self.memory) {
@@ -456,7 +441,10 @@ impl Prepared {
             slot_lock,
         } = self.locks;
         let locks = Arc::new(vec![spec_lock, slot_lock]);
-        let heartbeat = tokio::spawn(guard::heartbeat(locks.clone(), holder));
+        let track = self.keeper.track.clone();
+        let heartbeat = tokio::spawn(guard::heartbeat_then(locks.clone(), holder, move || {
+            track.beat()
+        }));
         // Sessions the last shutdown cut off run again first. The entries are removed now,
         // before they run, so that a crash during the re-run never loops.
         let ws = self.ws;
@@ -494,7 +482,13 @@ impl Prepared {
             wait,
             waited: Duration::ZERO,
             limited: None,
+            keeper: self.keeper,
         };
+        run.checkpoint(
+            crate::store::checkpoint::Trigger::RunStart,
+            self.existing.as_ref().map(keep::PlanFacts::of),
+            None,
+        );
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
         let result = run.drive(&ws).await;
         heartbeat.abort();
@@ -545,11 +539,23 @@ impl Run {
             outcome: outcome.clone(),
             sessions: self.sessions,
         }));
+        // The checkpoint and the record say how it ended (the plan read once, for both the
+        // checkpoint and the summary).
+        // A plan that cannot be read now leaves the last checkpoint as it is: one with no
+        // chunks would say less than the truth.
+        let plan = self.paths.plan.load();
+        if let Ok(Some(plan)) = &plan {
+            let facts = keep::PlanFacts::of(plan);
+            self.checkpoint(crate::store::checkpoint::Trigger::RunEnd, Some(facts), None);
+        }
+        self.keeper
+            .track
+            .end(&crate::engine::track::outcome_word(&result, &outcome));
         // The socket goes before the locks: it must never outlive them into another run's time.
         self.person.take();
         drop(locks);
         result?;
-        let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
+        let plan = plan?.unwrap_or_else(empty_plan);
         Ok(RunSummary {
             spec: self.paths.name.clone(),
             outcome,

@@ -176,7 +176,7 @@ pub(super) fn finish_interrupted_inner(
                 true,
                 format!(
                     "rolled back an interrupted {what}{}",
-                    crate::engine::lifecycle::merge::saved_note(saved.as_deref())
+                    crate::engine::lifecycle::saved_note(saved.as_deref())
                 ),
             )
         }

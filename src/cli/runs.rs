@@ -1,0 +1,250 @@
+//! `runner runs` (every run the records tell of, newest first) and `runner show RUN` (one run in
+//! detail). Read-only.
+
+use std::path::Path;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::ops::runs::{RunDetails, RunInfo, details, kind_word, list};
+use crate::policy::runs::RunState;
+use crate::store::Workspace;
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only the runs of this spec.
+    #[arg(long)]
+    pub spec: Option<String>,
+    /// Only the stale runs (not ended, and nobody runs them: killed, or their machine went away).
+    #[arg(long)]
+    pub stale: bool,
+    /// Print JSON: {"schema":1,"runs":[...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run: its id, or a prefix of 4 characters or more (`runner runs` lists them).
+    pub run: String,
+    /// Print JSON: the run's fields, its checkpoint and its last journal lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn runs_cmd(cwd: &Path, args: RunsArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::open(cwd)?;
+    let stale_after = ws.config()?.resume.stale_after();
+    let now = chrono::Utc::now();
+    let mut found = list(&ws, args.spec.as_deref(), now, stale_after)?;
+    if args.stale {
+        found.retain(|r| r.state == RunState::Stale);
+    }
+    if args.json {
+        let runs: Vec<Value> = found.iter().map(run_json).collect();
+        super::print_json(&json!({ "runs": runs }))?;
+        return Ok(0);
+    }
+    if found.is_empty() {
+        println!("No runs.");
+        return Ok(0);
+    }
+    let rows: Vec<[String; 7]> = found
+        .iter()
+        .map(|r| {
+            [
+                r.shown.clone(),
+                t(&r.record.spec),
+                state_word(r.state).to_string(),
+                age(r.heartbeat_age_secs),
+                t(r.record.chunk.as_deref().unwrap_or("-")),
+                t(r.record.outcome.as_deref().unwrap_or("-")),
+                kind_word(&r.record).to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID",
+        "SPEC",
+        "STATE",
+        "HEARTBEAT",
+        "CHUNK",
+        "OUTCOME",
+        "KIND",
+    ]
+    .map(String::from);
+    let mut widths = [0; 7];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+    Ok(0)
+}
+
+pub fn show_cmd(cwd: &Path, args: ShowArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::open(cwd)?;
+    let d = details(&ws, &args.run, chrono::Utc::now())?;
+    for w in &d.warnings {
+        crate::output::warn(w);
+    }
+    if args.json {
+        super::print_json(&details_json(&d))?;
+        return Ok(0);
+    }
+    print!("{}", render(&d));
+    Ok(0)
+}
+
+/// One run as `runs --json` lists it (and `show --json` starts with).
+fn run_json(r: &RunInfo) -> Value {
+    let rec = &r.record;
+    json!({
+        "run_id": rec.run_id,
+        "shown": r.shown,
+        "spec": rec.spec,
+        "kind": rec.kind,
+        "state": r.state,
+        "started": rec.started,
+        "ended": rec.ended,
+        "outcome": rec.outcome,
+        "heartbeat": rec.heartbeat,
+        "heartbeat_age_secs": r.heartbeat_age_secs,
+        "chunk": rec.chunk,
+        "agent": rec.agent,
+        "resumed_from": rec.resumed_from,
+        "host": rec.host,
+        "pid": rec.pid,
+        "slot": rec.slot,
+    })
+}
+
+fn details_json(d: &RunDetails) -> Value {
+    let mut v = run_json(&d.info);
+    v["branch"] = json!(d.branch);
+    v["checkpoint"] = json!(d.checkpoint);
+    v["events"] = json!(d.events);
+    v
+}
+
+/// `runner show`'s text.
+fn render(d: &RunDetails) -> String {
+    let r = &d.info.record;
+    let time = |t: &chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let mut out = format!(
+        "Run {} ({}) of spec {}\n",
+        r.run_id,
+        kind_word(r),
+        t(&r.spec)
+    );
+    let mut line = |k: &str, v: String| out.push_str(&format!("  {k:<13} {v}\n"));
+    line("state", state_word(d.info.state).to_string());
+    line("started", time(&r.started));
+    line(
+        "heartbeat",
+        format!(
+            "{} ({})",
+            time(&r.heartbeat),
+            age(d.info.heartbeat_age_secs)
+        ),
+    );
+    if let Some(ended) = &r.ended {
+        line("ended", time(ended));
+    }
+    line("outcome", t(r.outcome.as_deref().unwrap_or("-")));
+    line("last chunk", t(r.chunk.as_deref().unwrap_or("-")));
+    line("branch", t(&d.branch));
+    if let Some(agent) = &r.agent {
+        line("agent", t(agent));
+    }
+    if let Some(slot) = &r.slot {
+        line("slot", t(slot));
+    }
+    line("process", format!("pid {} on {}", r.pid, t(&r.host)));
+    if let Some(from) = &r.resumed_from {
+        line("resumed from", t(from));
+    }
+    match &d.checkpoint {
+        Some(c) => line(
+            "checkpoint",
+            format!(
+                "{} at {} ({}), written by {}",
+                c.id,
+                time(&c.time),
+                serde_json::to_value(c.trigger)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                if c.by_this_run {
+                    "this run".to_string()
+                } else {
+                    format!("a later run, {}", c.run_id)
+                }
+            ),
+        ),
+        None => line("checkpoint", "none written by this run or since".into()),
+    }
+    if d.events.is_empty() {
+        out.push_str("  No journal lines of this run.\n");
+    } else {
+        out.push_str(&format!(
+            "  Last {} journal lines, newest first:\n",
+            d.events.len()
+        ));
+        for e in &d.events {
+            out.push_str(&format!("    {}\n", event_line(e)));
+        }
+    }
+    out
+}
+
+/// A journal line in one short line: its time, its event, its other fields.
+fn event_line(e: &Value) -> String {
+    let text = |k: &str| e[k].as_str().unwrap_or("").to_string();
+    let rest: Vec<String> = e
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), "time" | "event" | "run_id"))
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    let mut line = format!("{} {} {}", text("time"), text("event"), rest.join(" "));
+    if line.chars().count() > 160 {
+        line = line.chars().take(159).collect::<String>() + "…";
+    }
+    t(line.trim_end())
+}
+
+fn state_word(s: RunState) -> &'static str {
+    match s {
+        RunState::Active => "active",
+        RunState::Stale => "stale",
+        RunState::Ended => "ended",
+    }
+}
+
+/// `12s ago`, `5m ago`, `3h ago`, `2d ago`.
+fn age(secs: i64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// Record and journal text made safe for the terminal.
+fn t(text: &str) -> String {
+    crate::text::for_terminal(text).into_owned()
+}

@@ -1,0 +1,243 @@
+//! What `runner run` keeps for `runner runs`, `show` and `resume`: its run record
+//! (`engine::track`) and the spec's checkpoint (`store::checkpoint`), written at the run's
+//! start, after recovery changed statuses, at every chunk boundary (a chunk completed, an
+//! attempt or a chunk failed) and at its end.
+//!
+//! The checkpoint is built from the plan the run holds in memory at that moment (never an extra
+//! read of the plan): O(chunks) per write, no journal read. A completed chunk's commit is the
+//! one this run committed, else the one an earlier checkpoint recorded, else its last completed
+//! attempt's. Advisory like the record: a write that fails is logged and the run goes on; the
+//! write itself is atomic and durable (`resume` loads the checkpoint first).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::engine::track::RunTrack;
+use crate::store::checkpoint::{self, Checkpoint, ChunkState, LastVerification, Trigger};
+use crate::store::runs::{RunKind, RunRecord};
+
+/// The chunk statuses and figures a checkpoint takes from a plan.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PlanFacts {
+    chunks: Vec<ChunkState>,
+    seconds: u64,
+    usd: f64,
+    tokens: u64,
+}
+
+impl PlanFacts {
+    /// Every chunk's status (and, if completed, its last completed attempt's commit), the
+    /// seconds its attempts took and what they cost.
+    pub(super) fn of(plan: &Plan) -> PlanFacts {
+        let mut facts = PlanFacts::default();
+        for chunk in plan.chunks() {
+            let mut commit = None;
+            for a in chunk.attempts() {
+                if let (Some(start), Some(end)) = (&a.started_at, &a.ended_at)
+                    && let (Ok(start), Ok(end)) = (
+                        DateTime::parse_from_rfc3339(start),
+                        DateTime::parse_from_rfc3339(end),
+                    )
+                {
+                    facts.seconds += (end - start).num_seconds().max(0) as u64;
+                }
+                let spent = crate::store::ledger::attempt(&a);
+                facts.usd += spent.usd;
+                facts.tokens += spent.tokens;
+                if a.outcome.as_deref() == Some("completed") && a.commit.is_some() {
+                    commit = a.commit;
+                }
+            }
+            let status = chunk.status;
+            facts.chunks.push(ChunkState {
+                id: chunk.id.clone(),
+                status: status.as_str().to_string(),
+                commit: commit.filter(|_| status == Status::Completed),
+            });
+        }
+        facts
+    }
+}
+
+/// The run's record and what its checkpoints carry from one write to the next.
+pub(super) struct Keeper {
+    pub(super) track: RunTrack,
+    spec_dir: PathBuf,
+    spec: String,
+    slot: String,
+    /// The commit of each chunk completed in this run or recorded by an earlier checkpoint.
+    commits: RefCell<HashMap<String, String>>,
+    verification: RefCell<Option<LastVerification>>,
+    /// The planner's spending (its ledger file), read once per run and on each planner session.
+    planner: RefCell<crate::policy::budget::Spent>,
+}
+
+impl Keeper {
+    /// The run `run_id` of `paths` starts in `slot`: its record is written now, and what the
+    /// spec's last checkpoint knew of completed chunks' commits is kept.
+    pub(super) fn start(
+        paths: &SpecPaths,
+        run_id: &str,
+        slot: &str,
+        agent: &str,
+        resumed_from: Option<&str>,
+    ) -> Keeper {
+        let mut record = RunRecord::starting(run_id, &paths.name, RunKind::Run);
+        record.agent = Some(agent.to_string());
+        record.slot = Some(slot.to_string());
+        record.resumed_from = resumed_from.map(str::to_string);
+        let track = RunTrack::start_with(&paths.dir, record);
+        let mut commits = HashMap::new();
+        let mut verification = None;
+        if let checkpoint::Found::Checkpoint(c) = checkpoint::read(&paths.dir)
+            && c.spec == paths.name
+        {
+            commits.extend(c.chunks.into_iter().filter_map(|s| Some((s.id, s.commit?))));
+            verification = c.verification;
+        }
+        Keeper {
+            track,
+            spec_dir: paths.dir.clone(),
+            spec: paths.name.clone(),
+            slot: slot.to_string(),
+            commits: RefCell::new(commits),
+            verification: RefCell::new(verification),
+            planner: RefCell::new(crate::store::ledger::planner(&paths.dir)),
+        }
+    }
+
+    /// Chunk `id` was committed as `commit` (its own commit; `None`: it has none).
+    pub(super) fn committed(&self, id: &str, commit: Option<&str>) {
+        let mut commits = self.commits.borrow_mut();
+        match commit {
+            Some(c) => commits.insert(id.to_string(), c.to_string()),
+            None => commits.remove(id),
+        };
+    }
+
+    /// A verification command ran for chunk `chunk`.
+    pub(super) fn verified(&self, chunk: &str, check: &CheckResult) {
+        *self.verification.borrow_mut() = Some(LastVerification {
+            chunk: chunk.to_string(),
+            passed: check.passed,
+            command: check.command.clone(),
+            detail: check.detail.chars().take(500).collect(),
+            time: Utc::now(),
+        });
+    }
+
+    /// The planner's ledger changed: read it again (a small file).
+    pub(super) fn planner_spent(&self) {
+        *self.planner.borrow_mut() = crate::store::ledger::planner(&self.spec_dir);
+    }
+
+    /// Write the checkpoint: `facts` from the plan as it is now, the chunk being (or last)
+    /// worked on, the branch's tip, the base.
+    pub(super) fn checkpoint(
+        &self,
+        trigger: Trigger,
+        facts: PlanFacts,
+        current: Option<&str>,
+        tip: Option<String>,
+        base: Option<&str>,
+    ) {
+        let commits = self.commits.borrow();
+        let chunks = facts
+            .chunks
+            .into_iter()
+            .map(|mut c| {
+                if c.status == Status::Completed.as_str() {
+                    c.commit = commits.get(&c.id).cloned().or(c.commit);
+                }
+                c
+            })
+            .collect();
+        let planner = self.planner.borrow();
+        let written = Checkpoint {
+            schema: 1,
+            id: crate::store::ids::run_id(),
+            run_id: self.track.run_id(),
+            spec: self.spec.clone(),
+            time: Utc::now(),
+            trigger,
+            chunks,
+            current_chunk: current.map(str::to_string),
+            branch: branch_for(&self.spec),
+            tip,
+            base: base.map(str::to_string),
+            slot: Some(self.slot.clone()),
+            verification: self.verification.borrow().clone(),
+            seconds_spent: facts.seconds,
+            cost_usd: crate::policy::budget::clean_usd(facts.usd + planner.usd),
+            tokens: facts.tokens + planner.tokens,
+        };
+        if let Err(e) = checkpoint::write(&self.spec_dir, &written) {
+            tracing::warn!(
+                file = %checkpoint::path(&self.spec_dir).display(),
+                "could not write the checkpoint: {e}"
+            );
+        }
+    }
+}
+
+/// The tip of the spec's branch as the worktree `wt` has it.
+pub(super) fn tip_of(wt: Option<&crate::git::Repository>) -> Option<String> {
+    wt.and_then(|wt| head_commit(wt).ok())
+        .map(|oid| oid.to_string())
+}
+
+impl Run {
+    /// Write the checkpoint from `facts` (none: no plan yet), the branch's tip as the
+    /// worktree has it (`tip`, or looked up).
+    pub(super) fn checkpoint_at(
+        &self,
+        trigger: Trigger,
+        facts: Option<PlanFacts>,
+        current: Option<&str>,
+        tip: Option<String>,
+    ) {
+        let tip = tip.or_else(|| tip_of(self.open_worktree().ok().as_ref()));
+        let current = current
+            .map(str::to_string)
+            .or_else(|| self.keeper.track.current_chunk());
+        self.keeper.checkpoint(
+            trigger,
+            facts.unwrap_or_default(),
+            current.as_deref(),
+            tip,
+            Some(&self.base),
+        );
+    }
+
+    /// Chunk `id` was committed (`commit`: its own commit) and completed, the branch's tip is
+    /// now `head`; `next` was taken in the same plan write.
+    pub(super) fn chunk_done(
+        &self,
+        id: &str,
+        commit: Option<&str>,
+        facts: PlanFacts,
+        next: Option<&str>,
+        head: &str,
+    ) {
+        self.keeper.committed(id, commit);
+        self.checkpoint_at(
+            Trigger::ChunkDone,
+            Some(facts),
+            Some(next.unwrap_or(id)),
+            Some(head.to_string()),
+        );
+    }
+
+    /// [`Run::checkpoint_at`] with the tip looked up.
+    pub(super) fn checkpoint(
+        &self,
+        trigger: Trigger,
+        facts: Option<PlanFacts>,
+        current: Option<&str>,
+    ) {
+        self.checkpoint_at(trigger, facts, current, None);
+    }
+}

@@ -1,0 +1,268 @@
+//! `runner runs` and `runner show`: the runs every spec's records (`store::runs`) tell of, each
+//! with its state (`policy::runs::state`: active while its lock is held, stale once nobody runs
+//! it, ended), and one run in detail (its checkpoint, its last journal lines). Reads only: no
+//! lock is taken for more than a probe's instant, nothing is written. A record that cannot be
+//! read is left aside with a warning.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::RunnerError;
+use crate::policy::runs::{self as rules, Liveness, RunState};
+use crate::store::checkpoint::{self, Trigger};
+use crate::store::lock::{self, LockState};
+use crate::store::runs::{self, RunRecord};
+use crate::store::workspace::{SpecPaths, Workspace};
+
+/// How many of a run's journal lines `runner show` gives.
+pub const SHOWN_EVENTS: usize = 20;
+
+/// One run as `runner runs` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub record: RunRecord,
+    pub state: RunState,
+    /// The shortest prefix of the run id that tells it from every other run (8 or more).
+    pub shown: String,
+    /// Seconds since its last heartbeat (0 if the clock says the future).
+    pub heartbeat_age_secs: i64,
+}
+
+/// The spec's checkpoint as `runner show` tells of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointNote {
+    pub id: String,
+    pub time: DateTime<Utc>,
+    pub trigger: Trigger,
+    /// The run that wrote it (this one, or a later run of the spec).
+    pub run_id: String,
+    pub by_this_run: bool,
+}
+
+/// One run in detail: what `runner show` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetails {
+    #[serde(flatten)]
+    pub info: RunInfo,
+    /// `auto-claude/<spec>`.
+    pub branch: String,
+    /// The spec's checkpoint when this run or a later one wrote it.
+    pub checkpoint: Option<CheckpointNote>,
+    /// The run's last journal lines, newest first (at most [`SHOWN_EVENTS`]).
+    pub events: Vec<Value>,
+    /// Records that could not be read on the way (each names its file).
+    pub warnings: Vec<String>,
+}
+
+/// The runs of every spec (or of the spec `spec` names, resolved as `--spec` is everywhere),
+/// newest first. `shown` tells each apart from every run of every spec.
+pub fn list(
+    ws: &Workspace,
+    spec: Option<&str>,
+    now: DateTime<Utc>,
+    stale_after: Duration,
+) -> anyhow::Result<Vec<RunInfo>> {
+    let (mut all, warnings) = gather(ws, now, stale_after)?;
+    for w in &warnings {
+        crate::output::warn(w);
+    }
+    if let Some(query) = spec {
+        let name = crate::store::spec::choose_or_explain(ws, &ws.root, Some(query), &|n| {
+            format!("runner runs --spec {}", crate::sh(n))
+        })?;
+        all.retain(|r| r.record.spec == name);
+    }
+    Ok(all)
+}
+
+/// The run `run` names (a whole run id, or a prefix of 4 characters or more): unknown or
+/// ambiguous is bad input (exit 2), an ambiguous one listing the candidates.
+pub fn details(ws: &Workspace, run: &str, now: DateTime<Utc>) -> anyhow::Result<RunDetails> {
+    let stale_after = ws
+        .config()
+        .map(|c| c.resume.stale_after())
+        .unwrap_or(rules::STALE_AFTER_DEFAULT);
+    let (all, warnings) = gather(ws, now, stale_after)?;
+    let ids: Vec<&str> = all.iter().map(|r| r.record.run_id.as_str()).collect();
+    let mut matched = rules::matching(&ids, run);
+    matched.dedup();
+    let unknown = || -> anyhow::Error {
+        RunnerError::bad_input(format!("No run found matching '{run}'"))
+            .with_hint("`runner runs` lists the runs (a prefix of 4 characters or more names one)")
+            .into()
+    };
+    let info = match matched.as_slice() {
+        [] => return Err(unknown()),
+        [one] => all
+            .iter()
+            .find(|r| r.record.run_id == *one)
+            .cloned()
+            .ok_or_else(unknown)?,
+        several => {
+            let lines: Vec<String> = all
+                .iter()
+                .filter(|r| several.contains(&r.record.run_id.as_str()))
+                .map(|r| {
+                    format!(
+                        "  {} ({}, {}, started {})",
+                        r.record.run_id,
+                        r.record.spec,
+                        kind_word(&r.record),
+                        r.record.started.format("%Y-%m-%d %H:%M:%S UTC")
+                    )
+                })
+                .collect();
+            return Err(RunnerError::bad_input(format!(
+                "'{run}' matches several runs:\n{}",
+                lines.join("\n")
+            ))
+            .with_hint("give more characters of the run id")
+            .into());
+        }
+    };
+    let paths = ws.spec(&info.record.spec)?;
+    let checkpoint = checkpoint_note(&paths, &info.record);
+    let since = info
+        .record
+        .started
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let events = crate::store::journal::last_lines_of_run(
+        &paths.dir,
+        &info.record.run_id,
+        &since,
+        SHOWN_EVENTS,
+    );
+    Ok(RunDetails {
+        branch: crate::git::branch_for(&info.record.spec),
+        checkpoint,
+        events,
+        warnings,
+        info,
+    })
+}
+
+/// The record's kind as `runner runs` shows it.
+pub fn kind_word(r: &RunRecord) -> &'static str {
+    match r.kind {
+        runs::RunKind::Run => "run",
+        runs::RunKind::Recover => "recover",
+        runs::RunKind::Merge => "merge",
+        runs::RunKind::Discard => "discard",
+        runs::RunKind::Undo => "undo",
+    }
+}
+
+/// The spec's checkpoint, if this run or a later one wrote it.
+fn checkpoint_note(paths: &SpecPaths, record: &RunRecord) -> Option<CheckpointNote> {
+    let checkpoint::Found::Checkpoint(c) = checkpoint::read(&paths.dir) else {
+        return None;
+    };
+    let by_this_run = c.run_id == record.run_id;
+    if !by_this_run && c.time < record.started {
+        return None;
+    }
+    Some(CheckpointNote {
+        id: c.id,
+        time: c.time,
+        trigger: c.trigger,
+        run_id: c.run_id,
+        by_this_run,
+    })
+}
+
+/// Every readable record of every spec with its state, newest first, and a warning for each
+/// record left aside.
+fn gather(
+    ws: &Workspace,
+    now: DateTime<Utc>,
+    stale_after: Duration,
+) -> anyhow::Result<(Vec<RunInfo>, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut warnings = Vec::new();
+    for name in crate::store::spec::list(&ws.specs_dir) {
+        let Ok(paths) = ws.spec(&name) else {
+            continue;
+        };
+        let ids = runs::list(&paths.dir);
+        if ids.is_empty() {
+            continue;
+        }
+        // One probe of the spec's lock for all its runs.
+        let lock = match lock::probe(&paths.run_lock) {
+            Ok(LockState::Held(holder)) => Some(holder),
+            _ => None,
+        };
+        for id in ids {
+            match runs::read(&paths.dir, &id) {
+                runs::Found::Record(r) if r.spec == name => {
+                    found.push(with_state(*r, lock.as_ref(), now, stale_after));
+                }
+                runs::Found::Record(r) => warnings.push(format!(
+                    "{}: names spec {:?}, not {name}; left aside",
+                    runs::path(&paths.dir, &id).display(),
+                    r.spec
+                )),
+                runs::Found::Unusable(why) => warnings.push(format!("{why}; left aside")),
+                runs::Found::Nothing => {}
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        (b.record.started, &b.record.run_id).cmp(&(a.record.started, &a.record.run_id))
+    });
+    shorten(&mut found);
+    Ok((found, warnings))
+}
+
+/// The state of the run `r`, `lock` being the spec's run lock if it is held (and its holder
+/// record, if it could be read).
+fn with_state(
+    r: RunRecord,
+    lock: Option<&Option<lock::Holder>>,
+    now: DateTime<Utc>,
+    stale_after: Duration,
+) -> RunInfo {
+    let holder = lock.and_then(Option::as_ref);
+    let lock_held_by_it = match lock {
+        Some(Some(h)) => h.run_id == r.run_id,
+        // A held lock whose holder cannot be read: the careful reading, for a run that has not
+        // ended, is that it is this one.
+        Some(None) => r.ended.is_none(),
+        None => false,
+    };
+    // Its pid now holds the lock for another run: the process is another runner's.
+    let pid_reused =
+        holder.is_some_and(|h| h.run_id != r.run_id && h.pid == r.pid && h.host == r.host);
+    let facts = Liveness {
+        lock_held_by_it,
+        ended: r.ended.is_some(),
+        heartbeat: r.heartbeat,
+        process_gone: !lock_held_by_it
+            && (pid_reused || crate::store::guard::process_gone(&r.host, r.pid)),
+    };
+    RunInfo {
+        state: rules::state(facts, now, stale_after),
+        heartbeat_age_secs: (now - r.heartbeat).num_seconds().max(0),
+        shown: String::new(),
+        record: r,
+    }
+}
+
+/// Set each run's `shown` prefix (one id in several specs, a recover of many, counts once).
+fn shorten(runs: &mut [RunInfo]) {
+    let mut ids: Vec<&str> = runs.iter().map(|r| r.record.run_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let lengths: HashMap<String, usize> = ids
+        .iter()
+        .zip(rules::shortest_unique_lengths(&ids))
+        .map(|(id, n)| (id.to_string(), n))
+        .collect();
+    for r in runs.iter_mut() {
+        let n = lengths[&r.record.run_id];
+        r.shown = r.record.run_id[..n].to_string();
+    }
+}
