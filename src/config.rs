@@ -55,18 +55,21 @@ pub struct Config {
     pub resume: ResumeConfig,
 }
 
-/// `[resume]`: how `runner runs`, `show` and `resume` judge runs.
+/// `[resume]`: how `runner runs`, `show` and `resume` judge runs, and `runner resume`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ResumeConfig {
     /// Seconds after its last heartbeat that a run nobody holds the lock of is stale.
     pub stale_after: u64,
+    /// Write the handoff document on every resume, as `--handoff` does.
+    pub handoff: bool,
 }
 
 impl Default for ResumeConfig {
     fn default() -> Self {
         ResumeConfig {
             stale_after: crate::policy::runs::STALE_AFTER_DEFAULT.num_seconds() as u64,
+            handoff: false,
         }
     }
 }

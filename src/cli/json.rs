@@ -60,6 +60,7 @@ pub fn wants_json(command: &Command) -> bool {
     match command {
         Command::Run(a) => a.json,
         Command::Recover(a) => a.json,
+        Command::Resume(a) => a.json,
         Command::Review(a) => a.json,
         Command::Merge(a) => a.json,
         Command::Discard(a) => a.json,

@@ -18,6 +18,7 @@ mod merge;
 mod pick;
 mod progress;
 mod recover;
+mod resume;
 mod review;
 mod run;
 mod runs;
@@ -61,6 +62,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Put interrupted state right without running an agent, and report what was done.
     Recover(recover::RecoverArgs),
+    /// Bring back an interrupted run: find it, say where it stood and what to do next, continue.
+    Resume(resume::ResumeArgs),
     /// Look at a spec's work: commits, files, progress, whether it merges cleanly (read-only).
     Review(review::ReviewArgs),
     /// Land a spec's work on its base branch (backed up first; undoable).
@@ -106,6 +109,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(args) => run::run(&cwd()?, args),
         Command::Recover(args) => recover::run(&cwd()?, args),
+        Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
         Command::Show(args) => runs::show_cmd(&cwd()?, args),

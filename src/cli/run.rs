@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::ask::TerminalAsker;
 use super::progress::TerminalProgress;
-use crate::ops::run::{RunOptions, run as run_op, run_interrupted};
+use crate::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -24,6 +24,16 @@ pub struct RunArgs {
     /// was deleted, re-pins the spec here once confirmed).
     #[arg(long)]
     pub base_branch: Option<String>,
+    #[command(flatten)]
+    pub go: ContinueArgs,
+    /// Print the final summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a run goes on: the flags `runner resume` shares with `runner run`.
+#[derive(Debug, Args)]
+pub struct ContinueArgs {
     /// The agent command for this run, e.g. "claude -p" (the `command` preset; overrides the
     /// config and the agent the spec last ran with, and is remembered for the spec).
     #[arg(long, conflicts_with = "agent")]
@@ -45,9 +55,43 @@ pub struct RunArgs {
     /// stopping with exit 6 (as [run] wait_for_limits; bounded by [run] max_wait).
     #[arg(long)]
     pub wait: bool,
-    /// Print the final summary as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl ContinueArgs {
+    /// Refuse a bad `--slot` name before anything is read.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if let Some(slot) = &self.slot {
+            crate::store::spec::check_name(slot)
+                .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// `opts` with these flags.
+    pub fn options(self, opts: RunOptions) -> RunOptions {
+        RunOptions {
+            agent_command: self.agent_command,
+            agent: self.agent,
+            slot: self.slot,
+            drain_timeout: self.drain_timeout,
+            max_usd: self.max_usd,
+            wait: self.wait,
+            ..opts
+        }
+    }
+}
+
+/// `001-a: complete — 3/3 chunks on auto-claude/001-a (3 sessions)`.
+pub fn summary_line(summary: &RunSummary) -> String {
+    format!(
+        "{}: {} — {}/{} chunks on {} ({} sessions)",
+        summary.spec,
+        summary.outcome,
+        summary.completed,
+        summary.total,
+        summary.branch,
+        summary.sessions
+    )
 }
 
 fn parse_max_usd(text: &str) -> Result<f64, String> {
@@ -59,10 +103,7 @@ fn parse_max_usd(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
-    if let Some(slot) = &args.slot {
-        crate::store::spec::check_name(slot)
-            .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
-    }
+    args.go.check()?;
     // With --auto-continue and no --spec (and not started in a spec's slot), every interrupted
     // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
     // be asked.
@@ -75,19 +116,13 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     } else {
         Some(super::pick::spec(&ws, cwd, args.spec.as_deref())?)
     };
-    let opts = RunOptions {
+    let opts = args.go.options(RunOptions {
         spec,
         auto_continue: args.auto_continue,
         base_branch: args.base_branch,
-        agent_command: args.agent_command,
-        agent: args.agent,
-        slot: args.slot,
-        drain_timeout: args.drain_timeout,
-        max_usd: args.max_usd,
         yes: args.yes,
-        wait: args.wait,
-        resumed_from: None,
-    };
+        ..RunOptions::default()
+    });
     let progress = Rc::new(TerminalProgress::new());
     let summaries = if many {
         let all = run_interrupted(cwd, opts, progress, &TerminalAsker)?;
@@ -106,15 +141,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         }
     } else {
         for summary in &summaries {
-            println!(
-                "{}: {} — {}/{} chunks on {} ({} sessions)",
-                summary.spec,
-                summary.outcome,
-                summary.completed,
-                summary.total,
-                summary.branch,
-                summary.sessions
-            );
+            println!("{}", summary_line(summary));
         }
     }
     Ok(0)

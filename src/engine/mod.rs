@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod progress;
 pub mod recovery;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod track;
 pub mod verify;

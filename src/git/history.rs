@@ -85,6 +85,21 @@ pub fn head_is_unborn(repo: &Repository) -> bool {
     matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch)
 }
 
+/// The diff of `commit` with its first parent's tree (with nothing, for a root commit), and
+/// that tree.
+fn diff_with_parent(
+    repo: &Repository,
+    commit: Oid,
+) -> Result<(Option<git2::Tree<'_>>, git2::Diff<'_>), git2::Error> {
+    let c = repo.find_commit(commit)?;
+    let parent_tree = match c.parent(0) {
+        Ok(p) => Some(p.tree()?),
+        Err(_) => None,
+    };
+    let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
+    Ok((parent_tree, diff))
+}
+
 /// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
 /// back as they were before `commit`, while no ordinary (one-parent) commit since changed them:
 /// the change was dropped by a merge (`git merge -s ours`), not undone by visible work. Cheap:
@@ -92,12 +107,7 @@ pub fn head_is_unborn(repo: &Repository) -> bool {
 /// only when something is missing.
 pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
     let found = (|| -> Result<Vec<String>, git2::Error> {
-        let c = repo.find_commit(commit)?;
-        let parent_tree = match c.parent(0) {
-            Ok(p) => Some(p.tree()?),
-            Err(_) => None,
-        };
-        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
+        let (parent_tree, diff) = diff_with_parent(repo, commit)?;
         let tip_tree = repo.find_commit(tip)?.tree()?;
         let mut lost: Vec<String> = Vec::new();
         for delta in diff.deltas() {
@@ -202,6 +212,21 @@ pub fn messages_since(
     base: Option<Oid>,
     limit: usize,
 ) -> Option<Vec<String>> {
+    Some(
+        commits_since(repo, tip, base, limit)?
+            .into_iter()
+            .map(|(_, message)| message)
+            .collect(),
+    )
+}
+
+/// [`messages_since`], each message with its commit's id.
+pub fn commits_since(
+    repo: &Repository,
+    tip: Oid,
+    base: Option<Oid>,
+    limit: usize,
+) -> Option<Vec<(Oid, String)>> {
     let mut walk = repo.revwalk().ok()?;
     walk.push(tip).ok()?;
     if let Some(base) = base {
@@ -210,9 +235,37 @@ pub fn messages_since(
     Some(
         walk.flatten()
             .take(limit)
-            .filter_map(|oid| message_of(repo, oid))
+            .filter_map(|oid| Some((oid, message_of(repo, oid)?)))
             .collect(),
     )
+}
+
+/// The files `commit` added or changed (not the ones it deleted), compared with its first
+/// parent (with everything, for a root commit); empty when the commit cannot be read.
+pub fn added_or_changed_files(repo: &Repository, commit: Oid) -> Vec<String> {
+    let found = (|| -> Result<Vec<String>, git2::Error> {
+        let (_, diff) = diff_with_parent(repo, commit)?;
+        Ok(diff
+            .deltas()
+            .filter(|d| matches!(d.status(), Delta::Added | Delta::Modified))
+            .filter_map(|d| d.new_file().path())
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
+    })();
+    found.unwrap_or_default()
+}
+
+/// Which of `paths` the tree of `commit` has (as a file, a folder or anything); none when the
+/// commit cannot be read.
+pub fn paths_present(repo: &Repository, commit: Oid, paths: &[String]) -> Vec<String> {
+    let Ok(tree) = repo.find_commit(commit).and_then(|c| c.tree()) else {
+        return Vec::new();
+    };
+    paths
+        .iter()
+        .filter(|p| tree.get_path(std::path::Path::new(p.as_str())).is_ok())
+        .cloned()
+        .collect()
 }
 
 /// The commits `tip` has that `base` has not, newest first, when they are a plain line of

@@ -11,6 +11,7 @@ pub mod merge;
 pub mod refs;
 pub mod repo;
 pub mod slot;
+pub mod status;
 pub mod tree;
 
 pub use commit::commit_all;

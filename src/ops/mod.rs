@@ -9,6 +9,7 @@ pub mod demo;
 pub mod discard;
 pub mod merge;
 pub mod recover;
+pub mod resume;
 pub mod review;
 pub mod run;
 pub mod runs;

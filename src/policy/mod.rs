@@ -5,9 +5,11 @@
 
 pub mod agent_choice;
 pub mod budget;
+pub mod confidence;
 pub mod invocation;
 pub mod pause;
 pub mod recovery;
+pub mod resolve;
 pub mod resume;
 pub mod runs;
 pub mod spec_choice;

@@ -22,6 +22,40 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     super::safe::write_atomic(path, bytes, temp.as_os_str()).map_err(super::at(path))
 }
 
+/// Write `bytes` durably as a new file in `dir`, under the first of `names` that is not taken:
+/// never replacing a file, not even one another process wrote a moment ago (the bytes are
+/// written to a temp file, fsynced, then renamed with `RENAME_NOREPLACE`, and the folder
+/// fsynced). Returns the path written.
+pub fn write_new(
+    dir: &Path,
+    names: impl IntoIterator<Item = String>,
+    bytes: &[u8],
+) -> std::io::Result<std::path::PathBuf> {
+    let staged = dir.join(temp_beside(&dir.join("new"))?);
+    write_atomic(&staged, bytes)?;
+    for name in names {
+        let path = dir.join(name);
+        match super::safe::rename_new(&staged, &path) {
+            Ok(true) => {
+                std::fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(super::at(dir))?;
+                return Ok(path);
+            }
+            Ok(false) => continue,
+            Err(e) => {
+                let _ = super::safe::remove(&staged);
+                return Err(e);
+            }
+        }
+    }
+    let _ = super::safe::remove(&staged);
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{}: every name tried is taken", dir.display()),
+    ))
+}
+
 /// `write_atomic` without any fsync: for a cache, whose loss or damage costs only time.
 pub fn write_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temp = temp_beside(path)?;

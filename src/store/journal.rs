@@ -217,6 +217,34 @@ pub fn last_lines_of_run(spec_dir: &Path, run_id: &str, since: &str, max: usize)
 /// How many of the journal's files [`last_lines_of_run`] reads at most (4 MiB each by default).
 pub const MAX_FILES_BACK: usize = 4;
 
+/// The last `n` known events, oldest first: the same as the end of [`read_entries`], read
+/// from the newest file only when it holds `n` of them (the whole journal otherwise: a journal
+/// just rotated, or a short one).
+pub fn last_entries(spec_dir: &Path, n: usize) -> Vec<Entry> {
+    let newest = super::segments::read_newest_first(spec_dir, |bytes| {
+        let text = crate::store::lossy(bytes);
+        let found: Vec<Entry> = text
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(Value::is_object)
+            .filter_map(entry)
+            .take(n)
+            .collect();
+        // Only the newest file is looked at: `None` sends the reader to the whole journal.
+        Some((found.len() >= n).then_some(found))
+    });
+    let mut found = match newest.flatten() {
+        Some(found) => found,
+        None => {
+            let all = read_entries(spec_dir);
+            all.into_iter().rev().take(n).collect()
+        }
+    };
+    found.reverse();
+    found
+}
+
 /// The `time` of the journal's last line that parses as JSON: the same as reading
 /// [`read_text`]'s last such line, from the newest file back only as far as needed.
 pub fn last_time(spec_dir: &Path) -> Option<String> {
@@ -227,6 +255,41 @@ pub fn last_time(spec_dir: &Path) -> Option<String> {
             .find_map(|l| serde_json::from_str::<Value>(l).ok())
     })
     .and_then(|v| v["time"].as_str().map(str::to_string))
+}
+
+/// One pass over the journal (see `segments::fold`: one file in memory at a time): `visit`
+/// gets, in order, each known event whose line contains one of `needles` (a cheap filter before
+/// parsing; an empty list passes every line), as [`read_entries_containing`] reads them. Also
+/// returns the `time` of the journal's last line that parses as JSON, as [`last_time`] does.
+pub fn scan<S>(
+    spec_dir: &Path,
+    needles: &[&str],
+    start: impl Fn() -> S,
+    visit: impl Fn(&mut S, Entry),
+) -> (S, Option<String>) {
+    super::segments::fold(
+        spec_dir,
+        || (start(), None),
+        |(state, last), bytes| {
+            let text = crate::store::lossy(bytes);
+            let wanted = |l: &str| needles.is_empty() || needles.iter().any(|n| l.contains(n));
+            for line in text.lines().filter(|l| !l.trim().is_empty() && wanted(l)) {
+                if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(line)
+                    && let Some(e) = entry(value)
+                {
+                    visit(state, e);
+                }
+            }
+            let time = text
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| v["time"].as_str().map(str::to_string));
+            if let Some(time) = time {
+                *last = time;
+            }
+        },
+    )
 }
 
 /// The events alone (see [`read_entries`]).

@@ -145,6 +145,24 @@ pub fn read_all(spec_dir: &Path) -> Vec<Vec<u8>> {
     })
 }
 
+/// Every file of the journal that can be read, oldest first (the files of [`read_all`]), handed
+/// to `visit` one at a time: never more than one file in memory. The whole pass starts again
+/// from `start()` when another process rotated the journal meanwhile (see [`settled`]).
+pub fn fold<S>(spec_dir: &Path, start: impl Fn() -> S, visit: impl Fn(&mut S, Vec<u8>)) -> S {
+    settled(spec_dir, || {
+        let mut state = start();
+        for (_, path) in list(spec_dir) {
+            if let Some(bytes) = read_segment(&path) {
+                visit(&mut state, bytes);
+            }
+        }
+        if let Some(bytes) = read_live(spec_dir) {
+            visit(&mut state, bytes);
+        }
+        state
+    })
+}
+
 /// Which file the live file's name names (device, inode); when there is none (right after a
 /// rotation), the highest segment's n instead: either changes when the journal rotates.
 fn journal_state(spec_dir: &Path) -> (Option<(u64, u64)>, Option<u64>) {

@@ -6,6 +6,7 @@ mod common;
 
 mod agent_report;
 mod budget;
+mod calibration;
 mod chunk;
 mod cli_conventions;
 mod crash;
@@ -29,6 +30,7 @@ mod preset_runs;
 mod presets;
 mod recover;
 mod resolver;
+mod resume;
 mod review_cli;
 mod review_layers;
 mod review_regress;

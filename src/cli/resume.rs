@@ -1,0 +1,293 @@
+//! `runner resume [HINT]`: find the interrupted run meant, say where it stood and what to do
+//! next (text or JSON, the same content), optionally write the handoff document, then continue
+//! it as `runner run --spec S --auto-continue` would, as a new run with `resumed_from`.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use chrono::Utc;
+use clap::Args;
+use serde::Serialize;
+
+use super::ask::TerminalAsker;
+use super::interact::{ask, can_ask};
+use super::progress::TerminalProgress;
+use super::run::ContinueArgs;
+use super::style::{Style, for_stdout};
+use crate::engine::run::{RunOptions, RunSummary};
+use crate::error::RunnerError;
+use crate::ops::resume::{Match, ResumeRequest, ResumeSummary, Target};
+use crate::store::Workspace;
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// What to resume: a run id or a prefix of one (4 characters or more), a spec's name,
+    /// number or a part of its name, or the id of the chunk it was working on. Without one:
+    /// the most recent resumable run.
+    #[arg(conflicts_with_all = ["run", "spec", "chunk"])]
+    pub hint: Option<String>,
+    /// Read the hint as a run id or prefix only.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["spec", "chunk"])]
+    pub run: Option<String>,
+    /// Read the hint as a spec (name, number, part of a name) only.
+    #[arg(long, value_name = "SPEC", conflicts_with = "chunk")]
+    pub spec: Option<String>,
+    /// Read the hint as a chunk id only (the spec in progress at it, or that last worked on it).
+    #[arg(long, value_name = "CHUNK")]
+    pub chunk: Option<String>,
+    /// Of several matches, take the Nth (as numbered in the list).
+    #[arg(long, value_name = "N")]
+    pub choice: Option<usize>,
+    /// Also write the summary as Markdown to .auto-claude/handoffs/ (as [resume] handoff).
+    #[arg(long)]
+    pub handoff: bool,
+    /// Stop after the summary (start no agent).
+    #[arg(long)]
+    pub no_run: bool,
+    #[command(flatten)]
+    pub go: ContinueArgs,
+    /// Print JSON on stdout: the summary (with the continued run's summary under "run"), or
+    /// the matches to choose from.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The summary, and the run that continued it.
+#[derive(Serialize)]
+struct Resumed<'a> {
+    #[serde(flatten)]
+    summary: &'a ResumeSummary,
+    run: Option<&'a RunSummary>,
+}
+
+impl super::json::JsonOutput for Resumed<'_> {}
+
+pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
+    args.go.check()?;
+    let ws = Workspace::open(cwd)?;
+    let now = Utc::now();
+    let req = ResumeRequest {
+        hint: args.hint.clone(),
+        run: args.run.clone(),
+        spec: args.spec.clone(),
+        chunk: args.chunk.clone(),
+        choice: args.choice,
+    };
+    let target = match crate::ops::resume::resolve(&ws, &req, now)? {
+        Target::One(c) => c,
+        Target::Ambiguous { matches, user_hint } => {
+            if args.json {
+                let list = serde_json::json!({
+                    "schema": super::json::SCHEMA,
+                    "success": false,
+                    "matches": matches,
+                    "user_hint": user_hint,
+                });
+                println!("{}", serde_json::to_string_pretty(&list)?);
+                return Ok(crate::error::exit::BAD_INPUT);
+            }
+            if !can_ask() {
+                return Err(ambiguous(user_hint.as_deref(), &matches).into());
+            }
+            let picked = choose(user_hint.as_deref(), &matches)?;
+            let again = ResumeRequest {
+                choice: Some(picked),
+                ..req
+            };
+            match crate::ops::resume::resolve(&ws, &again, now)? {
+                Target::One(c) => c,
+                Target::Ambiguous { .. } => unreachable!("a choice resolves to one"),
+            }
+        }
+    };
+    let mut summary = crate::ops::resume::summary_of(&ws, &target, now)?;
+    if args.handoff || handoff_configured(&ws)? {
+        let path = crate::ops::resume::handoff::write(&ws, &summary, now)?;
+        summary.handoff_document = Some(path.display().to_string());
+    }
+    if !args.json {
+        print!("{}", render(&summary, for_stdout()));
+    }
+    if args.no_run {
+        if args.json {
+            super::print_json(&Resumed {
+                summary: &summary,
+                run: None,
+            })?;
+        }
+        return Ok(0);
+    }
+    let opts = args.go.options(RunOptions {
+        spec: Some(target.spec.clone()),
+        auto_continue: true,
+        resumed_from: target.run_id.clone(),
+        ..RunOptions::default()
+    });
+    let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)?;
+    if args.json {
+        super::print_json(&Resumed {
+            summary: &summary,
+            run: Some(&done),
+        })?;
+    } else {
+        println!("{}", super::run::summary_line(&done));
+    }
+    Ok(0)
+}
+
+/// `[resume] handoff`.
+fn handoff_configured(ws: &Workspace) -> anyhow::Result<bool> {
+    Ok(ws.config()?.resume.handoff)
+}
+
+/// Several matches and no terminal: exit 2 with each match and its command.
+fn ambiguous(hint: Option<&str>, matches: &[Match]) -> RunnerError {
+    let what = hint.map_or("The hint".to_string(), |h| format!("'{h}'"));
+    let mut e = RunnerError::bad_input(format!(
+        "{what} matches {} resumable runs; name one",
+        matches.len()
+    ));
+    for m in matches {
+        e = e.with_hint(format!("{}: {}", line(m), m.command));
+    }
+    e.with_hint("or pass --choice N to take the Nth")
+}
+
+/// `1. r3f9a0c4  spec 001-add-login  chunk subtask-1-2  last active 2026-11-23T20:30:00Z`.
+fn line(m: &Match) -> String {
+    let t = |s: &str| crate::text::for_terminal(s).into_owned();
+    format!(
+        "{}. {}  spec {}  chunk {}  last active {}",
+        m.choice,
+        m.shown.as_deref().unwrap_or("(no run record)"),
+        t(&m.spec),
+        m.chunk.as_deref().map_or("-".into(), t),
+        m.last_activity.map_or("unknown".into(), |a| a
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+    )
+}
+
+/// The numbered list on a terminal; returns the number picked (Esc: exit 130).
+fn choose(hint: Option<&str>, matches: &[Match]) -> anyhow::Result<usize> {
+    let title = match hint {
+        Some(h) => format!("'{}' matches several runs:", crate::text::for_terminal(h)),
+        None => "Which run?".to_string(),
+    };
+    let lines: Vec<String> = matches.iter().map(line).collect();
+    let picked = ask(|| inquire::Select::new(&title, lines).raw_prompt())?;
+    Ok(picked.index + 1)
+}
+
+/// The summary for a person.
+pub fn render(s: &ResumeSummary, style: Style) -> String {
+    use std::fmt::Write as _;
+    let t = |s: &str| crate::text::for_terminal(s).into_owned();
+    let sum = &s.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} {}  spec {}",
+        style.bold("Resuming"),
+        s.run_id.as_deref().unwrap_or("(no run record)"),
+        t(&s.spec)
+    );
+    let confidence = format!("{}/100", s.confidence_score);
+    let confidence = if s.confidence_score < crate::ops::resume::summary::LOW_CONFIDENCE {
+        style.warn(&confidence)
+    } else {
+        style.ok(&confidence)
+    };
+    let _ = writeln!(
+        out,
+        "  confidence {confidence} ({}), from the {}",
+        t(&s.confidence_reason),
+        s.source.as_str()
+    );
+    for w in &s.warnings {
+        let _ = writeln!(out, "  {} {}", style.warn("warning:"), t(w));
+    }
+    match &sum.current_chunk {
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "  current chunk {} ({}, {} attempts): {}",
+                t(&c.id),
+                c.status,
+                c.attempts,
+                t(&c.description)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  current chunk: none");
+        }
+    }
+    let p = &sum.progress;
+    let phases: Vec<String> = p
+        .by_phase
+        .iter()
+        .map(|ph| format!("{} {}/{}", t(&ph.phase), ph.done, ph.total))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  progress {}/{} chunks ({}); {} s spent, ${:.2}",
+        p.done,
+        p.total,
+        phases.join(", "),
+        p.seconds_spent,
+        p.cost_usd
+    );
+    if let Some(v) = &sum.verification {
+        let verdict = if v.passed {
+            style.ok("passed")
+        } else {
+            style.bad("failed")
+        };
+        let _ = writeln!(
+            out,
+            "  last verification {verdict}: {} on {}",
+            t(&v.command),
+            t(&v.chunk)
+        );
+    }
+    let g = &sum.git_status;
+    let _ = writeln!(
+        out,
+        "  git {}{}: {} commits ahead of {}, {} staged, {} changed",
+        t(&g.branch),
+        if g.branch_exists { "" } else { " (missing)" },
+        g.commits_ahead.map_or("?".into(), |n| n.to_string()),
+        g.base.as_deref().map_or("its base".into(), t),
+        g.staged.len(),
+        g.changed.len()
+    );
+    let c = &sum.checkpoint;
+    let age = c.age_secs.map_or(String::new(), |a| format!(", {a} s old"));
+    let _ = writeln!(out, "  checkpoint: {}{age}", c.source.as_str());
+    if !sum.recent_actions.is_empty() {
+        let _ = writeln!(out, "  recent actions:");
+        for a in &sum.recent_actions {
+            let _ = writeln!(out, "    {}", t(a));
+        }
+    }
+    let _ = writeln!(out, "  next steps:");
+    for (i, step) in sum.next_steps.iter().enumerate() {
+        match &step.command {
+            Some(cmd) => {
+                let _ = writeln!(
+                    out,
+                    "    {}. {}: {}",
+                    i + 1,
+                    t(&step.text),
+                    style.bold(&t(cmd))
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    {}. {}", i + 1, t(&step.text));
+            }
+        }
+    }
+    if let Some(h) = &s.handoff_document {
+        let _ = writeln!(out, "  handoff document: {}", t(h));
+    }
+    out
+}
