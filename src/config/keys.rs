@@ -153,7 +153,7 @@ mod tests {
             ]
         );
         let resume = &known.iter().find(|(t, _)| t == "resume").unwrap().1;
-        assert_eq!(resume, &["stale_after"]);
+        assert_eq!(resume, &["stale_after", "handoff"]);
         let git = &known.iter().find(|(t, _)| t == "git").unwrap().1;
         assert_eq!(git, &["base_branch"], "an unset Option is still a key");
     }
