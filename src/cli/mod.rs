@@ -21,7 +21,7 @@ mod recover;
 mod resume;
 mod review;
 mod run;
-mod runs;
+pub(crate) mod runs;
 mod status;
 pub mod style;
 mod undo;

@@ -9,6 +9,7 @@
 //! arguments that do not fit the input schema (the SDK's "failed to deserialize parameters").
 
 mod chunk;
+mod runs;
 
 use std::path::PathBuf;
 
@@ -28,7 +29,7 @@ pub struct Server {
 #[tool_handler(
     router = self.tool_router,
     name = "runner",
-    instructions = "runner drives coding agents through an Auto-Claude plan, chunk by chunk. status shows every spec; chunk_show, chunk_done and chunk_fail are how an agent session reads and reports its chunk (a session may report only its own chunk)."
+    instructions = "runner drives coding agents through an Auto-Claude plan, chunk by chunk. status shows every spec; list_stale_runs, get_run_details and resume_run tell where an interrupted run stands and what to do next; chunk_show, chunk_done and chunk_fail are how an agent session reads and reports its chunk (a session may report only its own chunk)."
 )]
 impl ServerHandler for Server {}
 
@@ -36,7 +37,7 @@ impl Server {
     pub fn new(cwd: PathBuf) -> Server {
         Server {
             cwd,
-            tool_router: Self::chunk_tools(),
+            tool_router: Self::chunk_tools() + Self::run_tools(),
         }
     }
 }

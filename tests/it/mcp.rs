@@ -102,12 +102,28 @@ fn cli_error(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> String {
     stderr(&out).trim_end().to_string()
 }
 
-/// The keys `schema` requires are in `value` (the output schemas describe what is sent).
+/// `value` fits the output schema of `tool`: every key it requires is there, and every key
+/// there is one it declares (the schemas describe what is sent, written by hand or derived).
 #[track_caller]
-fn has_required(schema: &serde_json::Map<String, Value>, value: &Value) {
+fn conforms(tools: &[rmcp::model::Tool], tool: &str, value: &Value) {
+    let schema = tools
+        .iter()
+        .find(|t| t.name == tool)
+        .and_then(|t| t.output_schema.clone())
+        .expect("the tool has an output schema");
     for key in schema["required"].as_array().into_iter().flatten() {
         let key = key.as_str().unwrap();
-        assert!(value.get(key).is_some(), "{key} missing from {value}");
+        assert!(
+            value.get(key).is_some(),
+            "{tool}: {key} missing from {value}"
+        );
+    }
+    let declared = schema["properties"].as_object().expect("properties");
+    for key in value.as_object().unwrap().keys() {
+        assert!(
+            declared.contains_key(key),
+            "{tool}: {key} is not in the schema"
+        );
     }
 }
 
@@ -139,24 +155,28 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
         let tools = client.list_all_tools().await.unwrap();
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort();
-        assert_eq!(names, ["chunk_done", "chunk_fail", "chunk_show", "status"]);
+        assert_eq!(
+            names,
+            [
+                "chunk_done",
+                "chunk_fail",
+                "chunk_show",
+                "get_run_details",
+                "list_stale_runs",
+                "resume_run",
+                "status"
+            ]
+        );
         for tool in &tools {
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
             let output = tool.output_schema.as_ref().expect("an output schema");
             assert_eq!(output["type"], "object", "{}", tool.name);
             assert!(tool.description.is_some());
         }
-        let schema = |name: &str| {
-            tools
-                .iter()
-                .find(|t| t.name == name)
-                .and_then(|t| t.output_schema.clone())
-                .unwrap()
-        };
 
         // status: what `runner status --json` says.
         let status = ok(call(&client, "status", json!({})).await);
-        has_required(&schema("status"), &status);
+        conforms(&tools, "status", &status);
         let cli: Value =
             serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
         assert_eq!(status["specs"], cli["specs"]);
@@ -174,7 +194,7 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
 
         // chunk_show: the session's chunk by default, any chunk by id.
         let shown = ok(call(&client, "chunk_show", json!({})).await);
-        has_required(&schema("chunk_show"), &shown);
+        conforms(&tools, "chunk_show", &shown);
         assert_eq!(shown["spec"], spec);
         assert_eq!(shown["current"]["chunk"]["id"], "core-b");
         assert_eq!(shown["progress"], json!({"completed": 1, "total": 3}));
@@ -232,7 +252,7 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
             json!({"chunk": "core-b", "notes": "via mcp"}),
         )
         .await);
-        has_required(&schema("chunk_done"), &done);
+        conforms(&tools, "chunk_done", &done);
         assert_eq!(done["chunk"], "core-b");
         assert_eq!(done["spec"], spec);
         assert!(
@@ -255,7 +275,7 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
             json!({"chunk": "core-b", "reason": "tests do not pass"}),
         )
         .await);
-        has_required(&schema("chunk_fail"), &failed);
+        conforms(&tools, "chunk_fail", &failed);
         assert!(
             failed["message"]
                 .as_str()
@@ -288,6 +308,139 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
         assert_eq!(std::fs::read(repo.plan_path(spec)).unwrap(), before);
         stray.cancel().await.unwrap();
     });
+}
+
+/// The command's `--json` object without `schema`, and without the heartbeat's age (a second
+/// may pass between the two readings).
+fn cli_json(repo: &TestRepo, args: &[&str]) -> Value {
+    let out = repo.runner(args);
+    assert_exit(&out, 0);
+    let mut v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    v.as_object_mut().unwrap().remove("schema");
+    without_ages(v)
+}
+
+fn without_ages(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("heartbeat_age_secs");
+    }
+    if let Some(runs) = v.get_mut("runs").and_then(Value::as_array_mut) {
+        for run in runs {
+            run.as_object_mut().unwrap().remove("heartbeat_age_secs");
+        }
+    }
+    v
+}
+
+#[test]
+fn the_run_tools_answer_as_runs_show_and_resume_do_and_start_nothing() {
+    let (repo, _) = interrupted_spec("001-mcp-a");
+    // The second spec in a slot of its own (in the default one, its run would first settle
+    // the first spec's interrupted chunk).
+    repo.add_spec("002-mcp-b");
+    let agent = fixture("fake-agent").display().to_string();
+    let killed = repo
+        .cmd(&[
+            "run",
+            "--spec",
+            "002-mcp-b",
+            "--slot",
+            "b",
+            "--agent-command",
+            &agent,
+        ])
+        .env("RUNNER_FAILPOINTS", "after_coder_session@1")
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "{}", stderr(&killed));
+    let runs_before = std::fs::read_dir(repo.spec_dir("001-mcp-a").join("runs"))
+        .unwrap()
+        .count();
+    block_on(async {
+        let client = start(&repo, &[]).await;
+        let tools = client.list_all_tools().await.unwrap();
+
+        // list_stale_runs: both killed runs, as `runner runs --stale --json` lists them.
+        let stale = ok(call(&client, "list_stale_runs", json!({})).await);
+        conforms(&tools, "list_stale_runs", &stale);
+        let runs = stale["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{stale}");
+        for run in runs {
+            assert_eq!(run["state"], "stale");
+        }
+        assert_eq!(
+            without_ages(stale.clone()),
+            cli_json(&repo, &["runs", "--stale", "--json"])
+        );
+
+        // get_run_details: `runner show RUN --json`, by a prefix.
+        let run_a = runs.iter().find(|r| r["spec"] == "001-mcp-a").unwrap();
+        let id = run_a["run_id"].as_str().unwrap();
+        let details = ok(call(&client, "get_run_details", json!({"run_id": &id[..6]})).await);
+        conforms(&tools, "get_run_details", &details);
+        assert_eq!(details["run_id"], id);
+        assert_eq!(details["branch"], "auto-claude/001-mcp-a");
+        assert_eq!(
+            without_ages(details.clone()),
+            cli_json(&repo, &["show", id, "--json"])
+        );
+        let unknown = refused(call(&client, "get_run_details", json!({"run_id": "rzzzz"})).await);
+        assert!(
+            unknown.contains("No run found matching 'rzzzz'"),
+            "{unknown}"
+        );
+        let bad = refused(call(&client, "get_run_details", json!({})).await);
+        assert!(bad.contains("failed to deserialize parameters"), "{bad}");
+
+        // resume_run: the summary of the run the hint names, as `runner resume --no-run --json`.
+        let summary = ok(call(&client, "resume_run", json!({"hint": "001"})).await);
+        conforms(&tools, "resume_run", &summary);
+        assert_eq!(summary["success"], true);
+        assert_eq!(summary["run_id"], id);
+        assert_eq!(summary["spec"], "001-mcp-a");
+        assert_eq!(summary["summary"]["current_chunk"]["id"], "core-b");
+        let cli = cli_json(&repo, &["resume", "001", "--no-run", "--json"]);
+        for key in [
+            "success",
+            "run_id",
+            "spec",
+            "source",
+            "confidence_score",
+            "summary",
+        ] {
+            assert_eq!(summary[key], cli[key], "{key}");
+        }
+        // A hint that matches both: the list to choose from, then the choice.
+        let both = ok(call(&client, "resume_run", json!({"hint": "mcp"})).await);
+        conforms(&tools, "resume_run", &both);
+        assert_eq!(both["success"], false, "{both}");
+        assert_eq!(both["user_hint"], "mcp");
+        let matches = both["matches"].as_array().unwrap();
+        assert_eq!(matches.len(), 2);
+        let second = &matches[1];
+        let picked = ok(call(
+            &client,
+            "resume_run",
+            json!({"hint": "mcp", "choice": second["choice"]}),
+        )
+        .await);
+        assert_eq!(picked["success"], true);
+        assert_eq!(picked["spec"], second["spec"]);
+        let none = refused(call(&client, "resume_run", json!({"hint": "zzz-nothing"})).await);
+        assert!(
+            none.contains("No run found matching 'zzz-nothing'"),
+            "{none}"
+        );
+        let bad = refused(call(&client, "resume_run", json!({"choice": -1})).await);
+        assert!(bad.contains("failed to deserialize parameters"), "{bad}");
+        client.cancel().await.unwrap();
+    });
+    // Nothing was started or written: no new run record, the plans as the runs left them.
+    let runs_after = std::fs::read_dir(repo.spec_dir("001-mcp-a").join("runs"))
+        .unwrap()
+        .count();
+    assert_eq!(runs_after, runs_before);
+    assert_eq!(repo.chunk("001-mcp-a", "core-b")["status"], "in_progress");
 }
 
 /// Raw JSON-RPC lines: a line that is not JSON-RPC is skipped, the server keeps answering,
@@ -335,7 +488,7 @@ fn the_server_skips_garbage_prints_only_protocol_and_ends_with_stdin() {
         .collect();
     assert_eq!(rest.len(), 2, "{rest:?}");
     assert_eq!(rest[0]["id"], 2);
-    assert_eq!(rest[0]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(rest[0]["result"]["tools"].as_array().unwrap().len(), 7);
     assert_eq!(rest[1]["id"], 3);
     assert_eq!(rest[1]["result"]["isError"], true, "{}", rest[1]);
     let status = child.wait().unwrap();
