@@ -160,6 +160,9 @@ pub struct AgentConfig {
     pub permission: Permission,
     /// Continue an interrupted chunk's agent session where the preset can (used by resume).
     pub resume_sessions: bool,
+    /// claude: hand each session runner's MCP server (`runner mcp`: status and the chunk
+    /// tools), through `--mcp-config <session folder>/mcp.json --strict-mcp-config`.
+    pub mcp: bool,
     /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`; in the
     /// file a list, or a string split like a shell (`"claude -p"`).
     #[serde(deserialize_with = "command_string_or_list")]
@@ -188,6 +191,7 @@ impl Default for AgentConfig {
             args: Vec::new(),
             permission: Permission::Safe,
             resume_sessions: true,
+            mcp: false,
             command: Vec::new(),
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
         }

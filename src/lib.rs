@@ -50,6 +50,7 @@ pub mod engine;
 pub mod error;
 pub mod failpoint;
 pub mod git;
+pub mod mcp;
 pub mod ops;
 pub mod output;
 pub mod plan;

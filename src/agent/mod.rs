@@ -6,6 +6,7 @@
 pub mod ancestry;
 pub mod capture;
 pub mod interrupt;
+pub mod mcp;
 pub mod preset;
 pub mod process;
 pub mod prompt;

@@ -75,6 +75,7 @@ impl AgentSetup {
         session_dir: &Path,
         mode: &SessionMode,
         budget_left_usd: Option<f64>,
+        mcp_config: Option<&Path>,
     ) -> Invocation {
         invocation(&InvocationFacts {
             preset: self.choice.preset,
@@ -87,6 +88,7 @@ impl AgentSetup {
             prompt_file: &session_dir.join("prompt.md"),
             mode,
             budget_left_usd,
+            mcp_config,
         })
     }
 

@@ -72,7 +72,7 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
         }
         ChunkCommand::Show { id, spec, json } => {
             let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            let value = show(&paths, id.as_deref())?;
+            let value = serde_json::to_value(show(&paths, id.as_deref())?)?;
             if json {
                 super::print_json(&value)?;
             } else {

@@ -181,6 +181,7 @@ mod tests {
         &["status"],
         &["runs"],
         &["show", "r1234"],
+        &["resume"],
         &["demo"],
         &["config"],
         &["chunk", "done", "x"],

@@ -21,7 +21,7 @@ mod recover;
 mod resume;
 mod review;
 mod run;
-mod runs;
+pub(crate) mod runs;
 mod status;
 pub mod style;
 mod undo;
@@ -91,6 +91,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print runner's man page (roff) on stdout.
     Man,
+    /// Serve runner's tools over MCP on stdin/stdout (for agents and IDEs; README "runner mcp").
+    Mcp,
     /// Show runner at work on a throw-away repository with a built-in scripted agent.
     Demo(demo::DemoArgs),
     /// The scripted agent the demo uses (internal).
@@ -120,6 +122,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Config(args) => config::run(&cwd()?, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
+        Command::Mcp => crate::mcp::serve(cwd()?),
         Command::Chunk(cmd) => chunk::run(&cwd()?, cmd),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => demo::agent(),

@@ -105,7 +105,7 @@ pub fn show_cmd(cwd: &Path, args: ShowArgs) -> anyhow::Result<i32> {
 }
 
 /// One run as `runs --json` lists it (and `show --json` starts with).
-fn run_json(r: &RunInfo) -> Value {
+pub(crate) fn run_json(r: &RunInfo) -> Value {
     let rec = &r.record;
     json!({
         "run_id": rec.run_id,
@@ -127,7 +127,7 @@ fn run_json(r: &RunInfo) -> Value {
     })
 }
 
-fn details_json(d: &RunDetails) -> Value {
+pub(crate) fn details_json(d: &RunDetails) -> Value {
     let mut v = run_json(&d.info);
     v["branch"] = json!(d.branch);
     v["checkpoint"] = json!(d.checkpoint);

@@ -1,9 +1,11 @@
 //! `runner chunk done|fail|show`: how an agent (or a person) reports on a chunk. Callable from
 //! inside the worktree; every change goes through the plan lock.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::engine::report::{Mark, mark_as, unknown_chunk};
 use crate::error::RunnerError;
@@ -90,9 +92,36 @@ pub fn mark(paths: &SpecPaths, id: &str, mark: Mark, text: Option<&str>) -> anyh
     mark_as(paths, id, mark, text, caller)
 }
 
+/// What `runner chunk show` (and the MCP tool `chunk_show`) answers: one chunk with the plan's
+/// progress.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChunkView {
+    pub spec: String,
+    /// The plan file.
+    pub plan: PathBuf,
+    pub progress: ChunkProgress,
+    /// The chunk asked for, else the one in progress, else the next; null when none is left.
+    pub current: Option<ShownChunk>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChunkProgress {
+    pub completed: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShownChunk {
+    /// The phase's id, else `phase N`.
+    pub phase: String,
+    pub phase_name: Option<String>,
+    /// The chunk as the plan has it (id, description, status, files, verification, …).
+    pub chunk: Map<String, Value>,
+}
+
 /// One chunk (by id, else `RUNNER_CHUNK_ID`, else the one in progress or next) with the plan's
-/// progress, as JSON.
-pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<Value> {
+/// progress.
+pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<ChunkView> {
     let plan = paths
         .plan
         .load()?
@@ -107,24 +136,27 @@ pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<Value> {
                 .map(|c| c.id.clone())
         })
         .or_else(|| next_chunk_id(&plan).map(str::to_string));
-    let chunk = match wanted {
+    let current = match wanted {
         Some(id) => {
             let pos = plan
                 .find_chunk(&id)
                 .ok_or_else(|| unknown_chunk(&plan, &id))?;
             let phase = &plan.phases[pos.phase];
-            json!({
-                "phase": phase.label(pos.phase),
-                "phase_name": phase.name(),
-                "chunk": Value::Object(plan.chunk(pos).raw().clone()),
+            Some(ShownChunk {
+                phase: phase.label(pos.phase),
+                phase_name: phase.name().map(str::to_string),
+                chunk: plan.chunk(pos).raw().clone(),
             })
         }
-        None => Value::Null,
+        None => None,
     };
-    Ok(json!({
-        "spec": paths.name,
-        "plan": paths.plan.path(),
-        "progress": {"completed": plan.count(Status::Completed), "total": plan.total()},
-        "current": chunk,
-    }))
+    Ok(ChunkView {
+        spec: paths.name.clone(),
+        plan: paths.plan.path().to_path_buf(),
+        progress: ChunkProgress {
+            completed: plan.count(Status::Completed),
+            total: plan.total(),
+        },
+        current,
+    })
 }

@@ -1,5 +1,6 @@
 //! `runner status`: every spec, its progress, its branch and worktree, who is running it.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::engine::recovery::quiet::on_every_core;
@@ -11,13 +12,13 @@ use crate::store::status_cache::{Entry, StatusCache};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct StatusReport {
     pub specs: Vec<SpecStatus>,
     pub slots: Vec<SlotStatus>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SpecStatus {
     pub spec: String,
     /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
@@ -52,20 +53,20 @@ pub struct SpecStatus {
 
 /// What a spec's sessions cost; `usd` counts the dollars the agents reported (notional for a
 /// subscription login) or runner computed, 0 when none did.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 pub struct SpentStatus {
     pub usd: f64,
     pub tokens: u64,
     pub sessions: u64,
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize, JsonSchema)]
 pub struct BudgetStatus {
     pub max_usd: Option<f64>,
     pub max_tokens: Option<u64>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 pub struct Counts {
     pub total: usize,
     pub completed: usize,
@@ -75,14 +76,14 @@ pub struct Counts {
     pub blocked: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Running {
     pub pid: Option<u32>,
     pub run_id: Option<String>,
     pub since: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SlotStatus {
     pub name: String,
     pub path: String,

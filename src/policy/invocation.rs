@@ -7,7 +7,10 @@
 //!   `--session-id <uuid>` (must be a UUID), `--resume <id>`, `--max-budget-usd <usd>`,
 //!   `--permission-mode acceptEdits` and `--allowedTools "Bash(runner chunk:*)"` (the legacy
 //!   `prefix:*` rule form, still matched by Claude Code's `shellRuleMatching`), and
-//!   `--dangerously-skip-permissions` (code.claude.com/docs/en/cli-reference, /permissions).
+//!   `--dangerously-skip-permissions` (code.claude.com/docs/en/cli-reference, /permissions);
+//!   `--mcp-config <file...>` (variadic: "Support multiple config files with `--mcp-config
+//!   file1.json file2.json`"), `--strict-mcp-config` (only those servers), and the
+//!   server-level permission rule `mcp__<server>` (anthropics/claude-code CHANGELOG.md).
 //! - codex: `codex exec [OPTIONS] [PROMPT]` and `codex exec [OPTIONS] resume <SESSION_ID>
 //!   [PROMPT]`, `-` reads the prompt from stdin; `--sandbox`, `-C`, `--add-dir` belong to
 //!   `exec` (not global), so they go before `resume` (openai/codex `codex-rs/exec/src/cli.rs`).
@@ -146,6 +149,8 @@ pub struct InvocationFacts<'a> {
     pub mode: &'a SessionMode,
     /// What is left of the spec's budget, in dollars (claude stops itself there).
     pub budget_left_usd: Option<f64>,
+    /// The MCP config file that hands the session runner's MCP server (`agent.mcp`; claude).
+    pub mcp_config: Option<&'a Path>,
 }
 
 /// How to start one agent session.
@@ -163,6 +168,9 @@ pub const AGENT_SESSION_ENV: &str = "RUNNER_AGENT_SESSION_ID";
 
 /// The claude tool rule that lets it run `runner chunk …` (and nothing else) without asking.
 pub const CLAUDE_CHUNK_RULE: &str = "Bash(runner chunk:*)";
+
+/// The claude tool rule for every tool of the MCP server named `runner` (`agent.mcp`).
+pub const CLAUDE_MCP_RULE: &str = "mcp__runner";
 
 /// The command line and stdin of one session. User `args` go where the CLI takes options:
 /// after runner's flags, before codex's `resume <id>` and trailing `-`.
@@ -187,13 +195,23 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
             if let Some(left) = f.budget_left_usd {
                 push(&["--max-budget-usd", &usd(left)]);
             }
+            // `--mcp-config` takes several files: the flag after the file ends its list.
+            if let Some(config) = f.mcp_config {
+                push(&["--mcp-config", &config.display().to_string()]);
+                push(&["--strict-mcp-config"]);
+            }
             match f.permission {
-                Permission::Safe => push(&[
-                    "--permission-mode",
-                    "acceptEdits",
-                    "--allowedTools",
-                    CLAUDE_CHUNK_RULE,
-                ]),
+                Permission::Safe => {
+                    push(&[
+                        "--permission-mode",
+                        "acceptEdits",
+                        "--allowedTools",
+                        CLAUDE_CHUNK_RULE,
+                    ]);
+                    if f.mcp_config.is_some() {
+                        push(&[CLAUDE_MCP_RULE]);
+                    }
+                }
                 Permission::Full => push(&["--dangerously-skip-permissions"]),
                 Permission::Own => {}
             }
@@ -283,7 +301,40 @@ mod tests {
             prompt_file: Path::new("/r/.auto-claude/specs/001-a/sessions/s1/prompt.md"),
             mode: &mode,
             budget_left_usd: budget,
+            mcp_config: None,
         })
+    }
+
+    #[test]
+    fn claude_gets_the_mcp_config_and_its_tools_rule_when_given_one() {
+        let mode = fresh(Some("u-1"));
+        let facts = |permission, mcp_config| InvocationFacts {
+            preset: Preset::Claude,
+            program: "/bin/claude",
+            args: &[],
+            permission,
+            worktree: Path::new("/w"),
+            spec_dir: Path::new("/s"),
+            session_dir: Path::new("/s/sessions/s1"),
+            prompt_file: Path::new("/s/sessions/s1/prompt.md"),
+            mode: &mode,
+            budget_left_usd: None,
+            mcp_config,
+        };
+        let config = Path::new("/s/sessions/s1/mcp.json");
+        let i = invocation(&facts(Permission::Safe, Some(config)));
+        let want = words(
+            "/bin/claude -p --output-format stream-json --verbose --session-id u-1 \
+             --mcp-config /s/sessions/s1/mcp.json --strict-mcp-config \
+             --permission-mode acceptEdits --allowedTools",
+        );
+        assert_eq!(i.argv[..want.len()], want[..]);
+        assert_eq!(i.argv[want.len()..], [CLAUDE_CHUNK_RULE, CLAUDE_MCP_RULE]);
+        let full = invocation(&facts(Permission::Full, Some(config)));
+        assert!(full.argv.contains(&"--strict-mcp-config".to_string()));
+        assert!(!full.argv.contains(&CLAUDE_MCP_RULE.to_string()));
+        let without = invocation(&facts(Permission::Safe, None));
+        assert!(!without.argv.iter().any(|a| a.contains("mcp")));
     }
 
     fn fresh(id: Option<&str>) -> SessionMode {

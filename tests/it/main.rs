@@ -21,6 +21,7 @@ mod layers;
 mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
+mod mcp;
 mod output;
 mod plan_compat;
 mod plan_reference;

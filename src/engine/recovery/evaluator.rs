@@ -79,6 +79,7 @@ pub async fn ask(
         &session_dir,
         &evaluator.agent.fresh_mode(),
         None,
+        None,
     );
     let mut env: Vec<(String, String)> = vec![
         ("RUNNER_ROLE".into(), "recovery".into()),

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::agent::report::AgentReport;
-use crate::policy::invocation::SessionMode;
+use crate::policy::invocation::{Preset, SessionMode};
 use crate::store::event::{self as ev, Event};
 
 /// What the agent said, read from the plan: `runner chunk done|fail` records it on the attempt;
@@ -179,10 +179,21 @@ impl Run {
             crate::policy::budget::Allowance::Go { usd_left } => usd_left,
             crate::policy::budget::Allowance::Spent(_) => Some(0.0),
         };
-        let invocation =
-            self.agent
-                .invocation(&self.worktree, &self.paths.dir, &dir, &mode, usd_left);
         let mut env = self.agent_env(role, chunk, attempt, session_id);
+        // `agent.mcp`: the session gets runner's MCP server, which knows it by its variables.
+        let mcp_config = if self.config.agent.mcp && self.agent.choice.preset == Preset::Claude {
+            Some(crate::agent::mcp::write_config(&dir, &env)?)
+        } else {
+            None
+        };
+        let invocation = self.agent.invocation(
+            &self.worktree,
+            &self.paths.dir,
+            &dir,
+            &mode,
+            usd_left,
+            mcp_config.as_deref(),
+        );
         env.extend(invocation.env.iter().cloned());
         let spec = ChildSpec {
             argv: invocation.argv.clone(),
