@@ -407,3 +407,44 @@ fn a_spec_another_runner_took_after_the_list_was_made_is_skipped() {
     assert_eq!(run_starts(&repo, "010-a"), starts, "010-a was not run");
     assert!(!all_completed(&repo, "010-a"));
 }
+
+#[test]
+fn a_second_ctrl_c_stops_every_job_at_once() {
+    let repo = TestRepo::new();
+    interrupted(&repo, &SPECS[..2]);
+    // Agents that ignore SIGTERM: only a second Ctrl-C (forwarded once more) ends them.
+    repo.script("* * stubborn\n");
+    let child = jobs_cmd(&repo, &["--jobs", "2", "--drain-timeout", "120"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("both agents at work", || {
+        SPECS[..2]
+            .iter()
+            .all(|s| repo.spec_dir(s).join("fake-agent.pid").exists())
+    });
+    // SAFETY: signals to the runner this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "not the 120 s drain"
+    );
+    let err = stderr(&out);
+    for spec in &SPECS[..2] {
+        let stopped = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{spec}] ")))
+            .filter(|l| l.contains("when you stopped it with a second Ctrl-C"))
+            .count();
+        assert_eq!(stopped, 1, "{spec}: {err}");
+    }
+    // Both cut-off sessions run again next time.
+    let file: Value =
+        serde_json::from_str(&repo.read(".auto-claude/interrupted-sessions.json")).unwrap();
+    assert_eq!(file["sessions"].as_array().unwrap().len(), 2, "{file}");
+}

@@ -88,8 +88,11 @@ async fn drive(
     let mut queue: VecDeque<(usize, String)> = specs.into_iter().enumerate().collect();
     let mut running: HashMap<usize, Running> = HashMap::new();
     let mut forwarded = 0;
+    // A job that ended interrupted (stopped by a signal sent to it alone) stops the starts too:
+    // an interruption stops the specs after it, as without --jobs.
+    let mut stopped = false;
     loop {
-        while running.len() < opts.jobs.max(1) && !interrupt.is_set() {
+        while running.len() < opts.jobs.max(1) && !interrupt.is_set() && !stopped {
             let Some((index, spec)) = queue.pop_front() else {
                 break;
             };
@@ -130,6 +133,7 @@ async fn drive(
                     if let Some(job) = running.remove(&index) {
                         job.sink.report(Progress::Finished);
                         let end = ended(&job.spec, status, &stdout, interrupt.is_set());
+                        stopped |= matches!(&end, JobEnd::Failed(e) if crate::error::is_interrupted(e));
                         ends[index] = Some((job.spec, end));
                     }
                 }
@@ -151,7 +155,7 @@ async fn drive(
     }
     Ok(JobsReport {
         ends: ends.into_iter().flatten().collect(),
-        interrupted: interrupt.is_set(),
+        interrupted: interrupt.is_set() || stopped,
     })
 }
 
