@@ -448,3 +448,45 @@ fn a_second_ctrl_c_stops_every_job_at_once() {
         serde_json::from_str(&repo.read(".auto-claude/interrupted-sessions.json")).unwrap();
     assert_eq!(file["sessions"].as_array().unwrap().len(), 2, "{file}");
 }
+
+#[test]
+fn a_spec_a_usage_limit_still_pauses_is_skipped_with_exit_6_and_any_other_error_outranks_it() {
+    let repo = TestRepo::new();
+    interrupted_with(&repo, &SPECS, |spec, plan| match spec {
+        "011-b" => plan.replace("core-b", "bad-b"),
+        _ => plan.to_string(),
+    });
+    let until = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let pause = serde_json::json!({"until": until, "reason": "limit", "preset": "command",
+        "set_at": chrono::Utc::now().to_rfc3339()});
+    repo.write(".auto-claude/pauses/012-c.json", &pause.to_string());
+    let starts = run_starts(&repo, "012-c");
+    // Only 010-a to resume besides the paused one: exit 6, and the pause is said.
+    repo.script("* * done\n");
+    let mut hold = hold_lock(&repo.spec_dir("011-b").join("run.lock"));
+    let out = jobs_cmd(&repo, &["--jobs", "2", "--json"])
+        .output()
+        .unwrap();
+    hold.kill().unwrap();
+    hold.wait().unwrap();
+    assert_exit(&out, 6);
+    assert!(
+        stderr(&out).contains("spec 012-c is paused by a usage limit until"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(all_completed(&repo, "010-a"));
+    // 011-b fails for good (exit 3): that error outranks the pause.
+    repo.script("bad-b * fail broken on purpose\n* * done\n");
+    let out = jobs_cmd(&repo, &["--jobs", "2", "--json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(error["error"]["kind"], "needs_human", "{error}");
+    assert_eq!(
+        run_starts(&repo, "012-c"),
+        starts,
+        "the paused spec never ran"
+    );
+}
