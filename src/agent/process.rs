@@ -77,24 +77,9 @@ pub async fn run_child(
         .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
-    #[cfg(target_os = "linux")]
-    {
-        let runner_pid = std::process::id() as libc::pid_t;
-        // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between
-        // fork and exec here.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Die with runner: an agent must not go on editing the worktree behind a crashed
-                // runner's back.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-                // If runner died before the line above, the signal will never come: stop now.
-                if libc::getppid() != runner_pid {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-    }
+    // Die with runner: an agent must not go on editing the worktree behind a crashed runner's
+    // back.
+    term_with_runner(&mut cmd);
     let started = Instant::now();
     let spawned = cmd.spawn();
     // The command holds runner's copies of the pipe's write end: without closing them the
@@ -237,4 +222,28 @@ pub fn kill_group(pgid: i32, signal: i32) {
             libc::killpg(pgid, signal);
         }
     }
+}
+
+/// Have the child started by `cmd` get a SIGTERM when this process dies (Linux; elsewhere
+/// nothing): an agent, or a spec's run under `run --jobs`, is not left working behind a
+/// runner that crashed.
+pub fn term_with_runner(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let runner_pid = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between
+        // fork and exec here.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+                // If runner died before the line above, the signal will never come: stop now.
+                if libc::getppid() != runner_pid {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }

@@ -4,9 +4,10 @@
 
 use std::cell::RefCell;
 use std::io::IsTerminal;
+use std::rc::Rc;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::progress::{Progress, ProgressSink};
 
@@ -64,6 +65,18 @@ pub fn countdown(secs: u64) -> String {
     }
 }
 
+/// A bar's message while a usage limit pauses the run (nothing once the wait is over).
+fn waiting_message(until: &str, left_secs: u64) -> String {
+    match left_secs {
+        0 => String::new(),
+        left => format!(
+            "paused by a usage limit: {} left (until {})",
+            countdown(left),
+            crate::text::for_terminal(until)
+        ),
+    }
+}
+
 /// What `-q/--quiet` keeps: the notices (where work was saved, what recovery did), not the
 /// news of a run going well nor its bar.
 pub fn shown_when_quiet(event: &Progress<'_>) -> bool {
@@ -92,14 +105,7 @@ impl ProgressSink for TerminalProgress {
             }
             (Progress::Waiting { until, left_secs }, _) if self.bar_allowed => {
                 let bar = bar.get_or_insert_with(TerminalProgress::new_bar);
-                bar.set_message(match left_secs {
-                    0 => String::new(),
-                    left => format!(
-                        "paused by a usage limit: {} left (until {})",
-                        countdown(left),
-                        crate::text::for_terminal(until)
-                    ),
-                });
+                bar.set_message(waiting_message(until, left_secs));
             }
             (Progress::Finished, _) => {
                 if let Some(bar) = bar.take() {
@@ -114,6 +120,122 @@ impl ProgressSink for TerminalProgress {
                         Some(bar) => bar.println(line),
                         None => eprintln!("{line}"),
                     }
+                }
+            }
+        }
+    }
+}
+
+/// A job's progress for its parent (`run --progress-events`, hidden: what `run --jobs` starts
+/// each spec's run with): every event as a marked JSON line on stderr, unfiltered (the parent
+/// applies `--quiet`).
+pub struct EventsProgress;
+
+impl ProgressSink for EventsProgress {
+    fn report(&self, event: Progress<'_>) {
+        eprintln!("{}", crate::engine::jobs::wire::encode(&event));
+    }
+}
+
+/// `run --jobs`: the progress of several runs at once. On a terminal, one bar per running spec
+/// (named by it) under the lines; otherwise plain lines, each job's starting with `[spec] `.
+pub struct JobsProgress {
+    multi: Option<MultiProgress>,
+}
+
+impl JobsProgress {
+    pub fn new() -> JobsProgress {
+        JobsProgress {
+            multi: std::io::stderr()
+                .is_terminal()
+                .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+        }
+    }
+
+    /// The sink of runner's own lines (which spec starts where, which is skipped).
+    pub fn own(&self) -> Rc<dyn ProgressSink> {
+        Rc::new(JobProgress {
+            spec: None,
+            multi: self.multi.clone(),
+            bar: RefCell::new(None),
+        })
+    }
+
+    /// The sink of one spec's run.
+    pub fn job(&self, spec: &str) -> Rc<dyn ProgressSink> {
+        Rc::new(JobProgress {
+            spec: Some(crate::text::for_terminal(spec).into_owned()),
+            multi: self.multi.clone(),
+            bar: RefCell::new(None),
+        })
+    }
+}
+
+struct JobProgress {
+    spec: Option<String>,
+    multi: Option<MultiProgress>,
+    bar: RefCell<Option<ProgressBar>>,
+}
+
+impl JobProgress {
+    fn new_bar(&self, multi: &MultiProgress) -> ProgressBar {
+        let bar = multi.add(ProgressBar::new(0));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {prefix} [{elapsed_precise}] {bar:20} {pos}/{len} chunks  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(self.spec.clone().unwrap_or_default());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+}
+
+impl ProgressSink for JobProgress {
+    fn report(&self, event: Progress<'_>) {
+        if crate::output::quiet() && !shown_when_quiet(&event) {
+            return;
+        }
+        let mut bar = self.bar.borrow_mut();
+        match (event, self.multi.as_ref()) {
+            (
+                Progress::Position {
+                    done,
+                    total,
+                    current,
+                },
+                Some(multi),
+            ) => {
+                let bar = bar.get_or_insert_with(|| self.new_bar(multi));
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+                bar.set_message(crate::text::for_terminal(current).into_owned());
+            }
+            (Progress::Waiting { until, left_secs }, Some(multi)) => {
+                let bar = bar.get_or_insert_with(|| self.new_bar(multi));
+                bar.set_message(waiting_message(until, left_secs));
+            }
+            (Progress::Finished, multi) => {
+                if let (Some(bar), Some(multi)) = (bar.take(), multi) {
+                    bar.finish_and_clear();
+                    multi.remove(&bar);
+                }
+            }
+            (event, multi) => {
+                let Some(line) = plain_line(&event) else {
+                    return;
+                };
+                let line = super::style::for_stderr().progress_line(&line);
+                let line = match &self.spec {
+                    Some(spec) => format!("[{spec}] {line}"),
+                    None => line,
+                };
+                match multi {
+                    Some(multi) => {
+                        let _ = multi.println(line);
+                    }
+                    None => eprintln!("{line}"),
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::ask::TerminalAsker;
 use super::progress::TerminalProgress;
-use crate::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted};
+use crate::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted, run_jobs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -26,9 +26,17 @@ pub struct RunArgs {
     pub base_branch: Option<String>,
     #[command(flatten)]
     pub go: ContinueArgs,
+    /// With --auto-continue and no --spec: resume up to N interrupted specs at the same time,
+    /// each by a run of its own in a slot of its own (default 1: one after the other).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Print the final summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Progress as marked JSON lines on stderr, for the runner that started this one
+    /// (`--jobs`).
+    #[arg(long, hide = true)]
+    pub progress_events: bool,
 }
 
 /// How a run goes on: the flags `runner resume` shares with `runner run`.
@@ -107,10 +115,18 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     // With --auto-continue and no --spec (and not started in a spec's slot), every interrupted
     // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
     // be asked.
+    check_jobs(&args)?;
     let ws = crate::store::Workspace::open(cwd)?;
     let many = args.spec.is_none()
         && args.auto_continue
         && crate::store::spec::slot_spec(&ws, cwd).is_none();
+    if args.jobs.is_some() && !many {
+        return Err(jobs_usage(
+            "not inside a spec's slot (it resumes every interrupted spec)",
+        ));
+    }
+    let job_args = job_args(&args);
+    let jobs = args.jobs.unwrap_or(1);
     let spec = if many {
         None
     } else {
@@ -123,9 +139,26 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         yes: args.yes,
         ..RunOptions::default()
     });
-    let progress = Rc::new(TerminalProgress::new());
+    let progress: Rc<dyn crate::ops::run::ProgressSink> = if args.progress_events {
+        Rc::new(super::progress::EventsProgress)
+    } else {
+        Rc::new(TerminalProgress::new())
+    };
     let summaries = if many {
-        let all = run_interrupted(cwd, opts, progress, &TerminalAsker)?;
+        let all = if jobs > 1 {
+            let shown = super::progress::JobsProgress::new();
+            let options = crate::engine::jobs::JobsOptions {
+                jobs,
+                program: std::env::current_exe().map_err(|e| {
+                    anyhow::anyhow!("--jobs: cannot find runner's own program to start: {e}")
+                })?,
+                cwd: cwd.to_path_buf(),
+                args: job_args,
+            };
+            run_jobs(cwd, &options, shown.own(), &|spec| shown.job(spec))?
+        } else {
+            run_interrupted(cwd, opts, progress, &TerminalAsker)?
+        };
         if all.is_empty() && !args.json {
             println!("No interrupted spec to resume.");
         }
@@ -145,4 +178,61 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `--jobs` goes with `--auto-continue` and no `--spec` (nor `--slot`: each spec gets a slot
+/// of its own), and is at least 1.
+fn check_jobs(args: &RunArgs) -> anyhow::Result<()> {
+    match args.jobs {
+        None => Ok(()),
+        Some(0) => Err(crate::error::RunnerError::bad_input(
+            "--jobs 0 would resume nothing; give 1 or more (1: one spec after the other)",
+        )
+        .into()),
+        Some(_) if !args.auto_continue || args.spec.is_some() => {
+            Err(jobs_usage("with --auto-continue and without --spec"))
+        }
+        Some(n) if n > 1 && args.go.slot.is_some() => Err(jobs_usage(
+            "without --slot (each spec builds in the slot that holds it, or a new one of its own)",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+fn jobs_usage(when: &str) -> anyhow::Error {
+    crate::error::RunnerError::bad_input(format!(
+        "--jobs resumes several interrupted specs at once: it is used {when}"
+    ))
+    .with_hint("runner run --auto-continue --jobs N")
+    .into()
+}
+
+/// The flags each spec's run gets under `--jobs`: this run's own, as given, and the global
+/// ones (`-C` is already the folder it starts in; colour is the parent's to add).
+fn job_args(args: &RunArgs) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = vec!["--color".into(), "never".into()];
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push(name.into());
+            out.push(value.into());
+        }
+    };
+    flag("--agent-command", args.go.agent_command.clone());
+    flag("--agent", args.go.agent.clone());
+    flag("--base-branch", args.base_branch.clone());
+    flag(
+        "--drain-timeout",
+        args.go.drain_timeout.map(|s| s.to_string()),
+    );
+    // (An f64 prints as the shortest text that reads back as the same number.)
+    flag("--max-usd", args.go.max_usd.map(|usd| usd.to_string()));
+    for (on, name) in [(args.yes, "--yes"), (args.go.wait, "--wait")] {
+        if on {
+            out.push(name.into());
+        }
+    }
+    if crate::output::quiet() {
+        out.push("-q".into());
+    }
+    out
 }

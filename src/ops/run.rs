@@ -49,17 +49,7 @@ pub fn run_interrupted(
     let ws = Workspace::open(cwd)?;
     let found = crate::engine::run::interrupted_specs(&ws);
     let mut summaries = Vec::new();
-    let mut first_error = None;
-    // Specs a usage limit still pauses are left for later: the run says so and ends with
-    // exit 6 if nothing else went wrong.
-    for (spec, until) in &found.paused {
-        let until = until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let message = format!(
-            "spec {spec} is paused by a usage limit until {until}; skipped (run again after {until})"
-        );
-        progress.report(Progress::Line(&message));
-        first_error.get_or_insert(crate::error::RunnerError::UsageLimited(message).into());
-    }
+    let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
     for spec in found.specs {
         progress.report(Progress::Line(&format!("Resuming interrupted spec {spec}")));
         let one = RunOptions {
@@ -73,18 +63,82 @@ pub fn run_interrupted(
             }
             Err(e) => {
                 progress.report(Progress::Line(&format!("runner: {e:#}")));
-                // Any other error outranks a skipped pause.
-                match &first_error {
-                    Some(first)
-                        if crate::error::exit_code_of(first)
-                            != crate::error::exit::USAGE_LIMITED => {}
-                    _ => first_error = Some(e),
-                }
+                first_error.add(e);
             }
         }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(summaries),
+    first_error.or(summaries)
+}
+
+/// `runner run --auto-continue --jobs N` (N ≥ 2): the specs `run_interrupted` resumes, up to N
+/// at the same time, each by a `runner run` of its own in a slot of its own
+/// (`engine::jobs`). Exit as `run_interrupted`: the first error (a skipped pause counting
+/// least), interrupted when stopped — once every job has drained. A spec another runner took
+/// meanwhile is skipped, never run twice.
+pub fn run_jobs(
+    cwd: &Path,
+    jobs: &crate::engine::jobs::JobsOptions,
+    progress: Rc<dyn ProgressSink>,
+    job_progress: &dyn Fn(&str) -> Rc<dyn ProgressSink>,
+) -> anyhow::Result<Vec<RunSummary>> {
+    use crate::engine::jobs::JobEnd;
+    let ws = Workspace::open(cwd)?;
+    let found = crate::engine::run::interrupted_specs(&ws);
+    let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
+    let report =
+        crate::engine::jobs::run_jobs(&ws, found.specs, jobs, progress.clone(), job_progress)?;
+    let mut interrupted = report.interrupted;
+    let mut summaries = Vec::new();
+    for (_, end) in report.ends {
+        match end {
+            JobEnd::Ran(summary) => summaries.push(summary),
+            JobEnd::Skipped(_) => {}
+            JobEnd::Failed(e) if crate::error::is_interrupted(&e) => interrupted = true,
+            JobEnd::Failed(e) => first_error.add(e),
+        }
+    }
+    if interrupted {
+        return Err(crate::error::RunnerError::Interrupted.into());
+    }
+    first_error.or(summaries)
+}
+
+/// The error several runs end with: the first one, except that a spec skipped because a usage
+/// limit still pauses it (exit 6) gives way to any other.
+struct FirstError(Option<anyhow::Error>);
+
+impl FirstError {
+    /// Specs a usage limit still pauses are left for later: the run says so and ends with
+    /// exit 6 if nothing else went wrong.
+    fn paused(
+        paused: &[(String, chrono::DateTime<chrono::Utc>)],
+        progress: &dyn ProgressSink,
+    ) -> FirstError {
+        let mut first = None;
+        for (spec, until) in paused {
+            let until = until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let message = format!(
+                "spec {spec} is paused by a usage limit until {until}; skipped (run again after {until})"
+            );
+            progress.report(Progress::Line(&message));
+            first.get_or_insert(crate::error::RunnerError::UsageLimited(message).into());
+        }
+        FirstError(first)
+    }
+
+    fn add(&mut self, e: anyhow::Error) {
+        // Any other error outranks a skipped pause.
+        match &self.0 {
+            Some(first)
+                if crate::error::exit_code_of(first) != crate::error::exit::USAGE_LIMITED => {}
+            _ => self.0 = Some(e),
+        }
+    }
+
+    fn or(self, summaries: Vec<RunSummary>) -> anyhow::Result<Vec<RunSummary>> {
+        match self.0 {
+            Some(e) => Err(e),
+            None => Ok(summaries),
+        }
     }
 }

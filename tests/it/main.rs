@@ -15,6 +15,7 @@ mod fake_cli;
 mod file_safety;
 mod git_speed;
 mod hostile;
+mod jobs;
 mod journal_segments;
 mod json_shape;
 mod layers;

@@ -38,45 +38,18 @@ pub struct ToResume {
 }
 
 /// Specs nobody is running whose last run did not end cleanly: a chunk left in progress, a
-/// session cut off by a shutdown, a `run_start` with no `run_end`, or a usage limit's pause
-/// that is over. Most recent first. A spec still paused is skipped (listed in `paused`).
+/// session cut off by a shutdown, a `run_start` with no `run_end` or a `run_end` of a run that
+/// was interrupted, or a usage limit's pause that is over. Most recent first. A spec still paused is skipped (listed in `paused`).
 pub fn interrupted_specs(ws: &Workspace) -> ToResume {
     let listed = crate::engine::recovery::interrupted::specs(&ws.state_dir);
     let now = chrono::Utc::now();
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
     let mut paused = Vec::new();
     for name in crate::store::spec::list(&ws.specs_dir) {
-        // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
-        let Ok(paths) = ws.spec(&name) else { continue };
-        if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
-            continue;
-        }
-        // (A pause file that is not usable is the run's to report and clear.)
-        let pause = match crate::store::pause::read(&ws.state_dir, &name, now) {
-            crate::store::pause::Found::Paused(p) => Some(p.until),
-            _ => None,
-        };
-        if let Some(until) = pause.filter(|until| *until > now) {
-            paused.push((name, until));
-            continue;
-        }
-        let in_progress =
-            matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
-        // Only the last run_start/run_end matters (`integrity::last_run_unfinished`): read from
-        // the live journal back, only as far as needed, and parse only those lines.
-        let unfinished_run = matches!(
-            crate::store::journal::last_event_containing(&paths.dir, "\"event\":\"run_", |e| {
-                matches!(
-                    e,
-                    crate::store::Event::RunStart(_) | crate::store::Event::RunEnd(_)
-                )
-            }),
-            Some(crate::store::Event::RunStart(_))
-        );
-        if in_progress || unfinished_run || listed.contains(&name) || pause.is_some() {
-            let when =
-                crate::store::segments::modified(&paths.dir).unwrap_or(std::time::UNIX_EPOCH);
-            found.push((when, name));
+        match interrupted_state(ws, &name, &listed, now) {
+            Some(Interrupted::Resume(when)) => found.push((when, name)),
+            Some(Interrupted::Paused(until)) => paused.push((name, until)),
+            None => {}
         }
     }
     found.sort_by_key(|(when, _)| std::cmp::Reverse(*when));
@@ -84,4 +57,68 @@ pub fn interrupted_specs(ws: &Workspace) -> ToResume {
         specs: found.into_iter().map(|(_, n)| n).collect(),
         paused,
     }
+}
+
+/// Whether `spec` is still one [`interrupted_specs`] resumes, asked again just before it is
+/// started (`run --auto-continue --jobs`): another runner may have taken it, or run it to its
+/// end, since the list was made.
+pub fn still_interrupted(ws: &Workspace, spec: &str) -> bool {
+    let listed = crate::engine::recovery::interrupted::specs(&ws.state_dir);
+    matches!(
+        interrupted_state(ws, spec, &listed, chrono::Utc::now()),
+        Some(Interrupted::Resume(_))
+    )
+}
+
+enum Interrupted {
+    /// To resume; the time its journal last changed.
+    Resume(std::time::SystemTime),
+    /// A usage limit pauses it until then.
+    Paused(chrono::DateTime<chrono::Utc>),
+}
+
+/// One spec's part of [`interrupted_specs`]: `None` when it is not to be resumed (running,
+/// ended cleanly, or out of bounds).
+fn interrupted_state(
+    ws: &Workspace,
+    name: &str,
+    listed: &[String],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Interrupted> {
+    // A spec whose folder links outside the repository is not touched (see `Workspace::spec`).
+    let paths = ws.spec(name).ok()?;
+    if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
+        return None;
+    }
+    // (A pause file that is not usable is the run's to report and clear.)
+    let pause = match crate::store::pause::read(&ws.state_dir, name, now) {
+        crate::store::pause::Found::Paused(p) => Some(p.until),
+        _ => None,
+    };
+    if let Some(until) = pause.filter(|until| *until > now) {
+        return Some(Interrupted::Paused(until));
+    }
+    let in_progress = matches!(paths.plan.load(), Ok(Some(p)) if p.count(Status::InProgress) > 0);
+    // Only the last run_start/run_end matters (`integrity::last_run_unfinished`): read from
+    // the live journal back, only as far as needed, and parse only those lines.
+    // A run that never ended, or one that a Ctrl-C/SIGTERM/SIGHUP stopped (drained: its
+    // chunk may be settled, but the plan is not done).
+    let unfinished_run =
+        match crate::store::journal::last_event_containing(&paths.dir, "\"event\":\"run_", |e| {
+            matches!(
+                e,
+                crate::store::Event::RunStart(_) | crate::store::Event::RunEnd(_)
+            )
+        }) {
+            Some(crate::store::Event::RunStart(_)) => true,
+            Some(crate::store::Event::RunEnd(end)) => end.outcome == "interrupted",
+            _ => false,
+        };
+    (in_progress || unfinished_run || listed.iter().any(|l| l == name) || pause.is_some()).then(
+        || {
+            Interrupted::Resume(
+                crate::store::segments::modified(&paths.dir).unwrap_or(std::time::UNIX_EPOCH),
+            )
+        },
+    )
 }

@@ -43,7 +43,7 @@ use crate::store::{Journal, LockState, lock};
 use base::{base_tip, choose_base, undo_repin, write_repin};
 pub use budget::EXHAUSTED_KEY;
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use interrupted::{ToResume, interrupted_specs, recover_options};
+pub use interrupted::{ToResume, interrupted_specs, recover_options, still_interrupted};
 use session::read_report;
 use slot::prepare_slot;
 pub use start::{Prepared, prepare};
@@ -69,8 +69,8 @@ pub struct RunOptions {
     pub resumed_from: Option<String>,
 }
 
-/// What a finished run reports (`--json`).
-#[derive(Debug, Clone, Serialize)]
+/// What a finished run reports (`--json`; read back by `run --jobs` from each spec's run).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunSummary {
     pub spec: String,
     pub outcome: String,
