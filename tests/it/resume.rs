@@ -33,10 +33,12 @@ fn run_ids(repo: &TestRepo, spec: &str) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(repo.spec_dir(spec).join("runs")) else {
         return Vec::new();
     };
+    // Only records: a heartbeat's write under way leaves a temp file beside them.
     entries
-        .map(|e| {
+        .filter_map(|e| {
             let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".json").unwrap().to_string()
+            let id = name.strip_suffix(".json")?;
+            (id.len() == 13 && id.starts_with('r')).then(|| id.to_string())
         })
         .collect()
 }
