@@ -12,6 +12,7 @@ pub mod guard;
 pub mod ids;
 pub mod journal;
 pub mod ledger;
+pub mod lines;
 pub mod lock;
 pub mod pause;
 pub mod runs;
