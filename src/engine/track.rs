@@ -33,7 +33,7 @@ impl RunTrack {
             spec_dir: spec_dir.to_path_buf(),
             record: Arc::new(Mutex::new(record)),
         };
-        track.update(|_| {});
+        track.update(true, |_| {});
         track
     }
 
@@ -58,7 +58,7 @@ impl RunTrack {
         record.started = started;
         record.ended = Some(record.heartbeat);
         record.outcome = Some(outcome.to_string());
-        write_logged(spec_dir, &record);
+        write_logged(spec_dir, &record, true);
     }
 
     /// `op` (a merge, discard or undo of the spec whose folder is `spec_dir`, journaled as
@@ -96,7 +96,7 @@ impl RunTrack {
 
     /// The heartbeat: the run says it is alive.
     pub fn beat(&self) {
-        self.update(|r| r.heartbeat = chrono::Utc::now());
+        self.update(false, |r| r.heartbeat = chrono::Utc::now());
     }
 
     /// The chunk being worked on changed (written only when it did).
@@ -104,7 +104,7 @@ impl RunTrack {
         if self.lock().chunk.as_deref() == chunk || chunk.is_none() {
             return;
         }
-        self.update(|r| {
+        self.update(false, |r| {
             r.chunk = chunk.map(str::to_string);
             r.heartbeat = chrono::Utc::now();
         });
@@ -115,7 +115,7 @@ impl RunTrack {
         if self.is_ended() {
             return;
         }
-        self.update(|r| {
+        self.update(true, |r| {
             let now = chrono::Utc::now();
             r.ended = Some(now);
             r.heartbeat = now;
@@ -128,20 +128,26 @@ impl RunTrack {
         self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Change the record and write it (a copy is written, the lock is not held over the write).
-    fn update(&self, change: impl FnOnce(&mut RunRecord)) {
+    /// Change the record and write it (a copy is written, the lock is not held over the
+    /// write): durably when the run starts and ends, without an fsync for a heartbeat or a
+    /// chunk change (cheap; a power cut only leaves the record a little older).
+    fn update(&self, durable: bool, change: impl FnOnce(&mut RunRecord)) {
         let record = {
             let mut record = self.lock();
             change(&mut record);
             record.clone()
         };
-        write_logged(&self.spec_dir, &record);
+        write_logged(&self.spec_dir, &record, durable);
     }
 }
 
 /// Write `record`; a failure is logged, never an error.
-fn write_logged(spec_dir: &Path, record: &RunRecord) {
-    if let Err(e) = runs::write(spec_dir, record) {
+fn write_logged(spec_dir: &Path, record: &RunRecord, durable: bool) {
+    let written = match durable {
+        true => runs::write(spec_dir, record),
+        false => runs::write_unsynced(spec_dir, record),
+    };
+    if let Err(e) = written {
         tracing::warn!(
             run = %record.run_id,
             file = %runs::path(spec_dir, &record.run_id).display(),

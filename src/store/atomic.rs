@@ -56,6 +56,13 @@ pub fn write_new(
     ))
 }
 
+/// `write_atomic` of an advisory file (a run record, the checkpoint): as durable, with
+/// failpoints of its own (see `safe::write_atomic_advisory`).
+pub fn write_atomic_advisory(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = temp_beside(path)?;
+    super::safe::write_atomic_advisory(path, bytes, temp.as_os_str()).map_err(super::at(path))
+}
+
 /// `write_atomic` without any fsync: for a cache, whose loss or damage costs only time.
 pub fn write_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temp = temp_beside(path)?;

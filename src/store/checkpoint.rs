@@ -129,7 +129,7 @@ pub fn read(spec_dir: &Path) -> Found {
 pub fn write(spec_dir: &Path, checkpoint: &Checkpoint) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(checkpoint).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
-    crate::store::atomic::write_atomic(&path(spec_dir), &bytes)
+    crate::store::atomic::write_atomic_advisory(&path(spec_dir), &bytes)
 }
 
 #[cfg(test)]

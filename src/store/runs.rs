@@ -179,10 +179,24 @@ fn check(r: &RunRecord, run_id: &str) -> Result<(), String> {
 /// Write (or replace) a run's record, atomically and durably. A link in its place is
 /// replaced, never written through.
 pub fn write(spec_dir: &Path, record: &RunRecord) -> std::io::Result<()> {
+    write_as(spec_dir, record, true)
+}
+
+/// [`write`] without an fsync: a heartbeat's or a chunk change's rewrite, whose loss after a
+/// power cut only leaves the record a little older (a reader sees the old bytes or the new).
+pub fn write_unsynced(spec_dir: &Path, record: &RunRecord) -> std::io::Result<()> {
+    write_as(spec_dir, record, false)
+}
+
+fn write_as(spec_dir: &Path, record: &RunRecord, durable: bool) -> std::io::Result<()> {
     crate::store::safe::create_real_dirs(spec_dir, &[RUNS_DIR])?;
     let mut bytes = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
-    crate::store::atomic::write_atomic(&path(spec_dir, &record.run_id), &bytes)
+    let path = path(spec_dir, &record.run_id);
+    match durable {
+        true => crate::store::atomic::write_atomic_advisory(&path, &bytes),
+        false => crate::store::atomic::write_unsynced(&path, &bytes),
+    }
 }
 
 #[cfg(test)]

@@ -566,7 +566,18 @@ const B: &str = "002-other";
 //   after_coder_session: 1 a1, 2 a2, 3 a3, 4 b1/1, 5 b1/2, 6 b2, 7 b3/1, 8 b3/2
 //   after_fail: 1 b1/1, 2 b3/1
 //   after_commit / after_complete: 1 a1, 2 a2, 3 a3, 4 b1, 5 b2, 6 b3
+//   advisory_before_rename / advisory_after_rename (the run record and the checkpoint, durable
+//   writes of their own): 1 the run's record as it holds its locks, 2 the run_start checkpoint,
+//   3 a1's chunk_done checkpoint, 4 a2's, …
 const CASES: &[Case] = &[
+    Case {
+        name: "advisory write: before the rename of the run's first record",
+        crashes: &[(A, Step::Run, "advisory_before_rename@1")],
+    },
+    Case {
+        name: "advisory write: after the rename of a1's checkpoint",
+        crashes: &[(A, Step::Run, "advisory_after_rename@3")],
+    },
     Case {
         name: "atomic write: before the rename of the accepted plan",
         crashes: &[(A, Step::Run, "atomic_before_rename@1")],
@@ -771,6 +782,8 @@ const ALL_POINTS: &[&str] = &[
     "after_slot_snapshot",
     "atomic_before_rename",
     "atomic_after_rename",
+    "advisory_before_rename",
+    "advisory_after_rename",
     "exclude_before_append",
     "after_take",
     "after_commit",

@@ -10,8 +10,11 @@ fn records(repo: &TestRepo, spec: &str) -> Vec<Value> {
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
+    // (Not the temp files of a write under way.)
     entries
-        .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
         .collect()
 }
 
@@ -515,4 +518,51 @@ fn a_garbage_oversized_or_linked_record_is_left_aside_with_a_warning() {
     }
     assert_exit(&repo.runner(&["show", good]), 0);
     assert_exit(&repo.runner(&["show", "r00000000000d"]), 2);
+}
+
+#[test]
+fn a_running_run_beats_is_active_while_it_holds_its_lock_and_stale_once_killed() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-feature");
+    repo.script("core-a 1 slow 20\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let mut run = repo
+        .cmd(&["run", "--spec", "001", "--agent-command", &agent])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let record = || {
+        records(&repo, "001-feature")
+            .into_iter()
+            .find(|r| r["chunk"] == "core-a")
+    };
+    wait_for("the run to take core-a", || record().is_some());
+    // While the agent sleeps nothing else writes the record: the heartbeat (every 10 s) does.
+    let taken = record().unwrap()["heartbeat"].clone();
+    let since = std::time::Instant::now();
+    wait_for("a heartbeat", || {
+        record().is_some_and(|r| r["heartbeat"] != taken)
+    });
+    assert!(since.elapsed() > std::time::Duration::from_secs(1));
+    let id = record().unwrap()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(state_of(&runs_json(&repo, &[]), &id), "active");
+
+    // Its record says it was silent for a year: the lock it holds says it is alive.
+    let path = repo.spec_dir("001-feature").join(format!("runs/{id}.json"));
+    let mut old: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    old["heartbeat"] = "2025-01-01T00:00:00Z".into();
+    std::fs::write(&path, old.to_string()).unwrap();
+    let runs = runs_json(&repo, &[]);
+    assert_eq!(state_of(&runs, &id), "active");
+    let r = runs.iter().find(|r| r["run_id"] == id).unwrap();
+    assert!(r["heartbeat_age_secs"].as_i64().unwrap() > 86_400);
+
+    // SIGKILL: the lock dies with the process, and the process is gone: stale at once.
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let runs = runs_json(&repo, &[]);
+    assert_eq!(state_of(&runs, &id), "stale");
+    assert_eq!(runs_json(&repo, &["--stale"]).len(), 1);
+    // (The agent it started may still be sleeping: it is not runner.)
 }

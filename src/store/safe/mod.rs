@@ -422,27 +422,45 @@ pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Replace `path` durably: a temp file beside it (`temp_name`), fsync, rename within the
 /// folder's handle, fsync of the folder. A reader sees the old bytes or the new ones.
 pub fn write_atomic(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
-    replace(path, bytes, temp_name, true)
+    replace(path, bytes, temp_name, Some(false))
+}
+
+/// `write_atomic` of an advisory file (run record, checkpoint): its failpoints are its own, so
+/// that the crash tests' counts of the state's durable writes stay what they were.
+pub fn write_atomic_advisory(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
+    replace(path, bytes, temp_name, Some(true))
 }
 
 /// `write_atomic` without an fsync, for a cache (`status_cache`): a reader sees the old bytes
 /// or the new ones; after a power cut the file may be empty or torn, which its reader detects.
 pub fn write_replacing(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
-    replace(path, bytes, temp_name, false)
+    replace(path, bytes, temp_name, None)
 }
 
-fn replace(path: &Path, bytes: &[u8], temp_name: &OsStr, durable: bool) -> std::io::Result<()> {
+/// `durable`: `None` no fsync; `Some(advisory)` fsynced, passing the state's or advisory points.
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    temp_name: &OsStr,
+    durable: Option<bool>,
+) -> std::io::Result<()> {
     let (dir, name) = parent(path)?;
     let result = (|| {
         let mut file = open_in(&dir, temp_name, Mode::New)?;
         file.write_all(bytes)?;
-        if !durable {
+        let Some(advisory) = durable else {
             return rename_in(&dir, temp_name, &dir, name);
-        }
+        };
         file.sync_all()?;
-        crate::failpoint::hit("atomic_before_rename");
+        match advisory {
+            true => crate::failpoint::hit("advisory_before_rename"),
+            false => crate::failpoint::hit("atomic_before_rename"),
+        }
         rename_in(&dir, temp_name, &dir, name)?;
-        crate::failpoint::hit("atomic_after_rename");
+        match advisory {
+            true => crate::failpoint::hit("advisory_after_rename"),
+            false => crate::failpoint::hit("atomic_after_rename"),
+        }
         dir.sync()
     })();
     if result.is_err() {
