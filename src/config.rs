@@ -55,13 +55,13 @@ pub struct Config {
     pub resume: ResumeConfig,
 }
 
-/// `[resume]`: how `runner runs`, `show` and `resume` judge runs, and `runner resume`.
+/// `[resume]`: how `runner runs`, `show` and `resume` judge runs.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ResumeConfig {
     /// Seconds after its last heartbeat that a run nobody holds the lock of is stale.
     pub stale_after: u64,
-    /// Write the handoff document on every resume, as `--handoff` does.
+    /// `runner resume` writes the handoff document every time, as `--handoff` does.
     pub handoff: bool,
 }
 

@@ -172,6 +172,7 @@ mod tests {
     const WITH_JSON: &[&[&str]] = &[
         &["run"],
         &["recover"],
+        &["resume"],
         &["review"],
         &["merge"],
         &["discard"],
@@ -180,7 +181,6 @@ mod tests {
         &["status"],
         &["runs"],
         &["show", "r1234"],
-        &["resume"],
         &["demo"],
         &["config"],
         &["chunk", "done", "x"],

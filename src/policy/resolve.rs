@@ -126,9 +126,14 @@ pub struct RunFacts {
 pub trait Facts {
     /// Every run id that has a record, with its spec: from the runs folders' file names.
     fn run_ids(&self) -> Vec<(String, String)>;
-    /// The run ids, most recently active first.
-    fn runs_newest_first(&self) -> Vec<String>;
+    /// The specs that have run records, with when one was last written, newest first.
+    fn specs_by_recent_runs(&self) -> Vec<(String, DateTime<Utc>)>;
+    /// The runs of `spec`, with when each record was last written, newest first.
+    fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)>;
     fn spec_names(&self) -> Vec<String>;
+    /// The chunk in progress and the chunk worked on last (the plan alone: cheaper than
+    /// [`Facts::spec`], for the chunk reading, which looks at every spec).
+    fn worked_chunks(&self, name: &str) -> (Option<String>, Option<String>);
     fn spec(&self, name: &str) -> SpecFacts;
     /// `None`: the record is missing or not usable.
     fn run(&self, id: &str) -> Option<RunFacts>;
@@ -224,6 +229,10 @@ fn decide(step: Step, hint: &str, verdicts: Vec<Verdict>) -> Resolved {
 fn matches(step: Step, hint: &str, facts: &dyn Facts) -> Vec<Verdict> {
     match step {
         Step::RunId | Step::RunIdPrefix => {
+            // Not a run id's form: the runs folders are not even listed.
+            if !super::runs::is_run_id_prefix(hint) {
+                return Vec::new();
+            }
             let ids = facts.run_ids();
             let names: Vec<&str> = ids.iter().map(|(id, _)| id.as_str()).collect();
             let found = super::runs::matching(&names, hint);
@@ -242,13 +251,13 @@ fn matches(step: Step, hint: &str, facts: &dyn Facts) -> Vec<Verdict> {
         Step::Chunk => facts
             .spec_names()
             .into_iter()
-            .filter_map(|name| {
-                let spec = facts.spec(&name);
-                let worked = [&spec.current_chunk, &spec.last_chunk]
+            .filter(|name| {
+                let (current, last) = facts.worked_chunks(name);
+                [current, last]
                     .into_iter()
-                    .any(|c| c.as_deref() == Some(hint));
-                worked.then(|| judge_spec(&name, spec, Some(hint)))
+                    .any(|c| c.as_deref() == Some(hint))
             })
+            .map(|name| judge_spec(&name, facts.spec(&name), Some(hint)))
             .collect(),
         _ => facts
             .spec_names()
@@ -335,12 +344,31 @@ fn judge_spec(name: &str, spec: SpecFacts, chunk: Option<&str>) -> Verdict {
 
 /// No hint: the most recent resumable run; else the most recently active resumable spec that
 /// ever did anything.
+///
+/// The runs are looked at spec by spec, most recent first, each spec's newest resumable run
+/// kept: a spec whose newest record is older than the best run found so far cannot hold a
+/// more recent one, so the search stops there (most often after the first spec).
 fn most_recent(facts: &dyn Facts) -> Resolved {
-    for id in facts.runs_newest_first() {
-        let spec = facts.run(&id).map(|r| r.spec).unwrap_or_default();
-        if let Verdict::Resumable(c) = judge_run(&id, &spec, facts) {
-            return Resolved::One(c);
+    let mut best: Option<(DateTime<Utc>, Candidate)> = None;
+    for (name, newest) in facts.specs_by_recent_runs() {
+        if best.as_ref().is_some_and(|(t, _)| *t >= newest) {
+            break;
         }
+        let spec = facts.spec(&name);
+        if spec.state != SpecState::Resumable || spec.active.is_some() {
+            continue;
+        }
+        for (id, time) in facts.runs_of(&name) {
+            if let Verdict::Resumable(c) = judge_run(&id, &name, facts) {
+                if best.as_ref().is_none_or(|(t, _)| time > *t) {
+                    best = Some((time, c));
+                }
+                break;
+            }
+        }
+    }
+    if let Some((_, c)) = best {
+        return Resolved::One(c);
     }
     let mut specs: Vec<Candidate> = facts
         .spec_names()

@@ -80,10 +80,28 @@ impl Facts for World {
             .chain(self.broken.iter().cloned())
             .collect()
     }
-    fn runs_newest_first(&self) -> Vec<String> {
-        let mut ids: Vec<_> = self.runs.iter().collect();
-        ids.sort_by_key(|r| std::cmp::Reverse(r.1.heartbeat));
-        ids.into_iter().map(|(id, _)| id.clone()).collect()
+    fn specs_by_recent_runs(&self) -> Vec<(String, DateTime<Utc>)> {
+        let mut specs: Vec<(String, DateTime<Utc>)> = self
+            .specs
+            .keys()
+            .filter_map(|name| Some((name.clone(), self.runs_of(name).first()?.1)))
+            .collect();
+        specs.sort_by_key(|s| std::cmp::Reverse(s.1));
+        specs
+    }
+    fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)> {
+        let mut ids: Vec<(String, DateTime<Utc>)> = self
+            .runs
+            .iter()
+            .filter(|(_, r)| r.spec == spec)
+            .map(|(id, r)| (id.clone(), r.heartbeat))
+            .collect();
+        ids.sort_by_key(|r| std::cmp::Reverse(r.1));
+        ids
+    }
+    fn worked_chunks(&self, name: &str) -> (Option<String>, Option<String>) {
+        let s = self.specs.get(name).cloned().unwrap_or_default();
+        (s.current_chunk, s.last_chunk)
     }
     fn spec_names(&self) -> Vec<String> {
         self.specs.keys().cloned().collect()
@@ -405,4 +423,23 @@ fn choice_is_one_based_and_bounded() {
     assert_eq!(pick(&candidates, 2).unwrap().spec, "010-login-page");
     assert!(pick(&candidates, 0).is_none());
     assert!(pick(&candidates, 3).is_none());
+}
+
+#[test]
+fn no_hint_compares_runs_across_specs_not_only_the_newest_spec() {
+    // 001's newest run is alive on another host (active by its heartbeat, no lock here): its
+    // older run (100) is resumable, but 002's run (300) is more recent.
+    let mut w = World::default()
+        .spec("001-a", SpecState::Resumable, None, 500)
+        .spec("002-b", SpecState::Resumable, None, 300)
+        .run("r1111111111aa", "001-a", 500, false)
+        .run("r1111111111bb", "001-a", 100, false)
+        .run("r2222222222aa", "002-b", 300, false);
+    w.runs.get_mut("r1111111111aa").unwrap().active = true;
+    let c = one(resolve(None, Reading::Any, &w));
+    assert_eq!(c.run_id.as_deref(), Some("r2222222222aa"));
+    // Without 002's run, 001's older run is the answer.
+    w.runs.remove("r2222222222aa");
+    let c = one(resolve(None, Reading::Any, &w));
+    assert_eq!(c.run_id.as_deref(), Some("r1111111111bb"));
 }

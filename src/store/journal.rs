@@ -182,6 +182,34 @@ pub fn last_event_containing(
     })
 }
 
+/// The last `n` known events, oldest first: the same as the end of [`read_entries`], read
+/// from the newest file only when it holds `n` of them (the whole journal otherwise: a journal
+/// just rotated, or a short one).
+pub fn last_entries(spec_dir: &Path, n: usize) -> Vec<Entry> {
+    let newest = super::segments::read_newest_first(spec_dir, |bytes| {
+        let text = crate::store::lossy(bytes);
+        let found: Vec<Entry> = text
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(Value::is_object)
+            .filter_map(entry)
+            .take(n)
+            .collect();
+        // Only the newest file is looked at: `None` sends the reader to the whole journal.
+        Some((found.len() >= n).then_some(found))
+    });
+    let mut found = match newest.flatten() {
+        Some(found) => found,
+        None => {
+            let all = read_entries(spec_dir);
+            all.into_iter().rev().take(n).collect()
+        }
+    };
+    found.reverse();
+    found
+}
+
 /// The last `max` lines (JSON objects, newest first) whose `run_id` is `run_id`, read from the
 /// newest file back: a file whose first line is older than `since` (the run's start, as runner
 /// writes times) ends the search, and no more than [`MAX_FILES_BACK`] files are read, so a
@@ -216,34 +244,6 @@ pub fn last_lines_of_run(spec_dir: &Path, run_id: &str, since: &str, max: usize)
 
 /// How many of the journal's files [`last_lines_of_run`] reads at most (4 MiB each by default).
 pub const MAX_FILES_BACK: usize = 4;
-
-/// The last `n` known events, oldest first: the same as the end of [`read_entries`], read
-/// from the newest file only when it holds `n` of them (the whole journal otherwise: a journal
-/// just rotated, or a short one).
-pub fn last_entries(spec_dir: &Path, n: usize) -> Vec<Entry> {
-    let newest = super::segments::read_newest_first(spec_dir, |bytes| {
-        let text = crate::store::lossy(bytes);
-        let found: Vec<Entry> = text
-            .lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object)
-            .filter_map(entry)
-            .take(n)
-            .collect();
-        // Only the newest file is looked at: `None` sends the reader to the whole journal.
-        Some((found.len() >= n).then_some(found))
-    });
-    let mut found = match newest.flatten() {
-        Some(found) => found,
-        None => {
-            let all = read_entries(spec_dir);
-            all.into_iter().rev().take(n).collect()
-        }
-    };
-    found.reverse();
-    found
-}
 
 /// The `time` of the journal's last line that parses as JSON: the same as reading
 /// [`read_text`]'s last such line, from the newest file back only as far as needed.

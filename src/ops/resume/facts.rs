@@ -13,7 +13,7 @@ use crate::plan::{Plan, Status};
 use crate::policy::resolve::{Active, Facts, RunFacts, SpecFacts, SpecState};
 use crate::policy::runs::{Liveness, RunState};
 use crate::store::runs::{self, Found, RunKind, RunRecord};
-use crate::store::workspace::Workspace;
+use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
 
 pub struct DiskFacts<'a> {
@@ -22,9 +22,15 @@ pub struct DiskFacts<'a> {
     stale_after: Duration,
     names: OnceCell<Vec<String>>,
     ids: OnceCell<Vec<(String, String)>>,
-    /// Run id → its record's modification time.
-    times: OnceCell<HashMap<String, SystemTime>>,
+    /// A spec's runs with their records' modification times, newest first.
+    spec_runs: RefCell<HashMap<String, Vec<(String, SystemTime)>>>,
+    /// What a spec's plan says: its state, the chunk in progress, the chunk worked on last.
+    plans: RefCell<HashMap<String, PlanFacts>>,
     specs: RefCell<HashMap<String, SpecFacts>>,
+    /// Run id → spec, for the specs whose runs were listed.
+    listed: RefCell<HashMap<String, String>>,
+    /// Each spec's files, opened once (`None`: its folder links outside the repository).
+    paths: RefCell<HashMap<String, Option<SpecPaths>>>,
     records: RefCell<HashMap<String, Option<RunRecord>>>,
     /// Records that could not be used (each said once).
     pub warnings: RefCell<Vec<String>>,
@@ -38,8 +44,11 @@ impl<'a> DiskFacts<'a> {
             stale_after,
             names: OnceCell::new(),
             ids: OnceCell::new(),
-            times: OnceCell::new(),
+            spec_runs: RefCell::default(),
+            plans: RefCell::default(),
             specs: RefCell::default(),
+            paths: RefCell::default(),
+            listed: RefCell::default(),
             records: RefCell::default(),
             warnings: RefCell::default(),
         }
@@ -63,24 +72,28 @@ impl<'a> DiskFacts<'a> {
         })
     }
 
-    fn spec_of(&self, id: &str) -> Option<&str> {
+    /// The spec whose runs folder holds `id`: known without listing every folder once that
+    /// spec's runs were listed (a spec's facts, or no hint), else from every folder's names.
+    fn spec_of(&self, id: &str) -> Option<String> {
+        if let Some(spec) = self.listed.borrow().get(id) {
+            return Some(spec.clone());
+        }
         self.ids()
             .iter()
             .find(|(i, _)| i == id)
-            .map(|(_, s)| s.as_str())
+            .map(|(_, s)| s.clone())
     }
 
-    fn times(&self) -> &HashMap<String, SystemTime> {
-        self.times.get_or_init(|| {
-            self.ids()
-                .iter()
-                .filter_map(|(id, spec)| {
-                    let path = runs::path(&self.ws.specs_dir.join(spec), id);
-                    let time = std::fs::symlink_metadata(path).and_then(|m| m.modified());
-                    Some((id.clone(), time.ok()?))
-                })
-                .collect()
-        })
+    /// The files of spec `name` (`Workspace::spec`, once).
+    fn paths(&self, name: &str) -> Option<SpecPaths> {
+        if let Some(known) = self.paths.borrow().get(name) {
+            return known.clone();
+        }
+        let paths = self.ws.spec(name).ok();
+        self.paths
+            .borrow_mut()
+            .insert(name.to_string(), paths.clone());
+        paths
     }
 
     /// The record of run `id` (read once; an unusable one is warned of once).
@@ -89,7 +102,7 @@ impl<'a> DiskFacts<'a> {
             return known.clone();
         }
         let record = self.spec_of(id).and_then(|spec| {
-            let paths = self.ws.spec(spec).ok()?;
+            let paths = self.paths(&spec)?;
             match runs::read(&paths.dir, id) {
                 Found::Record(r) => Some(*r),
                 Found::Nothing => None,
@@ -115,43 +128,71 @@ impl<'a> DiskFacts<'a> {
             .collect()
     }
 
-    /// The runs of `spec`, most recently written first.
-    fn runs_of(&self, spec: &str) -> Vec<String> {
-        let times = self.times();
-        let mut ids: Vec<(SystemTime, &str)> = self
-            .ids()
-            .iter()
-            .filter(|(_, s)| s == spec)
-            .map(|(id, _)| {
-                (
-                    times.get(id).copied().unwrap_or(SystemTime::UNIX_EPOCH),
-                    id.as_str(),
-                )
+    /// The runs of `spec` with their records' modification times (a record is rewritten at
+    /// every heartbeat), newest first: one folder read and a stat per record of that spec.
+    fn spec_runs(&self, spec: &str) -> Vec<(String, SystemTime)> {
+        if let Some(known) = self.spec_runs.borrow().get(spec) {
+            return known.clone();
+        }
+        let dir = self.ws.specs_dir.join(spec);
+        let mut runs: Vec<(String, SystemTime)> = runs::list(&dir)
+            .into_iter()
+            .map(|id| {
+                let time = std::fs::symlink_metadata(runs::path(&dir, &id))
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                (id, time)
             })
             .collect();
-        ids.sort_by(|a, b| b.cmp(a));
-        ids.into_iter().map(|(_, id)| id.to_string()).collect()
+        runs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        let mut listed = self.listed.borrow_mut();
+        for (id, _) in &runs {
+            listed.insert(id.clone(), spec.to_string());
+        }
+        drop(listed);
+        self.spec_runs
+            .borrow_mut()
+            .insert(spec.to_string(), runs.clone());
+        runs
+    }
+
+    /// What the plan of `name` says (read once).
+    fn plan_facts(&self, name: &str) -> PlanFacts {
+        if let Some(known) = self.plans.borrow().get(name) {
+            return known.clone();
+        }
+        let facts = match self.paths(name).map(|p| p.plan.load()) {
+            Some(Ok(Some(plan))) => PlanFacts {
+                state: plan_state(&plan),
+                current: plan
+                    .chunks()
+                    .find(|c| c.status == Status::InProgress)
+                    .map(|c| c.id.clone()),
+                last: last_worked(&plan),
+            },
+            _ => PlanFacts::default(),
+        };
+        self.plans
+            .borrow_mut()
+            .insert(name.to_string(), facts.clone());
+        facts
     }
 
     fn read_spec(&self, name: &str) -> SpecFacts {
         let mut facts = SpecFacts::default();
         // A spec whose folder links outside the repository is never opened: `run` says why.
-        let Ok(paths) = self.ws.spec(name) else {
+        let Some(paths) = self.paths(name) else {
             return facts;
         };
         if let Ok(LockState::Held(holder)) = lock::probe(&paths.run_lock) {
             facts.active = Some(active_from_holder(name, holder));
         }
-        let newest = self.runs_of(name).into_iter().next();
-        let newest_record = newest.as_deref().and_then(|id| self.record(id));
-        if let Ok(Some(plan)) = paths.plan.load() {
-            facts.state = plan_state(&plan);
-            facts.current_chunk = plan
-                .chunks()
-                .find(|c| c.status == Status::InProgress)
-                .map(|c| c.id.clone());
-            facts.last_chunk = last_worked(&plan);
-        }
+        let newest = self.spec_runs(name).into_iter().next();
+        let newest_record = newest.as_ref().and_then(|(id, _)| self.record(id));
+        let plan = self.plan_facts(name);
+        facts.state = plan.state;
+        facts.current_chunk = plan.current;
+        facts.last_chunk = plan.last;
         if facts.state == SpecState::Resumable && discarded(&paths.dir, newest_record.as_ref()) {
             facts.state = SpecState::Discarded;
         }
@@ -159,11 +200,18 @@ impl<'a> DiskFacts<'a> {
             facts.last_chunk = newest_record.as_ref().and_then(|r| r.chunk.clone());
         }
         let journal = crate::store::segments::modified(&paths.dir);
-        let record = newest.as_ref().and_then(|id| self.times().get(id).copied());
+        let record = newest.as_ref().map(|(_, time)| *time);
         facts.last_active = journal.max(record).map(DateTime::<Utc>::from);
-        facts.newest_run = newest;
+        facts.newest_run = newest.map(|(id, _)| id);
         facts
     }
+}
+
+#[derive(Debug, Clone, Default)]
+struct PlanFacts {
+    state: SpecState,
+    current: Option<String>,
+    last: Option<String>,
 }
 
 /// Complete (every chunk), merged, or resumable (anything else, a plan still to write too).
@@ -224,11 +272,33 @@ impl Facts for DiskFacts<'_> {
         self.ids().to_vec()
     }
 
-    fn runs_newest_first(&self) -> Vec<String> {
-        let times = self.times();
-        let mut ids: Vec<(SystemTime, &String)> = times.iter().map(|(id, t)| (*t, id)).collect();
-        ids.sort_by(|a, b| b.cmp(a));
-        ids.into_iter().map(|(_, id)| id.clone()).collect()
+    /// Ordered by their runs folders' modification times: a record is written by a rename
+    /// into the folder, which sets the folder's time, so it is the newest record's time
+    /// (a stat per spec instead of one per record).
+    fn specs_by_recent_runs(&self) -> Vec<(String, DateTime<Utc>)> {
+        let mut specs: Vec<(String, DateTime<Utc>)> = self
+            .names()
+            .iter()
+            .filter_map(|name| {
+                let dir = runs::dir(&self.ws.specs_dir.join(name));
+                let time = std::fs::symlink_metadata(dir).and_then(|m| m.modified());
+                Some((name.clone(), DateTime::<Utc>::from(time.ok()?)))
+            })
+            .collect();
+        specs.sort_by_key(|s| std::cmp::Reverse(s.1));
+        specs
+    }
+
+    fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)> {
+        self.spec_runs(spec)
+            .into_iter()
+            .map(|(id, time)| (id, DateTime::<Utc>::from(time)))
+            .collect()
+    }
+
+    fn worked_chunks(&self, name: &str) -> (Option<String>, Option<String>) {
+        let plan = self.plan_facts(name);
+        (plan.current, plan.last)
     }
 
     fn spec_names(&self) -> Vec<String> {
@@ -250,7 +320,7 @@ impl Facts for DiskFacts<'_> {
     /// believed).
     fn run(&self, id: &str) -> Option<RunFacts> {
         let r = self.record(id)?;
-        let folder = self.spec_of(id)?.to_string();
+        let folder = self.spec_of(id)?;
         let spec = self.spec(&folder);
         let lock_held_by_it = spec
             .active

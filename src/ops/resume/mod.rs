@@ -194,9 +194,12 @@ pub fn resolve(ws: &Workspace, req: &ResumeRequest, now: DateTime<Utc>) -> anyho
     })
 }
 
-/// `resume.stale_after` (the config read quietly: a config error is the run's to report).
-fn stale_after(_ws: &Workspace) -> chrono::Duration {
-    crate::policy::runs::STALE_AFTER_DEFAULT
+/// `resume.stale_after` (the default when the config cannot be read: the error is the run's
+/// to report).
+fn stale_after(ws: &Workspace) -> chrono::Duration {
+    ws.config()
+        .map(|c| c.resume.stale_after())
+        .unwrap_or(crate::policy::runs::STALE_AFTER_DEFAULT)
 }
 
 fn active_error(a: &resolve::Active, now: DateTime<Utc>) -> RunnerError {
@@ -221,5 +224,7 @@ fn no_match(hint: &str, finished: &[(String, String)]) -> RunnerError {
     for (what, why) in finished {
         e = e.with_hint(format!("{what} is not resumable: {why}"));
     }
-    e.with_hint("`runner status` lists the specs; `runner resume` alone takes the most recent run")
+    e.with_hint(
+        "`runner runs` lists the runs and `runner status` the specs; `runner resume` alone takes the most recent run",
+    )
 }
