@@ -160,8 +160,8 @@ pub struct AgentConfig {
     pub permission: Permission,
     /// Continue an interrupted chunk's agent session where the preset can (used by resume).
     pub resume_sessions: bool,
-    /// claude: hand each session runner's MCP server (`runner mcp`: status and the chunk
-    /// tools), through `--mcp-config <session folder>/mcp.json --strict-mcp-config`.
+    /// claude: hand each session runner's MCP server (`runner mcp`, README "runner mcp"),
+    /// through `--mcp-config <session folder>/mcp.json --strict-mcp-config`.
     pub mcp: bool,
     /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`; in the
     /// file a list, or a string split like a shell (`"claude -p"`).
