@@ -554,3 +554,29 @@ fn a_slot_runner_switched_to_another_spec_leaves_the_checkpoint_trusted() {
         stderr(&out)
     );
 }
+
+#[test]
+fn the_next_steps_show_the_chunk_still_to_do_when_the_last_one_worked_on_is_done() {
+    let repo = TestRepo::new();
+    // 002's run in the slot recovers 001 first: 001's core-b, reported done, is completed, and
+    // it is 001's last worked chunk.
+    let first = interrupted(&repo, "001-add-login", "after_commit@2");
+    interrupted(&repo, "002-other", "after_commit@2");
+    let v = summary(&repo, &[&first]);
+    // core-b, the chunk last worked on, is done: the next step shows the chunk still to do.
+    assert_eq!(v["summary"]["current_chunk"]["status"], "completed", "{v}");
+    let commands: Vec<&str> = v["summary"]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["command"].as_str())
+        .collect();
+    assert!(
+        commands.contains(&"runner chunk show polish --spec 001-add-login"),
+        "{commands:?}"
+    );
+    assert!(
+        !commands.iter().any(|c| c.contains("chunk show core-b")),
+        "{commands:?}"
+    );
+}
