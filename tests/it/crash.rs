@@ -840,6 +840,9 @@ const STATUS_POINTS: &[&str] = &["recover_all_looked"];
 /// Failpoints exercised in tests/usage_limits.rs (a crash between the pause and the attempt's
 /// record).
 const LIMIT_POINTS: &[&str] = &["after_limit_paused"];
+/// Failpoints exercised in tests/jobs.rs (`run --jobs` between a spec's check and its job's
+/// start: another runner takes the spec there).
+const JOBS_POINTS: &[&str] = &["jobs_job_checked"];
 
 #[test]
 fn every_failpoint_in_the_source_is_exercised() {
@@ -869,7 +872,8 @@ fn every_failpoint_in_the_source_is_exercised() {
                 || HOSTILE_POINTS.contains(&point.as_str())
                 || OUTPUT_POINTS.contains(&point.as_str())
                 || STATUS_POINTS.contains(&point.as_str())
-                || LIMIT_POINTS.contains(&point.as_str()),
+                || LIMIT_POINTS.contains(&point.as_str())
+                || JOBS_POINTS.contains(&point.as_str()),
             "the failpoint {point} in src/ is exercised by no crash test"
         );
     }

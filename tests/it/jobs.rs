@@ -490,3 +490,36 @@ fn a_spec_a_usage_limit_still_pauses_is_skipped_with_exit_6_and_any_other_error_
         "the paused spec never ran"
     );
 }
+
+#[test]
+fn a_spec_another_runner_takes_between_the_check_and_the_jobs_lock_is_skipped_not_busy() {
+    let repo = TestRepo::new();
+    interrupted(&repo, &["010-a"]);
+    let starts = run_starts(&repo, "010-a");
+    let log = repo.tmp.path().join("failpoints.log");
+    // The runner pauses after it found 010-a free and before its job takes the lock: another
+    // runner takes it in that instant (two `run --jobs` started together do this by chance).
+    let child = jobs_cmd(&repo, &["--jobs", "2", "--json"])
+        .env("RUNNER_FAILPOINTS", "jobs_job_checked~3000")
+        .env("RUNNER_FAILPOINT_LOG", &log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the check of 010-a done", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains(" jobs_job_checked"))
+    });
+    let mut holder = hold_lock(&repo.spec_dir("010-a").join("run.lock"));
+    let out = child.wait_with_output().unwrap();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // What a check a moment later would have said: skipped, not a busy error (exit 4).
+    assert_exit(&out, 0);
+    assert!(runs(&out).is_empty(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("Skipped spec 010-a: another runner is running it"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(run_starts(&repo, "010-a"), starts, "010-a was not run");
+}

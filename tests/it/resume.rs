@@ -58,6 +58,16 @@ fn summary(repo: &TestRepo, args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
+/// A summary's warnings.
+fn warnings_of(v: &Value) -> Vec<&str> {
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect()
+}
+
 fn resume(repo: &TestRepo, args: &[&str]) -> std::process::Output {
     let mut all = vec!["resume"];
     all.extend_from_slice(args);
@@ -369,12 +379,7 @@ fn a_corrupt_checkpoint_and_low_confidence_are_said() {
     std::fs::write(&checkpoint, "{ not json").unwrap();
     let v = summary(&repo, &[&id]);
     assert_eq!(v["source"], "events");
-    let warnings: Vec<&str> = v["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = warnings_of(&v);
     assert!(
         warnings.contains(&"Checkpoint corrupted, falling back to events"),
         "{warnings:?}"
@@ -497,5 +502,81 @@ fn resume_json_reports_the_summary_and_the_continued_run() {
     assert_eq!(
         record(&repo, "001-add-login", new)["resumed_from"],
         old.as_str()
+    );
+}
+
+#[test]
+fn a_slot_runner_switched_to_another_spec_leaves_the_checkpoint_trusted() {
+    let repo = TestRepo::new();
+    // 001 is killed in the default slot; 002 then runs there: runner switches the slot to
+    // 002's branch (001's work is safe on its branch). 001's checkpoint is not corrupt.
+    let first = interrupted(&repo, "001-add-login", "after_commit@2");
+    interrupted(&repo, "002-other", "after_commit@2");
+    let v = summary(&repo, &[&first]);
+    assert_eq!(v["source"], "checkpoint", "{v}");
+    let warnings = warnings_of(&v);
+    assert!(
+        !warnings.contains(&"Checkpoint corrupted, falling back to events"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("was switched to auto-claude/002-other")),
+        "{warnings:?}"
+    );
+    // A branch no spec owns checked out there is still not runner's doing: not trusted.
+    repo.git(&[
+        "-C",
+        ".worktrees/auto-claude",
+        "checkout",
+        "-q",
+        "-b",
+        "mine",
+    ]);
+    let v = summary(&repo, &[&first]);
+    assert_eq!(v["source"], "events", "{v}");
+    // And resuming 001 still works from there (it takes the slot back).
+    repo.git(&[
+        "-C",
+        ".worktrees/auto-claude",
+        "checkout",
+        "-q",
+        "auto-claude/002-other",
+    ]);
+    repo.script("* * done\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let out = resume(&repo, &[&first, "--agent-command", &agent]);
+    assert_exit(&out, 0);
+    assert!(
+        repo.branch_log("auto-claude/001-add-login").len() >= 3,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_next_steps_show_the_chunk_still_to_do_when_the_last_one_worked_on_is_done() {
+    let repo = TestRepo::new();
+    // 002's run in the slot recovers 001 first: 001's core-b, reported done, is completed, and
+    // it is 001's last worked chunk.
+    let first = interrupted(&repo, "001-add-login", "after_commit@2");
+    interrupted(&repo, "002-other", "after_commit@2");
+    let v = summary(&repo, &[&first]);
+    // core-b, the chunk last worked on, is done: the next step shows the chunk still to do.
+    assert_eq!(v["summary"]["current_chunk"]["status"], "completed", "{v}");
+    let commands: Vec<&str> = v["summary"]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["command"].as_str())
+        .collect();
+    assert!(
+        commands.contains(&"runner chunk show polish --spec 001-add-login"),
+        "{commands:?}"
+    );
+    assert!(
+        !commands.iter().any(|c| c.contains("chunk show core-b")),
+        "{commands:?}"
     );
 }

@@ -132,7 +132,17 @@ async fn drive(
                 Some(child::Message::Exit(index, status, stdout)) => {
                     if let Some(job) = running.remove(&index) {
                         job.sink.report(Progress::Finished);
-                        let end = ended(&job.spec, status, &stdout, interrupt.is_set());
+                        let end = taken_by_another(
+                            ws,
+                            &job.spec,
+                            ended(&job.spec, status, &stdout, interrupt.is_set()),
+                        );
+                        if let JobEnd::Skipped(why) = &end {
+                            progress.report(Progress::Line(&format!(
+                                "Skipped spec {}: {why}",
+                                job.spec
+                            )));
+                        }
                         stopped |= matches!(&end, JobEnd::Failed(e) if crate::error::is_interrupted(e));
                         ends[index] = Some((job.spec, end));
                     }
@@ -173,11 +183,7 @@ fn start(
     // have taken this spec (or run it to its end) since. Its run lock decides in the end: a
     // runner that takes it in the instant between makes this job end busy (exit 4), never a
     // second run of the spec.
-    let busy = ws
-        .spec(spec)
-        .map(|paths| !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)))
-        .unwrap_or(false);
-    if busy {
+    if held_by_another(ws, spec) {
         return Err(Box::new(JobEnd::Skipped(
             "another runner is running it".into(),
         )));
@@ -187,6 +193,8 @@ fn start(
             "it is no longer interrupted".into(),
         )));
     }
+    // (A pause here in a test widens the instant between the check and the job's own lock.)
+    crate::failpoint::hit("jobs_job_checked");
     let (slot, flag) = slot_for(ws, spec, running);
     let mut args: Vec<OsString> = ["run", "--spec", spec, "--auto-continue", "--json"]
         .iter()
@@ -237,6 +245,33 @@ fn slot_for(
         }
         n += 1;
     }
+}
+
+/// A job that ended busy because another runner took its spec in the instant between the
+/// check before its start and its own lock: skipped, as it would have been a moment later (the
+/// other runner holds the spec's lock, or ran it to where it is no longer interrupted). A job
+/// busy for any other reason (its slot held by another spec's run) stays an error: its spec
+/// was not resumed.
+fn taken_by_another(ws: &Workspace, spec: &str, end: JobEnd) -> JobEnd {
+    let busy = matches!(&end, JobEnd::Failed(e)
+        if crate::error::exit_code_of(e) == crate::error::exit::BUSY);
+    if !busy {
+        return end;
+    }
+    if held_by_another(ws, spec) {
+        JobEnd::Skipped("another runner is running it".into())
+    } else if !crate::engine::run::still_interrupted(ws, spec) {
+        JobEnd::Skipped("another runner ran it".into())
+    } else {
+        end
+    }
+}
+
+/// Whether a runner holds `spec`'s run lock.
+fn held_by_another(ws: &Workspace, spec: &str) -> bool {
+    ws.spec(spec)
+        .map(|paths| !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)))
+        .unwrap_or(false)
 }
 
 /// A job's end from its exit status and stdout. Killed by a signal: interrupted when this

@@ -8,7 +8,8 @@
 //!   branch's history was rewritten;
 //! - a completed chunk's commit is not on the branch (or, the branch gone, not in the
 //!   repository at all);
-//! - its worktree holds another branch now.
+//! - its worktree holds a branch now that is no spec's (another spec's `auto-claude/…` branch
+//!   is runner's own switch of a shared slot: the checkpoint is kept, its files not checked).
 //!
 //! It is **kept, with points off** (`policy::confidence`) when:
 //! - the branch is gone (−5), its completed chunks' commits still in the repository;
@@ -100,14 +101,16 @@ pub fn check(
             recorded_tip
         }
     };
-    let worktree = worktree_of(main, root, cp)?;
-    match (&worktree, tip) {
-        (Some(dir), Some(tip)) => checked.missing_files = missing_files(main, dir, tip, &completed),
-        (None, _) => checked.warnings.push(format!(
+    match (worktree_of(main, root, cp)?, tip) {
+        (Place::At(dir), Some(tip)) => {
+            checked.missing_files = missing_files(main, &dir, tip, &completed)
+        }
+        (Place::At(_), None) => {}
+        (Place::Gone, _) => checked.warnings.push(format!(
             "The worktree of {} is gone; files of completed chunks were not checked",
             cp.branch
         )),
-        _ => {}
+        (Place::Switched(why), _) => checked.warnings.push(why),
     }
     Ok(checked)
 }
@@ -156,30 +159,45 @@ fn check_on_branch(
     }
 }
 
-/// The worktree folder of the checkpoint's slot, `None` when it is gone; `Err` when it now
-/// holds another branch.
-fn worktree_of(
-    main: &MainRepo,
-    root: &std::path::Path,
-    cp: &Checkpoint,
-) -> Result<Option<std::path::PathBuf>, String> {
+/// Where the checkpoint's worktree is now.
+enum Place {
+    At(std::path::PathBuf),
+    Gone,
+    /// Its slot holds another spec's branch: runner switched the slot to that spec (the work
+    /// is safe on the branch, which the next run checks out again). What to say about it.
+    Switched(String),
+}
+
+/// The worktree folder of the checkpoint's slot; `Err` when the slot now holds a branch that
+/// is no spec's (not runner's doing).
+fn worktree_of(main: &MainRepo, root: &std::path::Path, cp: &Checkpoint) -> Result<Place, String> {
     let slot = match cp.slot.as_deref().and_then(|name| Slot::named(root, name)) {
         Some(slot) => slot,
         None => match crate::git::slot_holding(main, &cp.branch) {
             Some(slot) => slot,
-            None => return Ok(None),
+            None => return Ok(Place::Gone),
         },
     };
     match slot.inspect(main) {
         SlotState::Ready {
             branch: Some(branch),
-        } if branch != cp.branch => Err(format!(
-            "its worktree {} holds {branch} now, not {}",
-            slot.path.display(),
-            cp.branch
-        )),
-        SlotState::Ready { .. } => Ok(Some(slot.path)),
-        _ => Ok(None),
+        } if branch != cp.branch => {
+            if crate::git::spec_of_branch(&branch).is_some() {
+                Ok(Place::Switched(format!(
+                    "The slot {} was switched to {branch} since; files of completed chunks were not checked (the run checks {} out again)",
+                    slot.path.display(),
+                    cp.branch
+                )))
+            } else {
+                Err(format!(
+                    "its worktree {} holds {branch} now, not {}",
+                    slot.path.display(),
+                    cp.branch
+                ))
+            }
+        }
+        SlotState::Ready { .. } => Ok(Place::At(slot.path)),
+        _ => Ok(Place::Gone),
     }
 }
 

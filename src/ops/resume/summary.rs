@@ -156,10 +156,20 @@ pub fn build(
     if recon.confidence < LOW_CONFIDENCE {
         warnings.push(LOW_CONFIDENCE_WARNING.to_string());
     }
+    // The chunk to look at next: the current one, unless it is done (the last one worked on),
+    // then the first the run has still to do.
+    let to_do = match current_chunk.as_ref() {
+        Some(c) if !done(&c.status) => Some(c.id.as_str()),
+        _ => recon
+            .chunks
+            .iter()
+            .find(|c| !done(&c.status) && c.status != Status::Failed.as_str())
+            .map(|c| c.id.as_str()),
+    };
     let next_steps = next_steps(&Facts {
         spec: &paths.name,
         run_id: target.run_id.as_deref(),
-        current: current_chunk.as_ref().map(|c| c.id.as_str()),
+        current: to_do,
         failed: &failed,
         all_done: progress.total > 0 && progress.done == progress.total,
         low_confidence: recon.confidence < LOW_CONFIDENCE,
