@@ -90,13 +90,27 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
                 return Err(ambiguous(user_hint.as_deref(), &matches).into());
             }
             let picked = choose(user_hint.as_deref(), &matches)?;
-            let again = ResumeRequest {
-                choice: Some(picked),
-                ..req
+            // Resolve again by what was picked (its full run id, else its exact spec name),
+            // never by its position: the list may have changed while the person chose.
+            let chosen = matches
+                .iter()
+                .find(|m| m.choice == picked)
+                .ok_or_else(|| crate::error::RunnerError::bad_input("no such choice"))?;
+            let again = match &chosen.run_id {
+                Some(id) => ResumeRequest {
+                    run: Some(id.clone()),
+                    ..ResumeRequest::default()
+                },
+                None => ResumeRequest {
+                    spec: Some(chosen.spec.clone()),
+                    ..ResumeRequest::default()
+                },
             };
             match crate::ops::resume::resolve(&ws, &again, now)? {
                 Target::One(c) => c,
-                Target::Ambiguous { .. } => unreachable!("a choice resolves to one"),
+                Target::Ambiguous { matches, .. } => {
+                    return Err(ambiguous(Some(&chosen.spec), &matches).into());
+                }
             }
         }
     };
