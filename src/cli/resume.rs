@@ -64,6 +64,18 @@ impl super::json::JsonOutput for Resumed<'_> {}
 
 pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
     args.go.check()?;
+    for (flag, value) in [
+        ("the hint", &args.hint),
+        ("--run", &args.run),
+        ("--spec", &args.spec),
+        ("--chunk", &args.chunk),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(RunnerError::bad_input(format!("{flag} is empty"))
+                .with_hint("leave the hint out to resume the most recent run: runner resume")
+                .into());
+        }
+    }
     let ws = Workspace::open(cwd)?;
     let now = Utc::now();
     let req = ResumeRequest {

@@ -89,6 +89,17 @@ fn no_match_is_exit_2_and_names_the_hint() {
     assert_exit(&resume(&repo, &["rfff", "--no-run"]), 2);
     assert_exit(&resume(&repo, &["--run", "001", "--no-run"]), 2);
     assert_exit(&resume(&repo, &["--chunk", "001", "--no-run"]), 2);
+    // An empty hint is a mistake (a script's unset variable), not "the most recent run".
+    for args in [
+        &["", "--no-run"][..],
+        &["--spec", " ", "--no-run"],
+        &["--run", "", "--no-run"],
+    ] {
+        let out = resume(&repo, args);
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains("is empty"), "{}", stderr(&out));
+        assert!(!stdout(&out).contains("Resuming"), "{}", stdout(&out));
+    }
     // --json: the error object, same exit code.
     let out = resume(&repo, &["xyz", "--no-run", "--json"]);
     assert_exit(&out, 2);
