@@ -181,7 +181,6 @@ mod tests {
         &["status"],
         &["runs"],
         &["show", "r1234"],
-        &["resume"],
         &["demo"],
         &["config"],
         &["chunk", "done", "x"],
