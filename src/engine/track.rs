@@ -18,6 +18,9 @@ use crate::store::runs::{self, RunKind, RunRecord};
 pub struct RunTrack {
     spec_dir: PathBuf,
     record: Arc<Mutex<RunRecord>>,
+    /// Held over a change and its write, so that writes land in the order of the changes: a
+    /// heartbeat's copy taken before the run ended is never written after the end's.
+    writing: Arc<Mutex<()>>,
 }
 
 impl RunTrack {
@@ -32,6 +35,7 @@ impl RunTrack {
         let track = RunTrack {
             spec_dir: spec_dir.to_path_buf(),
             record: Arc::new(Mutex::new(record)),
+            writing: Arc::new(Mutex::new(())),
         };
         track.update(true, |_| {});
         track
@@ -128,10 +132,12 @@ impl RunTrack {
         self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Change the record and write it (a copy is written, the lock is not held over the
-    /// write): durably when the run starts and ends, without an fsync for a heartbeat or a
-    /// chunk change (cheap; a power cut only leaves the record a little older).
+    /// Change the record and write it (a copy is written; the record's lock is not held over
+    /// the write, the writing lock is): durably when the run starts and ends, without an fsync
+    /// for a heartbeat or a chunk change (cheap; a power cut only leaves the record a little
+    /// older).
     fn update(&self, durable: bool, change: impl FnOnce(&mut RunRecord)) {
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         let record = {
             let mut record = self.lock();
             change(&mut record);
@@ -177,4 +183,44 @@ pub fn error_word(e: &anyhow::Error) -> String {
         _ => "error",
     }
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The heartbeat task and the run's own thread write the record at once: the last write
+    /// must be of the last change, never a heartbeat's copy taken before the run ended.
+    #[test]
+    fn a_heartbeat_racing_the_end_never_undoes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..150 {
+            let id = crate::store::ids::run_id();
+            let track = RunTrack::start(dir.path(), &id, "001-a", RunKind::Run);
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let beaters: Vec<_> = (0..3)
+                .map(|_| {
+                    let (track, stop) = (track.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            track.beat();
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            track.end("complete");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for b in beaters {
+                b.join().unwrap();
+            }
+            match runs::read(dir.path(), &id) {
+                runs::Found::Record(r) => {
+                    assert_eq!(r.outcome.as_deref(), Some("complete"), "{r:?}");
+                    assert!(r.ended.is_some());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

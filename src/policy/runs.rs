@@ -42,13 +42,16 @@ pub struct Liveness {
 /// A held lock is the exact answer ("a lock dies with its process"): the run is active,
 /// whatever its heartbeat says. Without it, a run whose process is known to be gone is stale at
 /// once; otherwise (another host, or a pid still in use) only once its heartbeat is older than
-/// `stale_after`, since runner cannot prove it dead.
+/// `stale_after`, since runner cannot prove it dead. A heartbeat more than `stale_after` in the
+/// future (a forged record, a clock far off) is no sign of life either: it would keep a run
+/// nobody runs active, and `runner resume` refusing it, for ever.
 pub fn state(facts: Liveness, now: DateTime<Utc>, stale_after: Duration) -> RunState {
+    let silent = now - facts.heartbeat;
     if facts.lock_held_by_it {
         RunState::Active
     } else if facts.ended {
         RunState::Ended
-    } else if facts.process_gone || now - facts.heartbeat > stale_after {
+    } else if facts.process_gone || silent > stale_after || -silent > stale_after {
         RunState::Stale
     } else {
         RunState::Active
@@ -149,6 +152,19 @@ mod tests {
         assert_eq!(
             state(facts(false, false, 9_879, false), now, after),
             RunState::Stale
+        );
+        // A heartbeat from the future: a little (clock skew) is alive, far is no sign of life.
+        assert_eq!(
+            state(facts(false, false, 10_120, false), now, after),
+            RunState::Active
+        );
+        assert_eq!(
+            state(facts(false, false, 10_121, false), now, after),
+            RunState::Stale
+        );
+        assert_eq!(
+            state(facts(true, false, 10_121, false), now, after),
+            RunState::Active
         );
     }
 

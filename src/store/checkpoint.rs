@@ -119,6 +119,10 @@ pub fn read(spec_dir: &Path) -> Found {
         Ok(c) if !super::ids::is_run_id(&c.run_id) => {
             corrupt(format!("{:?} is not a run id", c.run_id))
         }
+        // Its id is printed as it is (`runner show`, `runner resume`): the run id form only.
+        Ok(c) if !super::ids::is_run_id(&c.id) => {
+            corrupt(format!("{:?} is not a checkpoint id", c.id))
+        }
         Ok(c) if !c.cost_usd.is_finite() || c.cost_usd < 0.0 => corrupt("a cost below zero".into()),
         Ok(c) => Found::Checkpoint(Box::new(c)),
         Err(e) => corrupt(format!("not a checkpoint ({e})")),
@@ -174,6 +178,11 @@ mod tests {
         bad.run_id = "../x".into();
         write(dir.path(), &bad).unwrap();
         assert!(matches!(read(dir.path()), Found::Corrupt(_)));
+        // An id that is not of the run id form (an agent's escape sequence for the terminal).
+        let mut bad = c.clone();
+        bad.id = "\u{1b}]0;pwned\u{7}".into();
+        write(dir.path(), &bad).unwrap();
+        assert!(matches!(read(dir.path()), Found::Corrupt(w) if w.contains("checkpoint id")));
         let mut bad = c;
         bad.cost_usd = -1.0;
         write(dir.path(), &bad).unwrap();

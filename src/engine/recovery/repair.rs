@@ -22,9 +22,20 @@ fn temp_writer(name: &str) -> Option<i32> {
     rest.split('-').next()?.parse().ok()
 }
 
-/// Temp files in `dir` left by atomic writes whose process is gone. Returns what was (or, in
-/// a dry run, would be) removed.
-pub fn stale_temp_files(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
+/// Temp files of the spec whose folder is `spec_dir` left by atomic writes whose process is
+/// gone: in its folder and in its runs folder (a run killed in a record's write leaves one
+/// there). Returns what was (or, in a dry run, would be) removed.
+pub fn stale_temp_files(spec_dir: &Path, dry_run: bool) -> Vec<PathBuf> {
+    let mut out = stale_temp_files_in(spec_dir, dry_run);
+    out.extend(stale_temp_files_in(
+        &crate::store::runs::dir(spec_dir),
+        dry_run,
+    ));
+    out
+}
+
+/// Temp files in `dir` (not below it) left by atomic writes whose process is gone.
+fn stale_temp_files_in(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -283,6 +294,20 @@ mod tests {
         assert!(dir.path().join(&mine).exists());
         assert!(dir.path().join("plan.json").exists());
         assert!(dir.path().join(".hidden").exists());
+
+        // A run killed while it rewrote its record leaves the temp file in the runs folder.
+        let runs = crate::store::runs::dir(dir.path());
+        std::fs::create_dir(&runs).unwrap();
+        let dead = runs.join(".r0123456789ab.json.tmp-999999999-7");
+        let live = runs.join(format!(".r0123456789ab.json.tmp-{}-1", std::process::id()));
+        for p in [&dead, &live] {
+            std::fs::write(p, "x").unwrap();
+        }
+        assert_eq!(stale_temp_files(dir.path(), true), vec![dead.clone()]);
+        assert!(dead.exists(), "a dry run removes nothing");
+        assert_eq!(stale_temp_files(dir.path(), false), vec![dead.clone()]);
+        assert!(!dead.exists());
+        assert!(live.exists());
     }
 
     #[test]
