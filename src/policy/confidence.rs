@@ -12,8 +12,10 @@
 //!   fixed low number: the calibration suite, `tests/it/calibration.rs`, measured this source
 //!   right about 96 % of chunks, and a fixed 50 stated 46 points under it.)
 //!
-//! An age below zero (the clock moved back, or a file's time was edited forward) counts as 0:
-//! nothing says the state is old. Below [`LOW`] the reason ends with [`LOW_NOTE`].
+//! An age a little below zero (clocks of two machines, a second's rounding) counts as 0. A
+//! time more than [`FUTURE_SLACK`] ahead is not believed (a clock far off, or a file an agent
+//! edited to look fresh): it scores as the oldest band, 70 (events: as 2 h old, 80), and the
+//! reason says why. Below [`LOW`] the reason ends with [`LOW_NOTE`].
 
 /// Below this, the reason tells the person to check by hand.
 pub const LOW: u8 = 80;
@@ -25,6 +27,14 @@ pub const LOW_NOTE: &str = "Low confidence recovery. Verify manually.";
 /// chunk with its commit on the branch is surely completed, but which chunk was in progress,
 /// which failed and which were set back by hand is not in git.
 pub const COMMITS_MAX: u8 = 90;
+
+/// How far ahead of now a source's time may be and still count as "just now".
+pub const FUTURE_SLACK: i64 = 120;
+
+/// The age to score by: a time far in the future is taken as old (`None`: not believed).
+fn believed(age_secs: i64) -> Option<i64> {
+    (age_secs >= -FUTURE_SLACK).then_some(age_secs.max(0))
+}
 
 /// A score and its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,12 +85,18 @@ fn finish(score: i64, mut reason: String) -> Confidence {
 
 /// The score of a checkpoint that passed validation.
 pub fn from_checkpoint(facts: CheckpointFacts) -> Confidence {
+    let future = believed(facts.age_secs).is_none()
+        || facts
+            .replayed
+            .is_some_and(|(_, newest)| believed(newest).is_none());
     let written = facts.age_secs.max(0);
     let age = match facts.replayed {
         Some((_, newest)) => written.min(newest.max(0)),
         None => written,
     };
-    let (base, band) = if age < 5 * 60 {
+    let (base, band) = if future {
+        (70, "a time in the future, not believed")
+    } else if age < 5 * 60 {
         (100, "under 5 minutes")
     } else if age < 3600 {
         (90, "under an hour")
@@ -121,6 +137,16 @@ pub fn from_checkpoint(facts: CheckpointFacts) -> Confidence {
 
 /// The score of a replay of the journal whose last event is `age_secs` old.
 pub fn from_events(age_secs: i64) -> Confidence {
+    if believed(age_secs).is_none() {
+        return finish(
+            80,
+            format!(
+                "From the journal's events, the last {} in the future: a clock far off or an \
+                 edited journal, scored as 2 h old (80)",
+                age_words(-age_secs)
+            ),
+        );
+    }
     let age = age_secs.max(0);
     let periods = age / 1800;
     let mut reason = format!("From the journal's events, the last {} ago", age_words(age));
@@ -187,8 +213,20 @@ mod tests {
         assert_eq!(cp(10, 0, true).score, 95);
         assert_eq!(cp(10, 1, true).score, 85);
         assert_eq!(cp(4000, 1, true).score, 55);
-        // A time in the future is no age.
-        assert_eq!(cp(-5000, 0, false).score, 100);
+        // A time a little ahead is now; far ahead is not believed (a forged fresh checkpoint).
+        assert_eq!(cp(-120, 0, false).score, 100);
+        assert_eq!(cp(-121, 0, false).score, 70);
+        assert!(cp(-5000, 0, false).reason.contains("future"));
+        let replayed_ahead = from_checkpoint(CheckpointFacts {
+            age_secs: 10,
+            missing_files: 0,
+            branch_gone: false,
+            replayed: Some((1, -86_400)),
+        });
+        assert_eq!(replayed_ahead.score, 70);
+        assert_eq!(from_events(-60).score, 100);
+        assert_eq!(from_events(-86_400).score, 80);
+        assert!(from_events(-86_400).reason.contains("future"));
     }
 
     #[test]
