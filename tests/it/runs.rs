@@ -358,6 +358,21 @@ fn a_killed_run_is_stale_at_once_and_a_finished_one_ended() {
         lines[2].contains("ended") && lines[2].contains("complete"),
         "{text}"
     );
+
+    // The spec taken up again: the killed run is no longer stale work to resume, but ended,
+    // `cut_off`, at its last heartbeat; the new run has its own record.
+    let killed = runs[0].clone();
+    assert_exit(&repo.run_spec("001", &["--auto-continue"]), 0);
+    let after = runs_json(&repo, &[]);
+    assert_eq!(after.len(), 3, "{after:?}");
+    let old = after
+        .iter()
+        .find(|r| r["run_id"] == killed["run_id"])
+        .unwrap();
+    assert_eq!(old["state"], "ended", "{old:?}");
+    assert_eq!(old["outcome"], "cut_off");
+    assert_eq!(old["ended"], killed["heartbeat"]);
+    assert!(runs_json(&repo, &["--stale"]).is_empty());
 }
 
 #[test]

@@ -62,6 +62,31 @@ impl PlanFacts {
     }
 }
 
+/// The outcome of a run that never wrote its end and whose spec another run has taken up since.
+pub const CUT_OFF: &str = "cut_off";
+
+/// Every earlier run of the spec whose record never got its end was cut off (killed, or its
+/// machine went away): this run holds the spec's lock, so none of them is still running. Each
+/// gets `ended` = its last heartbeat and outcome [`CUT_OFF`], so that `runner runs --stale`
+/// lists only work nobody has taken up again. Advisory, like every record write: a record that
+/// cannot be read or written is left as it is.
+fn close_cut_off(spec_dir: &std::path::Path, own_id: &str) {
+    for id in crate::store::runs::list(spec_dir) {
+        if id == own_id {
+            continue;
+        }
+        if let crate::store::runs::Found::Record(mut r) = crate::store::runs::read(spec_dir, &id)
+            && r.ended.is_none()
+        {
+            r.ended = Some(r.heartbeat);
+            r.outcome = Some(CUT_OFF.to_string());
+            if let Err(e) = crate::store::runs::write(spec_dir, &r) {
+                tracing::warn!(run = %id, "could not mark the cut-off run as ended: {e}");
+            }
+        }
+    }
+}
+
 /// The run's record and what its checkpoints carry from one write to the next.
 pub(super) struct Keeper {
     pub(super) track: RunTrack,
@@ -90,6 +115,7 @@ impl Keeper {
         record.slot = Some(slot.to_string());
         record.resumed_from = resumed_from.map(str::to_string);
         let track = RunTrack::start_with(&paths.dir, record);
+        close_cut_off(&paths.dir, run_id);
         let mut commits = HashMap::new();
         let mut verification = None;
         if let checkpoint::Found::Checkpoint(c) = checkpoint::read(&paths.dir)
