@@ -225,6 +225,23 @@ fn with_state(
     now: DateTime<Utc>,
     stale_after: Duration,
 ) -> RunInfo {
+    RunInfo {
+        state: state_of(&r, lock, now, stale_after),
+        heartbeat_age_secs: (now - r.heartbeat).num_seconds().max(0),
+        shown: String::new(),
+        record: r,
+    }
+}
+
+/// The state of the run `r`, `lock` being its spec's run lock if it is held (and its holder
+/// record, if it could be read): the facts `policy::runs::state` decides on, gathered one way
+/// for `runner runs`, `show` and `resume`.
+pub fn state_of(
+    r: &RunRecord,
+    lock: Option<&Option<lock::Holder>>,
+    now: DateTime<Utc>,
+    stale_after: Duration,
+) -> RunState {
     let holder = lock.and_then(Option::as_ref);
     let lock_held_by_it = match lock {
         Some(Some(h)) => h.run_id == r.run_id,
@@ -243,12 +260,7 @@ fn with_state(
         process_gone: !lock_held_by_it
             && (pid_reused || crate::store::guard::process_gone(&r.host, r.pid)),
     };
-    RunInfo {
-        state: rules::state(facts, now, stale_after),
-        heartbeat_age_secs: (now - r.heartbeat).num_seconds().max(0),
-        shown: String::new(),
-        record: r,
-    }
+    rules::state(facts, now, stale_after)
 }
 
 /// Set each run's `shown` prefix (one id in several specs, a recover of many, counts once).

@@ -9,7 +9,7 @@ use crate::git::{MainRepo, Slot, SlotState};
 use crate::store::is_temp_file;
 
 /// Is process `pid` alive?
-pub(crate) fn alive(pid: i32) -> bool {
+fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     pid > 0
         && (unsafe { libc::kill(pid, 0) } == 0

@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::plan::{Plan, Status};
 use crate::policy::resolve::{Active, Facts, RunFacts, SpecFacts, SpecState};
-use crate::policy::runs::{Liveness, RunState};
+use crate::policy::runs::RunState;
 use crate::store::runs::{self, Found, RunKind, RunRecord};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{LockState, lock};
@@ -32,6 +32,8 @@ pub struct DiskFacts<'a> {
     /// Each spec's files, opened once (`None`: its folder links outside the repository).
     paths: RefCell<HashMap<String, Option<SpecPaths>>>,
     records: RefCell<HashMap<String, Option<RunRecord>>>,
+    /// Each read spec's run lock: `Some(holder)` when held (the holder record if readable).
+    locks: RefCell<HashMap<String, Option<Option<lock::Holder>>>>,
     /// Records that could not be used (each said once).
     pub warnings: RefCell<Vec<String>>,
 }
@@ -50,6 +52,7 @@ impl<'a> DiskFacts<'a> {
             paths: RefCell::default(),
             listed: RefCell::default(),
             records: RefCell::default(),
+            locks: RefCell::default(),
             warnings: RefCell::default(),
         }
     }
@@ -184,9 +187,14 @@ impl<'a> DiskFacts<'a> {
         let Some(paths) = self.paths(name) else {
             return facts;
         };
-        if let Ok(LockState::Held(holder)) = lock::probe(&paths.run_lock) {
-            facts.active = Some(active_from_holder(name, holder));
+        let held = match lock::probe(&paths.run_lock) {
+            Ok(LockState::Held(holder)) => Some(holder),
+            _ => None,
+        };
+        if let Some(holder) = &held {
+            facts.active = Some(active_from_holder(name, holder.clone()));
         }
+        self.locks.borrow_mut().insert(name.to_string(), held);
         let newest = self.spec_runs(name).into_iter().next();
         let newest_record = newest.as_ref().and_then(|(id, _)| self.record(id));
         let plan = self.plan_facts(name);
@@ -321,19 +329,11 @@ impl Facts for DiskFacts<'_> {
     fn run(&self, id: &str) -> Option<RunFacts> {
         let r = self.record(id)?;
         let folder = self.spec_of(id)?;
-        let spec = self.spec(&folder);
-        let lock_held_by_it = spec
-            .active
-            .as_ref()
-            .is_some_and(|a| a.run_id.as_deref().is_none_or(|held| held == id));
-        let here = r.host == crate::store::guard::hostname();
-        let liveness = Liveness {
-            lock_held_by_it,
-            ended: r.ended.is_some(),
-            heartbeat: r.heartbeat,
-            process_gone: here && !crate::engine::recovery::repair::alive(r.pid as i32),
-        };
-        let state = crate::policy::runs::state(liveness, self.now, self.stale_after);
+        // The spec's facts probe its lock once; the run's state is judged as `runner runs`
+        // judges it.
+        self.spec(&folder);
+        let lock = self.locks.borrow().get(&folder).cloned().flatten();
+        let state = crate::ops::runs::state_of(&r, lock.as_ref(), self.now, self.stale_after);
         Some(RunFacts {
             spec: folder,
             active: state == RunState::Active,
