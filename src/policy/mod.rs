@@ -7,6 +7,7 @@ pub mod agent_choice;
 pub mod budget;
 pub mod confidence;
 pub mod invocation;
+pub mod new_spec;
 pub mod pause;
 pub mod recovery;
 pub mod resolve;

@@ -14,6 +14,7 @@ pub mod journal;
 pub mod ledger;
 pub mod lines;
 pub mod lock;
+pub mod new_spec;
 pub mod pause;
 pub mod runs;
 pub mod safe;
