@@ -6,6 +6,7 @@
 pub mod choice;
 pub mod chunk;
 pub mod demo;
+pub mod detect;
 pub mod discard;
 pub mod merge;
 pub mod recover;

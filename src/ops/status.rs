@@ -112,17 +112,42 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
             (slot, state)
         })
         .collect();
+    let cache = StatusCache::load(&ws.state_dir);
+    // Every branch tip at once (a lookup per spec costs a probe of the ref files each).
+    let tips = ws.main.branch_tips("auto-claude/");
+    let (specs, entries) = judge(ws, names, &slots, tips.as_ref(), &cache)?;
+    let slots = slots.into_iter().map(slot_status).collect();
+    cache.save(&ws.state_dir, entries, only.is_none());
+    Ok(StatusReport { specs, slots })
+}
+
+/// The status lines of the specs `names`, exactly as `status` judges them (the one rule), for
+/// callers that need only some specs (`ops::detect`): their `worktree` is not looked up (none),
+/// the branch tips are asked one by one, and the status cache is read, not written.
+pub fn specs(ws: &Workspace, names: Vec<String>) -> anyhow::Result<Vec<SpecStatus>> {
+    let cache = StatusCache::load(&ws.state_dir);
+    Ok(judge(ws, names, &[], None, &cache)?.0)
+}
+
+/// Each spec of `names` judged: its lock probe and plan read on every core, the git questions
+/// after, in order (`tips`: every branch tip read at once, else asked per spec); with the
+/// status cache's entry found for each.
+#[allow(clippy::type_complexity)]
+fn judge(
+    ws: &Workspace,
+    names: Vec<String>,
+    slots: &[(Slot, SlotState)],
+    tips: Option<&std::collections::HashMap<String, crate::git::Oid>>,
+    cache: &StatusCache,
+) -> anyhow::Result<(Vec<SpecStatus>, Vec<(String, Option<Entry>)>)> {
     // Opened and looked at on every core (a `Workspace` is not shared between threads: its
     // folders are).
     let (root, specs_dir) = (ws.root.as_path(), ws.specs_dir.as_path());
-    let cache = StatusCache::load(&ws.state_dir);
     let opened = on_every_core(&names, |name| {
         let paths = crate::store::workspace::spec_paths(root, specs_dir, name);
-        let looked = paths.as_ref().ok().map(|p| look(p, &cache)).transpose();
+        let looked = paths.as_ref().ok().map(|p| look(p, cache)).transpose();
         (paths, looked)
     });
-    // Every branch tip at once (a lookup per spec costs a probe of the ref files each).
-    let tips = ws.main.branch_tips("auto-claude/");
     let budget = crate::config::Config::budget_quietly(&ws.config_path());
     let budget = BudgetStatus {
         max_usd: budget.max_usd,
@@ -135,7 +160,7 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
             (Ok(paths), Some(looked)) => (paths, looked),
             // (Every opened spec was looked at.)
             (Ok(paths), None) => {
-                let looked = look(&paths, &cache)?;
+                let looked = look(&paths, cache)?;
                 (paths, looked)
             }
             // A spec folder linked outside the repository: listed, never opened.
@@ -147,17 +172,15 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
         };
         entries.push((name.clone(), looked.entry.take()));
         let branch = branch_for(&name);
-        let tip = match &tips {
+        let tip = match tips {
             Some(tips) => tips.get(&branch).copied(),
             None => ws.main.branch_tip(&branch),
         };
-        let mut spec = spec_status(ws, &slots, name, &paths, looked, tip.is_some());
+        let mut spec = spec_status(ws, slots, name, &paths, looked, tip.is_some());
         spec.budget = budget;
         specs.push(spec);
     }
-    let slots = slots.into_iter().map(slot_status).collect();
-    cache.save(&ws.state_dir, entries, only.is_none());
-    Ok(StatusReport { specs, slots })
+    Ok((specs, entries))
 }
 
 /// What `status` reads of a spec without git: who holds its run lock, and what it shows of

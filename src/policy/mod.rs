@@ -13,6 +13,7 @@ pub mod recovery;
 pub mod resolve;
 pub mod resume;
 pub mod runs;
+pub mod similar;
 pub mod spec_choice;
 pub mod transition;
 

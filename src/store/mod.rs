@@ -20,6 +20,7 @@ pub mod runs;
 pub mod safe;
 pub mod segments;
 pub mod spec;
+pub mod spec_text;
 pub mod status_cache;
 pub mod workspace;
 

@@ -1,0 +1,284 @@
+//! Detection for `runner new` (issue 13): the unfinished specs a new description may repeat,
+//! without an LLM or the network, within a time bound.
+//!
+//! Each spec's keywords are read first (`requirements.json`'s `runner_keywords`, else computed
+//! from its `task_description`, else from `spec.md`: `store::spec_text`), on every core; a spec
+//! whose keywords' Jaccard with the description's is below the threshold cannot score enough
+//! (recency is at most 1), so only the others, and the specs with the same description, are
+//! judged further: their last activity (file times), their score, and then, best first, their
+//! status by `ops::status`'s own rule. The deadline is checked between specs: past it nothing
+//! is returned, with `timed_out`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::engine::recovery::quiet::on_every_core;
+use crate::policy::similar::{self, Scored};
+use crate::store::spec_text;
+use crate::store::workspace::Workspace;
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CandidateChunks {
+    pub completed: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Candidate {
+    pub spec: String,
+    /// The word `runner status` shows: not_planned, planned, in_progress, interrupted, failed,
+    /// blocked, budget_exhausted, paused or missing_work (the unfinished ones).
+    pub status: String,
+    /// Jaccard of the keywords × the recency of the last activity, 0..=1, rounded to 2
+    /// decimals.
+    pub score: f64,
+    pub chunks: CandidateChunks,
+    /// The cost ledger's sum, as `runner status` shows it.
+    pub spent_usd: f64,
+    /// RFC 3339 UTC: the newest modification time of the spec's folder, its plan, checkpoint,
+    /// journal, `runs/` folder (run records), `spec.md` and `requirements.json`.
+    pub last_activity: String,
+    /// The spec's task description (`requirements.json`'s, else `spec.md`'s): its first
+    /// non-empty line, at most 200 characters.
+    pub description: String,
+    /// The command that continues it, ready to paste: `runner resume --spec <spec>` when it
+    /// has a plan to continue, else `runner run --spec <spec>` (not planned yet).
+    pub continue_command: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Detection {
+    /// Score ≥ 0.35, best first, at most 3.
+    pub candidates: Vec<Candidate>,
+    /// An unfinished spec with the same description (the most recently active of several).
+    pub identical: Option<Candidate>,
+    /// The bound passed: `candidates` and `identical` are empty.
+    pub timed_out: bool,
+    /// How many specs were looked at.
+    pub scanned: usize,
+}
+
+/// The bound the issue sets on detection.
+pub const DETECTION_BOUND: Duration = Duration::from_millis(200);
+
+/// The longest description shown.
+const SHOWN_CHARS: usize = 200;
+
+/// The status words of specs that are not candidates: finished, thrown out, unreadable, or
+/// held by a live run.
+const NOT_CANDIDATES: &[&str] = &[
+    "complete",
+    "merged",
+    "refused",
+    "invalid_plan",
+    "running",
+    "planning",
+];
+
+/// What the first pass keeps of a spec that may be shown.
+#[derive(Debug, Clone)]
+struct Glance {
+    spec: String,
+    /// Its folder, where it really is.
+    dir: std::path::PathBuf,
+    jaccard: f64,
+    identical: bool,
+    description: String,
+}
+
+/// `read` of every name, on every core, checking `deadline` before each; `None` when it
+/// passed before all were read. The scanning loop of detection, with the reader as a parameter.
+fn scan<T: Send>(
+    names: &[String],
+    deadline: Instant,
+    read: impl Fn(&str) -> Option<T> + Sync,
+) -> Option<Vec<T>> {
+    let late = std::sync::atomic::AtomicBool::new(false);
+    let read = on_every_core(names, |name| {
+        if late.load(std::sync::atomic::Ordering::Relaxed) || Instant::now() >= deadline {
+            late.store(true, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
+        read(name)
+    });
+    if late.into_inner() {
+        return None;
+    }
+    Some(read.into_iter().flatten().collect())
+}
+
+/// The first pass over one spec: its keywords against the description's; kept when it may
+/// score enough or says the same.
+fn glance(
+    (root, specs_dir): (&Path, &Path),
+    name: &str,
+    query: &[String],
+    description: &str,
+) -> Option<Glance> {
+    let dir = crate::store::workspace::spec_paths(root, specs_dir, name)
+        .ok()?
+        .dir;
+    let said = spec_text::said(&dir);
+    let identical = !said.cut
+        && !said.description.trim().is_empty()
+        && similar::same_description(&said.description, description);
+    let keywords = match said.keywords {
+        Some(stored) => similar::normalized(stored),
+        None => similar::keywords(&said.description),
+    };
+    let jaccard = similar::jaccard(query, &keywords);
+    (identical || jaccard >= similar::THRESHOLD).then(|| Glance {
+        spec: name.to_string(),
+        dir,
+        jaccard,
+        identical,
+        description: said.description,
+    })
+}
+
+/// The unfinished specs like `description` (see the module comment), judged at `now`; past
+/// `bound` nothing, with `timed_out`.
+pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Duration) -> Detection {
+    let deadline = Instant::now() + bound;
+    let names = crate::store::spec::list(&ws.specs_dir);
+    let query = similar::keywords(description);
+    let timed_out = || Detection {
+        timed_out: true,
+        scanned: names.len(),
+        ..Detection::default()
+    };
+    // (A `Workspace` is not shared between threads: its folders are.)
+    let folders = (ws.root.as_path(), ws.specs_dir.as_path());
+    let Some(glances) = scan(&names, deadline, |name| {
+        glance(folders, name, &query, description)
+    }) else {
+        return timed_out();
+    };
+    match judge(ws, glances, now, deadline) {
+        Some((candidates, identical)) => Detection {
+            candidates,
+            identical,
+            timed_out: false,
+            scanned: names.len(),
+        },
+        None => timed_out(),
+    }
+}
+
+/// The kept specs scored and, best first, judged by their status until three unfinished are
+/// found (and the most recent unfinished identical one); `None` past `deadline`.
+fn judge(
+    ws: &Workspace,
+    glances: Vec<Glance>,
+    now: DateTime<Utc>,
+    deadline: Instant,
+) -> Option<(Vec<Candidate>, Option<Candidate>)> {
+    let scored: Vec<(Scored, Glance)> = glances
+        .into_iter()
+        .map(|g| {
+            let last = spec_text::last_activity(&g.dir)
+                .map(DateTime::<Utc>::from)
+                .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+            let score = similar::score(g.jaccard, similar::recency(last, now));
+            let s = Scored {
+                spec: g.spec.clone(),
+                score,
+                last_activity: last,
+            };
+            (s, g)
+        })
+        .collect();
+    // Best first, every one above the threshold (`rank` without its cut), then the identical
+    // ones, most recent first.
+    let ordered = similar::best_first(scored.iter().map(|(s, _)| s.clone()).collect());
+    let same: Vec<Scored> = scored
+        .iter()
+        .filter(|(_, g)| g.identical)
+        .map(|(s, _)| s.clone())
+        .collect();
+    let same = similar::most_recent_first(same);
+    let glance_of = |spec: &str| scored.iter().find(|(s, _)| s.spec == spec);
+    let mut candidates = Vec::new();
+    for s in &ordered {
+        if candidates.len() == similar::MAX_SHOWN {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        let (_, g) = glance_of(&s.spec)?;
+        if let Some(c) = candidate(ws, s, g) {
+            candidates.push(c);
+        }
+    }
+    let mut identical = None;
+    for s in &same {
+        if Instant::now() >= deadline {
+            return None;
+        }
+        let (_, g) = glance_of(&s.spec)?;
+        if let Some(c) = candidate(ws, s, g) {
+            identical = Some(c);
+            break;
+        }
+    }
+    (Instant::now() < deadline).then_some((candidates, identical))
+}
+
+/// The candidate `s` makes, if its status is unfinished (`ops::status`'s rule).
+fn candidate(ws: &Workspace, s: &Scored, g: &Glance) -> Option<Candidate> {
+    let status = crate::ops::status::specs(ws, vec![s.spec.clone()])
+        .ok()?
+        .pop()?;
+    if NOT_CANDIDATES.contains(&status.status.as_str()) {
+        return None;
+    }
+    let planned = crate::plan::PlanFile::in_spec_dir(&g.dir).path().exists();
+    let quoted = crate::sh(&s.spec);
+    Some(Candidate {
+        continue_command: if planned {
+            format!("runner resume --spec {quoted}")
+        } else {
+            format!("runner run --spec {quoted}")
+        },
+        status: status.status,
+        score: similar::rounded(s.score),
+        chunks: CandidateChunks {
+            completed: status.chunks.completed,
+            total: status.chunks.total,
+        },
+        spent_usd: status.spent.usd,
+        last_activity: s
+            .last_activity
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        description: shown(&g.description),
+        spec: s.spec.clone(),
+    })
+}
+
+/// A description as shown: its first non-empty line, trimmed, at most `SHOWN_CHARS`
+/// characters (cut with `…`), control characters replaced.
+fn shown(description: &str) -> String {
+    let line = description
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut out: String = line
+        .chars()
+        .take(SHOWN_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if line.chars().count() > SHOWN_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "detect_tests.rs"]
+mod tests;

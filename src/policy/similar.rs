@@ -1,0 +1,335 @@
+//! Finding the unfinished spec a new description repeats (issue 13, `runner new`): a spec's
+//! keywords, how alike two keyword sets are, how recent a spec's last activity is, and which
+//! specs to show. Plain functions over data; `ops::detect` reads the specs.
+//!
+//! - **Keywords**: the description's lowercase alphanumeric words, minus stop words
+//!   ([`STOP_WORDS`]: the issue's and the usual English ones), plus every synonym group
+//!   ([`SYNONYM_GROUPS`]) one of whose words (its name or a member) is among them: the whole
+//!   group, name included. Sorted, without repeats.
+//! - **Score** = Jaccard(the new description's keywords, the spec's) × the recency of the
+//!   spec's last activity ([`recency`]). Scores of at least [`THRESHOLD`] are kept, best first
+//!   (ties: the most recent activity, then the spec's name), at most [`MAX_SHOWN`].
+//! - **Identical**: the same description, trimmed, case-insensitive ([`same_description`]),
+//!   whatever the score.
+
+use chrono::{DateTime, Utc};
+
+/// The lowest score shown.
+pub const THRESHOLD: f64 = 0.35;
+
+/// How many similar specs are shown at most.
+pub const MAX_SHOWN: usize = 3;
+
+/// Words that say nothing about what a spec is about: the issue's list (`a an the with and or
+/// for to of in on build create implement add make`), then the usual English ones.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "with",
+    "and",
+    "or",
+    "for",
+    "to",
+    "of",
+    "in",
+    "on",
+    "build",
+    "create",
+    "implement",
+    "add",
+    "make", //
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "etc",
+    "few",
+    "from",
+    "further",
+    "get",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "let",
+    "me",
+    "more",
+    "most",
+    "must",
+    "my",
+    "new",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "off",
+    "once",
+    "only",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "own",
+    "please",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "their",
+    "theirs",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "use",
+    "using",
+    "very",
+    "via",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "would",
+    "you",
+    "your",
+    "yours",
+];
+
+/// The synonym groups: a group's name, then its members. A description that names any of
+/// them gets all of them.
+pub const SYNONYM_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "auth",
+        &["authentication", "login", "jwt", "oauth", "session"],
+    ),
+    (
+        "api",
+        &["rest", "endpoint", "fastapi", "flask", "routes", "http"],
+    ),
+    (
+        "db",
+        &["database", "postgres", "sqlite", "mysql", "sql", "orm"],
+    ),
+    (
+        "frontend",
+        &["ui", "react", "nextjs", "vue", "svelte", "html", "css"],
+    ),
+    (
+        "queue",
+        &["worker", "celery", "task", "async", "job", "broker"],
+    ),
+    ("cache", &["redis", "memcache", "caching", "ttl"]),
+    ("test", &["pytest", "jest", "unittest", "spec", "tdd"]),
+];
+
+/// The keywords of `text` (see the module comment): sorted, without repeats.
+pub fn keywords(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect();
+    let hits: Vec<(&str, &[&str])> = SYNONYM_GROUPS
+        .iter()
+        .copied()
+        .filter(|(name, members)| {
+            words
+                .iter()
+                .any(|w| w == name || members.contains(&w.as_str()))
+        })
+        .collect();
+    for (name, members) in hits {
+        words.push(name.to_string());
+        words.extend(members.iter().map(|m| m.to_string()));
+    }
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// Keywords as stored with a spec (`requirements.json`'s `runner_keywords`), made comparable:
+/// trimmed, lowercase, sorted, without repeats or empty ones. Not expanded again: they are
+/// the spec's as they were stored.
+pub fn normalized(stored: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut words: Vec<String> = stored
+        .into_iter()
+        .map(|w| w.trim().to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// |a ∩ b| / |a ∪ b| of two sorted lists without repeats (as [`keywords`] gives them); 0 when
+/// both are empty (nothing in common to speak of).
+pub fn jaccard(a: &[String], b: &[String]) -> f64 {
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - common;
+    if union == 0 {
+        0.0
+    } else {
+        common as f64 / union as f64
+    }
+}
+
+/// How recent an activity at `last` is at `now`: within a day 1.0, 3 days 0.85, 7 days 0.65,
+/// 14 days 0.40, older 0.20. A time in the future counts as now.
+pub fn recency(last: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    let age = now.signed_duration_since(last);
+    let days = |n: i64| chrono::Duration::days(n);
+    if age <= days(1) {
+        1.0
+    } else if age <= days(3) {
+        0.85
+    } else if age <= days(7) {
+        0.65
+    } else if age <= days(14) {
+        0.40
+    } else {
+        0.20
+    }
+}
+
+/// A spec's score: its keywords' Jaccard with the new description's × its recency.
+pub fn score(jaccard: f64, recency: f64) -> f64 {
+    jaccard * recency
+}
+
+/// `score` rounded to 2 decimals, as shown.
+pub fn rounded(score: f64) -> f64 {
+    (score * 100.0).round() / 100.0
+}
+
+/// Whether two descriptions are the same: trimmed, case-insensitive.
+pub fn same_description(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    a == b || a.to_lowercase() == b.to_lowercase()
+}
+
+/// What ranking needs of a spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub spec: String,
+    pub score: f64,
+    pub last_activity: DateTime<Utc>,
+}
+
+/// Best first: the highest score, then the most recent activity, then the spec's name.
+fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(b.last_activity.cmp(&a.last_activity))
+        .then(a.spec.cmp(&b.spec))
+}
+
+/// Every score of at least [`THRESHOLD`], best first (the order the specs are shown in).
+pub fn best_first(mut scored: Vec<Scored>) -> Vec<Scored> {
+    scored.retain(|s| s.score >= THRESHOLD);
+    scored.sort_by(better);
+    scored
+}
+
+/// The specs to show: scores of at least [`THRESHOLD`], best first, at most [`MAX_SHOWN`].
+pub fn rank(scored: Vec<Scored>) -> Vec<Scored> {
+    let mut ranked = best_first(scored);
+    ranked.truncate(MAX_SHOWN);
+    ranked
+}
+
+/// Specs with the same description, the one to report first: the most recently active, then
+/// by name.
+pub fn most_recent_first(mut same: Vec<Scored>) -> Vec<Scored> {
+    same.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then(a.spec.cmp(&b.spec))
+    });
+    same
+}
+
+/// Of the specs with the same description, the one to report (see [`most_recent_first`]).
+pub fn pick_identical(same: Vec<Scored>) -> Option<Scored> {
+    most_recent_first(same).into_iter().next()
+}
+
+#[cfg(test)]
+#[path = "similar_tests.rs"]
+mod tests;

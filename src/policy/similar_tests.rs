@@ -1,0 +1,227 @@
+use chrono::{Duration, TimeZone};
+
+use super::*;
+
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|w| w.to_string()).collect()
+}
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 23, 12, 0, 0).unwrap()
+}
+
+fn scored(spec: &str, score: f64, hours_ago: i64) -> Scored {
+    Scored {
+        spec: spec.into(),
+        score,
+        last_activity: now() - Duration::hours(hours_ago),
+    }
+}
+
+#[test]
+fn keywords_are_lowercase_alphanumeric_words_without_stop_words() {
+    assert_eq!(
+        keywords("Build the Payment-Service, with Stripe2 and a  retry!"),
+        words(&["payment", "retry", "service", "stripe2"])
+    );
+    // Every issue stop word goes, and the usual English ones.
+    assert_eq!(
+        keywords("a an the with and or for to of in on build create implement add make"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        keywords("it should be what we would use"),
+        Vec::<String>::new()
+    );
+    // Sorted, once each.
+    assert_eq!(keywords("zeta alpha Zeta ALPHA"), words(&["alpha", "zeta"]));
+    assert_eq!(keywords(""), Vec::<String>::new());
+    assert_eq!(keywords("  \n\t ,;! "), Vec::<String>::new());
+}
+
+#[test]
+fn keywords_handle_any_text() {
+    // Letters beyond ASCII are letters; a replacement character (from a non-UTF-8 byte read
+    // lossily) separates words.
+    assert_eq!(
+        keywords("Überweisung prüfen"),
+        words(&["prüfen", "überweisung"])
+    );
+    assert_eq!(keywords("bad\u{FFFD}byte"), words(&["bad", "byte"]));
+    // Control characters and markdown are separators.
+    assert_eq!(
+        keywords("# Title\n\n- **export** `csv`\u{1b}[31m"),
+        words(&["31m", "csv", "export", "title"])
+    );
+}
+
+#[test]
+fn a_member_of_a_synonym_group_adds_the_whole_group_with_its_name() {
+    assert_eq!(
+        keywords("JWT tokens"),
+        words(&[
+            "auth",
+            "authentication",
+            "jwt",
+            "login",
+            "oauth",
+            "session",
+            "tokens"
+        ])
+    );
+    // The group's name alone adds its members too.
+    assert_eq!(
+        keywords("cache"),
+        words(&["cache", "caching", "memcache", "redis", "ttl"])
+    );
+    // Two groups.
+    let k = keywords("login page in react");
+    for w in ["auth", "oauth", "frontend", "vue", "css", "page"] {
+        assert!(k.contains(&w.to_string()), "{w} missing from {k:?}");
+    }
+    assert!(!k.contains(&"db".to_string()));
+    // Every group, each from each of its words.
+    for (name, members) in SYNONYM_GROUPS {
+        for word in std::iter::once(name).chain(members.iter()) {
+            let k = keywords(word);
+            assert_eq!(k.len(), members.len() + 1, "{word}: {k:?}");
+            assert!(k.contains(&name.to_string()));
+            assert!(members.iter().all(|m| k.contains(&m.to_string())));
+        }
+    }
+    // A word that only contains a member is not it.
+    assert_eq!(keywords("sessions"), words(&["sessions"]));
+}
+
+#[test]
+fn stored_keywords_are_normalized_not_expanded() {
+    assert_eq!(
+        normalized(words(&[" Redis", "redis", "", "  ", "Zed"])),
+        words(&["redis", "zed"])
+    );
+}
+
+#[test]
+fn jaccard_is_the_shared_part_of_the_union() {
+    let a = words(&["a1", "b2", "c3"]);
+    let b = words(&["b2", "c3", "d4"]);
+    assert_eq!(jaccard(&a, &b), 0.5);
+    assert_eq!(jaccard(&a, &a), 1.0);
+    assert_eq!(jaccard(&a, &words(&["x"])), 0.0);
+    assert_eq!(jaccard(&[], &[]), 0.0);
+    assert_eq!(jaccard(&a, &[]), 0.0);
+    assert_eq!(jaccard(&b, &a), jaccard(&a, &b));
+}
+
+#[test]
+fn recency_per_bucket_with_its_edges() {
+    let at = |d: Duration| recency(now() - d, now());
+    assert_eq!(at(Duration::zero()), 1.0);
+    assert_eq!(at(Duration::days(1)), 1.0);
+    assert_eq!(at(Duration::days(1) + Duration::seconds(1)), 0.85);
+    assert_eq!(at(Duration::days(3)), 0.85);
+    assert_eq!(at(Duration::days(3) + Duration::seconds(1)), 0.65);
+    assert_eq!(at(Duration::days(7)), 0.65);
+    assert_eq!(at(Duration::days(7) + Duration::seconds(1)), 0.40);
+    assert_eq!(at(Duration::days(14)), 0.40);
+    assert_eq!(at(Duration::days(14) + Duration::seconds(1)), 0.20);
+    assert_eq!(at(Duration::days(4000)), 0.20);
+    // The future counts as now.
+    assert_eq!(at(-Duration::days(30)), 1.0);
+}
+
+#[test]
+fn score_is_jaccard_times_recency_and_rounds_to_two_decimals() {
+    assert_eq!(score(0.5, 0.85), 0.425);
+    assert_eq!(rounded(0.425), 0.43);
+    assert_eq!(rounded(1.0 / 3.0), 0.33);
+    assert_eq!(rounded(score(1.0, 1.0)), 1.0);
+}
+
+#[test]
+fn ranking_keeps_the_threshold_orders_best_first_and_shows_three() {
+    let ranked = rank(vec![
+        scored("001-low", 0.34, 0),
+        scored("002-edge", THRESHOLD, 0),
+        scored("003-best", 0.9, 100),
+        scored("004-mid", 0.6, 0),
+        scored("005-fourth", 0.36, 0),
+    ]);
+    let names: Vec<&str> = ranked.iter().map(|s| s.spec.as_str()).collect();
+    assert_eq!(names, ["003-best", "004-mid", "005-fourth"]);
+
+    // Below the threshold: nothing.
+    assert!(rank(vec![scored("001-a", 0.3499, 0), scored("002-b", 0.0, 0)]).is_empty());
+    assert!(rank(Vec::new()).is_empty());
+    // Exactly the threshold is kept.
+    assert_eq!(rank(vec![scored("002-edge", THRESHOLD, 0)]).len(), 1);
+}
+
+#[test]
+fn ties_go_to_the_most_recent_then_the_name() {
+    let ranked = rank(vec![
+        scored("003-c", 0.5, 5),
+        scored("002-b", 0.5, 1),
+        scored("001-a", 0.5, 5),
+    ]);
+    let names: Vec<&str> = ranked.iter().map(|s| s.spec.as_str()).collect();
+    assert_eq!(names, ["002-b", "001-a", "003-c"]);
+}
+
+#[test]
+fn scoring_a_description_against_specs_end_to_end() {
+    // What `ops::detect` does with the pure parts: the same feature worded differently
+    // matches through its synonyms, an old spec's score falls below the threshold, an
+    // unrelated one never reaches it.
+    let query = keywords("Add JWT login to the REST API");
+    let specs = [
+        (
+            "001-auth",
+            "Implement authentication endpoint with oauth",
+            2,
+        ),
+        (
+            "002-old-auth",
+            "Implement authentication endpoint with oauth",
+            24 * 30,
+        ),
+        ("003-css", "Restyle the dashboard CSS", 1),
+    ];
+    let scored_specs: Vec<Scored> = specs
+        .iter()
+        .map(|(spec, text, hours)| {
+            let last = now() - Duration::hours(*hours);
+            Scored {
+                spec: spec.to_string(),
+                score: score(jaccard(&query, &keywords(text)), recency(last, now())),
+                last_activity: last,
+            }
+        })
+        .collect();
+    assert!(scored_specs[0].score >= THRESHOLD, "{scored_specs:?}");
+    assert!(scored_specs[1].score < THRESHOLD);
+    assert!(scored_specs[2].score < THRESHOLD);
+    let ranked = rank(scored_specs);
+    assert_eq!(ranked.len(), 1);
+    assert_eq!(ranked[0].spec, "001-auth");
+}
+
+#[test]
+fn same_description_is_trimmed_and_case_insensitive() {
+    assert!(same_description("Add Login", "  add login \n"));
+    assert!(same_description("ÜBER", "über"));
+    assert!(!same_description("add login", "add  login"));
+    assert!(!same_description("add login", "add logout"));
+    assert!(same_description("", "   "));
+}
+
+#[test]
+fn of_several_identical_specs_the_most_recently_active_is_reported() {
+    let picked = pick_identical(vec![
+        scored("001-a", 0.0, 50),
+        scored("003-c", 0.0, 2),
+        scored("002-b", 0.0, 2),
+    ]);
+    assert_eq!(picked.map(|s| s.spec), Some("002-b".into()));
+    assert_eq!(pick_identical(Vec::new()), None);
+}
