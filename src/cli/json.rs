@@ -59,6 +59,7 @@ pub fn error_to_json(report: &ErrorReport) -> anyhow::Result<String> {
 pub fn wants_json(command: &Command) -> bool {
     match command {
         Command::Run(a) => a.json,
+        Command::New(a) => a.json,
         Command::Recover(a) => a.json,
         Command::Resume(a) => a.json,
         Command::Review(a) => a.json,
@@ -171,6 +172,7 @@ mod tests {
     /// Each command line, with its required arguments, of a command that takes `--json`.
     const WITH_JSON: &[&[&str]] = &[
         &["run"],
+        &["new", "x"],
         &["recover"],
         &["resume"],
         &["review"],

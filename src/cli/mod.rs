@@ -15,6 +15,7 @@ pub mod interact;
 mod json;
 mod locked;
 mod merge;
+mod new;
 mod pick;
 mod progress;
 mod recover;
@@ -60,6 +61,8 @@ pub struct Cli {
 pub enum Command {
     /// Plan the spec if needed, then build it chunk by chunk until done, failed or interrupted.
     Run(run::RunArgs),
+    /// Start a feature: look for unfinished work like it first, then create its spec (NNN-slug).
+    New(new::NewArgs),
     /// Put interrupted state right without running an agent, and report what was done.
     Recover(recover::RecoverArgs),
     /// Bring back an interrupted run: find it, say where it stood and what to do next, continue.
@@ -108,6 +111,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let cwd = current_dir;
     match cli.command {
         Command::Run(args) => run::run(&cwd()?, args),
+        Command::New(args) => new::run(&cwd()?, args),
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),

@@ -17,6 +17,7 @@ use super::style::{Style, for_stdout};
 use crate::engine::run::{RunOptions, RunSummary};
 use crate::error::RunnerError;
 use crate::ops::resume::{Match, ResumeRequest, ResumeSummary, Target};
+use crate::policy::resolve::Candidate;
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
@@ -126,39 +127,95 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
             }
         }
     };
-    let mut summary = crate::ops::resume::summary_of(&ws, &target, now)?;
-    if args.handoff || handoff_configured(&ws)? {
-        let path = crate::ops::resume::handoff::write(&ws, &summary, now)?;
+    let json = args.json;
+    let how = Going::from(&args);
+    let resumed = continue_with(cwd, &ws, &target, now, how, args.go)?;
+    if json {
+        super::print_json(&Resumed {
+            summary: &resumed.0,
+            run: resumed.1.as_ref(),
+        })?;
+    } else if let Some(done) = &resumed.1 {
+        println!("{}", super::run::summary_line(done));
+    }
+    Ok(0)
+}
+
+/// How a resolved target goes on: its summary (printed as text unless `json`), the handoff
+/// document if asked for, then (unless `no_run`) the continued run.
+struct Going {
+    handoff: bool,
+    no_run: bool,
+    json: bool,
+}
+
+impl From<&ResumeArgs> for Going {
+    fn from(args: &ResumeArgs) -> Going {
+        Going {
+            handoff: args.handoff,
+            no_run: args.no_run,
+            json: args.json,
+        }
+    }
+}
+
+/// `runner resume --spec SPEC` for `runner new`, which found the spec: the same resolution,
+/// summary and continued run (the summary printed unless `json`); returns the summary and the
+/// run's.
+pub(super) fn resume_spec(
+    cwd: &Path,
+    spec: &str,
+    go: ContinueArgs,
+    json: bool,
+) -> anyhow::Result<(ResumeSummary, RunSummary)> {
+    go.check()?;
+    let ws = Workspace::open(cwd)?;
+    let now = Utc::now();
+    let req = ResumeRequest {
+        spec: Some(spec.to_string()),
+        ..ResumeRequest::default()
+    };
+    let target = match crate::ops::resume::resolve(&ws, &req, now)? {
+        Target::One(c) => c,
+        Target::Ambiguous { matches, .. } => return Err(ambiguous(Some(spec), &matches).into()),
+    };
+    let how = Going {
+        handoff: false,
+        no_run: false,
+        json,
+    };
+    let (summary, done) = continue_with(cwd, &ws, &target, now, how, go)?;
+    let done = done.ok_or_else(|| anyhow::anyhow!("resuming {spec} started no run"))?;
+    Ok((summary, done))
+}
+
+fn continue_with(
+    cwd: &Path,
+    ws: &Workspace,
+    target: &Candidate,
+    now: chrono::DateTime<Utc>,
+    how: Going,
+    go: ContinueArgs,
+) -> anyhow::Result<(ResumeSummary, Option<RunSummary>)> {
+    let mut summary = crate::ops::resume::summary_of(ws, target, now)?;
+    if how.handoff || handoff_configured(ws)? {
+        let path = crate::ops::resume::handoff::write(ws, &summary, now)?;
         summary.handoff_document = Some(path.display().to_string());
     }
-    if !args.json {
+    if !how.json {
         print!("{}", render(&summary, for_stdout()));
     }
-    if args.no_run {
-        if args.json {
-            super::print_json(&Resumed {
-                summary: &summary,
-                run: None,
-            })?;
-        }
-        return Ok(0);
+    if how.no_run {
+        return Ok((summary, None));
     }
-    let opts = args.go.options(RunOptions {
+    let opts = go.options(RunOptions {
         spec: Some(target.spec.clone()),
         auto_continue: true,
         resumed_from: target.run_id.clone(),
         ..RunOptions::default()
     });
     let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)?;
-    if args.json {
-        super::print_json(&Resumed {
-            summary: &summary,
-            run: Some(&done),
-        })?;
-    } else {
-        println!("{}", super::run::summary_line(&done));
-    }
-    Ok(0)
+    Ok((summary, Some(done)))
 }
 
 /// `[resume] handoff`.

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod detect;
 pub mod discard;
 pub mod merge;
+pub mod new;
 pub mod recover;
 pub mod resume;
 pub mod review;

@@ -23,6 +23,7 @@ mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
 mod mcp;
+mod new;
 mod output;
 mod plan_compat;
 mod plan_reference;
