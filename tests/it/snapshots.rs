@@ -142,3 +142,21 @@ fn merge_and_undo_json() {
     assert_exit(&out, 0);
     snap("undo_json", &json_of(&repo, &out));
 }
+
+#[test]
+fn new_text_and_json() {
+    let repo = TestRepo::new();
+    let out = plain(&repo, &["new", "Add a login page with JWT"]);
+    assert_exit(&out, 0);
+    let mut text = stdout(&out);
+    let out = plain(&repo, &["new", "add a login page with jwt"]);
+    assert_exit(&out, 0);
+    text.push_str(&stdout(&out));
+    let out = plain(&repo, &["new", "JWT login page"]);
+    assert_exit(&out, 2);
+    text.push_str(&stderr(&out));
+    snap("new_text", &settled(&repo, &text));
+    let out = plain(&repo, &["new", "JWT login page", "--json"]);
+    assert_exit(&out, 2);
+    snap("new_choice_needed_json", &json_of(&repo, &out));
+}
