@@ -290,6 +290,7 @@ fn two_news_at_once_never_take_the_same_number() {
                 repo.cmd(&["new", &format!("same feature {round} {i}"), "-N", "--json"])
                     .env("RUNNER_FAILPOINTS", "new_spec_staged~150")
                     .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
                     .spawn()
                     .unwrap()
             })
