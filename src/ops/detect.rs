@@ -9,6 +9,7 @@
 //! status by `ops::status`'s own rule. The deadline is checked between specs: past it nothing
 //! is returned, with `timed_out`.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::engine::recovery::quiet::on_every_core;
+use crate::ops::status::SpecStatus;
 use crate::policy::similar::{self, Scored};
 use crate::store::spec_text;
 use crate::store::workspace::Workspace;
@@ -45,8 +47,9 @@ pub struct Candidate {
     /// The spec's task description (`requirements.json`'s, else `spec.md`'s): its first
     /// non-empty line, at most 200 characters.
     pub description: String,
-    /// The command that continues it, ready to paste: `runner resume --spec <spec>` when it
-    /// has a plan to continue, else `runner run --spec <spec>` (not planned yet).
+    /// The command that continues it, ready to paste: `runner resume --spec <spec>` when
+    /// resume has a state to continue (a checkpoint, journal or branch to rebuild it from),
+    /// else `runner run --spec <spec>` (not planned yet, or planned and never run).
     pub continue_command: String,
 }
 
@@ -171,82 +174,121 @@ pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Dura
     }
 }
 
+/// How many specs are judged at a time (one status read for them all): enough for three
+/// candidates when a few of the best are finished.
+const BATCH: usize = 8;
+
 /// The kept specs scored and, best first, judged by their status until three unfinished are
-/// found (and the most recent unfinished identical one); `None` past `deadline`.
+/// found, and the identical ones, most recent first, until one is unfinished; `None` past
+/// `deadline` (checked between batches).
 fn judge(
     ws: &Workspace,
     glances: Vec<Glance>,
     now: DateTime<Utc>,
     deadline: Instant,
 ) -> Option<(Vec<Candidate>, Option<Candidate>)> {
-    let scored: Vec<(Scored, Glance)> = glances
-        .into_iter()
+    let scored: Vec<Scored> = glances
+        .iter()
         .map(|g| {
             let last = spec_text::last_activity(&g.dir)
                 .map(DateTime::<Utc>::from)
                 .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
-            let score = similar::score(g.jaccard, similar::recency(last, now));
-            let s = Scored {
+            Scored {
                 spec: g.spec.clone(),
-                score,
+                score: similar::score(g.jaccard, similar::recency(last, now)),
                 last_activity: last,
-            };
-            (s, g)
+            }
         })
         .collect();
-    // Best first, every one above the threshold (`rank` without its cut), then the identical
-    // ones, most recent first.
-    let ordered = similar::best_first(scored.iter().map(|(s, _)| s.clone()).collect());
-    let same: Vec<Scored> = scored
+    let by_name: HashMap<&str, (&Scored, &Glance)> = scored
         .iter()
-        .filter(|(_, g)| g.identical)
-        .map(|(s, _)| s.clone())
+        .zip(&glances)
+        .map(|(s, g)| (s.spec.as_str(), (s, g)))
         .collect();
-    let same = similar::most_recent_first(same);
-    let glance_of = |spec: &str| scored.iter().find(|(s, _)| s.spec == spec);
-    let mut candidates = Vec::new();
-    for s in &ordered {
-        if candidates.len() == similar::MAX_SHOWN {
-            break;
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        let (_, g) = glance_of(&s.spec)?;
-        if let Some(c) = candidate(ws, s, g) {
-            candidates.push(c);
-        }
-    }
-    let mut identical = None;
-    for s in &same {
-        if Instant::now() >= deadline {
-            return None;
-        }
-        let (_, g) = glance_of(&s.spec)?;
-        if let Some(c) = candidate(ws, s, g) {
-            identical = Some(c);
-            break;
-        }
-    }
+    let mut judged = Judged {
+        ws,
+        by_name,
+        found: HashMap::new(),
+        deadline,
+        now,
+    };
+    let ordered = similar::best_first(scored.clone());
+    let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN)?;
+    let same = similar::most_recent_first(
+        scored
+            .iter()
+            .filter(|s| judged.by_name[s.spec.as_str()].1.identical)
+            .cloned()
+            .collect(),
+    );
+    let identical = judged.first_unfinished(&same, 1)?.pop();
     (Instant::now() < deadline).then_some((candidates, identical))
 }
 
-/// The candidate `s` makes, if its status is unfinished (`ops::status`'s rule).
-fn candidate(ws: &Workspace, s: &Scored, g: &Glance) -> Option<Candidate> {
-    let status = crate::ops::status::specs(ws, vec![s.spec.clone()])
-        .ok()?
-        .pop()?;
+/// The specs judged so far (`None`: not a candidate).
+struct Judged<'a> {
+    ws: &'a Workspace,
+    by_name: HashMap<&'a str, (&'a Scored, &'a Glance)>,
+    found: HashMap<String, Option<Candidate>>,
+    deadline: Instant,
+    now: DateTime<Utc>,
+}
+
+impl Judged<'_> {
+    /// The first `wanted` candidates of `ordered`, in its order, judging `BATCH` specs at a
+    /// time; `None` past the deadline.
+    fn first_unfinished(&mut self, ordered: &[Scored], wanted: usize) -> Option<Vec<Candidate>> {
+        let mut out = Vec::new();
+        for (i, s) in ordered.iter().enumerate() {
+            if out.len() == wanted {
+                break;
+            }
+            if !self.found.contains_key(&s.spec) {
+                if Instant::now() >= self.deadline {
+                    return None;
+                }
+                let batch: Vec<String> = ordered[i..]
+                    .iter()
+                    .filter(|s| !self.found.contains_key(&s.spec))
+                    .take(BATCH)
+                    .map(|s| s.spec.clone())
+                    .collect();
+                self.judge(batch);
+            }
+            if let Some(Some(c)) = self.found.get(&s.spec) {
+                out.push(c.clone());
+            }
+        }
+        Some(out)
+    }
+
+    /// Read the status of `names` (`ops::status`'s rule) and keep each one's candidate.
+    fn judge(&mut self, names: Vec<String>) {
+        let statuses = crate::ops::status::specs(self.ws, names.clone()).unwrap_or_default();
+        let mut statuses: HashMap<String, SpecStatus> =
+            statuses.into_iter().map(|s| (s.spec.clone(), s)).collect();
+        for name in names {
+            let c = statuses.remove(&name).and_then(|status| {
+                let (s, g) = self.by_name.get(name.as_str())?;
+                candidate(self.ws, self.now, (s, g), status)
+            });
+            self.found.insert(name, c);
+        }
+    }
+}
+
+/// The candidate a spec makes, if its status is unfinished (`ops::status`'s rule).
+fn candidate(
+    ws: &Workspace,
+    now: DateTime<Utc>,
+    (s, g): (&Scored, &Glance),
+    status: SpecStatus,
+) -> Option<Candidate> {
     if NOT_CANDIDATES.contains(&status.status.as_str()) {
         return None;
     }
-    let planned = crate::plan::PlanFile::in_spec_dir(&g.dir).path().exists();
-    let quoted = crate::sh(&s.spec);
     Some(Candidate {
-        continue_command: if planned {
-            format!("runner resume --spec {quoted}")
-        } else {
-            format!("runner run --spec {quoted}")
-        },
+        continue_command: continue_command(ws, &s.spec, now),
         status: status.status,
         score: similar::rounded(s.score),
         chunks: CandidateChunks {
@@ -260,6 +302,18 @@ fn candidate(ws: &Workspace, s: &Scored, g: &Glance) -> Option<Candidate> {
         description: shown(&g.description),
         spec: s.spec.clone(),
     })
+}
+
+/// `runner resume --spec <spec>` when resume has a state to rebuild and continue (its own
+/// rule: `engine::resume::reconstruct` finds a checkpoint, journal or branch to rebuild from),
+/// else `runner run --spec <spec>` (a spec not planned or planned and never run: resume would
+/// say "No data found to resume from").
+fn continue_command(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> String {
+    let resumable = ws.spec(spec).ok().is_some_and(|paths| {
+        crate::engine::resume::reconstruct(ws, &paths, now).is_ok_and(|r| r.is_some())
+    });
+    let verb = if resumable { "resume" } else { "run" };
+    format!("runner {verb} --spec {}", crate::sh(spec))
 }
 
 /// A description as shown: its first non-empty line, trimmed, at most `SHOWN_CHARS`

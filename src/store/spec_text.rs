@@ -44,6 +44,14 @@ pub struct Said {
     pub keywords: Option<Vec<String>>,
 }
 
+/// The two fields detection reads of `requirements.json` (any others are skipped unread; a
+/// field of another type is ignored, not an error).
+#[derive(serde::Deserialize)]
+struct Requirements {
+    task_description: Option<serde_json::Value>,
+    runner_keywords: Option<serde_json::Value>,
+}
+
 /// The first `max` bytes of the regular file at `path` (not through a link), and whether
 /// there was more. `None` when it is absent, a link, not a regular file, or unreadable.
 pub fn read_prefix(path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
@@ -67,12 +75,12 @@ pub fn said(spec_dir: &Path) -> Said {
     let mut said = Said::default();
     let requirements = read_prefix(&spec_dir.join(REQUIREMENTS_FILE), MAX_REQUIREMENTS_BYTES)
         .filter(|(_, cut)| !cut)
-        .and_then(|(bytes, _)| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
-    if let Some(serde_json::Value::Object(map)) = requirements {
-        if let Some(serde_json::Value::String(d)) = map.get(DESCRIPTION_KEY) {
-            said.description = d.clone();
+        .and_then(|(bytes, _)| serde_json::from_slice::<Requirements>(&bytes).ok());
+    if let Some(r) = requirements {
+        if let Some(serde_json::Value::String(d)) = r.task_description {
+            said.description = d;
         }
-        if let Some(serde_json::Value::Array(words)) = map.get(KEYWORDS_KEY) {
+        if let Some(serde_json::Value::Array(words)) = r.runner_keywords {
             said.keywords = Some(
                 words
                     .iter()
@@ -131,6 +139,18 @@ mod tests {
         assert_eq!(s.description, "Add login");
         assert_eq!(s.keywords, Some(vec!["auth".into(), "login".into()]));
         assert!(!s.cut);
+        // A field of another type is ignored, the other still read; so is a top level that
+        // is not an object.
+        std::fs::write(
+            dir.path().join(REQUIREMENTS_FILE),
+            r#"{"task_description":7,"runner_keywords":["auth"],"services":[1,{"a":null}]}"#,
+        )
+        .unwrap();
+        let s = said(dir.path());
+        assert_eq!(s.description, "something else");
+        assert_eq!(s.keywords, Some(vec!["auth".into()]));
+        std::fs::write(dir.path().join(REQUIREMENTS_FILE), "[1]").unwrap();
+        assert_eq!(said(dir.path()).keywords, None);
     }
 
     #[test]

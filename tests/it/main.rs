@@ -11,6 +11,7 @@ mod chunk;
 mod cli_conventions;
 mod crash;
 mod demo;
+mod detect;
 mod fake_cli;
 mod file_safety;
 mod git_speed;
