@@ -21,6 +21,7 @@ use crate::engine::recovery::quiet::on_every_core;
 use crate::ops::status::SpecStatus;
 use crate::policy::similar::{self, Scored};
 use crate::store::spec_text;
+use crate::store::status_cache::StatusCache;
 use crate::store::workspace::Workspace;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -95,10 +96,10 @@ struct Glance {
 
 /// `read` of every name, on every core, checking `deadline` before each; `None` when it
 /// passed before all were read. The scanning loop of detection, with the reader as a parameter.
-fn scan<T: Send>(
-    names: &[String],
+fn scan<N: Sync, T: Send>(
+    names: &[N],
     deadline: Instant,
-    read: impl Fn(&str) -> Option<T> + Sync,
+    read: impl Fn(&N) -> Option<T> + Sync,
 ) -> Option<Vec<T>> {
     let late = std::sync::atomic::AtomicBool::new(false);
     let read = on_every_core(names, |name| {
@@ -120,24 +121,39 @@ fn scan<T: Send>(
 /// score enough or says the same.
 fn glance(
     (root, specs_dir): (&Path, &Path),
-    name: &str,
+    (name, link): &(String, bool),
     query: &[String],
     description: &str,
 ) -> Option<Glance> {
-    let dir = crate::store::workspace::spec_paths(root, specs_dir, name)
-        .ok()?
-        .dir;
+    // A real folder is the one `spec_paths` gives; a link is checked (inside the repository)
+    // and resolved by it.
+    let dir = if *link {
+        crate::store::workspace::spec_paths(root, specs_dir, name)
+            .ok()?
+            .dir
+    } else {
+        specs_dir.join(name)
+    };
     let said = spec_text::said(&dir);
     let identical = !said.cut
         && !said.description.trim().is_empty()
         && similar::same_description(&said.description, description);
-    let keywords = match said.keywords {
-        Some(stored) => similar::normalized(stored),
-        None => similar::keywords(&said.description),
+    let stored = said.keywords.map(similar::normalized);
+    let jaccard = match &stored {
+        Some(k) => Some(similar::jaccard(query, k)).filter(|j| *j >= similar::THRESHOLD),
+        // Read only as far as it could still reach the threshold.
+        None => similar::similar_enough(query, &said.description),
     };
-    let jaccard = similar::jaccard(query, &keywords);
-    (identical || jaccard >= similar::THRESHOLD).then(|| Glance {
-        spec: name.to_string(),
+    if !identical && jaccard.is_none() {
+        return None;
+    }
+    // An identical description below the threshold is scored as it is.
+    let jaccard = jaccard.unwrap_or_else(|| {
+        let k = stored.unwrap_or_else(|| similar::keywords(&said.description));
+        similar::jaccard(query, &k)
+    });
+    Some(Glance {
+        spec: name.clone(),
         dir,
         jaccard,
         identical,
@@ -149,7 +165,7 @@ fn glance(
 /// `bound` nothing, with `timed_out`.
 pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Duration) -> Detection {
     let deadline = Instant::now() + bound;
-    let names = crate::store::spec::list(&ws.specs_dir);
+    let names = crate::store::spec::list_kinds(&ws.specs_dir);
     let query = similar::keywords(description);
     let timed_out = || Detection {
         timed_out: true,
@@ -158,8 +174,8 @@ pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Dura
     };
     // (A `Workspace` is not shared between threads: its folders are.)
     let folders = (ws.root.as_path(), ws.specs_dir.as_path());
-    let Some(glances) = scan(&names, deadline, |name| {
-        glance(folders, name, &query, description)
+    let Some(glances) = scan(&names, deadline, |entry| {
+        glance(folders, entry, &query, description)
     }) else {
         return timed_out();
     };
@@ -211,6 +227,7 @@ fn judge(
         found: HashMap::new(),
         deadline,
         now,
+        cache: None,
     };
     let ordered = similar::best_first(scored.clone());
     let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN)?;
@@ -232,6 +249,8 @@ struct Judged<'a> {
     found: HashMap<String, Option<Candidate>>,
     deadline: Instant,
     now: DateTime<Utc>,
+    /// Loaded at the first judgement.
+    cache: Option<StatusCache>,
 }
 
 impl Judged<'_> {
@@ -264,7 +283,11 @@ impl Judged<'_> {
 
     /// Read the status of `names` (`ops::status`'s rule) and keep each one's candidate.
     fn judge(&mut self, names: Vec<String>) {
-        let statuses = crate::ops::status::specs(self.ws, names.clone()).unwrap_or_default();
+        let ws = self.ws;
+        let cache = self
+            .cache
+            .get_or_insert_with(|| StatusCache::load(&ws.state_dir));
+        let statuses = crate::ops::status::specs(ws, names.clone(), cache).unwrap_or_default();
         let mut statuses: HashMap<String, SpecStatus> =
             statuses.into_iter().map(|s| (s.spec.clone(), s)).collect();
         for name in names {

@@ -7,7 +7,7 @@ fn names(n: usize) -> Vec<String> {
 #[test]
 fn a_scan_reads_every_spec_within_the_bound() {
     let deadline = Instant::now() + Duration::from_secs(60);
-    let read = scan(&names(50), deadline, |name| Some(name.to_string()));
+    let read = scan(&names(50), deadline, |name| Some(name.clone()));
     assert_eq!(read, Some(names(50)));
     // What the reader drops is not kept.
     let read = scan(&names(50), deadline, |name| {
@@ -23,7 +23,7 @@ fn a_slow_scan_gives_nothing_within_the_bound() {
     let started = Instant::now();
     let read = scan(&names(1000), started + DETECTION_BOUND, |name| {
         std::thread::sleep(Duration::from_millis(10));
-        Some(name.to_string())
+        Some(name.clone())
     });
     let took = started.elapsed();
     assert_eq!(read, None);

@@ -123,10 +123,14 @@ pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport
 
 /// The status lines of the specs `names`, exactly as `status` judges them (the one rule), for
 /// callers that need only some specs (`ops::detect`): their `worktree` is not looked up (none),
-/// the branch tips are asked one by one, and the status cache is read, not written.
-pub fn specs(ws: &Workspace, names: Vec<String>) -> anyhow::Result<Vec<SpecStatus>> {
-    let cache = StatusCache::load(&ws.state_dir);
-    Ok(judge(ws, names, &[], None, &cache)?.0)
+/// the branch tips are asked one by one, and the status cache (`StatusCache::load`, loaded
+/// once by the caller) is read, not written.
+pub fn specs(
+    ws: &Workspace,
+    names: Vec<String>,
+    cache: &StatusCache,
+) -> anyhow::Result<Vec<SpecStatus>> {
+    Ok(judge(ws, names, &[], None, cache)?.0)
 }
 
 /// Each spec of `names` judged: its lock probe and plan read on every core, the git questions

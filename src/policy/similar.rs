@@ -187,24 +187,22 @@ pub const SYNONYM_GROUPS: &[(&str, &[&str])] = &[
     ("test", &["pytest", "jest", "unittest", "spec", "tdd"]),
 ];
 
-/// The keywords of `text` (see the module comment): sorted, without repeats.
+/// The keywords of `text` (see the module comment): sorted, without repeats. Each word is
+/// lowercased in one reused buffer (no allocation for a stop word), and looked up in one
+/// table of the stop words and the synonym groups' words; the unit tests check it against the
+/// plain definition.
 pub fn keywords(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .collect();
-    let hits: Vec<(&str, &[&str])> = SYNONYM_GROUPS
-        .iter()
-        .copied()
-        .filter(|(name, members)| {
-            words
-                .iter()
-                .any(|w| w == name || members.contains(&w.as_str()))
-        })
-        .collect();
-    for (name, members) in hits {
+    let mut words: Vec<String> = Vec::new();
+    let hit = each_word(text, |w| {
+        words.push(w.to_string());
+        true
+    });
+    with_groups(words, hit)
+}
+
+/// `words` with every synonym group of `hit`, sorted, without repeats.
+fn with_groups(mut words: Vec<String>, hit: [bool; SYNONYM_GROUPS.len()]) -> Vec<String> {
+    for ((name, members), _) in SYNONYM_GROUPS.iter().zip(hit).filter(|(_, h)| *h) {
         words.push(name.to_string());
         words.extend(members.iter().map(|m| m.to_string()));
     }
@@ -213,10 +211,98 @@ pub fn keywords(text: &str) -> Vec<String> {
     words
 }
 
+/// Each word of `text` that is not a stop word, lowercased, to `f` (which returns whether to go
+/// on); the synonym groups these words hit.
+fn each_word(text: &str, mut f: impl FnMut(&str) -> bool) -> [bool; SYNONYM_GROUPS.len()] {
+    let table = table();
+    let mut hit = [false; SYNONYM_GROUPS.len()];
+    let mut buf = String::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
+        if w.is_empty() {
+            continue;
+        }
+        if w.is_ascii() {
+            buf.clear();
+            buf.push_str(w);
+            buf.make_ascii_lowercase();
+        } else {
+            buf = w.to_lowercase();
+        }
+        match table.get(buf.as_str()) {
+            Some(Word::Stop) => continue,
+            Some(Word::Group(i)) => hit[*i] = true,
+            None => {}
+        }
+        if !f(&buf) {
+            break;
+        }
+    }
+    hit
+}
+
+/// The Jaccard of `query` (keywords) with the keywords of `text`, when it is at least
+/// [`THRESHOLD`]; `None` otherwise. The answer of `jaccard(query, &keywords(text))`, but
+/// `text` is read only until it holds more distinct words than could reach the threshold: the
+/// Jaccard is at most |query| / |keywords|, so a text of more than |query| / THRESHOLD
+/// distinct keywords cannot (a long `spec.md` stops after a few dozen words).
+pub fn similar_enough(query: &[String], text: &str) -> Option<f64> {
+    let limit = (query.len() as f64 / THRESHOLD).floor() as usize;
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut over = false;
+    let hit = each_word(text, |w| {
+        if !seen.contains(w) {
+            seen.insert(w.to_string());
+        }
+        over = seen.len() > limit;
+        !over
+    });
+    if over {
+        return None;
+    }
+    let j = jaccard(query, &with_groups(seen.into_iter().collect(), hit));
+    (j >= THRESHOLD).then_some(j)
+}
+
+/// What a word of the table is.
+enum Word {
+    Stop,
+    /// A synonym group's name or member (the group's index).
+    Group(usize),
+}
+
+/// The stop words and every synonym group's word (its name and members) with its group.
+fn table() -> &'static std::collections::HashMap<&'static str, Word> {
+    static TABLE: std::sync::OnceLock<std::collections::HashMap<&'static str, Word>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table: std::collections::HashMap<&str, Word> =
+            STOP_WORDS.iter().map(|w| (*w, Word::Stop)).collect();
+        for (i, (name, members)) in SYNONYM_GROUPS.iter().enumerate() {
+            for w in std::iter::once(name).chain(members.iter()) {
+                table.insert(*w, Word::Group(i));
+            }
+        }
+        table
+    })
+}
+
 /// Keywords as stored with a spec (`requirements.json`'s `runner_keywords`), made comparable:
 /// trimmed, lowercase, sorted, without repeats or empty ones. Not expanded again: they are
 /// the spec's as they were stored.
-pub fn normalized(stored: impl IntoIterator<Item = String>) -> Vec<String> {
+pub fn normalized(stored: Vec<String>) -> Vec<String> {
+    // As runner stores them (sorted, once each, trimmed lowercase): taken as they are.
+    let as_stored = stored.windows(2).all(|w| w[0] < w[1])
+        && stored.iter().all(|w| {
+            let lower = if w.is_ascii() {
+                !w.bytes().any(|b| b.is_ascii_uppercase())
+            } else {
+                w.to_lowercase() == *w
+            };
+            lower && !w.is_empty() && w.trim() == w
+        });
+    if as_stored {
+        return stored;
+    }
     let mut words: Vec<String> = stored
         .into_iter()
         .map(|w| w.trim().to_lowercase())

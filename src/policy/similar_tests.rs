@@ -225,3 +225,142 @@ fn of_several_identical_specs_the_most_recently_active_is_reported() {
     assert_eq!(picked.map(|s| s.spec), Some("002-b".into()));
     assert_eq!(pick_identical(Vec::new()), None);
 }
+
+/// The plain definition of [`keywords`]: the fast one must give exactly its answer.
+fn keywords_plain(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect();
+    let hits: Vec<(&str, &[&str])> = SYNONYM_GROUPS
+        .iter()
+        .copied()
+        .filter(|(name, members)| {
+            words
+                .iter()
+                .any(|w| w == name || members.contains(&w.as_str()))
+        })
+        .collect();
+    for (name, members) in hits {
+        words.push(name.to_string());
+        words.extend(members.iter().map(|m| m.to_string()));
+    }
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// The plain definition of [`normalized`].
+fn normalized_plain(stored: Vec<String>) -> Vec<String> {
+    let mut words: Vec<String> = stored
+        .into_iter()
+        .map(|w| w.trim().to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+#[test]
+fn the_fast_keywords_and_normalization_give_the_plain_definitions_answers() {
+    // Random texts over a vocabulary of stop words, synonym words, mixed case, non-ASCII
+    // (titlecase, final sigma, dotted I), digits and separators.
+    let mut vocab: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
+    for (name, members) in SYNONYM_GROUPS {
+        vocab.push(name.to_string());
+        vocab.extend(members.iter().map(|m| m.to_string()));
+    }
+    for w in [
+        "JWT",
+        "Login",
+        "REDIS",
+        "The",
+        "ǅemal",
+        "ΟΔΟΣ",
+        "İstanbul",
+        "Straße",
+        "x2",
+        "42",
+        "café",
+        "ÜBER",
+        "a",
+        "I",
+        "Spec",
+    ] {
+        vocab.push(w.to_string());
+    }
+    let seps = [" ", "-", ", ", "\n", "_", "/", "\u{FFFD}", ".", "  "];
+    let mut seed = 0x1234_5678_u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..next(30) {
+            text.push_str(&vocab[next(vocab.len())]);
+            text.push_str(seps[next(seps.len())]);
+        }
+        assert_eq!(keywords(&text), keywords_plain(&text), "{text:?}");
+        // The early stop gives the full computation's answer, for queries of every size.
+        let third: String = text.chars().take(text.chars().count() / 3).collect();
+        for query in [third.as_str(), "jwt login api", "", &text] {
+            let q = keywords_plain(query);
+            let full = jaccard(&q, &keywords_plain(&text));
+            let expected = (full >= THRESHOLD).then_some(full);
+            assert_eq!(similar_enough(&q, &text), expected, "{query:?} / {text:?}");
+        }
+        let k = keywords(&text);
+        assert_eq!(normalized(k.clone()), normalized_plain(k.clone()));
+        let stored: Vec<String> = (0..next(6))
+            .map(|_| {
+                let w = &vocab[next(vocab.len())];
+                if next(3) == 0 {
+                    format!(" {w}")
+                } else {
+                    w.clone()
+                }
+            })
+            .collect();
+        assert_eq!(
+            normalized(stored.clone()),
+            normalized_plain(stored),
+            "{text:?}"
+        );
+    }
+    assert_eq!(normalized(words(&["ǅ"])), words(&["ǆ"]));
+}
+
+#[test]
+fn the_early_stop_bound_is_exact_at_its_edge() {
+    // A query of 7 keywords: 20 distinct keywords can still reach 0.35 (7/20), 21 cannot.
+    let q = words(&["k1", "k2", "k3", "k4", "k5", "k6", "k7"]);
+    let text = |n: usize| {
+        (1..=n)
+            .map(|i| format!("k{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(similar_enough(&q, &text(20)), Some(0.35));
+    assert_eq!(similar_enough(&q, &text(21)), None);
+    assert_eq!(
+        similar_enough(&q, &format!("{} k1 k1 k2", text(20))),
+        Some(0.35)
+    );
+    assert_eq!(similar_enough(&[], "anything"), None);
+    assert_eq!(similar_enough(&q, ""), None);
+}
+
+#[test]
+fn stop_words_and_synonym_words_are_apart() {
+    for (name, members) in SYNONYM_GROUPS {
+        for w in std::iter::once(name).chain(members.iter()) {
+            assert!(!STOP_WORDS.contains(w), "{w}");
+        }
+    }
+}

@@ -38,19 +38,28 @@ pub fn check_name(name: &str) -> Result<(), RunnerError> {
 
 /// The spec folders, sorted.
 pub fn list(specs_dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(specs_dir)
+    list_kinds(specs_dir).into_iter().map(|(n, _)| n).collect()
+}
+
+/// The spec folders, sorted, each with whether the listing shows it as a symbolic link (to a
+/// folder): `list` with what the listing already knew, for callers that open a real folder
+/// without another look.
+pub fn list_kinds(specs_dir: &Path) -> Vec<(String, bool)> {
+    let mut names: Vec<(String, bool)> = std::fs::read_dir(specs_dir)
         .map(|entries| {
             entries
                 .flatten()
                 // A folder, or a link to one: the kind from the listing itself (no stat per
                 // entry), a link followed as `is_dir` does.
-                .filter(|e| match e.file_type() {
-                    Ok(kind) if kind.is_symlink() => e.path().is_dir(),
-                    Ok(kind) => kind.is_dir(),
-                    Err(_) => e.path().is_dir(),
+                .filter_map(|e| {
+                    let link = match e.file_type() {
+                        Ok(kind) if kind.is_symlink() => e.path().is_dir().then_some(true),
+                        Ok(kind) => kind.is_dir().then_some(false),
+                        Err(_) => e.path().is_dir().then(|| e.path().is_symlink()),
+                    }?;
+                    Some((e.file_name().to_str()?.to_string(), link))
                 })
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| check_name(n).is_ok())
+                .filter(|(n, _)| check_name(n).is_ok())
                 .collect()
         })
         .unwrap_or_default();

@@ -60,10 +60,13 @@ pub fn read_prefix(path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
-    if !file.metadata().ok()?.file_type().is_file() {
+    let meta = file.metadata().ok()?;
+    if !meta.file_type().is_file() {
         return None;
     }
-    let mut bytes = Vec::new();
+    // One read for the bytes `fstat` promised (most files), then reads until the end or the
+    // bound: a file that grew or shrank meanwhile is read as it is.
+    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize + 1);
     file.take(max + 1).read_to_end(&mut bytes).ok()?;
     let cut = bytes.len() as u64 > max;
     bytes.truncate(max as usize);
