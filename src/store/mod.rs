@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod lines;
 pub mod lock;
 pub mod pause;
+pub mod resolve_cache;
 pub mod runs;
 pub mod safe;
 pub mod segments;
