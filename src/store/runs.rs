@@ -149,8 +149,17 @@ impl Folder {
 
     /// What `symlink_metadata` says of `rel` below it (a link at its end not followed).
     pub fn stat(&self, rel: &str) -> Option<libc::stat> {
+        let mut name = Vec::with_capacity(rel.len() + 1);
+        name.extend_from_slice(rel.as_bytes());
+        self.stat_c(&mut name)
+    }
+
+    /// [`Folder::stat`] of the name in `name` (a terminating NUL is added, `name`'s buffer
+    /// reused by the caller).
+    fn stat_c(&self, name: &mut Vec<u8>) -> Option<libc::stat> {
         use std::os::fd::AsRawFd;
-        let name = std::ffi::CString::new(rel).ok()?;
+        name.push(0);
+        let name = std::ffi::CStr::from_bytes_with_nul(name).ok()?;
         // SAFETY: a zeroed `stat` is a valid value for fstatat to fill; `name` is a valid C
         // string and the folder's descriptor is open for the call.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -184,9 +193,13 @@ pub fn stat_records(
     let Some(folder) = Folder::open(&dir(spec_dir)) else {
         return vec![None; ids.len()];
     };
+    let mut name = Vec::with_capacity(32);
     ids.iter()
         .map(|id| {
-            let st = folder.stat(&format!("{id}.json"))?;
+            name.clear();
+            name.extend_from_slice(id.as_bytes());
+            name.extend_from_slice(b".json");
+            let st = folder.stat_c(&mut name)?;
             let identity = super::status_cache::Identity::from_stat(&st);
             let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
             Some((identity.modified()?, regular.then_some(identity)))
