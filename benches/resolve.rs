@@ -9,6 +9,11 @@
 //! spec's plan read), a part of a spec's name, and no hint. Median and p99 are printed for
 //! each; the target is p99 < 5 ms for each (exit 1 if one is missed, 2 on an error).
 //!
+//! The resolution cache (`.auto-claude/resolve-cache`) does not trust a file changed in the
+//! last 3 seconds (git's racy rule): a real repository's 1,000 records were not all written
+//! in the last 3 seconds, so the full bench waits that long after writing them. Each kind's
+//! first resolution (which may write the cache) is printed, not counted.
+//!
 //! `cargo bench --bench resolve` runs it; `cargo test --benches` (no `--bench` argument) runs
 //! a smoke version on a few specs, without verdicts.
 
@@ -110,6 +115,9 @@ fn bench(specs: usize, runs_each: usize, rounds: usize, full: bool) -> anyhow::R
     let root = tmp.path().join("repo");
     std::fs::create_dir_all(&root)?;
     let ids = setup(&root, specs, runs_each)?;
+    if full {
+        std::thread::sleep(std::time::Duration::from_millis(3300));
+    }
     let t = Instant::now();
     let ws = Workspace::open(&root)?;
     let open_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -143,7 +151,10 @@ fn bench(specs: usize, runs_each: usize, rounds: usize, full: bool) -> anyhow::R
     for (label, req) in &cases {
         let now = chrono::Utc::now();
         // Warm-up, and the answer checked once.
-        match resolve(&ws, &with_choice(req), now)? {
+        let t = Instant::now();
+        let first = resolve(&ws, &with_choice(req), now)?;
+        let first_ms = t.elapsed().as_secs_f64() * 1e3;
+        match first {
             Target::One(c) => {
                 anyhow::ensure!(!c.spec.is_empty(), "{label}: no spec");
             }
@@ -165,7 +176,7 @@ fn bench(specs: usize, runs_each: usize, rounds: usize, full: bool) -> anyhow::R
         all_met &= met;
         if full {
             println!(
-                "TARGET {label:<20} median {median:6.3} ms  p99 {p99:6.3} ms  (min {:.3}, max {:.3}; p99 < {TARGET_P99_MS} ms: {})",
+                "TARGET {label:<20} median {median:6.3} ms  p99 {p99:6.3} ms  (min {:.3}, max {:.3}, first {first_ms:.3}; p99 < {TARGET_P99_MS} ms: {})",
                 ms[0],
                 ms[ms.len() - 1],
                 if met { "met" } else { "MISSED" }

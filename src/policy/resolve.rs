@@ -125,7 +125,7 @@ pub struct RunFacts {
 /// The facts, asked for lazily. The mechanism reads (and remembers) what is asked.
 pub trait Facts {
     /// Every run id that has a record, with its spec: from the runs folders' file names.
-    fn run_ids(&self) -> Vec<(String, String)>;
+    fn run_ids(&self) -> std::borrow::Cow<'_, [(String, String)]>;
     /// The specs that have run records, with when one was last written, newest first.
     fn specs_by_recent_runs(&self) -> Vec<(String, DateTime<Utc>)>;
     /// The runs of `spec`, with when each record was last written, newest first.

@@ -73,12 +73,13 @@ impl World {
 }
 
 impl Facts for World {
-    fn run_ids(&self) -> Vec<(String, String)> {
+    fn run_ids(&self) -> std::borrow::Cow<'_, [(String, String)]> {
         self.runs
             .iter()
             .map(|(id, r)| (id.clone(), r.spec.clone()))
             .chain(self.broken.iter().cloned())
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
     fn specs_by_recent_runs(&self) -> Vec<(String, DateTime<Utc>)> {
         let mut specs: Vec<(String, DateTime<Utc>)> = self

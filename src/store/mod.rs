@@ -16,6 +16,7 @@ pub mod lines;
 pub mod lock;
 pub mod new_spec;
 pub mod pause;
+pub mod resolve_cache;
 pub mod runs;
 pub mod safe;
 pub mod segments;

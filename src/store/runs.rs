@@ -132,6 +132,81 @@ pub fn list(spec_dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A folder held open, to look at files below it without walking its path again each time.
+pub struct Folder(std::fs::File);
+
+impl Folder {
+    /// The folder at `path` (a link to one followed); `None` if it cannot be opened as one.
+    pub fn open(path: &Path) -> Option<Folder> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .ok()
+            .map(Folder)
+    }
+
+    /// What `symlink_metadata` says of `rel` below it (a link at its end not followed).
+    pub fn stat(&self, rel: &str) -> Option<libc::stat> {
+        let mut name = Vec::with_capacity(rel.len() + 1);
+        name.extend_from_slice(rel.as_bytes());
+        self.stat_c(&mut name)
+    }
+
+    /// [`Folder::stat`] of the name in `name` (a terminating NUL is added, `name`'s buffer
+    /// reused by the caller).
+    fn stat_c(&self, name: &mut Vec<u8>) -> Option<libc::stat> {
+        use std::os::fd::AsRawFd;
+        name.push(0);
+        let name = std::ffi::CStr::from_bytes_with_nul(name).ok()?;
+        // SAFETY: a zeroed `stat` is a valid value for fstatat to fill; `name` is a valid C
+        // string and the folder's descriptor is open for the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::fstatat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        (rc == 0).then_some(st)
+    }
+
+    /// The identity of the folder `rel` below it (`None`: missing, a link, not a folder).
+    pub fn dir_identity(&self, rel: &str) -> Option<super::status_cache::Identity> {
+        let st = self.stat(rel)?;
+        (st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+            .then(|| super::status_cache::Identity::from_stat(&st))
+    }
+}
+
+/// What `symlink_metadata` of each record of `ids` in `spec_dir` says (`None`: it cannot be
+/// stat'ed): its modification time, and its identity when it is a regular file. The runs
+/// folder is opened once and each record stat'ed within it (a path walk per folder, not per
+/// record).
+pub fn stat_records(
+    spec_dir: &Path,
+    ids: &[String],
+) -> Vec<Option<(std::time::SystemTime, Option<super::status_cache::Identity>)>> {
+    let Some(folder) = Folder::open(&dir(spec_dir)) else {
+        return vec![None; ids.len()];
+    };
+    let mut name = Vec::with_capacity(32);
+    ids.iter()
+        .map(|id| {
+            name.clear();
+            name.extend_from_slice(id.as_bytes());
+            name.extend_from_slice(b".json");
+            let st = folder.stat_c(&mut name)?;
+            let identity = super::status_cache::Identity::from_stat(&st);
+            let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+            Some((identity.modified()?, regular.then_some(identity)))
+        })
+        .collect()
+}
+
 /// The record of `run_id` in `spec_dir`.
 pub fn read(spec_dir: &Path, run_id: &str) -> Found {
     if !super::ids::is_run_id(run_id) {

@@ -45,7 +45,7 @@ const VERSION: u32 = 2;
 
 /// How much older than the read (and than the cache file) a plan's times must be for its
 /// entry to be trusted: more than the coarsest file-system timestamps (FAT's 2 s).
-const MARGIN: Duration = Duration::from_secs(3);
+pub(crate) const MARGIN: Duration = Duration::from_secs(3);
 
 /// A plan file's identity: what changes when anything changes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,18 +62,66 @@ impl Identity {
     /// The identity of the regular file at `path`, not following a link (`None` otherwise).
     pub fn of(path: &Path) -> Option<Identity> {
         let m = std::fs::symlink_metadata(path).ok()?;
-        m.file_type().is_file().then(|| Identity {
+        m.file_type().is_file().then(|| Identity::from_meta(&m))
+    }
+
+    /// The identity of the folder at `path`, not following a link at its end (`None` for a
+    /// link or anything not a folder): what changes when an entry is added, removed or renamed.
+    pub fn of_dir(path: &Path) -> Option<Identity> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        m.file_type().is_dir().then(|| Identity::from_meta(&m))
+    }
+
+    /// The identity of what `m` describes (the caller checked its type).
+    pub fn from_meta(m: &std::fs::Metadata) -> Identity {
+        Identity {
             dev: m.dev(),
             ino: m.ino(),
             mode: m.mode(),
             size: m.size(),
             mtime: (m.mtime(), m.mtime_nsec() as u32),
             ctime: (m.ctime(), m.ctime_nsec() as u32),
-        })
+        }
+    }
+
+    /// The identity of what `st` describes (the caller checked its type).
+    pub fn from_stat(st: &libc::stat) -> Identity {
+        Identity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mode: st.st_mode,
+            size: st.st_size as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime, st.st_ctime_nsec as u32),
+        }
+    }
+
+    /// Its modification time.
+    pub fn modified(&self) -> Option<SystemTime> {
+        let (s, ns) = self.mtime;
+        let whole = Duration::from_secs(s.unsigned_abs());
+        let at = if s >= 0 {
+            SystemTime::UNIX_EPOCH.checked_add(whole)?
+        } else {
+            SystemTime::UNIX_EPOCH.checked_sub(whole)?
+        };
+        at.checked_add(Duration::from_nanos(u64::from(ns)))
+    }
+
+    /// Its bytes in a cache file (read back by `Reader::identity`).
+    pub(crate) fn put(&self, out: &mut Vec<u8>) {
+        for n in [self.dev, self.ino, self.size] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        put_u32(out, self.mode);
+        for (s, ns) in [self.mtime, self.ctime] {
+            out.extend_from_slice(&s.to_le_bytes());
+            put_u32(out, ns);
+        }
     }
 
     /// Both times more than `MARGIN` before `t`.
-    fn settled_before(&self, t: SystemTime) -> bool {
+    pub(crate) fn settled_before(&self, t: SystemTime) -> bool {
         let Some(limit) = t.checked_sub(MARGIN) else {
             return false;
         };
@@ -111,7 +159,7 @@ pub struct Found {
 impl StatusCache {
     /// The cache of the workspace whose state folder is `state_dir`; empty at any doubt.
     pub fn load(state_dir: &Path) -> StatusCache {
-        let Some((bytes, written)) = read_file(&state_dir.join(CACHE_FILE)) else {
+        let Some((bytes, written)) = read_file(&state_dir.join(CACHE_FILE), u64::MAX) else {
             return StatusCache::default();
         };
         let Some(mut entries) = decode(&bytes) else {
@@ -180,24 +228,31 @@ impl StatusCache {
     }
 }
 
-/// The bytes of the regular file at `path` (never through a link) and its modification time.
-fn read_file(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
+/// The bytes of the regular file at `path` (never through a link, never more than `max`) and
+/// its modification time.
+pub(crate) fn read_file(path: &Path, max: u64) -> Option<(Vec<u8>, SystemTime)> {
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
-    if !meta.file_type().is_file() {
+    if !meta.file_type().is_file() || meta.len() > max {
         return None;
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes).ok()?;
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > max {
+        return None;
+    }
     Some((bytes, meta.modified().ok()?))
 }
 
 /// A checksum of `bytes` (corruption, not forgery: see the module comment), eight at a time.
-fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
@@ -224,14 +279,7 @@ fn encode(entries: &HashMap<String, Entry>) -> Vec<u8> {
             digest: d,
         } = &entries[name];
         put_str(&mut out, name);
-        for n in [i.dev, i.ino, i.size] {
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        put_u32(&mut out, i.mode);
-        for (s, ns) in [i.mtime, i.ctime] {
-            out.extend_from_slice(&s.to_le_bytes());
-            put_u32(&mut out, ns);
-        }
+        i.put(&mut out);
         for n in d.counts {
             put_u32(&mut out, n);
         }
@@ -265,41 +313,41 @@ fn encode(entries: &HashMap<String, Entry>) -> Vec<u8> {
     out
 }
 
-fn put_u32(out: &mut Vec<u8>, n: u32) {
+pub(crate) fn put_u32(out: &mut Vec<u8>, n: u32) {
     out.extend_from_slice(&n.to_le_bytes());
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     put_u32(out, s.len() as u32);
     out.extend_from_slice(s.as_bytes());
 }
 
-/// The entries of a cache file's bytes; `None` at the least doubt.
-fn decode(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
+/// A cache file's body after its checksum, magic and version are checked, and its count of
+/// entries; `None` at the least doubt.
+pub(crate) fn open_body<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version: u32,
+) -> Option<(Reader<'a>, usize)> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
     if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
     }
-    let mut r = Reader(body.strip_prefix(MAGIC)?);
-    if r.u32()? != VERSION {
+    let mut r = Reader(body.strip_prefix(magic)?);
+    if r.u32()? != version {
         return None;
     }
     let count = r.u32()? as usize;
-    let mut entries = HashMap::with_capacity(count.min(body.len() / 64));
+    Some((r, count))
+}
+
+/// The entries of a cache file's bytes; `None` at the least doubt.
+fn decode(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
+    let (mut r, count) = open_body(bytes, MAGIC, VERSION)?;
+    let mut entries = HashMap::with_capacity(count.min(bytes.len() / 64));
     for _ in 0..count {
         let name = r.text()?;
-        let (dev, ino, size) = (r.u64()?, r.u64()?, r.u64()?);
-        let mode = r.u32()?;
-        let mtime = r.time()?;
-        let ctime = r.time()?;
-        let identity = Identity {
-            dev,
-            ino,
-            mode,
-            size,
-            mtime,
-            ctime,
-        };
+        let identity = r.identity()?;
         let digest = r.digest()?;
         let sane = !name.is_empty()
             && !name.contains('/')
@@ -314,7 +362,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
 }
 
 /// Reads a cache file's body; every read checks its bounds.
-struct Reader<'a>(&'a [u8]);
+pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
 
 impl Reader<'_> {
     fn take(&mut self, n: usize) -> Option<&[u8]> {
@@ -323,16 +371,29 @@ impl Reader<'_> {
         Some(head)
     }
 
-    fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    pub(crate) fn identity(&mut self) -> Option<Identity> {
+        let (dev, ino, size) = (self.u64()?, self.u64()?, self.u64()?);
+        let mode = self.u32()?;
+        Some(Identity {
+            dev,
+            ino,
+            mode,
+            size,
+            mtime: self.time()?,
+            ctime: self.time()?,
+        })
     }
 
     fn time(&mut self) -> Option<(i64, u32)> {
@@ -341,7 +402,7 @@ impl Reader<'_> {
         (ns < 1_000_000_000).then_some((s, ns))
     }
 
-    fn flag(&mut self) -> Option<bool> {
+    pub(crate) fn flag(&mut self) -> Option<bool> {
         match self.u8()? {
             0 => Some(false),
             1 => Some(true),
@@ -349,12 +410,12 @@ impl Reader<'_> {
         }
     }
 
-    fn text(&mut self) -> Option<String> {
+    pub(crate) fn text(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).ok()
     }
 
-    fn optional_text(&mut self) -> Option<Option<String>> {
+    pub(crate) fn optional_text(&mut self) -> Option<Option<String>> {
         if self.flag()? {
             Some(Some(self.text()?))
         } else {
@@ -363,7 +424,10 @@ impl Reader<'_> {
     }
 
     /// A list of `n` items read by `item`, never more than the bytes left could hold.
-    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+    pub(crate) fn list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let n = self.u32()? as usize;
         if n > self.0.len() / 4 {
             return None;

@@ -141,8 +141,13 @@ pub fn spec_paths(
     name: &str,
 ) -> Result<SpecPaths, crate::error::RunnerError> {
     let dir = specs_dir.join(name);
-    crate::store::safe::check_link_inside(root, &dir)?;
-    let dir = real_location(&dir);
+    // One look at the folder in the usual case (not a link); a link is checked and resolved.
+    let dir = if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        crate::store::safe::check_link_inside(root, &dir)?;
+        real_location(&dir)
+    } else {
+        dir
+    };
     Ok(SpecPaths {
         name: name.to_string(),
         plan: PlanFile::in_spec_dir(&dir),

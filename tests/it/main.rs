@@ -32,6 +32,7 @@ mod plan_speed;
 mod preset_runs;
 mod presets;
 mod recover;
+mod resolve_cache;
 mod resolver;
 mod resume;
 mod review_cli;

@@ -2,10 +2,20 @@
 //! folders' file names for run ids (one `read_dir` per spec, no record opened), the records'
 //! modification times for "most recent" (a record is rewritten at every heartbeat), a record
 //! only for a run a reading matched, a spec's plan and lock only for a spec a reading reached.
+//!
+//! What does not change between two resolutions is taken from the resolution cache
+//! (`store::resolve_cache`) when the identity of what it was read from is unchanged: a runs
+//! folder's run ids (a stat instead of a folder read), a plan's facts (a stat instead of a
+//! parse), the newest record's facts (its stat is taken anyway). Everything that can change
+//! without changing a file's identity (a lock, a heartbeat's age) is read every time.
 
+use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::time::SystemTime;
+
+use crate::store::resolve_cache::{PlanFacts, RecordFacts, ResolveCache, SpecEntry};
+use crate::store::status_cache::Identity;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -20,10 +30,18 @@ pub struct DiskFacts<'a> {
     ws: &'a Workspace,
     now: DateTime<Utc>,
     stale_after: Duration,
+    /// When this resolution began: what the cache records must be settled before.
+    began: SystemTime,
+    cache: OnceCell<ResolveCache>,
+    /// The specs folder, held open (each runs folder looked at below it).
+    specs_folder: OnceCell<Option<runs::Folder>>,
+    /// What this resolution found of each part of a spec's cache entry (`Some(None)`: looked
+    /// at, nothing to keep).
+    seen: RefCell<HashMap<String, Seen>>,
     names: OnceCell<Vec<String>>,
     ids: OnceCell<Vec<(String, String)>>,
-    /// A spec's runs with their records' modification times, newest first.
-    spec_runs: RefCell<HashMap<String, Vec<(String, SystemTime)>>>,
+    /// A spec's runs with their records' modification times (and identities), newest first.
+    spec_runs: RefCell<HashMap<String, Vec<Listed>>>,
     /// What a spec's plan says: its state, the chunk in progress, the chunk worked on last.
     plans: RefCell<HashMap<String, PlanFacts>>,
     specs: RefCell<HashMap<String, SpecFacts>>,
@@ -44,6 +62,10 @@ impl<'a> DiskFacts<'a> {
             ws,
             now,
             stale_after,
+            began: SystemTime::now(),
+            cache: OnceCell::new(),
+            specs_folder: OnceCell::new(),
+            seen: RefCell::default(),
             names: OnceCell::new(),
             ids: OnceCell::new(),
             spec_runs: RefCell::default(),
@@ -67,7 +89,7 @@ impl<'a> DiskFacts<'a> {
             self.names()
                 .iter()
                 .flat_map(|spec| {
-                    runs::list(&self.ws.specs_dir.join(spec))
+                    self.run_list(spec)
                         .into_iter()
                         .map(move |id| (id, spec.clone()))
                 })
@@ -133,23 +155,24 @@ impl<'a> DiskFacts<'a> {
 
     /// The runs of `spec` with their records' modification times (a record is rewritten at
     /// every heartbeat), newest first: one folder read and a stat per record of that spec.
-    fn spec_runs(&self, spec: &str) -> Vec<(String, SystemTime)> {
+    fn spec_runs(&self, spec: &str) -> Vec<Listed> {
         if let Some(known) = self.spec_runs.borrow().get(spec) {
             return known.clone();
         }
         let dir = self.ws.specs_dir.join(spec);
-        let mut runs: Vec<(String, SystemTime)> = runs::list(&dir)
+        let ids = self.run_list(spec);
+        let stats = runs::stat_records(&dir, &ids);
+        let mut runs: Vec<Listed> = ids
             .into_iter()
-            .map(|id| {
-                let time = std::fs::symlink_metadata(runs::path(&dir, &id))
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (id, time)
+            .zip(stats)
+            .map(|(id, stat)| match stat {
+                Some((time, identity)) => (id, time, identity),
+                None => (id, SystemTime::UNIX_EPOCH, None),
             })
             .collect();
         runs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
         let mut listed = self.listed.borrow_mut();
-        for (id, _) in &runs {
+        for (id, ..) in &runs {
             listed.insert(id.clone(), spec.to_string());
         }
         drop(listed);
@@ -164,21 +187,149 @@ impl<'a> DiskFacts<'a> {
         if let Some(known) = self.plans.borrow().get(name) {
             return known.clone();
         }
-        let facts = match self.paths(name).map(|p| p.plan.load()) {
-            Some(Ok(Some(plan))) => PlanFacts {
-                state: plan_state(&plan),
-                current: plan
-                    .chunks()
-                    .find(|c| c.status == Status::InProgress)
-                    .map(|c| c.id.clone()),
-                last: last_worked(&plan),
-            },
-            _ => PlanFacts::default(),
-        };
+        let facts = self
+            .paths(name)
+            .map_or_else(PlanFacts::default, |paths| self.plan_read(name, &paths));
         self.plans
             .borrow_mut()
             .insert(name.to_string(), facts.clone());
         facts
+    }
+
+    fn cache(&self) -> &ResolveCache {
+        self.cache
+            .get_or_init(|| ResolveCache::load(&self.ws.state_dir))
+    }
+
+    /// Note what was found of `spec`'s cache entry.
+    fn saw(&self, spec: &str, note: impl FnOnce(&mut Seen)) {
+        note(self.seen.borrow_mut().entry(spec.to_string()).or_default());
+    }
+
+    /// The run ids in `spec`'s runs folder (`runs::list`): from the cache when the folder's
+    /// identity is the recorded one, else from the folder (recorded when it is settled).
+    fn run_list(&self, spec: &str) -> Vec<String> {
+        let spec_dir = self.ws.specs_dir.join(spec);
+        let specs = self
+            .specs_folder
+            .get_or_init(|| runs::Folder::open(&self.ws.specs_dir));
+        let rel = format!("{spec}/{}", runs::RUNS_DIR);
+        let identity = || specs.as_ref()?.dir_identity(&rel);
+        let before = identity();
+        if let Some(id) = before
+            && let Some((_, ids)) = self
+                .cache()
+                .get(spec)
+                .and_then(|e| e.runs.as_ref())
+                .filter(|(known, _)| *known == id)
+        {
+            return ids.clone();
+        }
+        let ids = runs::list(&spec_dir);
+        let entry = before
+            .filter(|id| id.settled_before(self.began) && identity() == Some(*id))
+            .map(|id| (id, ids.clone()));
+        self.saw(spec, |s| s.runs = Some(entry));
+        ids
+    }
+
+    /// What the plan of `name` says: from the cache when the plan file's identity is the
+    /// recorded one, else from the plan (recorded when it is settled and read without a
+    /// warning or an error).
+    fn plan_read(&self, name: &str, paths: &SpecPaths) -> PlanFacts {
+        let before = Identity::of(paths.plan.path());
+        if let Some(id) = before
+            && let Some((_, facts)) = self
+                .cache()
+                .get(name)
+                .and_then(|e| e.plan.as_ref())
+                .filter(|(known, _)| *known == id)
+        {
+            return facts.clone();
+        }
+        let (facts, clean) = match paths.plan.load() {
+            Ok(Some(plan)) => (plan_facts_of(&plan), plan.warnings.is_empty()),
+            _ => (PlanFacts::default(), false),
+        };
+        let entry = before
+            .filter(|id| {
+                clean
+                    && id.settled_before(self.began)
+                    && Identity::of(paths.plan.path()) == Some(*id)
+            })
+            .map(|id| (id, facts.clone()));
+        self.saw(name, |s| s.plan = Some(entry));
+        facts
+    }
+
+    /// What the newest record of `spec` (`listed`) says: from the cache when the record file's
+    /// identity is the recorded one, else from the record (recorded when it is settled and
+    /// usable).
+    fn record_facts(&self, spec: &str, listed: &Listed) -> Option<RecordFacts> {
+        let (id, _, identity) = listed;
+        if let Some(now) = identity
+            && let Some((_, _, facts)) = self
+                .cache()
+                .get(spec)
+                .and_then(|e| e.record.as_ref())
+                .filter(|(known_id, known, _)| known_id == id && known == now)
+        {
+            return Some(facts.clone());
+        }
+        let facts = self.record(id).map(|r| RecordFacts {
+            discard: r.kind == RunKind::Discard,
+            chunk: r.chunk,
+        });
+        let spec_dir = self.ws.specs_dir.join(spec);
+        let again = || runs::stat_records(&spec_dir, std::slice::from_ref(id)).pop();
+        let entry = identity
+            .filter(|i| i.settled_before(self.began) && again() == Some(Some((listed.1, Some(*i)))))
+            .zip(facts.clone())
+            .map(|(i, f)| (id.clone(), i, f));
+        self.saw(spec, |s| s.record = Some(entry));
+        facts
+    }
+
+    /// Keep what this resolution found in the resolution cache, if that changes it (the
+    /// specs no longer there dropped).
+    pub fn save(&self) {
+        let Some(cache) = self.cache.get() else {
+            return;
+        };
+        let seen = self.seen.borrow();
+        let same = |name: &String, s: &Seen| {
+            let known = cache.get(name);
+            same_part(&s.runs, known.map(|e| &e.runs))
+                && same_part(&s.plan, known.map(|e| &e.plan))
+                && same_part(&s.record, known.map(|e| &e.record))
+        };
+        let gone = self.names.get().is_some_and(|names| {
+            cache
+                .entries()
+                .keys()
+                .any(|name| names.binary_search(name).is_err())
+        });
+        if !gone && seen.iter().all(|(name, s)| same(name, s)) {
+            return;
+        }
+        drop(seen);
+        let mut entries = cache.entries().clone();
+        if let Some(names) = self.names.get() {
+            entries.retain(|name, _| names.binary_search(name).is_ok());
+        }
+        for (name, seen) in self.seen.borrow_mut().drain() {
+            let entry: &mut SpecEntry = entries.entry(name).or_default();
+            if let Some(runs) = seen.runs {
+                entry.runs = runs;
+            }
+            if let Some(plan) = seen.plan {
+                entry.plan = plan;
+            }
+            if let Some(record) = seen.record {
+                entry.record = record;
+            }
+        }
+        cache.save(&self.ws.state_dir, entries);
     }
 
     fn read_spec(&self, name: &str) -> SpecFacts {
@@ -196,7 +347,9 @@ impl<'a> DiskFacts<'a> {
         }
         self.locks.borrow_mut().insert(name.to_string(), held);
         let newest = self.spec_runs(name).into_iter().next();
-        let newest_record = newest.as_ref().and_then(|(id, _)| self.record(id));
+        let newest_record = newest
+            .as_ref()
+            .and_then(|listed| self.record_facts(name, listed));
         let plan = self.plan_facts(name);
         facts.state = plan.state;
         facts.current_chunk = plan.current;
@@ -205,21 +358,44 @@ impl<'a> DiskFacts<'a> {
             facts.state = SpecState::Discarded;
         }
         if facts.last_chunk.is_none() {
-            facts.last_chunk = newest_record.as_ref().and_then(|r| r.chunk.clone());
+            facts.last_chunk = newest_record.and_then(|r| r.chunk);
         }
         let journal = crate::store::segments::modified(&paths.dir);
-        let record = newest.as_ref().map(|(_, time)| *time);
+        let record = newest.as_ref().map(|(_, time, _)| *time);
         facts.last_active = journal.max(record).map(DateTime::<Utc>::from);
-        facts.newest_run = newest.map(|(id, _)| id);
+        facts.newest_run = newest.map(|(id, ..)| id);
         facts
     }
 }
 
-#[derive(Debug, Clone, Default)]
-struct PlanFacts {
-    state: SpecState,
-    current: Option<String>,
-    last: Option<String>,
+/// A run id, its record's modification time and identity (`None`: not a regular file).
+type Listed = (String, SystemTime, Option<Identity>);
+
+/// What one resolution found of a spec's cache entry where the entry did not answer, part by
+/// part (a part the entry answered for is kept as it is).
+#[derive(Debug, Default)]
+struct Seen {
+    runs: Option<Option<(Identity, Vec<String>)>>,
+    plan: Option<Option<(Identity, PlanFacts)>>,
+    record: Option<Option<(String, Identity, RecordFacts)>>,
+}
+
+/// A part of a cache entry this resolution looked at (`seen`) is the one loaded (`known`).
+fn same_part<T: PartialEq>(seen: &Option<Option<T>>, known: Option<&Option<T>>) -> bool {
+    seen.as_ref()
+        .is_none_or(|s| s.as_ref() == known.and_then(Option::as_ref))
+}
+
+/// What a plan says for resuming (the plan loaded in full).
+fn plan_facts_of(plan: &Plan) -> PlanFacts {
+    PlanFacts {
+        state: plan_state(plan),
+        current: plan
+            .chunks()
+            .find(|c| c.status == Status::InProgress)
+            .map(|c| c.id.clone()),
+        last: last_worked(plan),
+    }
 }
 
 /// Complete (every chunk), merged, or resumable (anything else, a plan still to write too).
@@ -244,10 +420,10 @@ fn last_worked(plan: &Plan) -> Option<String> {
 /// The spec's work was thrown away and nothing ran since: its newest record is a discard's,
 /// or (no records: runs of an older runner) the journal's last run start or discard is a
 /// discard.
-fn discarded(spec_dir: &std::path::Path, newest: Option<&RunRecord>) -> bool {
+fn discarded(spec_dir: &std::path::Path, newest: Option<&RecordFacts>) -> bool {
     use crate::store::Event;
     if let Some(r) = newest {
-        return r.kind == RunKind::Discard;
+        return r.discard;
     }
     matches!(
         crate::store::journal::last_event_containing(spec_dir, "\"event\":\"", |e| matches!(
@@ -276,8 +452,8 @@ fn active_from_holder(spec: &str, holder: Option<lock::Holder>) -> Active {
 }
 
 impl Facts for DiskFacts<'_> {
-    fn run_ids(&self) -> Vec<(String, String)> {
-        self.ids().to_vec()
+    fn run_ids(&self) -> Cow<'_, [(String, String)]> {
+        Cow::Borrowed(self.ids())
     }
 
     /// Ordered by their runs folders' modification times: a record is written by a rename
@@ -300,7 +476,7 @@ impl Facts for DiskFacts<'_> {
     fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)> {
         self.spec_runs(spec)
             .into_iter()
-            .map(|(id, time)| (id, DateTime::<Utc>::from(time)))
+            .map(|(id, time, _)| (id, DateTime::<Utc>::from(time)))
             .collect()
     }
 

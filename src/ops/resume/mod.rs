@@ -127,6 +127,7 @@ pub fn resolve(ws: &Workspace, req: &ResumeRequest, now: DateTime<Utc>) -> anyho
     let (hint, reading) = req.reading()?;
     let facts = facts::DiskFacts::new(ws, now, stale_after(ws));
     let resolved = resolve::resolve(hint, reading, &facts);
+    facts.save();
     for warning in facts.warnings.borrow().iter() {
         crate::output::warn(warning);
     }
