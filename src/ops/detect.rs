@@ -62,7 +62,7 @@ pub struct Detection {
     pub identical: Option<Candidate>,
     /// The bound passed: `candidates` and `identical` are empty.
     pub timed_out: bool,
-    /// How many specs were looked at.
+    /// How many spec folders there were to look at (all of them were, unless `timed_out`).
     pub scanned: usize,
 }
 
@@ -72,8 +72,8 @@ pub const DETECTION_BOUND: Duration = Duration::from_millis(200);
 /// The longest description shown.
 const SHOWN_CHARS: usize = 200;
 
-/// The status words of specs that are not candidates: finished, thrown out, unreadable, or
-/// held by a live run.
+/// The status words of specs that are not candidates: finished, refused, unreadable, or held
+/// by a live run. (A discarded spec, whose plan is all pending again, is told by `discarded`.)
 const NOT_CANDIDATES: &[&str] = &[
     "complete",
     "merged",
@@ -307,7 +307,7 @@ fn candidate(
     (s, g): (&Scored, &Glance),
     status: SpecStatus,
 ) -> Option<Candidate> {
-    if NOT_CANDIDATES.contains(&status.status.as_str()) {
+    if NOT_CANDIDATES.contains(&status.status.as_str()) || discarded(ws, &s.spec, now) {
         return None;
     }
     Some(Candidate {
@@ -325,6 +325,14 @@ fn candidate(
         description: shown(&g.description),
         spec: s.spec.clone(),
     })
+}
+
+/// Whether the spec's work was thrown away (`runner discard`) and nothing ran since, by
+/// `runner resume`'s own reading (its plan is then all pending: `status` says planned).
+fn discarded(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> bool {
+    use crate::policy::resolve::{Facts, SpecState};
+    let facts = crate::ops::resume::facts::DiskFacts::new(ws, now, chrono::Duration::zero());
+    facts.spec(spec).state == SpecState::Discarded
 }
 
 /// `runner resume --spec <spec>` when resume has a state to rebuild and continue (its own

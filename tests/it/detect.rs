@@ -424,3 +424,25 @@ fn each_candidates_command_continues_it() {
     let d = detect_in(&repo, LOGIN);
     assert!(d.candidates.is_empty() && d.identical.is_none(), "{d:#?}");
 }
+
+#[test]
+fn a_discarded_spec_is_not_a_candidate_until_it_runs_again() {
+    let repo = TestRepo::new();
+    new_spec(&repo, "001-login", LOGIN);
+    repo.write_plan("001-login", &plan_with(["pending"; 3], &[]));
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "spec"]);
+    run_killed_at(&repo, "001-login", "after_commit@2");
+    assert_eq!(names(&detect_in(&repo, LOGIN)), ["001-login"]);
+    assert_exit(
+        &repo.runner(&["discard", "--spec", "001-login", "--yes"]),
+        0,
+    );
+    // Its plan is all pending again: `status` says planned, but its work was thrown away.
+    assert_eq!(status_of(&repo, "001-login")["status"], "planned");
+    let d = detect_in(&repo, LOGIN);
+    assert!(d.candidates.is_empty() && d.identical.is_none(), "{d:#?}");
+    // Run again (and killed): a candidate again.
+    run_killed_at(&repo, "001-login", "after_commit@1");
+    assert_eq!(names(&detect_in(&repo, LOGIN)), ["001-login"]);
+}
