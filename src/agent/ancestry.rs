@@ -151,6 +151,26 @@ fn has_children() -> Option<bool> {
     (threads()? == before).then_some(any)
 }
 
+/// How many times [`has_children`] is asked before the `/proc` scan is made instead.
+const CHILD_LOOKS: usize = 8;
+
+/// [`has_children`], asked again while it cannot tell because a thread came or went: the
+/// thread that copied the agent's output ends as the agent does, often while the list is read
+/// (then the scan of every process on the machine ran after most sessions). An answer is given
+/// only by a read that saw the same threads before and after; a missing `children` file, or
+/// one that holds anything but pids, still sends the caller to the scan.
+fn has_children_settled() -> Option<bool> {
+    for look in 0..CHILD_LOOKS {
+        match has_children() {
+            Some(answer) => return Some(answer),
+            None if !std::path::Path::new("/proc/self/task").is_dir() => return None,
+            None if look > 0 => std::thread::sleep(Duration::from_micros(200)),
+            None => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
 /// At a session's end, with nothing else of the run's running: kill every process descending
 /// from this run (the agent's leftovers, `setsid` jobs and double-forked daemons included, which
 /// the subreaper keeps in the tree), and reap those re-parented to it. Returns how many were
@@ -160,7 +180,7 @@ fn has_children() -> Option<bool> {
 /// (the usual case, its agent waited for) has none, and the scan of every process in `/proc`
 /// (one read per process on the machine) is skipped. When that cannot be told, it is made.
 pub fn kill_descendants() -> usize {
-    if !REAPER.load(Ordering::SeqCst) || has_children() == Some(false) {
+    if !REAPER.load(Ordering::SeqCst) || has_children_settled() == Some(false) {
         return 0;
     }
     let me = std::process::id() as i32;
@@ -215,12 +235,12 @@ mod tests {
         assert_eq!(parse_children("-"), None);
     }
 
-    /// `has_children`, asked again while it cannot tell: other tests' threads come and go
+    /// `has_children_settled`, asked until it can tell: other tests' threads come and go
     /// meanwhile. (Other tests may have children too, so "no child" cannot be asserted here;
     /// the run's tests of leftovers prove that a session leaves none behind.)
-    fn has_children_settled() -> Option<bool> {
+    fn settled() -> Option<bool> {
         for _ in 0..1000 {
-            if let Some(answer) = has_children() {
+            if let Some(answer) = has_children_settled() {
                 return Some(answer);
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -236,7 +256,7 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        assert_eq!(has_children_settled(), Some(true));
+        assert_eq!(settled(), Some(true));
         live.kill().unwrap();
         // Wait for it to exit without reaping it: a zombie is still a child.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -250,7 +270,7 @@ mod tests {
             )
         };
         assert_eq!(rc, 0);
-        assert_eq!(has_children_settled(), Some(true));
+        assert_eq!(settled(), Some(true));
         live.wait().unwrap();
     }
 

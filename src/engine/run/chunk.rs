@@ -399,7 +399,7 @@ impl Run {
                     .ok(),
                 false => None,
             };
-            let facts = keep::PlanFacts::of(plan);
+            let facts = self.keeper.facts.of(plan);
             Ok((done, total, change, next, facts))
         })?;
         crate::failpoint::hit("after_complete");
@@ -451,7 +451,7 @@ impl Run {
                     change
                 }
             };
-            Ok((failed, decision, change, keep::PlanFacts::of(plan)))
+            Ok((failed, decision, change, self.keeper.facts.of(plan)))
         })?;
         crate::failpoint::hit("after_fail");
         self.journal

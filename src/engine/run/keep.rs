@@ -9,6 +9,7 @@
 //! attempt's. Advisory like the record: a write that fails is logged and the run goes on; the
 //! write itself is atomic and durable (`resume` loads the checkpoint first).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -20,7 +21,7 @@ use crate::store::checkpoint::{self, Checkpoint, ChunkState, LastVerification, T
 use crate::store::runs::{RunKind, RunRecord};
 
 /// The chunk statuses and figures a checkpoint takes from a plan.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct PlanFacts {
     chunks: Vec<ChunkState>,
     seconds: u64,
@@ -32,31 +33,92 @@ impl PlanFacts {
     /// Every chunk's status (and, if completed, its last completed attempt's commit), the
     /// seconds its attempts took and what they cost.
     pub(super) fn of(plan: &Plan) -> PlanFacts {
+        PlanFacts::gather(plan, |chunk| Cow::Owned(ChunkFacts::of(chunk)))
+    }
+
+    /// [`PlanFacts::of`], with each chunk's figures from `facts_of`: the sums are made in the
+    /// same order (attempt by attempt, chunk by chunk), so they are the same to the last bit.
+    fn gather<'m>(plan: &Plan, mut facts_of: impl FnMut(&Chunk) -> Cow<'m, ChunkFacts>) -> Self {
         let mut facts = PlanFacts::default();
         for chunk in plan.chunks() {
-            let mut commit = None;
-            for a in chunk.attempts() {
-                if let (Some(start), Some(end)) = (&a.started_at, &a.ended_at)
-                    && let (Ok(start), Ok(end)) = (
-                        DateTime::parse_from_rfc3339(start),
-                        DateTime::parse_from_rfc3339(end),
-                    )
-                {
-                    facts.seconds += (end - start).num_seconds().max(0) as u64;
-                }
-                let spent = crate::store::ledger::attempt(&a);
-                facts.usd += spent.usd;
-                facts.tokens += spent.tokens;
-                if a.outcome.as_deref() == Some("completed") && a.commit.is_some() {
-                    commit = a.commit;
-                }
+            let of = facts_of(chunk);
+            facts.seconds += of.seconds;
+            for usd in &of.usd {
+                facts.usd += usd;
             }
+            facts.tokens += of.tokens;
             let status = chunk.status;
             facts.chunks.push(ChunkState {
                 id: chunk.id.clone(),
                 status: status.as_str().to_string(),
-                commit: commit.filter(|_| status == Status::Completed),
+                commit: of.commit.clone().filter(|_| status == Status::Completed),
             });
+        }
+        facts
+    }
+}
+
+/// What one chunk's attempt records give a checkpoint.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ChunkFacts {
+    seconds: u64,
+    /// Each attempt's cost, in order (summed in that order by `PlanFacts::gather`).
+    usd: Vec<f64>,
+    tokens: u64,
+    /// The last completed attempt's commit.
+    commit: Option<String>,
+}
+
+impl ChunkFacts {
+    fn of(chunk: &Chunk) -> ChunkFacts {
+        let mut facts = ChunkFacts::default();
+        for a in chunk.attempts() {
+            if let (Some(start), Some(end)) = (&a.started_at, &a.ended_at)
+                && let (Ok(start), Ok(end)) = (
+                    DateTime::parse_from_rfc3339(start),
+                    DateTime::parse_from_rfc3339(end),
+                )
+            {
+                facts.seconds += (end - start).num_seconds().max(0) as u64;
+            }
+            let spent = crate::store::ledger::attempt(&a);
+            facts.usd.push(spent.usd);
+            facts.tokens += spent.tokens;
+            if a.outcome.as_deref() == Some("completed") && a.commit.is_some() {
+                facts.commit = a.commit;
+            }
+        }
+        facts
+    }
+}
+
+/// Each chunk's [`ChunkFacts`], kept with the chunk they were read from. A plan runner has
+/// read or written holds an unchanged chunk as the very text it had before (shared, not
+/// copied: `Chunk::shares_text_with`), so at each chunk boundary only the chunks that changed
+/// are read again: parsing every attempt record of an 800-chunk plan at every chunk made the
+/// checkpoint's figures a cost that grew with the plan. Holding the chunk keeps its text
+/// alive, so a text compared by address is never another one at the same address.
+#[derive(Debug, Default)]
+pub(super) struct FactsMemo(RefCell<HashMap<String, (Chunk, ChunkFacts)>>);
+
+impl FactsMemo {
+    /// [`PlanFacts::of`] `plan`, exactly, reading again only the chunks whose text changed.
+    pub(super) fn of(&self, plan: &Plan) -> PlanFacts {
+        let mut memo = self.0.borrow_mut();
+        let mut fresh: Vec<(String, Chunk, ChunkFacts)> = Vec::new();
+        let known = &*memo;
+        let facts = PlanFacts::gather(plan, |chunk| match known.get(&chunk.id) {
+            Some((kept, facts)) if kept.shares_text_with(chunk) => Cow::Borrowed(facts),
+            _ => {
+                let facts = ChunkFacts::of(chunk);
+                if chunk.is_verbatim() {
+                    fresh.push((chunk.id.clone(), chunk.clone(), facts.clone()));
+                }
+                Cow::Owned(facts)
+            }
+        });
+        for (id, chunk, facts) in fresh {
+            memo.insert(id, (chunk, facts));
         }
         facts
     }
@@ -98,6 +160,8 @@ pub(super) struct Keeper {
     verification: RefCell<Option<LastVerification>>,
     /// The planner's spending (its ledger file), read once per run and on each planner session.
     planner: RefCell<crate::policy::budget::Spent>,
+    /// Each chunk's figures, read again only when its text changed.
+    pub(super) facts: FactsMemo,
 }
 
 impl Keeper {
@@ -132,6 +196,7 @@ impl Keeper {
             commits: RefCell::new(commits),
             verification: RefCell::new(verification),
             planner: RefCell::new(crate::store::ledger::planner(&paths.dir)),
+            facts: FactsMemo::default(),
         }
     }
 
@@ -265,5 +330,93 @@ impl Run {
         current: Option<&str>,
     ) {
         self.checkpoint_at(trigger, facts, current, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::PlanFile;
+
+    fn attempt(n: u32, usd: f64, outcome: &str) -> Value {
+        serde_json::json!({
+            "n": n, "session_id": format!("s{n}"), "started_at": "2026-01-10T10:00:00Z",
+            "ended_at": format!("2026-01-10T10:0{n}:07Z"), "outcome": outcome,
+            "commit": format!("{n:0>40}"), "cost_usd": usd,
+            "tokens": {"input": 10 * n, "output": 3, "cache_read": 0, "cache_write": 0},
+        })
+    }
+
+    /// The memo gives exactly `PlanFacts::of` (sums to the last bit) as the plan changes by
+    /// runner's writes and behind its back, and reads again only the chunks that changed.
+    #[test]
+    fn the_memo_gives_exactly_the_facts_of_the_whole_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let chunks: Vec<Value> = (1..=5)
+            .map(|i| {
+                let attempts: Vec<Value> = (1..=i as u32)
+                    .map(|n| attempt(n, 0.1 * f64::from(n) + 0.07, if n == i as u32 { "completed" } else { "failed" }))
+                    .collect();
+                serde_json::json!({"id": format!("c{i}"), "description": "d", "status": "completed", "attempts": attempts})
+            })
+            .collect();
+        let plan = serde_json::json!({"feature": "f", "phases": [{"id": "p1", "name": "P", "subtasks": chunks}]});
+        std::fs::write(
+            dir.path().join("implementation_plan.json"),
+            serde_json::to_vec_pretty(&plan).unwrap(),
+        )
+        .unwrap();
+        let file = PlanFile::in_spec_dir(dir.path());
+        let memo = FactsMemo::default();
+        let check = |plan: &Plan| {
+            let (fast, slow) = (memo.of(plan), PlanFacts::of(plan));
+            assert_eq!(fast, slow);
+            assert_eq!(fast.usd.to_bits(), slow.usd.to_bits());
+            fast
+        };
+        let first = check(&file.load().unwrap().unwrap());
+        assert_eq!(first.chunks.len(), 5);
+        assert_eq!(
+            first.chunks[4].commit.as_deref(),
+            Some(&*format!("{:0>40}", 5))
+        );
+        // runner changes one chunk (its text is rewritten; the others stay shared).
+        let changed = file
+            .update(|plan| {
+                let pos = plan.find_chunk("c3").unwrap();
+                plan.chunk_mut(pos).update_last_attempt(|a| {
+                    a.extra.insert("cost_usd".into(), serde_json::json!(1.3));
+                });
+                Ok(plan.clone())
+            })
+            .unwrap();
+        let second = check(&changed);
+        assert_ne!(second.usd.to_bits(), first.usd.to_bits());
+        let reread = file.load().unwrap().unwrap();
+        assert_eq!(check(&reread), second);
+        // Someone else edits a chunk in the file: read anew, not taken from the memo.
+        let path = dir.path().join("implementation_plan.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replace("\"cost_usd\": 0.27", "\"cost_usd\": 2.5"),
+        )
+        .unwrap();
+        let edited = file.load().unwrap().unwrap();
+        let third = check(&edited);
+        assert_ne!(third, second);
+        // A chunk whose status alone changes keeps its figures but not its commit.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let at = text.rfind("\"status\": \"completed\"").unwrap();
+        let edited = format!(
+            "{}\"status\": \"pending\"{}",
+            &text[..at],
+            &text[at + "\"status\": \"completed\"".len()..]
+        );
+        std::fs::write(&path, edited).unwrap();
+        let fourth = check(&file.load().unwrap().unwrap());
+        assert_eq!(fourth.chunks[4].status, "pending");
+        assert_eq!(fourth.chunks[4].commit, None);
+        assert_eq!(fourth.usd.to_bits(), third.usd.to_bits());
     }
 }
