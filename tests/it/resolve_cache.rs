@@ -349,3 +349,56 @@ fn a_corrupt_linked_or_huge_cache_is_ignored_and_never_written_through() {
     use std::os::unix::fs::MetadataExt;
     assert_eq!((now.ino(), now.modified().unwrap()), (written.ino(), at));
 }
+
+#[test]
+fn spec_folders_swapped_renamed_linked_or_moved_out_change_no_answer() {
+    let repo = repository();
+    settle();
+    let before = warm(&repo);
+    let specs = repo.path(".auto-claude/specs");
+    // Two spec folders swapped (their runs folders and plans keep their identities);
+    let (a, b) = (specs.join("001-feature-login"), specs.join("003-fix-crash"));
+    std::fs::rename(&a, specs.join("swap")).unwrap();
+    std::fs::rename(&b, &a).unwrap();
+    std::fs::rename(specs.join("swap"), &b).unwrap();
+    // a spec renamed;
+    std::fs::rename(
+        specs.join("002-feature-logout"),
+        specs.join("012-feature-logout"),
+    )
+    .unwrap();
+    // a spec folder replaced by a link to another spec's folder;
+    std::fs::remove_dir_all(specs.join("005-fix-discarded")).unwrap();
+    std::os::unix::fs::symlink(
+        specs.join("004-feature-merged"),
+        specs.join("005-fix-discarded"),
+    )
+    .unwrap();
+    // a spec folder moved out of the repository and linked back (never opened);
+    let outside = tempfile::tempdir().unwrap();
+    let moved = outside.path().join("006");
+    std::fs::rename(specs.join("006-feature-linked-runs"), &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, specs.join("006-feature-linked-runs")).unwrap();
+    // a runs folder made unreadable.
+    let runs = repo.spec_dir("007-fix-plan-link").join("runs");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o311)).unwrap();
+    compare(
+        &repo,
+        Some(&before),
+        "spec folders changed within the racy window",
+    );
+    settle();
+    compare(
+        &repo,
+        Some(&before),
+        "spec folders changed behind a stale cache",
+    );
+    let after = warm(&repo);
+    compare(
+        &repo,
+        Some(&after),
+        "a warm cache after the spec folders changed",
+    );
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
