@@ -402,3 +402,40 @@ fn spec_folders_swapped_renamed_linked_or_moved_out_change_no_answer() {
     );
     std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn a_spec_folder_copied_with_its_records_is_judged_by_its_own_records() {
+    let repo = repository();
+    // A spec copied to start a similar one: the same run ids (and times) in both.
+    let specs = repo.path(".auto-claude/specs");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(specs.join("001-feature-login"))
+        .arg(specs.join("013-feature-login-copy"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    settle();
+    let before = warm(&repo);
+    // The copy's newest record rewritten in place: its run turned into a discard.
+    let newest = newest_record(&repo, "013-feature-login-copy");
+    assert_eq!(newest, newest_record(&repo, "001-feature-login"));
+    let path = record_path(&repo, "013-feature-login-copy", &newest);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["kind"] = "discard".into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    compare(&repo, Some(&before), "a copied spec's record changed");
+    settle();
+    compare(
+        &repo,
+        Some(&before),
+        "a copied spec's record changed, settled",
+    );
+    let after = warm(&repo);
+    compare(
+        &repo,
+        Some(&after),
+        "a warm cache after a copied spec's record changed",
+    );
+}
