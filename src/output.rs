@@ -4,10 +4,11 @@
 //! Cheap to ask from anywhere (an atomic load): the run's progress renderer checks `quiet()`
 //! before each informational line.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+static VERBOSITY: AtomicU8 = AtomicU8::new(0);
 static WARNING_SINK: OnceLock<fn(&str)> = OnceLock::new();
 static URGENT_SINK: OnceLock<fn(&str)> = OnceLock::new();
 /// The warnings given so far: a config read twice in one run warns once.
@@ -16,6 +17,16 @@ static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// Set by the front end from `-q/--quiet` before any command runs.
 pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Set by the front end from `-v/--verbose` (how many times it was given).
+pub fn set_verbosity(n: u8) {
+    VERBOSITY.store(n, Ordering::Relaxed);
+}
+
+/// How many times `-v/--verbose` was given (what runner's own child runs are given too).
+pub fn verbosity() -> u8 {
+    VERBOSITY.load(Ordering::Relaxed)
 }
 
 /// `-q/--quiet` was given: print no progress or informational line on stderr (errors, warnings

@@ -156,6 +156,7 @@ fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     }
     style::init(cli.color);
     crate::output::set_quiet(cli.quiet);
+    crate::output::set_verbosity(cli.verbose);
     crate::output::set_warning_sink(style::print_warning);
     // What a signal did, said at once on stderr (a closed stderr must not panic the shutdown:
     // runner's eprintln! is the quiet one).

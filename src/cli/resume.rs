@@ -198,9 +198,11 @@ fn continue_with(
     go: ContinueArgs,
 ) -> anyhow::Result<(ResumeSummary, Option<RunSummary>)> {
     let mut summary = crate::ops::resume::summary_of(ws, target, now)?;
+    let mut handoff = None;
     if how.handoff || handoff_configured(ws)? {
         let path = crate::ops::resume::handoff::write(ws, &summary, now)?;
         summary.handoff_document = Some(path.display().to_string());
+        handoff = Some(path);
     }
     if !how.json {
         print!("{}", render(&summary, for_stdout()));
@@ -214,7 +216,19 @@ fn continue_with(
         resumed_from: target.run_id.clone(),
         ..RunOptions::default()
     });
-    let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)?;
+    let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
+        .inspect_err(|e| {
+            // The handoff was written before the run's own checks (a budget spent, a busy
+            // slot): say in it that the run did not go on.
+            let Some(path) = &handoff else { return };
+            let code = crate::error::exit_code_of(e);
+            let why = format!("{e:#}");
+            if let Err(w) =
+                crate::ops::resume::handoff::note_not_continued(path, &summary, now, code, &why)
+            {
+                crate::output::warn(&format!("the handoff document was not updated: {w}"));
+            }
+        })?;
     Ok((summary, Some(done)))
 }
 

@@ -234,5 +234,8 @@ fn job_args(args: &RunArgs) -> Vec<std::ffi::OsString> {
     if crate::output::quiet() {
         out.push("-q".into());
     }
+    for _ in 0..crate::output::verbosity() {
+        out.push("-v".into());
+    }
     out
 }

@@ -523,3 +523,26 @@ fn a_spec_another_runner_takes_between_the_check_and_the_jobs_lock_is_skipped_no
     );
     assert_eq!(run_starts(&repo, "010-a"), starts, "010-a was not run");
 }
+
+#[test]
+fn verbose_reaches_each_job_as_it_reaches_a_single_run() {
+    let repo = TestRepo::new();
+    let specs = ["010-a", "011-b"];
+    interrupted(&repo, &specs);
+    let out = jobs_cmd(&repo, &["--jobs", "2", "--json"])
+        .arg("-vv")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(runs(&out).len(), 2);
+    // Each job's own debug lines (its agent sessions started), shown under its spec.
+    let err = stderr(&out);
+    for spec in specs {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("[{spec}]")) && l.contains("started child")),
+            "{spec}: {err}"
+        );
+    }
+}

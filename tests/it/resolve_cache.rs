@@ -349,3 +349,93 @@ fn a_corrupt_linked_or_huge_cache_is_ignored_and_never_written_through() {
     use std::os::unix::fs::MetadataExt;
     assert_eq!((now.ino(), now.modified().unwrap()), (written.ino(), at));
 }
+
+#[test]
+fn spec_folders_swapped_renamed_linked_or_moved_out_change_no_answer() {
+    let repo = repository();
+    settle();
+    let before = warm(&repo);
+    let specs = repo.path(".auto-claude/specs");
+    // Two spec folders swapped (their runs folders and plans keep their identities);
+    let (a, b) = (specs.join("001-feature-login"), specs.join("003-fix-crash"));
+    std::fs::rename(&a, specs.join("swap")).unwrap();
+    std::fs::rename(&b, &a).unwrap();
+    std::fs::rename(specs.join("swap"), &b).unwrap();
+    // a spec renamed;
+    std::fs::rename(
+        specs.join("002-feature-logout"),
+        specs.join("012-feature-logout"),
+    )
+    .unwrap();
+    // a spec folder replaced by a link to another spec's folder;
+    std::fs::remove_dir_all(specs.join("005-fix-discarded")).unwrap();
+    std::os::unix::fs::symlink(
+        specs.join("004-feature-merged"),
+        specs.join("005-fix-discarded"),
+    )
+    .unwrap();
+    // a spec folder moved out of the repository and linked back (never opened);
+    let outside = tempfile::tempdir().unwrap();
+    let moved = outside.path().join("006");
+    std::fs::rename(specs.join("006-feature-linked-runs"), &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, specs.join("006-feature-linked-runs")).unwrap();
+    // a runs folder made unreadable.
+    let runs = repo.spec_dir("007-fix-plan-link").join("runs");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o311)).unwrap();
+    compare(
+        &repo,
+        Some(&before),
+        "spec folders changed within the racy window",
+    );
+    settle();
+    compare(
+        &repo,
+        Some(&before),
+        "spec folders changed behind a stale cache",
+    );
+    let after = warm(&repo);
+    compare(
+        &repo,
+        Some(&after),
+        "a warm cache after the spec folders changed",
+    );
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_spec_folder_copied_with_its_records_is_judged_by_its_own_records() {
+    let repo = repository();
+    // A spec copied to start a similar one: the same run ids (and times) in both.
+    let specs = repo.path(".auto-claude/specs");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(specs.join("001-feature-login"))
+        .arg(specs.join("013-feature-login-copy"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    settle();
+    let before = warm(&repo);
+    // The copy's newest record rewritten in place: its run turned into a discard.
+    let newest = newest_record(&repo, "013-feature-login-copy");
+    assert_eq!(newest, newest_record(&repo, "001-feature-login"));
+    let path = record_path(&repo, "013-feature-login-copy", &newest);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["kind"] = "discard".into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    compare(&repo, Some(&before), "a copied spec's record changed");
+    settle();
+    compare(
+        &repo,
+        Some(&before),
+        "a copied spec's record changed, settled",
+    );
+    let after = warm(&repo);
+    compare(
+        &repo,
+        Some(&after),
+        "a warm cache after a copied spec's record changed",
+    );
+}

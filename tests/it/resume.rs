@@ -591,3 +591,39 @@ fn the_next_steps_show_the_chunk_still_to_do_when_the_last_one_worked_on_is_done
         "{commands:?}"
     );
 }
+
+#[test]
+fn a_handoff_written_before_a_refused_run_says_that_the_run_was_refused() {
+    let repo = TestRepo::new();
+    let id = interrupted(&repo, "001-add-login", "after_commit@2");
+    let out = resume(&repo, &[&id, "--handoff", "--max-usd", "0"]);
+    assert_exit(&out, 5);
+    let dir = repo.path(".auto-claude/handoffs");
+    let docs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(docs.len(), 1, "{docs:?}");
+    let text = std::fs::read_to_string(&docs[0]).unwrap();
+    assert!(
+        text.starts_with("# Resume handoff: 001-add-login"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("runner resume {id}")), "{text}");
+    // The document does not leave the reader to believe the run went on.
+    let tail = text.rsplit("## The run").next().unwrap();
+    assert!(text.contains("## The run"), "{text}");
+    assert!(
+        tail.contains("refused") && tail.contains("exit 5"),
+        "{text}"
+    );
+    assert!(tail.contains("budget"), "{text}");
+    // A run that is not refused leaves the document as it was.
+    let again = summary(&repo, &[&id, "--handoff"]);
+    let path = again["handoff_document"].as_str().unwrap();
+    assert!(
+        !std::fs::read_to_string(path)
+            .unwrap()
+            .contains("## The run")
+    );
+}

@@ -49,7 +49,8 @@ pub struct DiskFacts<'a> {
     listed: RefCell<HashMap<String, String>>,
     /// Each spec's files, opened once (`None`: its folder links outside the repository).
     paths: RefCell<HashMap<String, Option<SpecPaths>>>,
-    records: RefCell<HashMap<String, Option<RunRecord>>>,
+    /// Each record read, by spec and run id (a copied spec folder holds the same run ids).
+    records: RefCell<HashMap<(String, String), Option<RunRecord>>>,
     /// Each read spec's run lock: `Some(holder)` when held (the holder record if readable).
     locks: RefCell<HashMap<String, Option<Option<lock::Holder>>>>,
     /// Records that could not be used (each said once).
@@ -123,23 +124,27 @@ impl<'a> DiskFacts<'a> {
 
     /// The record of run `id` (read once; an unusable one is warned of once).
     pub fn record(&self, id: &str) -> Option<RunRecord> {
-        if let Some(known) = self.records.borrow().get(id) {
+        self.record_in(&self.spec_of(id)?, id)
+    }
+
+    /// The record of run `id` in the runs folder of `spec` (read once; an unusable one is
+    /// warned of once).
+    fn record_in(&self, spec: &str, id: &str) -> Option<RunRecord> {
+        let key = (spec.to_string(), id.to_string());
+        if let Some(known) = self.records.borrow().get(&key) {
             return known.clone();
         }
-        let record = self.spec_of(id).and_then(|spec| {
-            let paths = self.paths(&spec)?;
-            match runs::read(&paths.dir, id) {
+        let record = self
+            .paths(spec)
+            .and_then(|paths| match runs::read(&paths.dir, id) {
                 Found::Record(r) => Some(*r),
                 Found::Nothing => None,
                 Found::Unusable(why) => {
                     self.warnings.borrow_mut().push(why);
                     None
                 }
-            }
-        });
-        self.records
-            .borrow_mut()
-            .insert(id.to_string(), record.clone());
+            });
+        self.records.borrow_mut().insert(key, record.clone());
         record
     }
 
@@ -276,7 +281,7 @@ impl<'a> DiskFacts<'a> {
         {
             return Some(facts.clone());
         }
-        let facts = self.record(id).map(|r| RecordFacts {
+        let facts = self.record_in(spec, id).map(|r| RecordFacts {
             discard: r.kind == RunKind::Discard,
             chunk: r.chunk,
         });

@@ -36,6 +36,27 @@ pub fn write(
     )?)
 }
 
+/// Say at the end of the handoff document at `path` (written by [`write`] for `summary`) that
+/// the run `runner resume` went on to continue was refused or stopped (`code`, `why`): the
+/// document must not leave its reader believing the run went on. Replaced atomically.
+pub fn note_not_continued(
+    path: &std::path::Path,
+    summary: &ResumeSummary,
+    now: DateTime<Utc>,
+    code: i32,
+    why: &str,
+) -> std::io::Result<()> {
+    let mut md = render(summary, now);
+    let _ = writeln!(
+        md,
+        "\n## The run\n\nAfter writing this document `runner resume` went on to continue the \
+         run: it was refused or stopped (exit {code}): {why}\n\nWhat is written above is from \
+         before that; `runner status --spec {}` shows where the spec stands now.",
+        crate::sh(&summary.spec)
+    );
+    crate::store::atomic::write_atomic(path, md.as_bytes())
+}
+
 /// The document's Markdown.
 pub fn render(s: &ResumeSummary, now: DateTime<Utc>) -> String {
     let mut md = String::new();

@@ -88,8 +88,8 @@ pub enum ResumeOutcome {
     },
 }
 
-/// Resolve `req`, rebuild the run's state and summarise it; never starts an agent, never
-/// writes (the handoff document is `handoff::write`'s).
+/// Resolve `req`, rebuild the run's state and summarise it; never starts an agent, writes
+/// nothing but the resolution cache (the handoff document is `handoff::write`'s).
 pub fn summarize(
     ws: &Workspace,
     req: &ResumeRequest,
