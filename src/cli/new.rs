@@ -112,19 +112,16 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
             detection.scanned
         );
     }
+    // The same description as a spec being built right now: nothing to continue or create.
+    if let Some(same) = detection.identical.as_ref().filter(|c| c.is_busy()) {
+        return refuse(args.json, &detection, being_run(same));
+    }
     let decision = match decide(&args, &detection, now)? {
         Some(d) => d,
+        // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
         None => {
-            // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
-            let e = choice_needed(&args.description, &detection.candidates).into();
-            if !args.json {
-                return Err(e);
-            }
-            super::print_json(&NewReport {
-                error: Some(crate::error::ErrorReport::of(&e)),
-                ..report(&detection, &Outcome::default())
-            })?;
-            return Ok(crate::error::exit::BAD_INPUT);
+            let e = choice_needed(&args.description, &detection.candidates);
+            return refuse(args.json, &detection, e);
         }
     };
     let json = args.json;
@@ -149,6 +146,33 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
         println!("Continue it with: {}", t(&outcome.next_command));
     }
     Ok(0)
+}
+
+/// Stop with `e`, nothing created; with `--json` the report (the candidates, the identical
+/// spec) carries the error, and the exit code is the error's.
+fn refuse(json: bool, detection: &Detection, e: RunnerError) -> anyhow::Result<i32> {
+    if !json {
+        return Err(e.into());
+    }
+    let code = e.exit_code();
+    super::print_json(&NewReport {
+        error: Some(crate::error::ErrorReport::of(&e.into())),
+        ..report(detection, &Outcome::default())
+    })?;
+    Ok(code)
+}
+
+/// A live run holds the spec with the same description (exit 4).
+fn being_run(same: &Candidate) -> RunnerError {
+    let spec = t(&same.spec);
+    RunnerError::Busy(format!(
+        "spec {spec} has this description and is being run right now; nothing was created"
+    ))
+    .with_hint(format!(
+        "follow it with `runner status --spec {}`",
+        crate::sh(&same.spec)
+    ))
+    .with_hint("pass --new-spec to start another spec anyway")
 }
 
 /// Where `runner new` ended: the spec created or continued, the command that goes on with

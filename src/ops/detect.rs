@@ -58,7 +58,8 @@ pub struct Candidate {
 pub struct Detection {
     /// Score ≥ 0.35, best first, at most 3.
     pub candidates: Vec<Candidate>,
-    /// An unfinished spec with the same description (the most recently active of several).
+    /// An unfinished spec with the same description (the most recently active of several),
+    /// or one a live run holds ([`Candidate::is_busy`]).
     pub identical: Option<Candidate>,
     /// The bound passed: `candidates` and `identical` are empty.
     pub timed_out: bool,
@@ -72,16 +73,19 @@ pub const DETECTION_BOUND: Duration = Duration::from_millis(200);
 /// The longest description shown.
 const SHOWN_CHARS: usize = 200;
 
-/// The status words of specs that are not candidates: finished, thrown out, unreadable, or
-/// held by a live run.
-const NOT_CANDIDATES: &[&str] = &[
-    "complete",
-    "merged",
-    "refused",
-    "invalid_plan",
-    "running",
-    "planning",
-];
+/// The status words of specs that are never reported: finished, thrown out, unreadable.
+const NOT_CANDIDATES: &[&str] = &["complete", "merged", "refused", "invalid_plan"];
+
+/// The status words of a spec a live run holds: not a candidate (nothing to continue), but
+/// reported as `identical` (a new spec would repeat the one being built).
+pub const BUSY: &[&str] = &["running", "planning"];
+
+impl Candidate {
+    /// A live run holds it (its status is one of [`BUSY`]).
+    pub fn is_busy(&self) -> bool {
+        BUSY.contains(&self.status.as_str())
+    }
+}
 
 /// What the first pass keeps of a spec that may be shown.
 #[derive(Debug, Clone)]
@@ -230,7 +234,7 @@ fn judge(
         cache: None,
     };
     let ordered = similar::best_first(scored.clone());
-    let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN)?;
+    let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN, false)?;
     let same = similar::most_recent_first(
         scored
             .iter()
@@ -238,7 +242,11 @@ fn judge(
             .cloned()
             .collect(),
     );
-    let identical = judged.first_unfinished(&same, 1)?.pop();
+    // One a person can continue, else one being built.
+    let identical = match judged.first_unfinished(&same, 1, false)?.pop() {
+        Some(c) => Some(c),
+        None => judged.first_unfinished(&same, 1, true)?.pop(),
+    };
     (Instant::now() < deadline).then_some((candidates, identical))
 }
 
@@ -254,9 +262,14 @@ struct Judged<'a> {
 }
 
 impl Judged<'_> {
-    /// The first `wanted` candidates of `ordered`, in its order, judging `BATCH` specs at a
-    /// time; `None` past the deadline.
-    fn first_unfinished(&mut self, ordered: &[Scored], wanted: usize) -> Option<Vec<Candidate>> {
+    /// The first `wanted` candidates of `ordered`, in its order (with `busy`, specs a live run
+    /// holds too), judging `BATCH` specs at a time; `None` past the deadline.
+    fn first_unfinished(
+        &mut self,
+        ordered: &[Scored],
+        wanted: usize,
+        busy: bool,
+    ) -> Option<Vec<Candidate>> {
         let mut out = Vec::new();
         for (i, s) in ordered.iter().enumerate() {
             if out.len() == wanted {
@@ -274,7 +287,9 @@ impl Judged<'_> {
                     .collect();
                 self.judge(batch);
             }
-            if let Some(Some(c)) = self.found.get(&s.spec) {
+            if let Some(Some(c)) = self.found.get(&s.spec)
+                && (busy || !c.is_busy())
+            {
                 out.push(c.clone());
             }
         }
@@ -300,7 +315,8 @@ impl Judged<'_> {
     }
 }
 
-/// The candidate a spec makes, if its status is unfinished (`ops::status`'s rule).
+/// The candidate a spec makes, if its status is unfinished or held by a live run
+/// (`ops::status`'s rule).
 fn candidate(
     ws: &Workspace,
     now: DateTime<Utc>,

@@ -650,3 +650,40 @@ fn a_detection_past_its_bound_creates_as_if_nothing_matched_and_says_so_with_v()
     assert_exit(&out, 0);
     assert!(!stderr(&out).contains("200 ms"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_same_description_as_a_spec_being_run_is_busy_and_creates_nothing() {
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    repo.write_plan(
+        SPEC,
+        &std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap(),
+    );
+    let mut held = hold_lock(&repo.spec_dir(SPEC).join("run.lock"));
+    let before = tree(&repo.root);
+    let out = new(&repo, &["  add a login page with JWT"]);
+    assert_exit(&out, 4);
+    assert!(
+        stderr(&out).contains(&format!("{SPEC} has this description and is being run")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--new-spec"), "{}", stderr(&out));
+    assert_eq!(tree(&repo.root), before, "nothing created");
+    let out = new(&repo, &[DESC, "--json", "--run"]);
+    assert_exit(&out, 4);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null);
+    assert_eq!(v["resumed"], Value::Null);
+    assert_eq!(v["identical"]["spec"], SPEC);
+    assert_eq!(v["identical"]["status"], "running");
+    assert_eq!(v["error"]["code"], 4);
+    assert_eq!(v["error"]["kind"], "busy");
+    assert_eq!(tree(&repo.root), before, "nothing created");
+    // -N still creates one.
+    let out = new(&repo, &[DESC, "-N", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(json(&out)["created"], "002-add-a-login-page-with-jwt");
+    held.kill().unwrap();
+    held.wait().unwrap();
+}
