@@ -16,7 +16,7 @@ use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
 use crate::engine::run::{RunOptions, RunSummary};
 use crate::error::RunnerError;
-use crate::ops::detect::{Candidate, DETECTION_BOUND, Detection};
+use crate::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
@@ -346,15 +346,15 @@ fn question(text: &str, count: usize, yes: bool) -> anyhow::Result<Option<usize>
     Ok(read(&answer).flatten())
 }
 
-/// Continue `c` in this process: `runner resume <spec>` when its `continue_command` resumes,
-/// else `runner run --spec <spec>` (a spec planned but never started has no run to resume).
+/// Continue `c` in this process as its `continue_with` says: `runner resume <spec>`, or
+/// `runner run --spec <spec>` (a spec planned but never started has no run to resume).
 fn continue_spec(
     cwd: &Path,
     c: &Candidate,
     go: ContinueArgs,
     json: bool,
 ) -> anyhow::Result<RunSummary> {
-    if c.continue_command.starts_with("runner resume") {
+    if c.continue_with == ContinueWith::Resume {
         return Ok(super::resume::resume_spec(cwd, &c.spec, go, json)?.1);
     }
     let opts = go.options(RunOptions {

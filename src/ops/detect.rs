@@ -52,6 +52,19 @@ pub struct Candidate {
     /// resume has a state to continue (a checkpoint, journal or branch to rebuild it from),
     /// else `runner run --spec <spec>` (not planned yet, or planned and never run).
     pub continue_command: String,
+    /// How it is continued: `resume` (`runner resume`) or `run` (`runner run --spec`); what
+    /// `continue_command` runs.
+    pub continue_with: ContinueWith,
+}
+
+/// How a candidate is continued (see [`Candidate::continue_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContinueWith {
+    /// `runner resume`: a checkpoint, journal or branch to rebuild the state from.
+    Resume,
+    /// `runner run --spec`: not planned yet, or planned and never run.
+    Run,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -326,8 +339,14 @@ fn candidate(
     if NOT_CANDIDATES.contains(&status.status.as_str()) {
         return None;
     }
+    let with = continue_with(ws, &s.spec, now);
+    let verb = match with {
+        ContinueWith::Resume => "resume",
+        ContinueWith::Run => "run",
+    };
     Some(Candidate {
-        continue_command: continue_command(ws, &s.spec, now),
+        continue_command: format!("runner {verb} --spec {}", crate::sh(&s.spec)),
+        continue_with: with,
         status: status.status,
         score: similar::rounded(s.score),
         chunks: CandidateChunks {
@@ -343,16 +362,19 @@ fn candidate(
     })
 }
 
-/// `runner resume --spec <spec>` when resume has a state to rebuild and continue (its own
-/// rule: `engine::resume::reconstruct` finds a checkpoint, journal or branch to rebuild from),
-/// else `runner run --spec <spec>` (a spec not planned or planned and never run: resume would
-/// say "No data found to resume from").
-fn continue_command(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> String {
+/// `Resume` when resume has a state to rebuild and continue (its own rule:
+/// `engine::resume::reconstruct` finds a checkpoint, journal or branch to rebuild from), else
+/// `Run` (a spec not planned or planned and never run: resume would say "No data found to
+/// resume from").
+fn continue_with(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> ContinueWith {
     let resumable = ws.spec(spec).ok().is_some_and(|paths| {
         crate::engine::resume::reconstruct(ws, &paths, now).is_ok_and(|r| r.is_some())
     });
-    let verb = if resumable { "resume" } else { "run" };
-    format!("runner {verb} --spec {}", crate::sh(spec))
+    if resumable {
+        ContinueWith::Resume
+    } else {
+        ContinueWith::Run
+    }
 }
 
 /// A description as shown: its first non-empty line, trimmed, at most `SHOWN_CHARS`

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
-use runner::ops::detect::{Candidate, DETECTION_BOUND, Detection, detect};
+use runner::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection, detect};
 use runner::store::Workspace;
 use serde_json::Value;
 
@@ -417,6 +417,14 @@ fn each_candidates_command_continues_it() {
     assert_eq!(planned.continue_command, "runner run --spec 002-planned");
     assert_eq!(killed.continue_command, "runner resume --spec 003-killed");
     assert_eq!(killed.status, "interrupted");
+    assert_eq!(
+        [
+            fresh.continue_with,
+            planned.continue_with,
+            killed.continue_with
+        ],
+        [ContinueWith::Run, ContinueWith::Run, ContinueWith::Resume]
+    );
     for c in [&killed, &planned, &fresh] {
         continue_with(&repo, c);
     }

@@ -687,3 +687,20 @@ fn the_same_description_as_a_spec_being_run_is_busy_and_creates_nothing() {
     held.kill().unwrap();
     held.wait().unwrap();
 }
+
+#[test]
+fn run_on_an_identical_spec_never_run_runs_it_to_completion() {
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    let agent = fixture("fake-agent").display().to_string();
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 0);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null);
+    assert_eq!(v["resumed"], SPEC);
+    assert_eq!(v["identical"]["continue_with"], "run");
+    assert_eq!(v["run"]["spec"], SPEC);
+    assert_eq!(v["run"]["outcome"], "complete");
+    assert!(repo.statuses(SPEC).iter().all(|(_, s)| s == "completed"));
+    assert_eq!(spec_folders(&repo), [SPEC]);
+}
