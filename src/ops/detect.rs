@@ -179,10 +179,56 @@ fn glance(
 }
 
 /// The unfinished specs like `description` (see the module comment), judged at `now`; past
-/// `bound` nothing, with `timed_out`.
+/// `bound` nothing, with `timed_out`. The bound is held whatever the files: detection runs on
+/// a thread of its own, which is left behind (it only reads) if it has not answered by then — a
+/// read the deadline checks cannot interrupt (a huge plan parsed by the status rule, a slow
+/// disk) cannot make `runner new` wait.
 pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Duration) -> Detection {
     let deadline = Instant::now() + bound;
+    let listed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (root, state_dir, specs_dir) =
+        (ws.root.clone(), ws.state_dir.clone(), ws.specs_dir.clone());
+    let (text, seen) = (description.to_string(), listed.clone());
+    let spawned = std::thread::Builder::new()
+        .name("detect".into())
+        .spawn(move || {
+            // Its own handle on the repository (a `Workspace` is not shared between threads).
+            let Ok(main) = crate::git::MainRepo::discover(&root) else {
+                return;
+            };
+            let ws = Workspace {
+                main,
+                root,
+                state_dir,
+                specs_dir,
+            };
+            let _ = tx.send(detect_until(&ws, &text, now, deadline, &seen));
+        });
+    let left = deadline.saturating_duration_since(Instant::now());
+    match spawned.map(|_| rx.recv_timeout(left)) {
+        Ok(Ok(found)) => found,
+        Ok(Err(std::sync::mpsc::RecvTimeoutError::Timeout)) => Detection {
+            timed_out: true,
+            scanned: listed.load(std::sync::atomic::Ordering::Relaxed),
+            ..Detection::default()
+        },
+        // No thread, or it could not open the repository: here, checked between specs.
+        _ => detect_until(ws, description, now, deadline, &listed),
+    }
+}
+
+/// [`detect`]'s work, with the deadline checked between specs; `listed` is set to the number
+/// of specs once they are listed.
+fn detect_until(
+    ws: &Workspace,
+    description: &str,
+    now: DateTime<Utc>,
+    deadline: Instant,
+    listed: &std::sync::atomic::AtomicUsize,
+) -> Detection {
     let names = crate::store::spec::list_kinds(&ws.specs_dir);
+    listed.store(names.len(), std::sync::atomic::Ordering::Relaxed);
     let query = similar::keywords(description);
     let timed_out = || Detection {
         timed_out: true,
@@ -311,6 +357,8 @@ impl Judged<'_> {
 
     /// Read the status of `names` (`ops::status`'s rule) and keep each one's candidate.
     fn judge(&mut self, names: Vec<String>) {
+        // A test's `detect_judge~MS` makes the judgement slow, past the bound.
+        crate::failpoint::hit("detect_judge");
         let ws = self.ws;
         let cache = self
             .cache

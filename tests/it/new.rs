@@ -704,3 +704,29 @@ fn run_on_an_identical_spec_never_run_runs_it_to_completion() {
     assert!(repo.statuses(SPEC).iter().all(|(_, s)| s == "completed"));
     assert_eq!(spec_folders(&repo), [SPEC]);
 }
+
+#[test]
+fn the_bound_holds_when_the_status_of_a_match_is_slow_to_read() {
+    // The identical spec is found at once, but judging its status (a huge plan to parse, a
+    // slow disk) takes 10 s: detection answers at its bound, as if nothing matched.
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    let started = std::time::Instant::now();
+    let out = repo
+        .cmd(&["-v", "new", DESC, "--json"])
+        .env("RUNNER_FAILPOINTS", "detect_judge~10000")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_exit(&out, 0);
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let v = json(&out);
+    assert_eq!(v["timed_out"], true, "{v}");
+    assert_eq!(v["created"], "002-add-a-login-page-with-jwt", "{v}");
+    assert!(
+        stderr(&out).contains("took over 200 ms (1 scanned)"),
+        "{}",
+        stderr(&out)
+    );
+}
