@@ -163,6 +163,23 @@ fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The report of an error that ends a command (as `main` prints it): an interruption says
+/// how to resume where it stopped.
+pub fn error_report(err: &anyhow::Error) -> crate::error::ErrorReport {
+    let mut report = crate::error::ErrorReport::of(err);
+    if report.kind == "interrupted" {
+        // The signal's context says nothing new; how to go on does.
+        report.message = "interrupted".into();
+        report
+            .hints
+            .push(match crate::engine::run::resume_command() {
+                Some(command) => format!("resume where it stopped with: {command}"),
+                None => "run it again to resume where it stopped".into(),
+            });
+    }
+    report
+}
+
 /// An informational line on stderr, left out with `-q/--quiet`.
 fn info(line: &str) {
     if !crate::output::quiet() {

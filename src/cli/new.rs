@@ -125,7 +125,7 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
         }
     };
     let json = args.json;
-    let outcome = match decision {
+    let mut outcome = match decision {
         Decision::Continue { spec, identical } => continue_chosen(cwd, args, &spec, identical)?,
         Decision::Create => {
             let req = crate::ops::new::NewRequest {
@@ -136,6 +136,14 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
             create_spec(cwd, &ws, &req, args, now)?
         }
     };
+    // The run stopped (needs a person, budget, interrupted): its error and code, and in JSON
+    // still the spec created or continued.
+    if let Some(e) = outcome.failed.take() {
+        if !json {
+            return Err(e);
+        }
+        return stop_json(&detection, &outcome, e);
+    }
     if json {
         super::print_json(&report(&detection, &outcome))?;
     } else if let Some(done) = &outcome.run {
@@ -154,10 +162,21 @@ fn refuse(json: bool, detection: &Detection, e: RunnerError) -> anyhow::Result<i
     if !json {
         return Err(e.into());
     }
-    let code = e.exit_code();
+    stop_json(detection, &Outcome::default(), e.into())
+}
+
+/// With `--json`, stop with `e`: its text on stderr (as every error), the report with the
+/// error on stdout; returns the error's exit code.
+fn stop_json(detection: &Detection, outcome: &Outcome, e: anyhow::Error) -> anyhow::Result<i32> {
+    let error = super::error_report(&e);
+    crate::write_quietly(
+        &mut std::io::stderr().lock(),
+        format_args!("{}", crate::text::for_terminal(&error.to_text())),
+    );
+    let code = error.code;
     super::print_json(&NewReport {
-        error: Some(crate::error::ErrorReport::of(&e.into())),
-        ..report(detection, &Outcome::default())
+        error: Some(error),
+        ..report(detection, outcome)
     })?;
     Ok(code)
 }
@@ -183,6 +202,8 @@ struct Outcome {
     resumed: Option<String>,
     next_command: String,
     run: Option<RunSummary>,
+    /// With `--run`: the run stopped with this error.
+    failed: Option<anyhow::Error>,
 }
 
 fn report<'a>(d: &'a Detection, o: &'a Outcome) -> NewReport<'a> {
@@ -213,14 +234,15 @@ fn continue_chosen(
             println!("Resuming {shown}");
         }
     }
-    let run = match args.run {
-        true => Some(continue_spec(cwd, spec, args.go, args.json)?),
-        false => None,
+    let (run, failed) = match args.run {
+        true => split(continue_spec(cwd, spec, args.go, args.json)),
+        false => (None, None),
     };
     Ok(Outcome {
         resumed: Some(spec.spec.clone()),
         next_command: spec.continue_command.clone(),
         run,
+        failed,
         ..Outcome::default()
     })
 }
@@ -244,22 +266,31 @@ fn create_spec(
     } else {
         println!("{line}");
     }
-    let run = if args.run {
+    let (run, failed) = if args.run {
         let opts = args.go.options(RunOptions {
             spec: Some(created.spec.clone()),
             ..RunOptions::default()
         });
         let progress = Rc::new(TerminalProgress::new());
-        Some(crate::ops::run::run(cwd, opts, progress, &TerminalAsker)?)
+        split(crate::ops::run::run(cwd, opts, progress, &TerminalAsker))
     } else {
-        None
+        (None, None)
     };
     Ok(Outcome {
         next_command: format!("runner run --spec {}", crate::sh(&created.spec)),
         created: Some(created.spec),
         run,
+        failed,
         ..Outcome::default()
     })
+}
+
+/// A run's result as `Outcome` keeps it.
+fn split(result: anyhow::Result<RunSummary>) -> (Option<RunSummary>, Option<anyhow::Error>) {
+    match result {
+        Ok(done) => (Some(done), None),
+        Err(e) => (None, Some(e)),
+    }
 }
 
 /// Create, continue a candidate, or (`None`) a choice is needed and cannot be asked.

@@ -730,3 +730,36 @@ fn the_bound_holds_when_the_status_of_a_match_is_slow_to_read() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_failed_run_still_reports_the_spec_created_or_continued_in_json() {
+    let repo = TestRepo::new();
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail the database is down\n");
+    let agent = fixture("fake-agent").display().to_string();
+    // Created, then its run needs a person (exit 3): the JSON still names the spec.
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 3);
+    let v = json(&out);
+    assert_eq!(v["created"], SPEC, "{v}");
+    assert_eq!(v["resumed"], Value::Null);
+    assert_eq!(
+        v["next_command"],
+        format!("runner run --spec {SPEC}").as_str()
+    );
+    assert_eq!(v["error"]["code"], 3);
+    assert_eq!(v["error"]["kind"], "needs_human");
+    assert!(
+        stderr(&out).contains("chunk core-b failed"),
+        "{}",
+        stderr(&out)
+    );
+    // Continued (identical), and it stops again: the JSON names the spec continued.
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 3);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null, "{v}");
+    assert_eq!(v["resumed"], SPEC);
+    assert_eq!(v["identical"]["spec"], SPEC);
+    assert_eq!(v["error"]["code"], 3);
+}
