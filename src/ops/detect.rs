@@ -270,7 +270,7 @@ fn judge(
         .iter()
         .map(|g| {
             let last = spec_text::last_activity(&g.dir)
-                .map(DateTime::<Utc>::from)
+                .and_then(spec_text::utc)
                 .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
             Scored {
                 spec: g.spec.clone(),
