@@ -116,6 +116,15 @@ pub fn utc(t: SystemTime) -> Option<chrono::DateTime<chrono::Utc>> {
     }
 }
 
+/// `t` in UTC, a time beyond what chrono can hold taken as its latest (or earliest) time.
+pub fn utc_clamped(t: SystemTime) -> chrono::DateTime<chrono::Utc> {
+    utc(t).unwrap_or(if t > SystemTime::UNIX_EPOCH {
+        chrono::DateTime::<chrono::Utc>::MAX_UTC
+    } else {
+        chrono::DateTime::<chrono::Utc>::MIN_UTC
+    })
+}
+
 /// When the spec in `spec_dir` was last active: the newest modification time of its folder,
 /// `implementation_plan.json`, `checkpoint.json`, the journal (the live `events.jsonl`, else
 /// its newest segment), the `runs/` folder (a run record written is a file renamed there),
@@ -225,6 +234,14 @@ mod tests {
         let far = std::time::Duration::from_secs(100_000_000_000_000);
         assert_eq!(utc(SystemTime::UNIX_EPOCH + far), None);
         assert_eq!(utc(SystemTime::UNIX_EPOCH - far), None);
+        assert_eq!(
+            utc_clamped(SystemTime::UNIX_EPOCH + far),
+            chrono::DateTime::<chrono::Utc>::MAX_UTC
+        );
+        assert_eq!(
+            utc_clamped(SystemTime::UNIX_EPOCH - far),
+            chrono::DateTime::<chrono::Utc>::MIN_UTC
+        );
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_500);
         assert_eq!(utc(t), Some(chrono::DateTime::<chrono::Utc>::from(t)));
         let t = SystemTime::UNIX_EPOCH - std::time::Duration::from_millis(1_500);
