@@ -363,7 +363,15 @@ impl Judged<'_> {
         let cache = self
             .cache
             .get_or_insert_with(|| StatusCache::load(&ws.state_dir));
-        let statuses = crate::ops::status::specs(ws, names.clone(), cache).unwrap_or_default();
+        // One spec whose status cannot be read (its run lock a folder) must not hide the others
+        // of its batch: then each is judged alone.
+        let statuses = crate::ops::status::specs(ws, names.clone(), cache).unwrap_or_else(|_| {
+            names
+                .iter()
+                .filter_map(|n| crate::ops::status::specs(ws, vec![n.clone()], cache).ok())
+                .flatten()
+                .collect()
+        });
         let mut statuses: HashMap<String, SpecStatus> =
             statuses.into_iter().map(|s| (s.spec.clone(), s)).collect();
         for name in names {

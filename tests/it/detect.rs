@@ -432,3 +432,15 @@ fn each_candidates_command_continues_it() {
     let d = detect_in(&repo, LOGIN);
     assert!(d.candidates.is_empty() && d.identical.is_none(), "{d:#?}");
 }
+
+#[test]
+fn a_spec_whose_status_cannot_be_read_hides_no_other() {
+    let repo = TestRepo::new();
+    new_spec(&repo, "001-good", LOGIN);
+    new_spec(&repo, "002-broken", LOGIN);
+    // Its run lock is a folder: its status cannot be judged (an I/O error).
+    std::fs::create_dir_all(repo.spec_dir("002-broken").join("run.lock")).unwrap();
+    let d = detect_in(&repo, LOGIN);
+    assert_eq!(names(&d), ["001-good"], "{d:#?}");
+    assert_eq!(d.identical.map(|c| c.spec), Some("001-good".into()));
+}
