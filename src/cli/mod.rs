@@ -111,7 +111,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let cwd = current_dir;
     match cli.command {
         Command::Run(args) => run::run(&cwd()?, args),
-        Command::New(args) => new::run(&cwd()?, args),
+        Command::New(args) => new::run(&cwd()?, args, cli.directory.as_deref()),
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),

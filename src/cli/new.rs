@@ -80,7 +80,9 @@ enum Decision {
     },
 }
 
-pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
+/// `directory`: `-C`'s, carried into the commands of the hints printed in JSON (as `main`
+/// does for the others).
+pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Result<i32> {
     // Every refusal before anything is read or written.
     args.go.check()?;
     crate::ops::new::check_description(&args.description)?;
@@ -114,14 +116,14 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
     }
     // The same description as a spec being built right now: nothing to continue or create.
     if let Some(same) = detection.identical.as_ref().filter(|c| c.is_busy()) {
-        return refuse(args.json, &detection, being_run(same));
+        return refuse(args.json, &detection, being_run(same), directory);
     }
     let decision = match decide(&args, &detection, now)? {
         Some(d) => d,
         // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
         None => {
             let e = choice_needed(&args.description, &detection.candidates);
-            return refuse(args.json, &detection, e);
+            return refuse(args.json, &detection, e, directory);
         }
     };
     let json = args.json;
@@ -142,7 +144,7 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
         if !json {
             return Err(e);
         }
-        return stop_json(&detection, &outcome, e);
+        return stop_json(&detection, &outcome, e, directory);
     }
     if json {
         super::print_json(&report(&detection, &outcome))?;
@@ -158,17 +160,28 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
 
 /// Stop with `e`, nothing created; with `--json` the report (the candidates, the identical
 /// spec) carries the error, and the exit code is the error's.
-fn refuse(json: bool, detection: &Detection, e: RunnerError) -> anyhow::Result<i32> {
+fn refuse(
+    json: bool,
+    detection: &Detection,
+    e: RunnerError,
+    directory: Option<&Path>,
+) -> anyhow::Result<i32> {
     if !json {
         return Err(e.into());
     }
-    stop_json(detection, &Outcome::default(), e.into())
+    stop_json(detection, &Outcome::default(), e.into(), directory)
 }
 
 /// With `--json`, stop with `e`: its text on stderr (as every error), the report with the
 /// error on stdout; returns the error's exit code.
-fn stop_json(detection: &Detection, outcome: &Outcome, e: anyhow::Error) -> anyhow::Result<i32> {
-    let error = super::error_report(&e);
+fn stop_json(
+    detection: &Detection,
+    outcome: &Outcome,
+    e: anyhow::Error,
+    directory: Option<&Path>,
+) -> anyhow::Result<i32> {
+    let mut error = super::error_report(&e);
+    super::carry_directory(&mut error.hints, directory);
     crate::write_quietly(
         &mut std::io::stderr().lock(),
         format_args!("{}", crate::text::for_terminal(&error.to_text())),

@@ -763,3 +763,28 @@ fn a_failed_run_still_reports_the_spec_created_or_continued_in_json() {
     assert_eq!(v["identical"]["spec"], SPEC);
     assert_eq!(v["error"]["code"], 3);
 }
+
+#[test]
+fn with_c_the_json_hints_carry_the_directory_as_the_text_ones_do() {
+    let repo = interrupted_spec();
+    let dir = repo.root.display().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = |json: bool| {
+        let mut cmd = repo.cmd(&["-C", &dir, "new", "JWT login page"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.current_dir(elsewhere.path()).output().unwrap()
+    };
+    let expected = format!(
+        "runner -C {} new 'JWT login page' --choice 1",
+        runner::sh(&dir)
+    );
+    let out = run(false);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    let out = run(true);
+    assert_exit(&out, 2);
+    let hints = json(&out)["error"]["hints"].to_string();
+    assert!(hints.contains(&expected), "{hints}");
+}
