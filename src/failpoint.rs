@@ -34,6 +34,8 @@ pub fn hit(name: &str) {
         *c += 1;
         *c
     };
+    // Not held while pausing: another thread's point is not held up by this one's pause.
+    drop(counts);
     for point in spec.split(',').map(str::trim) {
         if let Some((point_name, ms)) = point.split_once('~') {
             if point_name == name {

@@ -56,17 +56,7 @@ fn usage_error(e: clap::Error) -> ! {
 /// the error object on stdout (docs/json.md). A command in a hint carries `-C DIR` when the
 /// user gave it, so it runs as printed from where they are. Returns the exit code.
 fn report_error(err: &anyhow::Error, json: bool, directory: Option<&std::path::Path>) -> i32 {
-    let mut report = ErrorReport::of(err);
-    if report.kind == "interrupted" {
-        // The signal's context says nothing new; how to go on does.
-        report.message = "interrupted".into();
-        report
-            .hints
-            .push(match runner::engine::run::resume_command() {
-                Some(command) => format!("resume where it stopped with: {command}"),
-                None => "run it again to resume where it stopped".into(),
-            });
-    }
+    let mut report = runner::cli::error_report(err);
     carry_directory(&mut report.hints, directory);
     // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
     runner::write_quietly(

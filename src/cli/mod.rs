@@ -111,7 +111,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let cwd = current_dir;
     match cli.command {
         Command::Run(args) => run::run(&cwd()?, args),
-        Command::New(args) => new::run(&cwd()?, args),
+        Command::New(args) => new::run(&cwd()?, args, cli.directory.as_deref()),
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
@@ -162,6 +162,23 @@ fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     // runner's eprintln! is the quiet one).
     crate::output::set_urgent_sink(|line| eprintln!("{line}"));
     Ok(())
+}
+
+/// The report of an error that ends a command (as `main` prints it): an interruption says
+/// how to resume where it stopped.
+pub fn error_report(err: &anyhow::Error) -> crate::error::ErrorReport {
+    let mut report = crate::error::ErrorReport::of(err);
+    if report.kind == "interrupted" {
+        // The signal's context says nothing new; how to go on does.
+        report.message = "interrupted".into();
+        report
+            .hints
+            .push(match crate::engine::run::resume_command() {
+                Some(command) => format!("resume where it stopped with: {command}"),
+                None => "run it again to resume where it stopped".into(),
+            });
+    }
+    report
 }
 
 /// An informational line on stderr, left out with `-q/--quiet`.

@@ -16,7 +16,7 @@ use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
 use crate::engine::run::{RunOptions, RunSummary};
 use crate::error::RunnerError;
-use crate::ops::detect::{Candidate, DETECTION_BOUND, Detection};
+use crate::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
 use crate::store::Workspace;
 
 #[derive(Debug, Args)]
@@ -80,7 +80,9 @@ enum Decision {
     },
 }
 
-pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
+/// `directory`: `-C`'s, carried into the commands of the hints printed in JSON (as `main`
+/// does for the others).
+pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Result<i32> {
     // Every refusal before anything is read or written.
     args.go.check()?;
     crate::ops::new::check_description(&args.description)?;
@@ -112,23 +114,20 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
             detection.scanned
         );
     }
+    // The same description as a spec being built right now: nothing to continue or create.
+    if let Some(same) = detection.identical.as_ref().filter(|c| c.is_busy()) {
+        return refuse(args.json, &detection, being_run(same), directory);
+    }
     let decision = match decide(&args, &detection, now)? {
         Some(d) => d,
+        // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
         None => {
-            // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
-            let e = choice_needed(&args.description, &detection.candidates).into();
-            if !args.json {
-                return Err(e);
-            }
-            super::print_json(&NewReport {
-                error: Some(crate::error::ErrorReport::of(&e)),
-                ..report(&detection, &Outcome::default())
-            })?;
-            return Ok(crate::error::exit::BAD_INPUT);
+            let e = choice_needed(&args.description, &detection.candidates);
+            return refuse(args.json, &detection, e, directory);
         }
     };
     let json = args.json;
-    let outcome = match decision {
+    let mut outcome = match decision {
         Decision::Continue { spec, identical } => continue_chosen(cwd, args, &spec, identical)?,
         Decision::Create => {
             let req = crate::ops::new::NewRequest {
@@ -139,6 +138,14 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
             create_spec(cwd, &ws, &req, args, now)?
         }
     };
+    // The run stopped (needs a person, budget, interrupted): its error and code, and in JSON
+    // still the spec created or continued.
+    if let Some(e) = outcome.failed.take() {
+        if !json {
+            return Err(e);
+        }
+        return stop_json(&detection, &outcome, e, directory);
+    }
     if json {
         super::print_json(&report(&detection, &outcome))?;
     } else if let Some(done) = &outcome.run {
@@ -151,6 +158,55 @@ pub fn run(cwd: &Path, args: NewArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Stop with `e`, nothing created; with `--json` the report (the candidates, the identical
+/// spec) carries the error, and the exit code is the error's.
+fn refuse(
+    json: bool,
+    detection: &Detection,
+    e: RunnerError,
+    directory: Option<&Path>,
+) -> anyhow::Result<i32> {
+    if !json {
+        return Err(e.into());
+    }
+    stop_json(detection, &Outcome::default(), e.into(), directory)
+}
+
+/// With `--json`, stop with `e`: its text on stderr (as every error), the report with the
+/// error on stdout; returns the error's exit code.
+fn stop_json(
+    detection: &Detection,
+    outcome: &Outcome,
+    e: anyhow::Error,
+    directory: Option<&Path>,
+) -> anyhow::Result<i32> {
+    let mut error = super::error_report(&e);
+    super::carry_directory(&mut error.hints, directory);
+    crate::write_quietly(
+        &mut std::io::stderr().lock(),
+        format_args!("{}", crate::text::for_terminal(&error.to_text())),
+    );
+    let code = error.code;
+    super::print_json(&NewReport {
+        error: Some(error),
+        ..report(detection, outcome)
+    })?;
+    Ok(code)
+}
+
+/// A live run holds the spec with the same description (exit 4).
+fn being_run(same: &Candidate) -> RunnerError {
+    let spec = t(&same.spec);
+    RunnerError::Busy(format!(
+        "spec {spec} has this description and is being run right now; nothing was created"
+    ))
+    .with_hint(format!(
+        "follow it with `runner status --spec {}`",
+        crate::sh(&same.spec)
+    ))
+    .with_hint("pass --new-spec to start another spec anyway")
+}
+
 /// Where `runner new` ended: the spec created or continued, the command that goes on with
 /// it, and with `--run` the run's summary.
 #[derive(Default)]
@@ -159,6 +215,8 @@ struct Outcome {
     resumed: Option<String>,
     next_command: String,
     run: Option<RunSummary>,
+    /// With `--run`: the run stopped with this error.
+    failed: Option<anyhow::Error>,
 }
 
 fn report<'a>(d: &'a Detection, o: &'a Outcome) -> NewReport<'a> {
@@ -189,14 +247,15 @@ fn continue_chosen(
             println!("Resuming {shown}");
         }
     }
-    let run = match args.run {
-        true => Some(continue_spec(cwd, spec, args.go, args.json)?),
-        false => None,
+    let (run, failed) = match args.run {
+        true => split(continue_spec(cwd, spec, args.go, args.json)),
+        false => (None, None),
     };
     Ok(Outcome {
         resumed: Some(spec.spec.clone()),
         next_command: spec.continue_command.clone(),
         run,
+        failed,
         ..Outcome::default()
     })
 }
@@ -220,22 +279,31 @@ fn create_spec(
     } else {
         println!("{line}");
     }
-    let run = if args.run {
+    let (run, failed) = if args.run {
         let opts = args.go.options(RunOptions {
             spec: Some(created.spec.clone()),
             ..RunOptions::default()
         });
         let progress = Rc::new(TerminalProgress::new());
-        Some(crate::ops::run::run(cwd, opts, progress, &TerminalAsker)?)
+        split(crate::ops::run::run(cwd, opts, progress, &TerminalAsker))
     } else {
-        None
+        (None, None)
     };
     Ok(Outcome {
         next_command: format!("runner run --spec {}", crate::sh(&created.spec)),
         created: Some(created.spec),
         run,
+        failed,
         ..Outcome::default()
     })
+}
+
+/// A run's result as `Outcome` keeps it.
+fn split(result: anyhow::Result<RunSummary>) -> (Option<RunSummary>, Option<anyhow::Error>) {
+    match result {
+        Ok(done) => (Some(done), None),
+        Err(e) => (None, Some(e)),
+    }
 }
 
 /// Create, continue a candidate, or (`None`) a choice is needed and cannot be asked.
@@ -322,15 +390,15 @@ fn question(text: &str, count: usize, yes: bool) -> anyhow::Result<Option<usize>
     Ok(read(&answer).flatten())
 }
 
-/// Continue `c` in this process: `runner resume <spec>` when its `continue_command` resumes,
-/// else `runner run --spec <spec>` (a spec planned but never started has no run to resume).
+/// Continue `c` in this process as its `continue_with` says: `runner resume <spec>`, or
+/// `runner run --spec <spec>` (a spec planned but never started has no run to resume).
 fn continue_spec(
     cwd: &Path,
     c: &Candidate,
     go: ContinueArgs,
     json: bool,
 ) -> anyhow::Result<RunSummary> {
-    if c.continue_command.starts_with("runner resume") {
+    if c.continue_with == ContinueWith::Resume {
         return Ok(super::resume::resume_spec(cwd, &c.spec, go, json)?.1);
     }
     let opts = go.options(RunOptions {

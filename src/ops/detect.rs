@@ -52,13 +52,27 @@ pub struct Candidate {
     /// resume has a state to continue (a checkpoint, journal or branch to rebuild it from),
     /// else `runner run --spec <spec>` (not planned yet, or planned and never run).
     pub continue_command: String,
+    /// How it is continued: `resume` (`runner resume`) or `run` (`runner run --spec`); what
+    /// `continue_command` runs.
+    pub continue_with: ContinueWith,
+}
+
+/// How a candidate is continued (see [`Candidate::continue_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContinueWith {
+    /// `runner resume`: a checkpoint, journal or branch to rebuild the state from.
+    Resume,
+    /// `runner run --spec`: not planned yet, or planned and never run.
+    Run,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Detection {
     /// Score ≥ 0.35, best first, at most 3.
     pub candidates: Vec<Candidate>,
-    /// An unfinished spec with the same description (the most recently active of several).
+    /// An unfinished spec with the same description (the most recently active of several),
+    /// or one a live run holds ([`Candidate::is_busy`]).
     pub identical: Option<Candidate>,
     /// The bound passed: `candidates` and `identical` are empty.
     pub timed_out: bool,
@@ -72,16 +86,20 @@ pub const DETECTION_BOUND: Duration = Duration::from_millis(200);
 /// The longest description shown.
 const SHOWN_CHARS: usize = 200;
 
-/// The status words of specs that are not candidates: finished, refused, unreadable, or held
-/// by a live run. (A discarded spec, whose plan is all pending again, is told by `discarded`.)
-const NOT_CANDIDATES: &[&str] = &[
-    "complete",
-    "merged",
-    "refused",
-    "invalid_plan",
-    "running",
-    "planning",
-];
+/// The status words of specs that are never reported: finished, thrown out, unreadable. (A
+/// discarded spec, whose plan is all pending again, is told by `discarded`.)
+const NOT_CANDIDATES: &[&str] = &["complete", "merged", "refused", "invalid_plan"];
+
+/// The status words of a spec a live run holds: not a candidate (nothing to continue), but
+/// reported as `identical` (a new spec would repeat the one being built).
+pub const BUSY: &[&str] = &["running", "planning"];
+
+impl Candidate {
+    /// A live run holds it (its status is one of [`BUSY`]).
+    pub fn is_busy(&self) -> bool {
+        BUSY.contains(&self.status.as_str())
+    }
+}
 
 /// What the first pass keeps of a spec that may be shown.
 #[derive(Debug, Clone)]
@@ -162,10 +180,56 @@ fn glance(
 }
 
 /// The unfinished specs like `description` (see the module comment), judged at `now`; past
-/// `bound` nothing, with `timed_out`.
+/// `bound` nothing, with `timed_out`. The bound is held whatever the files: detection runs on
+/// a thread of its own, which is left behind (it only reads) if it has not answered by then — a
+/// read the deadline checks cannot interrupt (a huge plan parsed by the status rule, a slow
+/// disk) cannot make `runner new` wait.
 pub fn detect(ws: &Workspace, description: &str, now: DateTime<Utc>, bound: Duration) -> Detection {
     let deadline = Instant::now() + bound;
+    let listed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (root, state_dir, specs_dir) =
+        (ws.root.clone(), ws.state_dir.clone(), ws.specs_dir.clone());
+    let (text, seen) = (description.to_string(), listed.clone());
+    let spawned = std::thread::Builder::new()
+        .name("detect".into())
+        .spawn(move || {
+            // Its own handle on the repository (a `Workspace` is not shared between threads).
+            let Ok(main) = crate::git::MainRepo::discover(&root) else {
+                return;
+            };
+            let ws = Workspace {
+                main,
+                root,
+                state_dir,
+                specs_dir,
+            };
+            let _ = tx.send(detect_until(&ws, &text, now, deadline, &seen));
+        });
+    let left = deadline.saturating_duration_since(Instant::now());
+    match spawned.map(|_| rx.recv_timeout(left)) {
+        Ok(Ok(found)) => found,
+        Ok(Err(std::sync::mpsc::RecvTimeoutError::Timeout)) => Detection {
+            timed_out: true,
+            scanned: listed.load(std::sync::atomic::Ordering::Relaxed),
+            ..Detection::default()
+        },
+        // No thread, or it could not open the repository: here, checked between specs.
+        _ => detect_until(ws, description, now, deadline, &listed),
+    }
+}
+
+/// [`detect`]'s work, with the deadline checked between specs; `listed` is set to the number
+/// of specs once they are listed.
+fn detect_until(
+    ws: &Workspace,
+    description: &str,
+    now: DateTime<Utc>,
+    deadline: Instant,
+    listed: &std::sync::atomic::AtomicUsize,
+) -> Detection {
     let names = crate::store::spec::list_kinds(&ws.specs_dir);
+    listed.store(names.len(), std::sync::atomic::Ordering::Relaxed);
     let query = similar::keywords(description);
     let timed_out = || Detection {
         timed_out: true,
@@ -207,7 +271,7 @@ fn judge(
         .iter()
         .map(|g| {
             let last = spec_text::last_activity(&g.dir)
-                .map(DateTime::<Utc>::from)
+                .and_then(spec_text::utc)
                 .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
             Scored {
                 spec: g.spec.clone(),
@@ -230,7 +294,7 @@ fn judge(
         cache: None,
     };
     let ordered = similar::best_first(scored.clone());
-    let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN)?;
+    let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN, false)?;
     let same = similar::most_recent_first(
         scored
             .iter()
@@ -238,7 +302,11 @@ fn judge(
             .cloned()
             .collect(),
     );
-    let identical = judged.first_unfinished(&same, 1)?.pop();
+    // One a person can continue, else one being built.
+    let identical = match judged.first_unfinished(&same, 1, false)?.pop() {
+        Some(c) => Some(c),
+        None => judged.first_unfinished(&same, 1, true)?.pop(),
+    };
     (Instant::now() < deadline).then_some((candidates, identical))
 }
 
@@ -254,9 +322,14 @@ struct Judged<'a> {
 }
 
 impl Judged<'_> {
-    /// The first `wanted` candidates of `ordered`, in its order, judging `BATCH` specs at a
-    /// time; `None` past the deadline.
-    fn first_unfinished(&mut self, ordered: &[Scored], wanted: usize) -> Option<Vec<Candidate>> {
+    /// The first `wanted` candidates of `ordered`, in its order (with `busy`, specs a live run
+    /// holds too), judging `BATCH` specs at a time; `None` past the deadline.
+    fn first_unfinished(
+        &mut self,
+        ordered: &[Scored],
+        wanted: usize,
+        busy: bool,
+    ) -> Option<Vec<Candidate>> {
         let mut out = Vec::new();
         for (i, s) in ordered.iter().enumerate() {
             if out.len() == wanted {
@@ -274,7 +347,9 @@ impl Judged<'_> {
                     .collect();
                 self.judge(batch);
             }
-            if let Some(Some(c)) = self.found.get(&s.spec) {
+            if let Some(Some(c)) = self.found.get(&s.spec)
+                && (busy || !c.is_busy())
+            {
                 out.push(c.clone());
             }
         }
@@ -283,11 +358,21 @@ impl Judged<'_> {
 
     /// Read the status of `names` (`ops::status`'s rule) and keep each one's candidate.
     fn judge(&mut self, names: Vec<String>) {
+        // A test's `detect_judge~MS` makes the judgement slow, past the bound.
+        crate::failpoint::hit("detect_judge");
         let ws = self.ws;
         let cache = self
             .cache
             .get_or_insert_with(|| StatusCache::load(&ws.state_dir));
-        let statuses = crate::ops::status::specs(ws, names.clone(), cache).unwrap_or_default();
+        // One spec whose status cannot be read (its run lock a folder) must not hide the others
+        // of its batch: then each is judged alone.
+        let statuses = crate::ops::status::specs(ws, names.clone(), cache).unwrap_or_else(|_| {
+            names
+                .iter()
+                .filter_map(|n| crate::ops::status::specs(ws, vec![n.clone()], cache).ok())
+                .flatten()
+                .collect()
+        });
         let mut statuses: HashMap<String, SpecStatus> =
             statuses.into_iter().map(|s| (s.spec.clone(), s)).collect();
         for name in names {
@@ -300,7 +385,8 @@ impl Judged<'_> {
     }
 }
 
-/// The candidate a spec makes, if its status is unfinished (`ops::status`'s rule).
+/// The candidate a spec makes, if its status is unfinished or held by a live run
+/// (`ops::status`'s rule).
 fn candidate(
     ws: &Workspace,
     now: DateTime<Utc>,
@@ -310,8 +396,14 @@ fn candidate(
     if NOT_CANDIDATES.contains(&status.status.as_str()) || discarded(ws, &s.spec, now) {
         return None;
     }
+    let with = continue_with(ws, &s.spec, now);
+    let verb = match with {
+        ContinueWith::Resume => "resume",
+        ContinueWith::Run => "run",
+    };
     Some(Candidate {
-        continue_command: continue_command(ws, &s.spec, now),
+        continue_command: format!("runner {verb} --spec {}", crate::sh(&s.spec)),
+        continue_with: with,
         status: status.status,
         score: similar::rounded(s.score),
         chunks: CandidateChunks {
@@ -335,16 +427,19 @@ fn discarded(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> bool {
     facts.spec(spec).state == SpecState::Discarded
 }
 
-/// `runner resume --spec <spec>` when resume has a state to rebuild and continue (its own
-/// rule: `engine::resume::reconstruct` finds a checkpoint, journal or branch to rebuild from),
-/// else `runner run --spec <spec>` (a spec not planned or planned and never run: resume would
-/// say "No data found to resume from").
-fn continue_command(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> String {
+/// `Resume` when resume has a state to rebuild and continue (its own rule:
+/// `engine::resume::reconstruct` finds a checkpoint, journal or branch to rebuild from), else
+/// `Run` (a spec not planned or planned and never run: resume would say "No data found to
+/// resume from").
+fn continue_with(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> ContinueWith {
     let resumable = ws.spec(spec).ok().is_some_and(|paths| {
         crate::engine::resume::reconstruct(ws, &paths, now).is_ok_and(|r| r.is_some())
     });
-    let verb = if resumable { "resume" } else { "run" };
-    format!("runner {verb} --spec {}", crate::sh(spec))
+    if resumable {
+        ContinueWith::Resume
+    } else {
+        ContinueWith::Run
+    }
 }
 
 /// A description as shown: its first non-empty line, trimmed, at most `SHOWN_CHARS`

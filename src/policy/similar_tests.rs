@@ -364,3 +364,30 @@ fn stop_words_and_synonym_words_are_apart() {
         }
     }
 }
+
+#[test]
+fn the_synonym_groups_and_stop_words_are_the_issues_word_for_word() {
+    // Issue 13, as written: a word dropped from or added to a group changes every score.
+    let issue = [
+        ("auth", "authentication login jwt oauth session"),
+        ("api", "rest endpoint fastapi flask routes http"),
+        ("db", "database postgres sqlite mysql sql orm"),
+        ("frontend", "ui react nextjs vue svelte html css"),
+        ("queue", "worker celery task async job broker"),
+        ("cache", "redis memcache caching ttl"),
+        ("test", "pytest jest unittest spec tdd"),
+    ];
+    let ours: Vec<(&str, Vec<&str>)> = SYNONYM_GROUPS
+        .iter()
+        .map(|(name, members)| (*name, members.to_vec()))
+        .collect();
+    let theirs: Vec<(&str, Vec<&str>)> = issue
+        .iter()
+        .map(|(name, members)| (*name, members.split(' ').collect()))
+        .collect();
+    assert_eq!(ours, theirs);
+    let listed = "a an the with and or for to of in on build create implement add make";
+    for w in listed.split(' ') {
+        assert!(STOP_WORDS.contains(&w), "{w}");
+    }
+}

@@ -104,18 +104,44 @@ pub fn said(spec_dir: &Path) -> Said {
     said
 }
 
+/// `t` in UTC; `None` when it is outside the times chrono can hold (a file time set millions
+/// of years away: tmpfs and other file systems keep one as it is given).
+pub fn utc(t: SystemTime) -> Option<chrono::DateTime<chrono::Utc>> {
+    let epoch = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => epoch.checked_add_signed(chrono::TimeDelta::from_std(after).ok()?),
+        Err(before) => {
+            epoch.checked_sub_signed(chrono::TimeDelta::from_std(before.duration()).ok()?)
+        }
+    }
+}
+
+/// `t` in UTC, a time beyond what chrono can hold taken as its latest (or earliest) time.
+pub fn utc_clamped(t: SystemTime) -> chrono::DateTime<chrono::Utc> {
+    utc(t).unwrap_or(if t > SystemTime::UNIX_EPOCH {
+        chrono::DateTime::<chrono::Utc>::MAX_UTC
+    } else {
+        chrono::DateTime::<chrono::Utc>::MIN_UTC
+    })
+}
+
 /// When the spec in `spec_dir` was last active: the newest modification time of its folder,
 /// `implementation_plan.json`, `checkpoint.json`, the journal (the live `events.jsonl`, else
 /// its newest segment), the `runs/` folder (a run record written is a file renamed there),
 /// `spec.md` and `requirements.json`. File times only (a `stat` each, no read); links are not
-/// followed. `None` when none of them is there.
+/// followed; a time [`utc`] cannot hold is left out. `None` when none of them is there.
 pub fn last_activity(spec_dir: &Path) -> Option<SystemTime> {
-    let stat = |p: &Path| std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok();
+    let stat = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .filter(|t| utc(*t).is_some())
+    };
     [
         stat(spec_dir),
         stat(&spec_dir.join(crate::plan::PLAN_FILE)),
         stat(&crate::store::checkpoint::path(spec_dir)),
-        crate::store::segments::modified(spec_dir),
+        crate::store::segments::modified(spec_dir).filter(|t| utc(*t).is_some()),
         stat(&crate::store::runs::dir(spec_dir)),
         stat(&spec_dir.join("spec.md")),
         stat(&spec_dir.join(REQUIREMENTS_FILE)),
@@ -201,6 +227,25 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         assert_eq!(said(dir.path()), Said::default());
+    }
+
+    #[test]
+    fn file_times_out_of_chronos_range_are_none_not_a_panic() {
+        let far = std::time::Duration::from_secs(100_000_000_000_000);
+        assert_eq!(utc(SystemTime::UNIX_EPOCH + far), None);
+        assert_eq!(utc(SystemTime::UNIX_EPOCH - far), None);
+        assert_eq!(
+            utc_clamped(SystemTime::UNIX_EPOCH + far),
+            chrono::DateTime::<chrono::Utc>::MAX_UTC
+        );
+        assert_eq!(
+            utc_clamped(SystemTime::UNIX_EPOCH - far),
+            chrono::DateTime::<chrono::Utc>::MIN_UTC
+        );
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_500);
+        assert_eq!(utc(t), Some(chrono::DateTime::<chrono::Utc>::from(t)));
+        let t = SystemTime::UNIX_EPOCH - std::time::Duration::from_millis(1_500);
+        assert_eq!(utc(t), Some(chrono::DateTime::<chrono::Utc>::from(t)));
     }
 
     #[test]

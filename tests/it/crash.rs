@@ -845,7 +845,12 @@ const LIMIT_POINTS: &[&str] = &["after_limit_paused"];
 const JOBS_POINTS: &[&str] = &["jobs_job_checked"];
 /// Failpoints exercised in tests/it/new.rs (`runner new` killed with its spec staged, and just
 /// after its rename into place; detection slowed past its bound).
-const NEW_POINTS: &[&str] = &["new_spec_staged", "new_spec_renamed", "detect_read"];
+const NEW_POINTS: &[&str] = &[
+    "new_spec_staged",
+    "new_spec_renamed",
+    "detect_read",
+    "detect_judge",
+];
 
 #[test]
 fn every_failpoint_in_the_source_is_exercised() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
-use runner::ops::detect::{Candidate, DETECTION_BOUND, Detection, detect};
+use runner::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection, detect};
 use runner::store::Workspace;
 use serde_json::Value;
 
@@ -417,6 +417,14 @@ fn each_candidates_command_continues_it() {
     assert_eq!(planned.continue_command, "runner run --spec 002-planned");
     assert_eq!(killed.continue_command, "runner resume --spec 003-killed");
     assert_eq!(killed.status, "interrupted");
+    assert_eq!(
+        [
+            fresh.continue_with,
+            planned.continue_with,
+            killed.continue_with
+        ],
+        [ContinueWith::Run, ContinueWith::Run, ContinueWith::Resume]
+    );
     for c in [&killed, &planned, &fresh] {
         continue_with(&repo, c);
     }
@@ -445,4 +453,16 @@ fn a_discarded_spec_is_not_a_candidate_until_it_runs_again() {
     // Run again (and killed): a candidate again.
     run_killed_at(&repo, "001-login", "after_commit@1");
     assert_eq!(names(&detect_in(&repo, LOGIN)), ["001-login"]);
+}
+
+#[test]
+fn a_spec_whose_status_cannot_be_read_hides_no_other() {
+    let repo = TestRepo::new();
+    new_spec(&repo, "001-good", LOGIN);
+    new_spec(&repo, "002-broken", LOGIN);
+    // Its run lock is a folder: its status cannot be judged (an I/O error).
+    std::fs::create_dir_all(repo.spec_dir("002-broken").join("run.lock")).unwrap();
+    let d = detect_in(&repo, LOGIN);
+    assert_eq!(names(&d), ["001-good"], "{d:#?}");
+    assert_eq!(d.identical.map(|c| c.spec), Some("001-good".into()));
 }

@@ -650,3 +650,141 @@ fn a_detection_past_its_bound_creates_as_if_nothing_matched_and_says_so_with_v()
     assert_exit(&out, 0);
     assert!(!stderr(&out).contains("200 ms"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_same_description_as_a_spec_being_run_is_busy_and_creates_nothing() {
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    repo.write_plan(
+        SPEC,
+        &std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap(),
+    );
+    let mut held = hold_lock(&repo.spec_dir(SPEC).join("run.lock"));
+    let before = tree(&repo.root);
+    let out = new(&repo, &["  add a login page with JWT"]);
+    assert_exit(&out, 4);
+    assert!(
+        stderr(&out).contains(&format!("{SPEC} has this description and is being run")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--new-spec"), "{}", stderr(&out));
+    assert_eq!(tree(&repo.root), before, "nothing created");
+    let out = new(&repo, &[DESC, "--json", "--run"]);
+    assert_exit(&out, 4);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null);
+    assert_eq!(v["resumed"], Value::Null);
+    assert_eq!(v["identical"]["spec"], SPEC);
+    assert_eq!(v["identical"]["status"], "running");
+    assert_eq!(v["error"]["code"], 4);
+    assert_eq!(v["error"]["kind"], "busy");
+    assert_eq!(tree(&repo.root), before, "nothing created");
+    // -N still creates one.
+    let out = new(&repo, &[DESC, "-N", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(json(&out)["created"], "002-add-a-login-page-with-jwt");
+    held.kill().unwrap();
+    held.wait().unwrap();
+}
+
+#[test]
+fn run_on_an_identical_spec_never_run_runs_it_to_completion() {
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    let agent = fixture("fake-agent").display().to_string();
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 0);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null);
+    assert_eq!(v["resumed"], SPEC);
+    assert_eq!(v["identical"]["continue_with"], "run");
+    assert_eq!(v["run"]["spec"], SPEC);
+    assert_eq!(v["run"]["outcome"], "complete");
+    assert!(repo.statuses(SPEC).iter().all(|(_, s)| s == "completed"));
+    assert_eq!(spec_folders(&repo), [SPEC]);
+}
+
+#[test]
+fn the_bound_holds_when_the_status_of_a_match_is_slow_to_read() {
+    // The identical spec is found at once, but judging its status (a huge plan to parse, a
+    // slow disk) takes 10 s: detection answers at its bound, as if nothing matched.
+    let repo = TestRepo::new();
+    assert_exit(&new(&repo, &[DESC]), 0);
+    let started = std::time::Instant::now();
+    let out = repo
+        .cmd(&["-v", "new", DESC, "--json"])
+        .env("RUNNER_FAILPOINTS", "detect_judge~10000")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_exit(&out, 0);
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let v = json(&out);
+    assert_eq!(v["timed_out"], true, "{v}");
+    assert_eq!(v["created"], "002-add-a-login-page-with-jwt", "{v}");
+    assert!(
+        stderr(&out).contains("took over 200 ms (1 scanned)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_failed_run_still_reports_the_spec_created_or_continued_in_json() {
+    let repo = TestRepo::new();
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail the database is down\n");
+    let agent = fixture("fake-agent").display().to_string();
+    // Created, then its run needs a person (exit 3): the JSON still names the spec.
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 3);
+    let v = json(&out);
+    assert_eq!(v["created"], SPEC, "{v}");
+    assert_eq!(v["resumed"], Value::Null);
+    assert_eq!(
+        v["next_command"],
+        format!("runner run --spec {SPEC}").as_str()
+    );
+    assert_eq!(v["error"]["code"], 3);
+    assert_eq!(v["error"]["kind"], "needs_human");
+    assert!(
+        stderr(&out).contains("chunk core-b failed"),
+        "{}",
+        stderr(&out)
+    );
+    // Continued (identical), and it stops again: the JSON names the spec continued.
+    let out = new(&repo, &[DESC, "--run", "--agent-command", &agent, "--json"]);
+    assert_exit(&out, 3);
+    let v = json(&out);
+    assert_eq!(v["created"], Value::Null, "{v}");
+    assert_eq!(v["resumed"], SPEC);
+    assert_eq!(v["identical"]["spec"], SPEC);
+    assert_eq!(v["error"]["code"], 3);
+}
+
+#[test]
+fn with_c_the_json_hints_carry_the_directory_as_the_text_ones_do() {
+    let repo = interrupted_spec();
+    let dir = repo.root.display().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = |json: bool| {
+        let mut cmd = repo.cmd(&["-C", &dir, "new", "JWT login page"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.current_dir(elsewhere.path()).output().unwrap()
+    };
+    let expected = format!(
+        "runner -C {} new 'JWT login page' --choice 1",
+        runner::sh(&dir)
+    );
+    let out = run(false);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    let out = run(true);
+    assert_exit(&out, 2);
+    let hints = json(&out)["error"]["hints"].to_string();
+    assert!(hints.contains(&expected), "{hints}");
+}

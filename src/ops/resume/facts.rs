@@ -24,7 +24,7 @@ use crate::policy::resolve::{Active, Facts, RunFacts, SpecFacts, SpecState};
 use crate::policy::runs::RunState;
 use crate::store::runs::{self, Found, RunKind, RunRecord};
 use crate::store::workspace::{SpecPaths, Workspace};
-use crate::store::{LockState, lock};
+use crate::store::{LockState, lock, spec_text};
 
 pub struct DiskFacts<'a> {
     ws: &'a Workspace,
@@ -367,7 +367,7 @@ impl<'a> DiskFacts<'a> {
         }
         let journal = crate::store::segments::modified(&paths.dir);
         let record = newest.as_ref().map(|(_, time, _)| *time);
-        facts.last_active = journal.max(record).map(DateTime::<Utc>::from);
+        facts.last_active = journal.max(record).map(spec_text::utc_clamped);
         facts.newest_run = newest.map(|(id, ..)| id);
         facts
     }
@@ -471,7 +471,7 @@ impl Facts for DiskFacts<'_> {
             .filter_map(|name| {
                 let dir = runs::dir(&self.ws.specs_dir.join(name));
                 let time = std::fs::symlink_metadata(dir).and_then(|m| m.modified());
-                Some((name.clone(), DateTime::<Utc>::from(time.ok()?)))
+                Some((name.clone(), spec_text::utc_clamped(time.ok()?)))
             })
             .collect();
         specs.sort_by_key(|s| std::cmp::Reverse(s.1));
@@ -481,7 +481,7 @@ impl Facts for DiskFacts<'_> {
     fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)> {
         self.spec_runs(spec)
             .into_iter()
-            .map(|(id, time, _)| (id, DateTime::<Utc>::from(time)))
+            .map(|(id, time, _)| (id, spec_text::utc_clamped(time)))
             .collect()
     }
 
