@@ -4,7 +4,8 @@
 //! the rest interrupted (a chunk in progress), their runs ended or killed.
 //!
 //! Timed in process (the workspace opened once, as `runner resume` opens it once), a fresh
-//! resolution each time (nothing remembered between them), for every kind of hint: an exact
+//! resolution each time (nothing remembered in memory between them; the resolution cache on
+//! disk is, as it is between two `runner resume` commands), for every kind of hint: an exact
 //! run id, a run id prefix (6 characters), an exact spec name, a spec number, a chunk id (every
 //! spec's plan read), a part of a spec's name, and no hint. Median and p99 are printed for
 //! each; the target is p99 < 5 ms for each (exit 1 if one is missed, 2 on an error).

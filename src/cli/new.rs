@@ -102,6 +102,9 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
         None => None,
     };
     let now = Utc::now();
+    // Listed before detection, so that a spec another `runner new` makes meanwhile is seen
+    // under the lock (`ops::new::NewRequest::seen_specs`).
+    let seen_specs = (!args.new_spec).then(|| crate::store::spec::list(&ws.specs_dir));
     let detection = if args.new_spec {
         Detection::default()
     } else {
@@ -134,6 +137,7 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
                 description: args.description.clone(),
                 spec_text,
                 name: args.name.clone(),
+                seen_specs,
             };
             create_spec(cwd, &ws, &req, args, now)?
         }

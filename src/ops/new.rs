@@ -21,6 +21,10 @@ pub struct NewRequest {
     pub spec_text: Option<String>,
     /// `--name`: the slug to use instead of the description's.
     pub name: Option<String>,
+    /// The spec folders listed before detection ran (`None` when it did not: `--new-spec`):
+    /// one made since with the same description is refused under the lock
+    /// (`store::new_spec::create`).
+    pub seen_specs: Option<Vec<String>>,
 }
 
 /// The spec made.
@@ -96,7 +100,15 @@ pub fn create(ws: &Workspace, req: &NewRequest, now: DateTime<Utc>) -> anyhow::R
         spec_md: spec_md.as_bytes(),
         requirements: requirements.as_bytes(),
     };
-    let spec = crate::store::new_spec::create(ws, &slug, req.name.is_some(), &files)?;
+    let seen = req
+        .seen_specs
+        .as_deref()
+        .map(|specs| crate::store::new_spec::Seen {
+            specs,
+            description: &req.description,
+        });
+    let spec =
+        crate::store::new_spec::create(ws, &slug, req.name.is_some(), &files, seen.as_ref())?;
     Ok(Created {
         dir: ws.specs_dir.join(&spec),
         spec,

@@ -45,6 +45,29 @@ pub fn known_names(ws: &Workspace) -> anyhow::Result<Vec<String>> {
     Ok(names)
 }
 
+/// Refuse (busy, exit 4) when a spec folder that detection did not list has `seen`'s
+/// description: another `runner new` made it meanwhile.
+fn made_meanwhile(ws: &Workspace, seen: &Seen) -> Result<(), RunnerError> {
+    let before: std::collections::HashSet<&str> = seen.specs.iter().map(String::as_str).collect();
+    for name in crate::store::spec::list(&ws.specs_dir) {
+        if before.contains(name.as_str()) {
+            continue;
+        }
+        let said = crate::store::spec_text::said(&ws.specs_dir.join(&name));
+        if !said.cut
+            && crate::policy::similar::same_description(&said.description, seen.description)
+        {
+            let shown = crate::text::for_terminal(&name);
+            return Err(RunnerError::Busy(format!(
+                "spec {shown} with this description was just created by another `runner new`; nothing was created"
+            ))
+            .with_hint(format!("continue it: runner run --spec {}", crate::sh(&name)))
+            .with_hint("pass --new-spec to start another spec anyway"));
+        }
+    }
+    Ok(())
+}
+
 /// The names in folder `dir` (none if it cannot be listed: a slot without specs).
 fn entry_names(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -58,16 +81,30 @@ fn entry_names(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What detection saw, for the check made again under the lock: the spec folders listed
+/// before it ran, and the description it looked for.
+pub struct Seen<'a> {
+    pub specs: &'a [String],
+    pub description: &'a str,
+}
+
 /// Make spec `NNN-<slug>` with `files`, NNN the next free number (`known_names`), under the
 /// `new` lock; returns its name. With `given` (`--name`), a spec of that slug (or that name)
-/// anywhere is refused (exit 2) and nothing is written.
+/// anywhere is refused (exit 2) and nothing is written. With `seen`, a spec folder made since
+/// detection listed them (by another `runner new` that held the lock meanwhile) with the same
+/// description is refused (exit 4) and nothing is written: detection runs outside the lock,
+/// so two `runner new` of one description at the same instant would both create.
 pub fn create(
     ws: &Workspace,
     slug: &str,
     given: bool,
     files: &SpecFiles,
+    seen: Option<&Seen>,
 ) -> anyhow::Result<String> {
     let _lock = crate::store::FileLock::acquire(&ws.state_dir.join(NEW_LOCK))?;
+    if let Some(seen) = seen {
+        made_meanwhile(ws, seen)?;
+    }
     let names = known_names(ws)?;
     if given
         && let Some(taken) = names

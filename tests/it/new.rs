@@ -308,6 +308,51 @@ fn two_news_at_once_never_take_the_same_number() {
     assert_eq!(spec_folders(&repo).len(), 12);
 }
 
+/// Two `runner new` of one description at the same instant: the second's detection ran
+/// before the first's spec was in place, so it is checked again under the lock — exit 4 and
+/// nothing created, not a duplicate.
+#[test]
+fn the_same_description_twice_at_once_makes_one_spec() {
+    let repo = TestRepo::new();
+    let first = repo
+        .cmd(&["new", "Add a login page", "--json"])
+        .env("RUNNER_FAILPOINTS", "new_spec_staged~1500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first holds the lock, its detection done and its folder staged (hidden).
+    let staged = std::time::Instant::now();
+    while !spec_folders(&repo)
+        .iter()
+        .any(|n| n.starts_with(".runner-new-"))
+    {
+        assert!(
+            staged.elapsed().as_secs() < 30,
+            "the first never staged its spec"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let second = repo.runner(&["new", "add a login page ", "--json"]);
+    let first = first.wait_with_output().unwrap();
+    assert_exit(&first, 0);
+    assert_eq!(json(&first)["created"], "001-add-a-login-page");
+    assert_exit(&second, 4);
+    let report = json(&second);
+    assert_eq!(report["created"], serde_json::Value::Null, "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("just created by another `runner new`"),
+        "{report}"
+    );
+    assert_eq!(spec_folders(&repo), ["001-add-a-login-page"]);
+    // `-N` still creates.
+    assert_exit(&repo.runner(&["new", "Add a login page", "-N"]), 0);
+    assert_eq!(spec_folders(&repo).len(), 2);
+}
+
 /// The points of a creation, in order: the two files' renames inside the hidden folder, the
 /// folder complete, renamed into place.
 const CRASH_POINTS: &[&str] = &[
