@@ -292,6 +292,7 @@ fn judge(
         deadline,
         now,
         cache: None,
+        facts: crate::ops::resume::facts::DiskFacts::new(ws, now, chrono::Duration::zero()),
     };
     let ordered = similar::best_first(scored.clone());
     let candidates = judged.first_unfinished(&ordered, similar::MAX_SHOWN, false)?;
@@ -319,6 +320,9 @@ struct Judged<'a> {
     now: DateTime<Utc>,
     /// Loaded at the first judgement.
     cache: Option<StatusCache>,
+    /// Resume's reading of the specs (`discarded`), one for the whole detection: it loads the
+    /// resolution cache and lists the specs once, not once per candidate.
+    facts: crate::ops::resume::facts::DiskFacts<'a>,
 }
 
 impl Judged<'_> {
@@ -378,7 +382,7 @@ impl Judged<'_> {
         for name in names {
             let c = statuses.remove(&name).and_then(|status| {
                 let (s, g) = self.by_name.get(name.as_str())?;
-                candidate(self.ws, self.now, (s, g), status)
+                candidate(self.ws, &self.facts, self.now, (s, g), status)
             });
             self.found.insert(name, c);
         }
@@ -389,11 +393,12 @@ impl Judged<'_> {
 /// (`ops::status`'s rule).
 fn candidate(
     ws: &Workspace,
+    facts: &crate::ops::resume::facts::DiskFacts,
     now: DateTime<Utc>,
     (s, g): (&Scored, &Glance),
     status: SpecStatus,
 ) -> Option<Candidate> {
-    if NOT_CANDIDATES.contains(&status.status.as_str()) || discarded(ws, &s.spec, now) {
+    if NOT_CANDIDATES.contains(&status.status.as_str()) || discarded(facts, &s.spec) {
         return None;
     }
     let with = continue_with(ws, &s.spec, now);
@@ -421,9 +426,8 @@ fn candidate(
 
 /// Whether the spec's work was thrown away (`runner discard`) and nothing ran since, by
 /// `runner resume`'s own reading (its plan is then all pending: `status` says planned).
-fn discarded(ws: &Workspace, spec: &str, now: DateTime<Utc>) -> bool {
+fn discarded(facts: &crate::ops::resume::facts::DiskFacts, spec: &str) -> bool {
     use crate::policy::resolve::{Facts, SpecState};
-    let facts = crate::ops::resume::facts::DiskFacts::new(ws, now, chrono::Duration::zero());
     facts.spec(spec).state == SpecState::Discarded
 }
 
