@@ -315,6 +315,35 @@ fn recover_all_with_nothing_to_do_writes_nothing_and_still_recovers_what_needs_i
     );
     drop_holder(holder);
 
+    // Temp files of dead writers, in a spec's folder or in its runs folder: that spec takes
+    // the full path and they are removed; a live writer's temp file leaves its spec clean.
+    let dead: Vec<PathBuf> = [("003-planned", ""), ("004-planned", "runs")]
+        .into_iter()
+        .map(|(spec, sub)| {
+            let dir = repo.spec_dir(spec).join(sub);
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join(".implementation_plan.json.tmp-999999999-0");
+            std::fs::write(&file, "{\"half").unwrap();
+            file
+        })
+        .collect();
+    let live = repo.spec_dir("005-unplanned").join(format!(
+        ".implementation_plan.json.tmp-{}-0",
+        std::process::id()
+    ));
+    std::fs::write(&live, "{\"being written").unwrap();
+    let report = recover_all(&repo);
+    for (spec, outcome) in outcomes(&report) {
+        let wanted = match spec.as_str() {
+            "003-planned" | "004-planned" => "recovered",
+            _ => "clean",
+        };
+        assert_eq!(outcome, wanted, "{spec}: {report}");
+    }
+    assert!(dead.iter().all(|f| !f.exists()), "{report}");
+    assert!(live.exists(), "a live writer's temp file was removed");
+    std::fs::remove_file(&live).unwrap();
+
     // Completed work gone from the branch of a spec with nothing in progress: a person.
     let branch = "auto-claude/001-done";
     repo.git(&["branch", "-f", branch, "main"]);

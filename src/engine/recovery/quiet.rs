@@ -82,14 +82,23 @@ impl QuietLook {
         let slot = self.slots.iter().position(
             |(_, state, _)| matches!(state, SlotState::Ready { branch: Some(b) } if *b == branch),
         );
+        // The spec's folder listed once: a file it does not hold needs no lookup. Unlisted,
+        // every question is asked of its path, as it always was.
+        let names = repair::SpecFolderNames::of(&paths.dir);
         let doubt =
             // Someone holds the spec (a run, another recovery): the full path reports it busy.
-            held(&paths.run_lock)
+            (names.as_ref().is_none_or(|n| n.run_lock) && held(&paths.run_lock))
             || slot.is_some_and(|i| held(&self.slots[i].2))
             // A worktree of the spec that does not open as itself.
             || self.broken_for.iter().any(|b| b.as_deref() == Some(&branch))
             || leftover_agent(paths, self.live_sessions.as_ref())
-            || !repair::stale_temp_files(&paths.dir, true).is_empty()
+            || match &names {
+                Some(names) => {
+                    names.stale_temp_file
+                        || (names.runs && !repair::stale_temp_files_of_runs(&paths.dir).is_empty())
+                }
+                None => !repair::stale_temp_files(&paths.dir, true).is_empty(),
+            }
             // Any git lock file where recovery looks for stale ones, stale or not.
             || match &self.ref_locks {
                 Some(locks) => locks.any_for(name),

@@ -34,6 +34,12 @@ pub fn stale_temp_files(spec_dir: &Path, dry_run: bool) -> Vec<PathBuf> {
     out
 }
 
+/// The stale temp files of the spec's runs folder (what `stale_temp_files` finds there), in a
+/// dry run.
+pub fn stale_temp_files_of_runs(spec_dir: &Path) -> Vec<PathBuf> {
+    stale_temp_files_in(&crate::store::runs::dir(spec_dir), true)
+}
+
 /// Temp files in `dir` (not below it) left by atomic writes whose process is gone.
 fn stale_temp_files_in(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -42,8 +48,7 @@ fn stale_temp_files_in(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !is_temp_file(name) || temp_writer(name).is_some_and(alive) {
+        if !is_stale_temp_file(&name) {
             continue;
         }
         if dry_run || crate::store::safe::remove(&entry.path()).is_ok() {
@@ -51,6 +56,42 @@ fn stale_temp_files_in(dir: &Path, dry_run: bool) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Is the folder entry `name` a temp file of an atomic write whose process is gone?
+pub fn is_stale_temp_file(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|name| is_temp_file(name) && !temp_writer(name).is_some_and(alive))
+}
+
+/// The questions `recover --all`'s look asks of a spec's folder, from one listing of it
+/// (`None`: it could not be listed). A name is only a hint that the file may be there: what
+/// the look does with one (probe a lock, list the runs folder) is what it did before; a name
+/// that is not there spares a lookup that would have found nothing.
+pub struct SpecFolderNames {
+    pub run_lock: bool,
+    pub runs: bool,
+    pub stale_temp_file: bool,
+}
+
+impl SpecFolderNames {
+    pub fn of(spec_dir: &Path) -> Option<SpecFolderNames> {
+        let mut names = SpecFolderNames {
+            run_lock: false,
+            runs: false,
+            stale_temp_file: false,
+        };
+        for entry in std::fs::read_dir(spec_dir).ok()? {
+            let entry = entry.ok()?;
+            let name = entry.file_name();
+            match name.as_encoded_bytes() {
+                b"run.lock" => names.run_lock = true,
+                n if n == crate::store::runs::RUNS_DIR.as_bytes() => names.runs = true,
+                _ => names.stale_temp_file |= is_stale_temp_file(&name),
+            }
+        }
+        Some(names)
+    }
 }
 
 /// Does any process have `path` open? (Linux: /proc/*/fd.)
