@@ -105,11 +105,22 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
     // Listed before detection, so that a spec another `runner new` makes meanwhile is seen
     // under the lock (`ops::new::NewRequest::seen_specs`).
     let seen_specs = (!args.new_spec).then(|| crate::store::spec::list(&ws.specs_dir));
-    let detection = if args.new_spec {
+    let mut detection = if args.new_spec {
         Detection::default()
     } else {
         crate::ops::detect::detect(&ws, &args.description, now, DETECTION_BOUND)
     };
+    // The commands shown go on from where the user typed: with `-C DIR`, they carry it.
+    for candidate in detection
+        .candidates
+        .iter_mut()
+        .chain(&mut detection.identical)
+    {
+        super::carry_directory(
+            std::slice::from_mut(&mut candidate.continue_command),
+            directory,
+        );
+    }
     if detection.timed_out {
         tracing::info!(
             "looking for unfinished specs like this one took over {} ms ({} scanned); going on as if none matched",
@@ -142,6 +153,7 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
             create_spec(cwd, &ws, &req, args, now)?
         }
     };
+    super::carry_directory(std::slice::from_mut(&mut outcome.next_command), directory);
     // The run stopped (needs a person, budget, interrupted): its error and code, and in JSON
     // still the spec created or continued.
     if let Some(e) = outcome.failed.take() {

@@ -833,3 +833,48 @@ fn with_c_the_json_hints_carry_the_directory_as_the_text_ones_do() {
     let hints = json(&out)["error"]["hints"].to_string();
     assert!(hints.contains(&expected), "{hints}");
 }
+
+#[test]
+fn with_c_the_next_command_and_each_candidates_command_carry_the_directory() {
+    let repo = interrupted_spec();
+    let dir = repo.root.display().to_string();
+    let flag = format!("runner -C {} ", runner::sh(&dir));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let new_in = |args: &[&str]| {
+        let mut all = vec!["-C", dir.as_str(), "new"];
+        all.extend_from_slice(args);
+        repo.cmd(&all)
+            .current_dir(elsewhere.path())
+            .output()
+            .unwrap()
+    };
+    // The candidates' commands, in the JSON of the refusal without a terminal.
+    let v = json(&new_in(&["JWT login page", "--json"]));
+    let candidates = v["candidates"].as_array().unwrap();
+    assert!(!candidates.is_empty(), "{v}");
+    for c in candidates {
+        let command = c["continue_command"].as_str().unwrap();
+        assert!(command.starts_with(&flag), "{command}");
+    }
+    // A new spec: "Next:" and the JSON's next_command.
+    let out = new_in(&["Something else entirely", "-N"]);
+    assert_exit(&out, 0);
+    let next = stdout(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("Next: ").map(str::to_string))
+        .unwrap_or_else(|| panic!("{}", stdout(&out)));
+    assert!(next.starts_with(&flag), "{next}");
+    let v = json(&new_in(&["Yet another thing", "-N", "--json"]));
+    assert!(
+        v["next_command"].as_str().unwrap().starts_with(&flag),
+        "{v}"
+    );
+    // A candidate continued: "Continue it with:".
+    let out = new_in(&["JWT login page", "--choice", "1"]);
+    assert_exit(&out, 0);
+    let line = stdout(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("Continue it with: ").map(str::to_string))
+        .unwrap_or_else(|| panic!("{}", stdout(&out)));
+    assert!(line.starts_with(&flag), "{line}");
+}
