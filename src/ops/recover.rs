@@ -236,8 +236,16 @@ async fn recover_one(
         }
         Err(e) => return Err(e.into()),
     };
-    let Some(locks) = lock_spec(ws, &paths, req, holder)? else {
-        return Ok(Err(skipped(name, "busy", None)));
+    let locks = match lock_spec(ws, &paths, req, holder) {
+        Ok(Some(locks)) => locks,
+        Ok(None) => return Ok(Err(skipped(name, "busy", None))),
+        // With several specs, one whose lock cannot be taken (a folder in its lock file's
+        // place) is refused with the reason, and the others are recovered.
+        Err(e) if !one => {
+            let detail = crate::error::ErrorReport::inline(&e);
+            return Ok(Err(skipped(name, "refused", Some(detail))));
+        }
+        Err(e) => return Err(e),
     };
     let journal = Journal::new(&paths.dir, &holder.run_id);
     let result = match recover_spec(ws, &paths, &journal, opts).await {

@@ -160,17 +160,26 @@ fn judge(
     let mut specs = Vec::with_capacity(opened.len());
     let mut entries = Vec::with_capacity(opened.len());
     for (name, (paths, looked)) in names.into_iter().zip(opened) {
-        let (paths, mut looked) = match (paths, looked?) {
-            (Ok(paths), Some(looked)) => (paths, looked),
+        let looked = match (&paths, looked) {
+            (Ok(_), Ok(Some(looked))) => Ok(looked),
             // (Every opened spec was looked at.)
-            (Ok(paths), None) => {
-                let looked = look(&paths, cache)?;
-                (paths, looked)
-            }
+            (Ok(paths), Ok(None)) => look(paths, cache),
+            (_, Err(e)) => Err(e),
+            (Err(_), Ok(_)) => Ok(Looked::default()),
+        };
+        let (paths, mut looked) = match (paths, looked) {
+            (Ok(paths), Ok(looked)) => (paths, looked),
             // A spec folder linked outside the repository: listed, never opened.
             (Err(e), _) => {
                 entries.push((name.clone(), None));
                 specs.push(refused(name, e));
+                continue;
+            }
+            // Its lock file cannot be looked at (a folder or a FIFO in its place): that spec
+            // is listed as refused, with what to do; the others are shown.
+            (Ok(paths), Err(e)) => {
+                entries.push((name.clone(), None));
+                specs.push(refused(name, unreadable_lock(&paths, e)));
                 continue;
             }
         };
@@ -190,6 +199,7 @@ fn judge(
 /// What `status` reads of a spec without git: who holds its run lock, and what it shows of
 /// its plan as the light read saw it (`None`: the full parser is to read it, on the caller's
 /// thread), and the status cache's entry for it.
+#[derive(Default)]
 struct Looked {
     running: Option<Running>,
     shown: Option<Shown>,
@@ -268,6 +278,14 @@ fn look(paths: &SpecPaths, cache: &StatusCache) -> std::io::Result<Looked> {
         planner: crate::store::ledger::planner(&paths.dir),
         entry: found.entry,
     })
+}
+
+/// The spec's run lock could not be looked at: what is wrong and what to do.
+fn unreadable_lock(paths: &SpecPaths, e: std::io::Error) -> RunnerError {
+    RunnerError::bad_input(format!("cannot look at the spec's run lock: {e}")).with_hint(format!(
+        "{} must be the file runner keeps there; move away what is there and runner makes it again",
+        paths.run_lock.display()
+    ))
 }
 
 fn refused(name: String, e: RunnerError) -> SpecStatus {

@@ -41,7 +41,19 @@ fn open(path: &Path) -> std::io::Result<File> {
     }
     // Never through a link, never a FIFO or a hard-linked file: an agent could plant one to
     // make runner create, lock or overwrite a file elsewhere (see `store::safe`).
-    super::safe::open(path, super::safe::Mode::InPlace).map_err(super::at(path))
+    super::safe::open(path, super::safe::Mode::InPlace).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EISDIR) {
+            // Said plainly, with what to do: the folder may hold someone's files.
+            return std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a folder where runner keeps a lock file: move it away, and runner makes the file again",
+                    path.display()
+                ),
+            );
+        }
+        super::at(path)(e)
+    })
 }
 
 impl FileLock {

@@ -432,3 +432,40 @@ fn recover_all_does_not_report_clean_what_changed_after_its_look() {
     );
     assert_ne!(repo.chunk("003-taken", "core-a")["status"], "in_progress");
 }
+
+/// A folder where a spec's run lock file belongs: `status` and `recover --all` report that
+/// spec, with what to do, and go on with the others (they failed whole, exit 1).
+#[test]
+fn a_folder_in_place_of_a_run_lock_is_reported_for_its_spec_and_the_others_go_on() {
+    let repo = repo_with_fixture_plan("001-done");
+    let good = std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap();
+    repo.add_spec("002-locked");
+    repo.write_plan("002-locked", &good);
+    std::fs::create_dir(repo.spec_dir("002-locked").join("run.lock")).unwrap();
+    let before = snapshot(&repo.root);
+
+    let out = repo.runner(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let specs = v["specs"].as_array().unwrap();
+    assert_eq!(specs.len(), 2, "{v}");
+    assert_eq!(specs[0]["status"], "planned", "{v}");
+    assert_eq!(specs[1]["status"], "refused", "{v}");
+    let error = specs[1]["error"].as_str().unwrap();
+    assert!(
+        error.contains("is a folder") && error.contains("move it away"),
+        "{error}"
+    );
+
+    let report = recover_all(&repo);
+    assert_eq!(
+        outcomes(&report),
+        vec![
+            ("001-done".to_string(), "clean".to_string()),
+            ("002-locked".into(), "refused".into())
+        ],
+        "{report}"
+    );
+    assert!(snapshot(&repo.root) == before, "a file was changed");
+    assert!(repo.spec_dir("002-locked").join("run.lock").is_dir());
+}
