@@ -213,6 +213,11 @@ pub struct ErrorReport {
     pub hints: Vec<String>,
 }
 
+/// Said with an error that a full disk (or a spent quota) caused. runner's state files are
+/// replaced whole or not at all, so a write that failed for want of space left the old file.
+pub const DISK_FULL_ADVICE: &str =
+    "the disk (or your quota) is full: free some space, then run the command again";
+
 impl ErrorReport {
     /// The report of any error that reached `main`: kind and code from the first
     /// `RunnerError` (or `PlanError`) in its chain, the whole chain as the message, and the
@@ -230,6 +235,17 @@ impl ErrorReport {
             .any(|c| c.downcast_ref::<IllegalTransition>().is_some())
         {
             hints.push(IllegalTransition::ADVICE.to_string());
+        }
+        // By kind: an error given its path (`store::at`) keeps the kind, not the OS number.
+        if err.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|e| {
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                )
+            })
+        }) {
+            hints.push(DISK_FULL_ADVICE.to_string());
         }
         ErrorReport {
             code,
@@ -265,6 +281,25 @@ pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_anywhere_in_the_chain_gets_the_advice_and_other_io_errors_do_not() {
+        let of = |errno| {
+            let io = std::io::Error::from_raw_os_error(errno);
+            ErrorReport::of(&anyhow::Error::from(io).context("writing the plan"))
+        };
+        for errno in [libc::ENOSPC, libc::EDQUOT] {
+            let report = of(errno);
+            assert_eq!(report.hints, [DISK_FULL_ADVICE], "{report:?}");
+            assert_eq!(report.code, exit::INTERNAL);
+        }
+        assert!(of(libc::EIO).hints.is_empty());
+        // Given its path, as runner's file functions do.
+        let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let at = crate::store::at(std::path::Path::new("/x/plan.json"))(io);
+        let report = ErrorReport::of(&anyhow::Error::from(at));
+        assert_eq!(report.hints, [DISK_FULL_ADVICE], "{report:?}");
+    }
 
     #[test]
     fn a_hint_is_kept_apart_from_the_message_and_keeps_the_exit_code() {
