@@ -129,7 +129,11 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
         );
     }
     // The same description as a spec being built right now: nothing to continue or create.
-    if let Some(same) = detection.identical.as_ref().filter(|c| c.is_busy()) {
+    if let Some(same) = detection
+        .identical
+        .as_ref()
+        .filter(|c| c.is_busy() && args.choice.is_none())
+    {
         return refuse(args.json, &detection, being_run(same), directory);
     }
     let decision = match decide(&args, &detection, now)? {
@@ -328,13 +332,19 @@ fn decide(
     detection: &Detection,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Option<Decision>> {
-    if let Some(same) = &detection.identical {
+    let found = &detection.candidates;
+    // An identical spec is continued, unless --choice names one of the candidates (the
+    // identical one is among them, first).
+    if let Some(same) = detection
+        .identical
+        .as_ref()
+        .filter(|_| args.choice.is_none())
+    {
         return Ok(Some(Decision::Continue {
             spec: same.clone(),
             identical: true,
         }));
     }
-    let found = &detection.candidates;
     if let Some(n) = args.choice {
         return match found.get(n - 1) {
             Some(c) => Ok(Some(Decision::Continue {

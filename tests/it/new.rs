@@ -878,3 +878,33 @@ fn with_c_the_next_command_and_each_candidates_command_carry_the_directory() {
         .unwrap_or_else(|| panic!("{}", stdout(&out)));
     assert!(line.starts_with(&flag), "{line}");
 }
+
+/// `--choice N` picks the Nth candidate even when one of them has the very description: it
+/// was ignored, and the identical spec continued.
+#[test]
+fn choice_wins_over_an_identical_spec() {
+    let repo = interrupted_spec();
+    assert_exit(&new(&repo, &["Add a login form with JWT", "-N"]), 0);
+    let other = "002-add-a-login-form-with-jwt";
+    let v = json(&new(&repo, &[DESC, "--choice", "1", "--json"]));
+    let listed: Vec<&str> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["spec"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [SPEC, other], "{v}");
+    assert_eq!(v["resumed"], SPEC, "{v}");
+    let v = json(&new(&repo, &[DESC, "--choice", "2", "--json"]));
+    assert_eq!(v["resumed"], other, "{v}");
+    assert_eq!(v["identical"]["spec"], SPEC, "{v}");
+    let out = new(&repo, &[DESC, "--choice", "2"]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).starts_with(&format!("Resuming {other}\n")),
+        "{}",
+        stdout(&out)
+    );
+    // Without --choice, the identical one, as before.
+    assert_eq!(json(&new(&repo, &[DESC, "--json"]))["resumed"], SPEC);
+}
