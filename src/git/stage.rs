@@ -143,6 +143,14 @@ impl Stager {
             }
             self.full += 1;
         }
+        tracing::debug!(
+            watched = paths.as_ref().map(|p| p.len()),
+            unknown,
+            untouched,
+            periodic,
+            last,
+            "chunk commit"
+        );
         let mut index = repo.index().context("opening the index")?;
         let commit = commit_index(&repo, &mut index, message, paths.as_deref())?;
         self.commits += 1;
