@@ -100,13 +100,18 @@ impl Stager {
         message: &str,
         last: bool,
     ) -> anyhow::Result<Option<Oid>> {
-        let changes = match self.watch.as_mut() {
-            Some(watch) => watch.drain(),
-            None => Changes::Unknown,
-        };
-        let unknown = changes == Changes::Unknown;
-        let untouched = self.seen.is_some() && self.seen.as_ref() == Seen::of(wt).ok().as_ref();
         let periodic = self.commits.is_multiple_of(FULL_EVERY);
+        // Whether to start the watch (anew) before the full pass: it said "unknown", or there
+        // is none yet (one that could not start is tried again at the periodic full pass).
+        let (changes, restart) = match self.watch.as_mut() {
+            Some(watch) => {
+                let changes = watch.drain();
+                let unknown = changes == Changes::Unknown;
+                (changes, unknown)
+            }
+            None => (Changes::Unknown, !self.unavailable || periodic),
+        };
+        let untouched = self.seen.is_some() && self.seen.as_ref() == Seen::of(wt).ok().as_ref();
         let mut paths = match changes {
             Changes::Paths(paths) if untouched && !periodic && !last => Some(paths),
             _ => None,
@@ -135,9 +140,9 @@ impl Stager {
             paths = None;
         }
         if paths.is_none() {
-            // A watch that said "unknown" (or none yet) is started anew BEFORE the full pass
-            // looks at the files: whatever changes from now on is one of its events.
-            if (self.watch.is_none() && (!self.unavailable || periodic)) || unknown {
+            // The watch starts BEFORE the full pass looks at the files: whatever changes from
+            // now on is one of its events.
+            if restart {
                 self.watch = Watch::start(&self.root);
                 self.unavailable = self.watch.is_none();
             }
@@ -145,7 +150,7 @@ impl Stager {
         }
         tracing::debug!(
             watched = paths.as_ref().map(|p| p.len()),
-            unknown,
+            restart,
             untouched,
             periodic,
             last,

@@ -284,3 +284,25 @@ fn a_change_through_an_outside_hard_link_is_taken_by_the_last_commit() {
     assert_eq!(head_tree(root), full_tree(root));
     assert_eq!(stager.passes(), (3, 2));
 }
+
+/// After the watch's "unknown" (a folder moved) the commit is the full pass and the watch is
+/// started anew, so the commit after it is a watched one again.
+#[test]
+fn an_unknown_costs_one_full_pass_then_the_watch_is_back() {
+    let dir = new_repo();
+    let root = dir.path();
+    let mut stager = Stager::new(root);
+    let mut commit = |stager: &mut Stager| {
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "chunk", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root));
+    };
+    std::fs::write(root.join("f1"), "1\n").unwrap();
+    commit(&mut stager);
+    std::fs::rename(root.join("c/d"), root.join("a/moved")).unwrap();
+    commit(&mut stager);
+    assert_eq!(stager.passes(), (2, 2));
+    std::fs::write(root.join("a/moved/e/new"), "n\n").unwrap();
+    commit(&mut stager);
+    assert_eq!(stager.passes(), (3, 2));
+}
