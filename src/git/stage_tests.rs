@@ -292,7 +292,7 @@ fn an_unknown_costs_one_full_pass_then_the_watch_is_back() {
     let dir = new_repo();
     let root = dir.path();
     let mut stager = Stager::new(root);
-    let mut commit = |stager: &mut Stager| {
+    let commit = |stager: &mut Stager| {
         let repo = Repository::open(root).unwrap();
         stager.commit(&repo, "chunk", false).unwrap();
         assert_eq!(head_tree(root), full_tree(root));
