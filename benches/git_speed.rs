@@ -180,21 +180,22 @@ fn commits(root: &Path, tmp: &Path, files: usize, rounds: usize) -> Result<(f64,
     }
     watched_ms.sort_by(f64::total_cmp);
     let (commits, full) = stager.passes();
-    println!(
-        "  {:<52} median {:7.1} ms  ({full} of {commits} commits the full pass)",
-        "runner's watched commit (a run's Stager)",
-        median(&watched_ms)
-    );
     if !git_out(&wt, &["status", "--porcelain"])?.is_empty() {
         return Err("the worktree is not clean after the commits".into());
     }
-    report(
+    let medians = report(
         &format!("(a) commit of one changed file in {files} files, {rounds} rounds"),
         "runner commit_all (library call, repository opened)",
         &mut runner_ms,
         "git add -A && git commit (2 processes)",
         &mut git_ms,
-    )
+    )?;
+    println!(
+        "  {:<52} median {:7.1} ms  ({full} of {commits} commits the full pass)",
+        "runner's watched commit (a run's Stager)",
+        median(&watched_ms)
+    );
+    Ok(medians)
 }
 
 /// (b): `rounds` worktree creations each way; the medians (runner, git) in ms.
