@@ -15,6 +15,9 @@
 //!     creation, the chunk taken, the prompt, the agent spawned) against the wall time of
 //!     `git worktree add -b <branch> <path> main`. The worktrees are removed between rounds.
 //!
+//!     Then the same change committed through a `git::Stager` (a run's watched commit,
+//!     which looks only at the paths the worktree's watch saw change): reported, no target.
+//!
 //! Targets (medians): (a) runner ≤ 1.0× git; (b) runner ≤ 1.0× git. One `TARGET` line each;
 //! exit 1 if one is missed, 2 if the bench itself fails.
 //!
@@ -158,16 +161,41 @@ fn commits(root: &Path, tmp: &Path, files: usize, rounds: usize) -> Result<(f64,
             }
         }
     }
+    // The run's own path, reported (no target): the same change committed through one
+    // `Stager` kept over the rounds, as a run keeps it; its first commit (the full pass, the
+    // watch started) is not counted.
+    let mut stager = runner::git::Stager::new(&wt);
+    let mut watched_ms = Vec::new();
+    for round in 0..=rounds {
+        edit(&wt)?;
+        let t = Instant::now();
+        let repo = runner::git::repo::open_worktree_exactly(&wt, &common)?;
+        stager
+            .commit(&repo, &format!("watched {round}"), false)
+            .map_err(|e| format!("Stager::commit: {e:#}"))?
+            .ok_or("the watched commit committed nothing")?;
+        if round > 0 {
+            watched_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    watched_ms.sort_by(f64::total_cmp);
+    let (commits, full) = stager.passes();
     if !git_out(&wt, &["status", "--porcelain"])?.is_empty() {
         return Err("the worktree is not clean after the commits".into());
     }
-    report(
+    let medians = report(
         &format!("(a) commit of one changed file in {files} files, {rounds} rounds"),
         "runner commit_all (library call, repository opened)",
         &mut runner_ms,
         "git add -A && git commit (2 processes)",
         &mut git_ms,
-    )
+    )?;
+    println!(
+        "  {:<52} median {:7.1} ms  ({full} of {commits} commits the full pass)",
+        "runner's watched commit (a run's Stager)",
+        median(&watched_ms)
+    );
+    Ok(medians)
 }
 
 /// (b): `rounds` worktree creations each way; the medians (runner, git) in ms.

@@ -2,7 +2,7 @@
 //! the repository than the change touched.
 
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 use git2::{Oid, Repository};
@@ -22,13 +22,26 @@ use crate::error::RunnerError;
 pub fn commit_all(repo: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
     finish_incomplete_checkout(repo)?;
     let mut index = repo.index().context("opening the index")?;
-    stage_all(repo, &mut index)?;
+    commit_index(repo, &mut index, message, None)
+}
+
+/// Stage into `index` (the repository's own) what changed, and commit it onto HEAD: every
+/// change of the working tree with `paths` `None` (see `stage_all`), else only those under
+/// `paths` (see `stage_paths`; the caller vouches that nothing else changed since `index` was
+/// last staged and written).
+pub(super) fn commit_index(
+    repo: &Repository,
+    index: &mut git2::Index,
+    message: &str,
+    paths: Option<&[PathBuf]>,
+) -> anyhow::Result<Option<Oid>> {
+    stage_paths(repo, index, paths, true)?;
     let parent = repo.head()?.peel_to_commit()?;
     let parent_tree = parent.tree()?;
-    let mut tree_id = write_tree_lax(&mut index)?;
-    if tree_id != parent_tree.id() && check_staged_tree(repo, &mut index, &parent_tree, tree_id)? {
+    let mut tree_id = write_tree_lax(index)?;
+    if tree_id != parent_tree.id() && check_staged_tree(repo, index, &parent_tree, tree_id)? {
         // Taking entries out adds none: what was checked still covers the tree.
-        tree_id = write_tree_lax(&mut index)?;
+        tree_id = write_tree_lax(index)?;
     }
     index.write().context("writing the index")?;
     if parent_tree.id() == tree_id {
@@ -78,7 +91,7 @@ impl Drop for LaxObjects {
 
 /// Write `index`'s tree without libgit2's check of every entry (see `LaxObjects`); the caller
 /// checks the entries that changed (`check_staged_tree`) before committing it.
-fn write_tree_lax(index: &mut git2::Index) -> anyhow::Result<Oid> {
+pub(super) fn write_tree_lax(index: &mut git2::Index) -> anyhow::Result<Oid> {
     let _lax = LaxObjects::new();
     index.write_tree().context("writing the tree")
 }
@@ -91,11 +104,35 @@ fn write_tree_lax(index: &mut git2::Index) -> anyhow::Result<Oid> {
 /// next commit does not read it again. Each change is then applied exactly as libgit2's
 /// `add_all` applies it (`add_path` if the file exists, else `remove_path`).
 pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<()> {
+    stage_paths(repo, index, None, true)
+}
+
+/// `stage_all` limited to `paths` (relative to the worktree; `None`: everything): what
+/// `git add -A -- <paths>` stages. A path stands for itself and everything under it, taken
+/// literally (no glob), on both sides: a folder that replaced a file, or a file that replaced
+/// a folder, is staged whole. The diff reads only the folders on the way to each path, and
+/// stats only the entries the paths name. No path at all stages nothing. With `refresh` off,
+/// the index's stat data is left as it was (and the index file is not written).
+pub(super) fn stage_paths(
+    repo: &Repository,
+    index: &mut git2::Index,
+    paths: Option<&[PathBuf]>,
+    refresh: bool,
+) -> anyhow::Result<()> {
     let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_typechange(true)
-        .update_index(true);
+        .update_index(refresh);
+    if let Some(paths) = paths {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        opts.disable_pathspec_match(true);
+        for path in paths {
+            opts.pathspec(path.as_os_str().as_bytes());
+        }
+    }
     let diff = repo
         .diff_index_to_workdir(Some(index), Some(&mut opts))
         .context("comparing the index with the working tree")?;
@@ -131,7 +168,7 @@ pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<(
 ///   `git add -A` would (the files stay in the worktree). Each is named in a warning.
 ///
 /// Returns whether any file was taken out of the index.
-fn check_staged_tree(
+pub(super) fn check_staged_tree(
     repo: &Repository,
     index: &mut git2::Index,
     head_tree: &git2::Tree,

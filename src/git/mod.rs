@@ -11,6 +11,7 @@ pub mod merge;
 pub mod refs;
 pub mod repo;
 pub mod slot;
+pub mod stage;
 pub mod status;
 pub mod tree;
 
@@ -21,3 +22,4 @@ pub use repo::{
     MainRepo, commit_id, dirty_paths, head_branch, head_commit, log_between, short_id, signature,
 };
 pub use slot::{Slot, SlotState, branch_for, slot_holding, spec_of_branch};
+pub use stage::Stager;

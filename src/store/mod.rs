@@ -23,6 +23,7 @@ pub mod segments;
 pub mod spec;
 pub mod spec_text;
 pub mod status_cache;
+pub mod watch;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic};

@@ -536,3 +536,89 @@ fi
         repo.branch_log(&branch)
     );
 }
+
+/// Twelve chunks.
+const TWELVE: &str = r#"{"feature": "Speed", "workflow_type": "feature", "phases": [
+    {"id": "phase-1", "name": "One", "subtasks": [
+        {"id": "c01", "description": "d", "status": "pending"},
+        {"id": "c02", "description": "d", "status": "pending"},
+        {"id": "c03", "description": "d", "status": "pending"},
+        {"id": "c04", "description": "d", "status": "pending"},
+        {"id": "c05", "description": "d", "status": "pending"},
+        {"id": "c06", "description": "d", "status": "pending"},
+        {"id": "c07", "description": "d", "status": "pending"},
+        {"id": "c08", "description": "d", "status": "pending"},
+        {"id": "c09", "description": "d", "status": "pending"},
+        {"id": "c10", "description": "d", "status": "pending"},
+        {"id": "c11", "description": "d", "status": "pending"},
+        {"id": "c12", "description": "d", "status": "pending"}]}]}"#;
+
+/// What the agent does in each of the twelve chunks: what a watch of the worktree must see,
+/// or know that it cannot (then the commit looks at every file).
+const HOSTILE: &str = r#"set -e
+exclude="$(git rev-parse --git-common-dir)/info/exclude"
+mkdir -p "$(dirname "$exclude")"
+case "$RUNNER_CHUNK_ID" in
+c01) mkdir -p n1/a/b && echo x > n1/a/b/f && echo y > top.txt && mkdir -p build && echo o > build/out.bin ;;
+c02) rm top.txt && mkdir top.txt && echo in > top.txt/inner && chmod +x n1/a/b/f ;;
+c03) mv n1 n2 && ln -s n2/a link ;;
+c04) printf '*.log\n*.tmp\n' > .gitignore && echo t > x.tmp ;;
+c05) echo more > staged.txt && git add staged.txt && echo changed >> staged.txt
+     git rm -q --cached src/a/keep.txt ;;
+c06) echo own > own.txt && git add own.txt && git -c user.name=a -c user.email=a@b commit -qm "agent own"
+     echo after > after.txt ;;
+c07) rm -rf top.txt && echo file > top.txt && rm -rf src/c ;;
+c08) touch -d 2001-01-01 src/a/edit.txt && printf 'z\n' > "$(printf 'caf\351.txt')" ;;
+c09) mkdir -p deep/1/2/3/4 && echo d > deep/1/2/3/4/f && mv deep/1/2 deep/moved ;;
+c10) echo 'src/' >> "$exclude" && echo new > src/excluded.txt && chmod -x n2/a/b/f ;;
+c11) sed -i '/^src\/$/d' "$exclude" && mkdir .hidden && echo h > .hidden/h ;;
+c12) echo last > last.txt ;;
+esac
+echo "$RUNNER_CHUNK_ID" > "$RUNNER_CHUNK_ID.txt"
+EXPECT="$EXPECTS/$RUNNER_CHUNK_ID"
+"#;
+
+/// A run whose agent, chunk after chunk, makes files and folders, replaces files by folders
+/// and back, moves folders, edits the ignore rules and `info/exclude`, stages, unstages and
+/// commits by itself: each chunk's commit holds exactly the tree `git add -A` staged at the end
+/// of its session, though most commits look only at the paths the worktree's watch saw change
+/// (`git::stage`), and nothing is left uncommitted.
+#[test]
+fn every_chunks_commit_holds_what_git_add_all_stages_chunk_after_chunk() {
+    let repo = repo_with_every_kind_of_file();
+    repo.write_plan(SPEC, TWELVE);
+    let expects = repo.tmp.path().join("expects");
+    std::fs::create_dir(&expects).unwrap();
+    let agent_file = repo.tmp.path().join("agent.sh");
+    std::fs::write(&agent_file, format!("{HOSTILE}{STAGE_AS_GIT}")).unwrap();
+    let agent = format!("sh {}", agent_file.display());
+    let out = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", &agent])
+        .env("EXPECTS", &expects)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let log = repo.git(&[
+        "log",
+        "--format=%T %s",
+        &format!("main..auto-claude/{SPEC}"),
+    ]);
+    for i in 1..=12 {
+        let id = format!("c{i:02}");
+        let expected = std::fs::read_to_string(expects.join(&id)).unwrap();
+        let committed = log
+            .lines()
+            .find(|l| l.contains(&format!("auto-claude: {id} ")))
+            .unwrap_or_else(|| panic!("no commit of {id}:\n{log}"));
+        assert_eq!(
+            committed.split(' ').next(),
+            Some(expected.trim()),
+            "{id}'s commit differs from git add -A's tree"
+        );
+    }
+    let status = git_in(
+        &repo.worktree(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert!(status.is_empty(), "left uncommitted:\n{status}");
+}

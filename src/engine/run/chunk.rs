@@ -348,7 +348,7 @@ impl Run {
             ))
             .into());
         }
-        let commit = commit_all(&wt, &message)?;
+        let commit = self.commit_chunk(taken, &wt, &message, take_next)?;
         crate::failpoint::hit("after_commit");
         if let Some(oid) = commit {
             self.journal.write(&Event::Commit(ev::Commit {
@@ -419,6 +419,24 @@ impl Run {
         });
         next.map(|(take, change)| self.taken(take, change))
             .transpose()
+    }
+
+    /// Commit the worktree's changes for `taken`: only what changed since the run's last
+    /// commit, except for the run's last commit, which looks at every file (see `git::stage`):
+    /// one that ends the plan, or after which the loop stops.
+    fn commit_chunk(
+        &self,
+        taken: &Taken,
+        wt: &crate::git::Repository,
+        message: &str,
+        take_next: bool,
+    ) -> anyhow::Result<Option<crate::git::Oid>> {
+        let plan = &taken.plan;
+        let last = !take_next
+            || self.interrupt.is_set()
+            || plan.count(Status::Pending) + plan.count(Status::InProgress) <= 1;
+        let mut stager = self.stager.lock().unwrap_or_else(|e| e.into_inner());
+        stager.commit(wt, message, last)
     }
 
     pub(super) fn fail_attempt(

@@ -31,7 +31,7 @@ use crate::config::{Config, parse_agent_command};
 use crate::engine::ask::{Asker, RepinQuestion};
 use crate::engine::progress::Reporter;
 use crate::error::RunnerError;
-use crate::git::{Slot, SlotState, branch_for, commit_all, dirty_paths, head_commit, slot_holding};
+use crate::git::{Slot, SlotState, branch_for, dirty_paths, head_commit, slot_holding};
 use crate::plan::{
     Attempt, Chunk, NextStep, Plan, PlanError, Status, check_planner_output, next_step,
     verification,
@@ -125,6 +125,8 @@ struct Run {
     limited: Option<crate::store::pause::Pause>,
     /// The run record and the checkpoint (`keep`).
     keeper: keep::Keeper,
+    /// The chunks' commits: each looks only at what changed since the last (`git::stage`).
+    stager: std::sync::Mutex<crate::git::Stager>,
 }
 
 fn empty_plan() -> Plan {

@@ -483,6 +483,7 @@ impl Prepared {
             waited: Duration::ZERO,
             limited: None,
             keeper: self.keeper,
+            stager: std::sync::Mutex::new(crate::git::Stager::new(&slot.path)),
         };
         run.checkpoint(
             crate::store::checkpoint::Trigger::RunStart,
