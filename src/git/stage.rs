@@ -16,8 +16,12 @@
 //!   worktree (`info/exclude`, `core.excludesFile`, the config files);
 //! - every `FULL_EVERY`th commit, and the last commit of a run (`last`).
 //!
+//! A file staged that has other names (hard links) makes the commit look at every file too: a
+//! write through one name changed the others, and no event named them.
+//!
 //! The last two bound inotify's blind spots: a file changed through a hard link that lives
-//! outside the worktree, or through a shared `mmap`, gives no event; such a change is committed
+//! outside the worktree (or whose name is gone by the commit: linked, written through, removed),
+//! or through a shared `mmap`, gives no event; such a change is committed
 //! by the next full pass (at most `FULL_EVERY` chunks later, and always by the run's last
 //! commit), never lost, but it may land in a later chunk's commit than the one that made it.
 

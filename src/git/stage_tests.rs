@@ -284,3 +284,29 @@ fn a_change_through_an_outside_hard_link_is_taken_by_the_last_commit() {
     assert_eq!(head_tree(root), full_tree(root));
     assert_eq!(stager.passes(), (3, 2));
 }
+
+/// Two names of one file, both in the worktree: a write through one is an event of that name
+/// only, yet both files changed; the watched commit takes both (the full pass does).
+#[test]
+fn a_change_through_a_hard_link_inside_the_worktree_is_committed_at_once() {
+    for (one, other) in [("a/x", "b/y"), ("a/x", "a/y"), ("x", "c/d/e/y")] {
+        let dir = new_repo();
+        let root = dir.path();
+        clear_for(root, Path::new(one));
+        clear_for(root, Path::new(other));
+        std::fs::write(root.join(one), "one\n").unwrap();
+        std::fs::hard_link(root.join(one), root.join(other)).unwrap();
+        let mut stager = Stager::new(root);
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "first", false).unwrap().unwrap();
+        std::fs::write(root.join(one), "two\n").unwrap();
+        stager.commit(&repo, "watched", false).unwrap().unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "{one} and {other}");
+        // A new name in a new folder, written through.
+        std::fs::create_dir_all(root.join("new/deeper")).unwrap();
+        std::fs::hard_link(root.join(other), root.join("new/deeper/z")).unwrap();
+        std::fs::write(root.join("new/deeper/z"), "three\n").unwrap();
+        stager.commit(&repo, "watched", false).unwrap().unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "new/deeper/z and {other}");
+    }
+}
