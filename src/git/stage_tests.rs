@@ -285,6 +285,93 @@ fn a_change_through_an_outside_hard_link_is_taken_by_the_last_commit() {
     assert_eq!(stager.passes(), (3, 2));
 }
 
+/// Named cases: the worktree before the run (committed), what the agent does in the chunk
+/// after the first commit; each watched commit must be the full pass's.
+fn watched_equals_full(before: &[(&str, &str)], during: &[(&str, &str)]) {
+    let dir = new_repo();
+    let root = dir.path();
+    for (path, text) in before {
+        clear_for(root, Path::new(path));
+        std::fs::write(root.join(path), text).unwrap();
+    }
+    let mut stager = Stager::new(root);
+    let repo = Repository::open(root).unwrap();
+    stager.commit(&repo, "first", false).unwrap();
+    for (path, text) in during {
+        clear_for(root, Path::new(path));
+        std::fs::write(root.join(path), text).unwrap();
+    }
+    stager.commit(&repo, "watched", false).unwrap();
+    assert_eq!(
+        head_tree(root),
+        full_tree(root),
+        "{during:?}: the watched commit differs from the full pass"
+    );
+    assert_eq!(stager.passes(), (2, 1), "{during:?}: not a watched commit");
+}
+
+/// Names the pathspec parser reads as patterns (a newline ends one, trailing blanks are cut,
+/// a backslash escapes, a leading `!` negates, `#` starts nothing, `*?[` are wildcards that
+/// stop a folder standing for what is under it): each is staged exactly.
+#[test]
+fn names_a_pathspec_would_read_as_patterns_are_staged_exactly() {
+    for name in [
+        "new\nline",
+        "trail ",
+        "tab\t",
+        "cr\r",
+        "back\\slash",
+        "!bang",
+        "#hash",
+        "star*",
+        "q?",
+        "br[1]",
+        "sp ace",
+        "\u{b}vt",
+        "caf\u{e9}",
+    ] {
+        for path in [
+            name.to_string(),
+            format!("a/{name}"),
+            format!("{name}/in/f"),
+        ] {
+            watched_equals_full(&[], &[(&path, "x\n")]);
+        }
+        // The file existed and is changed.
+        watched_equals_full(&[(name, "one\n")], &[(name, "two\n")]);
+    }
+}
+
+/// Ignore rules that a path's own check and a walk from the root read differently: a folder
+/// ignored with a file in it re-included (git never re-includes under an ignored folder), a
+/// whitelist of everything, a folder-only rule.
+#[test]
+fn ignore_rules_on_folders_are_read_as_the_full_pass_reads_them() {
+    for rules in [
+        "ign/\n!ign/keep\n",
+        "ign\n!ign/keep\n",
+        "/*\n!/a\n!ign/keep\n",
+        "*\n!*/\n!keep\n",
+        "ign/*\n!ign/keep\n",
+        "**/ign/**\n!keep\n",
+        "x/\n!x/keep\n",
+        "x\n!x/keep\n",
+        "x/*\n!x/keep\n",
+    ] {
+        for path in [
+            "ign/keep",
+            "ign/new/keep",
+            "a/ign/keep",
+            "x/keep",
+            "x/y/keep",
+        ] {
+            watched_equals_full(&[(".gitignore", rules)], &[(path, "x\n")]);
+            // The folder was there (untracked) before the first commit.
+            watched_equals_full(&[(".gitignore", rules), ("x/old", "o\n")], &[(path, "x\n")]);
+        }
+    }
+}
+
 /// Two names of one file, both in the worktree: a write through one is an event of that name
 /// only, yet both files changed; the watched commit takes both (the full pass does).
 #[test]
@@ -309,4 +396,35 @@ fn a_change_through_a_hard_link_inside_the_worktree_is_committed_at_once() {
         stager.commit(&repo, "watched", false).unwrap().unwrap();
         assert_eq!(head_tree(root), full_tree(root), "new/deeper/z and {other}");
     }
+}
+
+/// A name that is not UTF-8, new and then changed, in a new folder and in an old one.
+#[test]
+fn a_name_that_is_not_utf8_is_staged_exactly() {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9 \xff\n");
+    let dir = new_repo();
+    let root = dir.path();
+    let mut stager = Stager::new(root);
+    let repo = Repository::open(root).unwrap();
+    stager.commit(&repo, "first", false).unwrap();
+    for (round, at) in [
+        root.join(name),
+        root.join("a").join(name),
+        root.join(name).join("in"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        if round == 2 {
+            std::fs::remove_file(root.join(name)).unwrap();
+            std::fs::create_dir(root.join(name)).unwrap();
+        }
+        for text in ["one\n", "two\n"] {
+            std::fs::write(at, text).unwrap();
+            stager.commit(&repo, "watched", false).unwrap();
+            assert_eq!(head_tree(root), full_tree(root), "{}", at.display());
+        }
+    }
+    assert_eq!(stager.passes(), (7, 1));
 }
