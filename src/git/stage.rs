@@ -9,7 +9,8 @@
 //! The full pass (`commit_all`'s) is still made whenever the watch cannot vouch for the rest:
 //! - the first commit of the run (the watch starts just before it looks at the files);
 //! - the watch answered "unknown" (overflow, a folder moved, a `.gitignore` touched, …) or
-//!   could not start (not Linux, more than `MAX_WATCHES` folders, a nested repository);
+//!   could not start (not Linux, more than `MAX_WATCHES` folders, a nested repository, a
+//!   `.gitignore` that is a symbolic link);
 //! - something changed behind runner's back since its last commit: the index file (the agent
 //!   ran `git add`, `git rm --cached`, `git reset`…), HEAD or the branch it names (`git
 //!   commit`, `git checkout`), or a file of git's configuration or ignore rules outside the

@@ -428,3 +428,32 @@ fn a_name_that_is_not_utf8_is_staged_exactly() {
     }
     assert_eq!(stager.passes(), (7, 1));
 }
+
+/// A `.gitignore` that is a link to a file elsewhere (in the worktree or out of it): a write
+/// to that file changes what is ignored everywhere, though no event names a `.gitignore`.
+#[test]
+fn a_gitignore_that_links_elsewhere_is_read_as_the_full_pass_reads_it() {
+    let outside = tempfile::tempdir().unwrap();
+    for (link, target) in [
+        (".gitignore", "rules.txt"),
+        ("a/.gitignore", "../rules.txt"),
+        (".gitignore", "OUT"),
+    ] {
+        let dir = new_repo();
+        let root = dir.path();
+        let rules = match target {
+            "OUT" => outside.path().join("rules"),
+            _ => root.join(link).parent().unwrap().join(target),
+        };
+        std::fs::write(&rules, "*.log\n").unwrap();
+        std::os::unix::fs::symlink(&rules, root.join(link)).unwrap();
+        std::fs::write(root.join("a/old.log"), "ignored\n").unwrap();
+        let mut stager = Stager::new(root);
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "first", false).unwrap();
+        std::fs::write(&rules, "*.tmp\n").unwrap();
+        std::fs::write(root.join("f1"), "seen\n").unwrap();
+        stager.commit(&repo, "watched", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "{link} -> {target}");
+    }
+}
