@@ -51,6 +51,8 @@ pub struct Stager {
     full: u64,
     /// The watch could not start: tried again only at the periodic full pass.
     unavailable: bool,
+    /// How many times a watch was started (or tried).
+    starts: u64,
 }
 
 /// The files whose change means someone else touched the repository's state or rules.
@@ -71,12 +73,18 @@ impl Stager {
             commits: 0,
             full: 0,
             unavailable: false,
+            starts: 0,
         }
     }
 
     /// How many commits were made, and how many of them with the full pass.
     pub fn passes(&self) -> (u64, u64) {
         (self.commits, self.full)
+    }
+
+    /// How many times a watch of the worktree was started or tried (each lists every folder).
+    pub fn watch_starts(&self) -> u64 {
+        self.starts
     }
 
     /// `commit_all` for the worktree `wt` (opened at this stager's root and checked by the
@@ -109,7 +117,8 @@ impl Stager {
             Some(watch) => watch.drain(),
             None => Changes::Unknown,
         };
-        let unknown = changes == Changes::Unknown;
+        // A live watch that lost track (no watch at all is `unavailable`'s business).
+        let unknown = self.watch.is_some() && changes == Changes::Unknown;
         let untouched = self.seen.is_some() && self.seen.as_ref() == Seen::of(wt).ok().as_ref();
         let periodic = self.commits.is_multiple_of(FULL_EVERY);
         let mut paths = match changes {
@@ -143,6 +152,7 @@ impl Stager {
             // A watch that said "unknown" (or none yet) is started anew BEFORE the full pass
             // looks at the files: whatever changes from now on is one of its events.
             if (self.watch.is_none() && (!self.unavailable || periodic)) || unknown {
+                self.starts += 1;
                 self.watch = Watch::start(&self.root);
                 self.unavailable = self.watch.is_none();
             }

@@ -457,3 +457,25 @@ fn a_gitignore_that_links_elsewhere_is_read_as_the_full_pass_reads_it() {
         assert_eq!(head_tree(root), full_tree(root), "{link} -> {target}");
     }
 }
+
+/// A worktree the watch cannot cover (a nested repository): every commit is the full pass, and
+/// the watch, which lists every folder to start, is tried again only at the periodic pass.
+#[test]
+fn a_watch_that_cannot_start_is_tried_again_only_at_the_periodic_pass() {
+    let dir = new_repo();
+    let root = dir.path();
+    assert!(git(&root.join("a"), &["init", "-q", "nested"]));
+    let mut stager = Stager::new(root);
+    let repo = Repository::open(root).unwrap();
+    for round in 0..FULL_EVERY + 2 {
+        std::fs::write(root.join("f1"), format!("{round}\n")).unwrap();
+        stager.commit(&repo, "chunk", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root));
+    }
+    assert_eq!(stager.passes(), (FULL_EVERY + 2, FULL_EVERY + 2));
+    assert_eq!(
+        stager.watch_starts(),
+        2,
+        "tried at commits 0 and {FULL_EVERY} only"
+    );
+}
