@@ -153,6 +153,9 @@ impl Stager {
             // looks at the files: whatever changes from now on is one of its events.
             if (self.watch.is_none() && (!self.unavailable || periodic)) || unknown {
                 self.starts += 1;
+                // The old watch's folders are let go first: the two at once could pass
+                // inotify's per-user limit (`max_user_watches`), and the new one fail.
+                self.watch = None;
                 self.watch = Watch::start(&self.root);
                 self.unavailable = self.watch.is_none();
             }
