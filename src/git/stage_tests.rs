@@ -458,6 +458,73 @@ fn a_gitignore_that_links_elsewhere_is_read_as_the_full_pass_reads_it() {
     }
 }
 
+/// Paths that sort around a folder's name (`p-y`, `p.x` before `p/`, `p0` after it): each is
+/// staged, whether `p` is a new folder, an old one, or a file that became a folder.
+#[test]
+fn names_that_sort_around_a_folder_are_all_staged() {
+    let around = [
+        ("p-y/f", "1\n"),
+        ("p.x", "1\n"),
+        ("p0", "1\n"),
+        ("p-", "1\n"),
+        ("p/q", "1\n"),
+    ];
+    let changed = [
+        ("p-y/f", "2\n"),
+        ("p.x", "2\n"),
+        ("p0", "2\n"),
+        ("p-", "2\n"),
+    ];
+    let mut during = changed.to_vec();
+    during.extend([("p/new/f", "n\n"), ("p/q", "2\n"), ("p/r", "2\n")]);
+    watched_equals_full(&around, &during);
+    watched_equals_full(&around[..4], &during);
+    watched_equals_full(&[("p", "file\n"), ("p-", "x\n")], &during);
+    let mut new_only = vec![("p/new/f", "n\n"), ("pp", "2\n")];
+    new_only.extend(changed);
+    watched_equals_full(&around, &new_only);
+}
+
+/// The agent deletes the worktree's root and puts a copy back (or moves it away and back);
+/// then it changes a file in a folder the old watch watched.
+#[test]
+fn a_worktree_root_replaced_by_a_copy_is_looked_at_whole() {
+    for how in ["copy", "move"] {
+        let dir = new_repo();
+        let root = dir.path();
+        let mut stager = Stager::new(root);
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "first", false).unwrap();
+        drop(repo);
+        let aside = root.with_extension("aside");
+        match how {
+            "copy" => {
+                assert!(
+                    Command::new("cp")
+                        .arg("-a")
+                        .arg(root)
+                        .arg(&aside)
+                        .status()
+                        .unwrap()
+                        .success()
+                );
+                std::fs::remove_dir_all(root).unwrap();
+            }
+            _ => std::fs::rename(root, &aside).unwrap(),
+        }
+        std::fs::write(aside.join("a/b/g.sh"), "changed while away\n").unwrap();
+        std::fs::rename(&aside, root).unwrap();
+        std::fs::write(root.join("c/d/e/f1"), "changed\n").unwrap();
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "after", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "{how}");
+        std::fs::write(root.join("a/f2"), "watched again\n").unwrap();
+        stager.commit(&repo, "watched", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "{how}");
+        assert_eq!(stager.passes(), (3, 2), "{how}");
+    }
+}
+
 /// A worktree the watch cannot cover (a nested repository): every commit is the full pass, and
 /// the watch, which lists every folder to start, is tried again only at the periodic pass.
 #[test]
