@@ -546,3 +546,28 @@ fn a_watch_that_cannot_start_is_tried_again_only_at_the_periodic_pass() {
         "tried at commits 0 and {FULL_EVERY} only"
     );
 }
+
+/// More events than inotify's queue holds (`max_queued_events`, 16384 by default): the watch
+/// says "unknown", the commit looks at every file, and the next one is watched again.
+#[test]
+fn an_overflowing_event_queue_makes_the_full_pass() {
+    let dir = new_repo();
+    let root = dir.path();
+    let mut stager = Stager::new(root);
+    let repo = Repository::open(root).unwrap();
+    stager.commit(&repo, "first", false).unwrap();
+    std::fs::create_dir(root.join("many")).unwrap();
+    stager.commit(&repo, "watched", false).unwrap();
+    let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .map_or(16384, |s| s.trim().parse().unwrap());
+    for i in 0..queued / 3 + 100 {
+        std::fs::write(root.join(format!("many/{i}")), "x").unwrap();
+    }
+    stager.commit(&repo, "overflowed", false).unwrap();
+    assert_eq!(head_tree(root), full_tree(root));
+    assert_eq!(stager.passes(), (3, 2));
+    std::fs::write(root.join("many/0"), "y").unwrap();
+    stager.commit(&repo, "watched", false).unwrap();
+    assert_eq!(head_tree(root), full_tree(root));
+    assert_eq!(stager.passes(), (4, 2));
+}
