@@ -119,8 +119,10 @@ pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<(
 /// stats only the entries the paths name. No path at all stages nothing. With `refresh` off,
 /// the index's stat data is left as it was (and the index file is not written).
 ///
-/// Returns, with `paths`, whether a file it staged has more than one name (a hard link): the
-/// other names changed with it though `paths` may not name them.
+/// Returns, with `paths`, whether a file among them or staged under them has more than one
+/// name (a hard link): the other names changed with it though `paths` may not name them (one
+/// that the ignore rules hide stages nothing of its own). Then nothing is staged when one of
+/// `paths` is such a file: the caller must stage everything.
 pub(super) fn stage_paths(
     repo: &Repository,
     index: &mut git2::Index,
@@ -135,6 +137,9 @@ pub(super) fn stage_paths(
     if let Some(paths) = paths {
         if paths.is_empty() {
             return Ok(false);
+        }
+        if paths.iter().any(|p| has_other_names(repo, p)) {
+            return Ok(true);
         }
         opts.disable_pathspec_match(true);
         for path in paths {
@@ -156,10 +161,7 @@ pub(super) fn stage_paths(
         };
         let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
         if exists {
-            linked |= paths.is_some()
-                && repo.workdir().is_some_and(|w| {
-                    std::fs::symlink_metadata(w.join(path)).is_ok_and(|m| m.nlink() > 1)
-                });
+            linked |= paths.is_some() && has_other_names(repo, path);
             index.add_path(path)
         } else {
             index.remove_path(path)
@@ -167,6 +169,13 @@ pub(super) fn stage_paths(
         .with_context(|| format!("staging {}", path.display()))?;
     }
     Ok(linked)
+}
+
+/// Whether the file at `path` (relative to the worktree) has other names (hard links).
+fn has_other_names(repo: &Repository, path: &Path) -> bool {
+    repo.workdir().is_some_and(|w| {
+        std::fs::symlink_metadata(w.join(path)).is_ok_and(|m| !m.is_dir() && m.nlink() > 1)
+    })
 }
 
 /// Check the tree `staged` (written without libgit2's strict check, see `LaxObjects`) against

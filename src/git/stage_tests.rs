@@ -383,6 +383,8 @@ fn a_change_through_a_hard_link_inside_the_worktree_is_committed_at_once() {
         clear_for(root, Path::new(other));
         std::fs::write(root.join(one), "one\n").unwrap();
         std::fs::hard_link(root.join(one), root.join(other)).unwrap();
+        std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+        std::fs::hard_link(root.join(one), root.join("a/hidden.log")).unwrap();
         let mut stager = Stager::new(root);
         let repo = Repository::open(root).unwrap();
         stager.commit(&repo, "first", false).unwrap().unwrap();
@@ -395,6 +397,10 @@ fn a_change_through_a_hard_link_inside_the_worktree_is_committed_at_once() {
         std::fs::write(root.join("new/deeper/z"), "three\n").unwrap();
         stager.commit(&repo, "watched", false).unwrap().unwrap();
         assert_eq!(head_tree(root), full_tree(root), "new/deeper/z and {other}");
+        // Through a name the ignore rules hide: it stages nothing of its own.
+        std::fs::write(root.join("a/hidden.log"), "four\n").unwrap();
+        stager.commit(&repo, "watched", false).unwrap();
+        assert_eq!(head_tree(root), full_tree(root), "a/hidden.log and {one}");
     }
 }
 
