@@ -14,7 +14,8 @@
 //! - something changed behind runner's back since its last commit: the index file (the agent
 //!   ran `git add`, `git rm --cached`, `git reset`…), HEAD or the branch it names (`git
 //!   commit`, `git checkout`), or a file of git's configuration or ignore rules outside the
-//!   worktree (`info/exclude`, `core.excludesFile`, the config files);
+//!   worktree (`info/exclude`, `core.excludesFile`, the config files), or a setting that
+//!   changes what is staged (`core.fileMode`, `core.autocrlf`…, wherever it is set);
 //! - every `FULL_EVERY`th commit, and the last commit of a run (`last`).
 //!
 //! A file staged that has other names (hard links) makes the commit look at every file too: a
@@ -60,7 +61,22 @@ pub struct Stager {
 struct Seen {
     head: Option<Oid>,
     files: Vec<Option<[i64; 7]>>,
+    /// The settings that change what is staged, as git reads them now: one may come from a
+    /// file the configuration includes (`include.path`), which `files` does not name.
+    settings: Vec<Option<String>>,
 }
+
+/// The settings of git's configuration that change what a file's change stages.
+const SETTINGS: [&str; 8] = [
+    "core.fileMode",
+    "core.symlinks",
+    "core.ignoreCase",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.trustctime",
+    "core.checkStat",
+];
 
 impl Stager {
     /// A stager for the worktree at `root`; nothing is watched before the first commit.
@@ -203,7 +219,12 @@ impl Seen {
             }
         }
         let files = paths.iter().map(|p| identity(p)).collect();
-        Ok(Seen { head, files })
+        let settings = SETTINGS.iter().map(|k| config.get_string(k).ok()).collect();
+        Ok(Seen {
+            head,
+            files,
+            settings,
+        })
     }
 }
 

@@ -577,3 +577,27 @@ fn an_overflowing_event_queue_makes_the_full_pass() {
     assert_eq!(head_tree(root), full_tree(root));
     assert_eq!(stager.passes(), (4, 2));
 }
+
+/// A setting that changes what is staged (`core.fileMode` here), changed in a file the git
+/// config includes (`include.path`): the commit after it looks at every file.
+#[test]
+fn a_staging_setting_changed_in_an_included_config_file_makes_the_full_pass() {
+    let dir = new_repo();
+    let root = dir.path();
+    let extra = root.join(".git/extra-config");
+    std::fs::write(&extra, "[core]\n\tfileMode = false\n").unwrap();
+    assert!(git(
+        root,
+        &["config", "include.path", extra.to_str().unwrap()]
+    ));
+    let mode = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(root.join("a/f2"), mode).unwrap();
+    let mut stager = Stager::new(root);
+    let repo = Repository::open(root).unwrap();
+    stager.commit(&repo, "first", false).unwrap();
+    std::fs::write(&extra, "[core]\n\tfileMode = true\n").unwrap();
+    std::fs::write(root.join("f1"), "seen\n").unwrap();
+    let repo = Repository::open(root).unwrap();
+    stager.commit(&repo, "after", false).unwrap();
+    assert_eq!(head_tree(root), full_tree(root));
+}
