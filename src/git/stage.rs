@@ -24,8 +24,10 @@
 //! The last two bound inotify's blind spots: a file changed through a hard link that lives
 //! outside the worktree (or whose name is gone by the commit: linked, written through, removed),
 //! or through a shared `mmap`, gives no event; such a change is committed
-//! by the next full pass (at most `FULL_EVERY` chunks later, and always by the run's last
-//! commit), never lost, but it may land in a later chunk's commit than the one that made it.
+//! by the next full pass (at most `FULL_EVERY` chunks later, by the commit that ends the plan
+//! or comes before a stop the loop knows of, else by the next run's first commit), but it may
+//! land in a later chunk's commit than the one that made it. A run that ends otherwise (its
+//! budget spent, the next chunk failed) leaves such a change uncommitted until then.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
