@@ -2,6 +2,7 @@
 //! the repository than the change touched.
 
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -35,7 +36,11 @@ pub(super) fn commit_index(
     message: &str,
     paths: Option<&[PathBuf]>,
 ) -> anyhow::Result<Option<Oid>> {
-    stage_paths(repo, index, paths, true)?;
+    if stage_paths(repo, index, paths, true)? {
+        // A file staged has other names: a write through one changed them all, and no event
+        // named the others. Only the full pass sees them.
+        stage_paths(repo, index, None, true)?;
+    }
     let parent = repo.head()?.peel_to_commit()?;
     let parent_tree = parent.tree()?;
     let mut tree_id = write_tree_lax(index)?;
@@ -104,7 +109,7 @@ pub(super) fn write_tree_lax(index: &mut git2::Index) -> anyhow::Result<Oid> {
 /// next commit does not read it again. Each change is then applied exactly as libgit2's
 /// `add_all` applies it (`add_path` if the file exists, else `remove_path`).
 pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<()> {
-    stage_paths(repo, index, None, true)
+    stage_paths(repo, index, None, true).map(drop)
 }
 
 /// `stage_all` limited to `paths` (relative to the worktree; `None`: everything): what
@@ -113,12 +118,17 @@ pub fn stage_all(repo: &Repository, index: &mut git2::Index) -> anyhow::Result<(
 /// a folder, is staged whole. The diff reads only the folders on the way to each path, and
 /// stats only the entries the paths name. No path at all stages nothing. With `refresh` off,
 /// the index's stat data is left as it was (and the index file is not written).
+///
+/// Returns, with `paths`, whether a file among them or staged under them has more than one
+/// name (a hard link): the other names changed with it though `paths` may not name them (one
+/// that the ignore rules hide stages nothing of its own). Then nothing is staged when one of
+/// `paths` is such a file: the caller must stage everything.
 pub(super) fn stage_paths(
     repo: &Repository,
     index: &mut git2::Index,
     paths: Option<&[PathBuf]>,
     refresh: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -126,7 +136,10 @@ pub(super) fn stage_paths(
         .update_index(refresh);
     if let Some(paths) = paths {
         if paths.is_empty() {
-            return Ok(());
+            return Ok(false);
+        }
+        if paths.iter().any(|p| has_other_names(repo, p)) {
+            return Ok(true);
         }
         opts.disable_pathspec_match(true);
         for path in paths {
@@ -136,6 +149,7 @@ pub(super) fn stage_paths(
     let diff = repo
         .diff_index_to_workdir(Some(index), Some(&mut opts))
         .context("comparing the index with the working tree")?;
+    let mut linked = false;
     for delta in diff.deltas() {
         let (file, exists) = if delta.new_file().exists() {
             (delta.new_file(), true)
@@ -147,13 +161,21 @@ pub(super) fn stage_paths(
         };
         let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
         if exists {
+            linked |= paths.is_some() && has_other_names(repo, path);
             index.add_path(path)
         } else {
             index.remove_path(path)
         }
         .with_context(|| format!("staging {}", path.display()))?;
     }
-    Ok(())
+    Ok(linked)
+}
+
+/// Whether the file at `path` (relative to the worktree) has other names (hard links).
+fn has_other_names(repo: &Repository, path: &Path) -> bool {
+    repo.workdir().is_some_and(|w| {
+        std::fs::symlink_metadata(w.join(path)).is_ok_and(|m| !m.is_dir() && m.nlink() > 1)
+    })
 }
 
 /// Check the tree `staged` (written without libgit2's strict check, see `LaxObjects`) against

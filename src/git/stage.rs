@@ -9,17 +9,25 @@
 //! The full pass (`commit_all`'s) is still made whenever the watch cannot vouch for the rest:
 //! - the first commit of the run (the watch starts just before it looks at the files);
 //! - the watch answered "unknown" (overflow, a folder moved, a `.gitignore` touched, …) or
-//!   could not start (not Linux, more than `MAX_WATCHES` folders, a nested repository);
+//!   could not start (not Linux, more than `MAX_WATCHES` folders, a nested repository, a
+//!   `.gitignore` that is a symbolic link);
 //! - something changed behind runner's back since its last commit: the index file (the agent
 //!   ran `git add`, `git rm --cached`, `git reset`…), HEAD or the branch it names (`git
 //!   commit`, `git checkout`), or a file of git's configuration or ignore rules outside the
-//!   worktree (`info/exclude`, `core.excludesFile`, the config files);
+//!   worktree (`info/exclude`, `core.excludesFile`, the config files), or a setting that
+//!   changes what is staged (`core.fileMode`, `core.autocrlf`…, wherever it is set);
 //! - every `FULL_EVERY`th commit, and the last commit of a run (`last`).
 //!
+//! A file staged that has other names (hard links) makes the commit look at every file too: a
+//! write through one name changed the others, and no event named them.
+//!
 //! The last two bound inotify's blind spots: a file changed through a hard link that lives
-//! outside the worktree, or through a shared `mmap`, gives no event; such a change is committed
-//! by the next full pass (at most `FULL_EVERY` chunks later, and always by the run's last
-//! commit), never lost, but it may land in a later chunk's commit than the one that made it.
+//! outside the worktree (or whose name is gone by the commit: linked, written through, removed),
+//! or through a shared `mmap`, gives no event; such a change is committed
+//! by the next full pass (at most `FULL_EVERY` chunks later, by the commit that ends the plan
+//! or comes before a stop the loop knows of, else by the next run's first commit), but it may
+//! land in a later chunk's commit than the one that made it. A run that ends otherwise (its
+//! budget spent, the next chunk failed) leaves such a change uncommitted until then.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -46,6 +54,8 @@ pub struct Stager {
     full: u64,
     /// The watch could not start: tried again only at the periodic full pass.
     unavailable: bool,
+    /// How many times a watch was started (or tried).
+    starts: u64,
 }
 
 /// The files whose change means someone else touched the repository's state or rules.
@@ -53,7 +63,22 @@ pub struct Stager {
 struct Seen {
     head: Option<Oid>,
     files: Vec<Option<[i64; 7]>>,
+    /// The settings that change what is staged, as git reads them now: one may come from a
+    /// file the configuration includes (`include.path`), which `files` does not name.
+    settings: Vec<Option<String>>,
 }
+
+/// The settings of git's configuration that change what a file's change stages.
+const SETTINGS: [&str; 8] = [
+    "core.fileMode",
+    "core.symlinks",
+    "core.ignoreCase",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.trustctime",
+    "core.checkStat",
+];
 
 impl Stager {
     /// A stager for the worktree at `root`; nothing is watched before the first commit.
@@ -66,12 +91,18 @@ impl Stager {
             commits: 0,
             full: 0,
             unavailable: false,
+            starts: 0,
         }
     }
 
     /// How many commits were made, and how many of them with the full pass.
     pub fn passes(&self) -> (u64, u64) {
         (self.commits, self.full)
+    }
+
+    /// How many times a watch of the worktree was started or tried (each lists every folder).
+    pub fn watch_starts(&self) -> u64 {
+        self.starts
     }
 
     /// `commit_all` for the worktree `wt` (opened at this stager's root and checked by the
@@ -143,6 +174,10 @@ impl Stager {
             // The watch starts BEFORE the full pass looks at the files: whatever changes from
             // now on is one of its events.
             if restart {
+                self.starts += 1;
+                // The old watch's folders are let go first: the two at once could pass
+                // inotify's per-user limit (`max_user_watches`), and the new one fail.
+                self.watch = None;
                 self.watch = Watch::start(&self.root);
                 self.unavailable = self.watch.is_none();
             }
@@ -198,7 +233,12 @@ impl Seen {
             }
         }
         let files = paths.iter().map(|p| identity(p)).collect();
-        Ok(Seen { head, files })
+        let settings = SETTINGS.iter().map(|k| config.get_string(k).ok()).collect();
+        Ok(Seen {
+            head,
+            files,
+            settings,
+        })
     }
 }
 

@@ -6,7 +6,9 @@
 //! paths), the root or the worktree's `.git` was touched, a `.gitignore` or `.gitattributes`
 //! changed (a file no event names may now be staged differently), a nested repository appeared,
 //! or a folder could not be watched (too many folders, `ENOSPC`, any error). After an unknown
-//! the caller starts a new watch and does the full pass.
+//! the caller starts a new watch and does the full pass. A `.gitignore` or `.gitattributes`
+//! that is a symbolic link cannot be watched at all (a write to its target, in the worktree or
+//! out of it, changes the rules and names another file or none).
 //!
 //! Blind spots (inotify reports changes made through a path under a watched folder only): a
 //! file changed through a hard link that lives outside the worktree, or through a shared
@@ -40,7 +42,7 @@ pub struct Watch {
 
 impl Watch {
     /// Watch every folder under `root` (but `root/.git`); `None` when the system cannot (not
-    /// Linux, too many folders, a nested repository, any error).
+    /// Linux, too many folders, a nested repository, a linked `.gitignore`, any error).
     pub fn start(root: &Path) -> Option<Watch> {
         #[cfg(target_os = "linux")]
         {
@@ -156,7 +158,13 @@ mod linux {
                     }
                     // `file_type` is the directory entry's own type (no stat on most systems);
                     // a link to a folder is a link, not followed, as git stores it.
-                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let kind = entry.file_type();
+                    if (name == ".gitignore" || name == ".gitattributes")
+                        && kind.as_ref().is_ok_and(|t| t.is_symlink())
+                    {
+                        return false; // rules in a file whose writes no event of its name gives
+                    }
+                    if kind.is_ok_and(|t| t.is_dir()) {
                         todo.push(rel.join(name));
                     }
                 }
