@@ -90,7 +90,7 @@ impl PlanFile {
                 return Err(e).with_context(|| format!("reading {}", self.path.display()));
             }
         };
-        Ok(Some(self.parse(&bytes)?))
+        Ok(Some(self.parse(bytes)?))
     }
 
     /// Parse, and say each warning about the file on stderr (once per process: a run reads
@@ -98,23 +98,27 @@ impl PlanFile {
     ///
     /// Bytes that are exactly what the last plan read writes are that plan: parsing them again
     /// would give the same plan (parsing is deterministic), so a copy of it is returned.
-    fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
+    fn parse(&self, mut bytes: Vec<u8>) -> Result<Plan, PlanError> {
         let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(known) = last.as_ref() {
             if known.bytes == bytes {
                 return Ok(known.plan.clone());
             }
             // Most often one chunk changed since (an agent's report): read only that one.
-            if let Some(now) = super::reread::one_chunk_changed(known, bytes) {
-                let plan = now.plan.clone();
-                *last = Some(now);
-                return Ok(plan);
+            match super::reread::one_chunk_changed(known, bytes) {
+                Ok(now) => {
+                    let plan = now.plan.clone();
+                    *last = Some(now);
+                    return Ok(plan);
+                }
+                Err(given_back) => bytes = given_back,
             }
         }
-        let plan = parse_plan(&self.path, bytes)?;
+        let plan = parse_plan(&self.path, &bytes)?;
         warn_once(&self.path, &plan.warnings);
         // Only a plan whose bytes it writes back unchanged: then the bytes it is compared with
         // later are the very bytes it was parsed from.
+        // The bytes are kept, not copied (a long plan's are dropped here).
         *last = (bytes.len() <= REMEMBER_MAX_BYTES && plan.warnings.is_empty())
             .then(|| Remembered::if_writes(plan.clone(), bytes))
             .flatten();
@@ -151,7 +155,7 @@ impl PlanFile {
                 .with_context(|| format!("reading {}", self.path.display()))?;
             // The bytes go before the plan is changed and written: a long plan is not held
             // three times (bytes, plan, new bytes).
-            self.parse(&bytes)?
+            self.parse(bytes)?
         };
         let (out, changed) = f(&mut plan)?;
         if changed {
@@ -166,15 +170,18 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// The bytes `plan` writes: those of the plan remembered when it is the same plan (no
-    /// serialising), else serialised.
-    pub fn bytes_of(&self, plan: &Plan) -> Vec<u8> {
+    /// `f` of the bytes `plan` writes: those of the plan remembered when it is the same plan
+    /// (neither serialised nor copied), else serialised.
+    pub fn with_bytes_of<T>(&self, plan: &Plan, f: impl FnOnce(&[u8]) -> T) -> T {
         let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         match last.as_ref() {
             Some(known) if known.plan.same_json(plan) && plan.warnings.is_empty() => {
-                known.bytes.clone()
+                f(&known.bytes)
             }
-            _ => plan_to_bytes(plan),
+            _ => {
+                drop(last);
+                f(&plan_to_bytes(plan))
+            }
         }
     }
 

@@ -57,12 +57,12 @@ impl Remembered {
 
     /// `plan` read from `bytes`, if it writes exactly those bytes (compared as it is
     /// serialised, without building them).
-    pub fn if_writes(plan: Plan, bytes: &[u8]) -> Option<Remembered> {
-        let spans = spans_if_writes(&plan, bytes)?;
+    pub fn if_writes(plan: Plan, bytes: Vec<u8>) -> Option<Remembered> {
+        let spans = spans_if_writes(&plan, &bytes)?;
         let valid = is_valid(&plan);
         Some(Remembered {
             plan,
-            bytes: bytes.to_vec(),
+            bytes,
             spans,
             valid,
         })

@@ -325,7 +325,7 @@ fn splicing_the_real_auto_claude_plans_gives_exactly_the_whole_serialisation() {
         // As a run sees it: read from what runner wrote.
         let written = plan_to_bytes(&plan);
         let plan = parse_plan(&path, &written).unwrap();
-        let known = Remembered::if_writes(plan.clone(), &written)
+        let known = Remembered::if_writes(plan.clone(), written.clone())
             .unwrap_or_else(|| panic!("{} does not write its bytes", path.display()));
         assert_eq!(known.spans, bytes_and_spans(&plan).1);
         let positions: Vec<ChunkPos> = plan.positions().collect();

@@ -17,7 +17,7 @@ use super::parse_chunk::read_chunk;
 use super::{ChunkPos, validate};
 
 /// The plan in `now`, read as `known`'s plan with one chunk changed (with its bytes and spans),
-/// or `None` (read it whole).
+/// or `now` given back (read it whole).
 ///
 /// Why the plan answered writes exactly `now`, without serialising it to compare: `known.plan`
 /// writes `known.bytes`, and its spans are where its chunks' texts lie in them (both kept so
@@ -30,19 +30,27 @@ use super::{ChunkPos, validate};
 /// indentation) does not depend on the element: everything but that chunk's text is written
 /// as before. So the plan writes `old[..start] + text + old[end..]`, which is `now`. (A test
 /// checks it against the whole serialisation on random changes.)
-pub(super) fn one_chunk_changed(known: &Remembered, now: &[u8]) -> Option<Remembered> {
+pub(super) fn one_chunk_changed(known: &Remembered, now: Vec<u8>) -> Result<Remembered, Vec<u8>> {
+    match read_one_chunk(known, &now) {
+        Some((plan, spans, valid)) => Ok(Remembered {
+            plan,
+            bytes: now,
+            spans,
+            valid,
+        }),
+        None => Err(now),
+    }
+}
+
+/// `one_chunk_changed`'s plan, spans and validity.
+fn read_one_chunk(known: &Remembered, now: &[u8]) -> Option<(Plan, Vec<Span>, bool)> {
     let (before, old) = (&known.plan, known.bytes.as_slice());
     if !before.warnings.is_empty() {
         return None;
     }
     let same_start = common_prefix(old, now);
     if same_start == old.len() && same_start == now.len() {
-        return Some(Remembered {
-            plan: before.clone(),
-            bytes: old.to_vec(),
-            spans: known.spans.clone(),
-            valid: known.valid,
-        });
+        return Some((before.clone(), known.spans.clone(), known.valid));
     }
     let room = old.len().min(now.len()) - same_start;
     let same_end = common_suffix(&old[same_start..], &now[same_start..]).min(room);
@@ -90,12 +98,7 @@ pub(super) fn one_chunk_changed(known: &Remembered, now: &[u8]) -> Option<Rememb
             },
         })
         .collect();
-    Some(Remembered {
-        plan,
-        bytes: now.to_vec(),
-        spans,
-        valid: true,
-    })
+    Some((plan, spans, true))
 }
 
 /// Does `plan` — `known`'s plan with the chunk at `pos` replaced, that chunk's own rules

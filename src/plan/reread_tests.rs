@@ -46,7 +46,7 @@ fn slow(bytes: &[u8]) -> Option<Plan> {
 /// the same bytes written back), or no answer. Returns whether it answered.
 fn agrees(before: &Plan, now: &[u8]) -> bool {
     let known = Remembered::of(before.clone());
-    let Some(quick) = one_chunk_changed(&known, now) else {
+    let Ok(quick) = one_chunk_changed(&known, now.to_vec()) else {
         return false;
     };
     // What it remembers: the plan, the file's bytes, where the chunks lie in them — those of
