@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
+use super::layout::{self, Remembered};
 use super::{Plan, PlanError, parse_plan, plan_to_bytes};
 use crate::store::{FileLock, write_atomic};
 
@@ -43,13 +44,6 @@ pub struct PlanFile {
     /// The last plan read, when its file is exactly what runner writes for it: a run reads the
     /// plan several times a chunk, most often unchanged. Shared by the clones of this value.
     last_read: Arc<Mutex<Option<Remembered>>>,
-}
-
-/// A plan and the bytes it writes (the file it was read from, or that runner wrote for it).
-#[derive(Debug)]
-struct Remembered {
-    plan: Plan,
-    bytes: Vec<u8>,
 }
 
 /// Plans up to this size are remembered (a copy in memory); longer ones are read each time,
@@ -96,7 +90,7 @@ impl PlanFile {
                 return Err(e).with_context(|| format!("reading {}", self.path.display()));
             }
         };
-        Ok(Some(self.parse(&bytes)?))
+        Ok(Some(self.parse(bytes)?))
     }
 
     /// Parse, and say each warning about the file on stderr (once per process: a run reads
@@ -104,32 +98,30 @@ impl PlanFile {
     ///
     /// Bytes that are exactly what the last plan read writes are that plan: parsing them again
     /// would give the same plan (parsing is deterministic), so a copy of it is returned.
-    fn parse(&self, bytes: &[u8]) -> Result<Plan, PlanError> {
+    fn parse(&self, mut bytes: Vec<u8>) -> Result<Plan, PlanError> {
         let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(known) = last.as_ref() {
             if known.bytes == bytes {
                 return Ok(known.plan.clone());
             }
             // Most often one chunk changed since (an agent's report): read only that one.
-            if let Some(plan) = super::reread::one_chunk_changed(&known.plan, &known.bytes, bytes) {
-                *last = Some(Remembered {
-                    plan: plan.clone(),
-                    bytes: bytes.to_vec(),
-                });
-                return Ok(plan);
+            match super::reread::one_chunk_changed(known, bytes) {
+                Ok(now) => {
+                    let plan = now.plan.clone();
+                    *last = Some(now);
+                    return Ok(plan);
+                }
+                Err(given_back) => bytes = given_back,
             }
         }
-        let plan = parse_plan(&self.path, bytes)?;
+        let plan = parse_plan(&self.path, &bytes)?;
         warn_once(&self.path, &plan.warnings);
         // Only a plan whose bytes it writes back unchanged: then the bytes it is compared with
         // later are the very bytes it was parsed from.
-        *last = (bytes.len() <= REMEMBER_MAX_BYTES
-            && plan.warnings.is_empty()
-            && writes_exactly(&plan, bytes))
-        .then(|| Remembered {
-            plan: plan.clone(),
-            bytes: bytes.to_vec(),
-        });
+        // The bytes are kept, not copied (a long plan's are dropped here).
+        *last = (bytes.len() <= REMEMBER_MAX_BYTES && plan.warnings.is_empty())
+            .then(|| Remembered::if_writes(plan.clone(), bytes))
+            .flatten();
         Ok(plan)
     }
 
@@ -163,13 +155,13 @@ impl PlanFile {
                 .with_context(|| format!("reading {}", self.path.display()))?;
             // The bytes go before the plan is changed and written: a long plan is not held
             // three times (bytes, plan, new bytes).
-            self.parse(&bytes)?
+            self.parse(bytes)?
         };
         let (out, changed) = f(&mut plan)?;
         if changed {
-            let written = self.write(&plan)?;
+            let (written, spans) = self.write(&plan)?;
             // A valid plan changed by runner's own steps: what the next read would parse.
-            self.remember_written(&plan, written);
+            self.remember_written(&plan, written, spans);
             // The replaced file's blocks are freed when its last open handle closes. Holding
             // it until here and closing it on another thread takes that work (slow on disks
             // that discard freed blocks) off the run's path; it overlaps with what follows.
@@ -178,15 +170,18 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// The bytes `plan` writes: those of the plan remembered when it is the same plan (no
-    /// serialising), else serialised.
-    pub fn bytes_of(&self, plan: &Plan) -> Vec<u8> {
+    /// `f` of the bytes `plan` writes: those of the plan remembered when it is the same plan
+    /// (neither serialised nor copied), else serialised.
+    pub fn with_bytes_of<T>(&self, plan: &Plan, f: impl FnOnce(&[u8]) -> T) -> T {
         let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         match last.as_ref() {
             Some(known) if known.plan.same_json(plan) && plan.warnings.is_empty() => {
-                known.bytes.clone()
+                f(&known.bytes)
             }
-            _ => plan_to_bytes(plan),
+            _ => {
+                drop(last);
+                f(&plan_to_bytes(plan))
+            }
         }
     }
 
@@ -214,11 +209,11 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// Replace the file durably; the bytes written. Callers hold the plan lock (or are the only
-    /// writer).
-    fn write(&self, plan: &Plan) -> anyhow::Result<Vec<u8>> {
+    /// Replace the file durably; the bytes written and their chunks' spans. Callers hold the
+    /// plan lock (or are the only writer).
+    fn write(&self, plan: &Plan) -> anyhow::Result<(Vec<u8>, Vec<layout::Span>)> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
-        let bytes = plan_to_bytes(plan);
+        let (bytes, spans) = self.bytes_to_write(plan);
         write_atomic(&self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))?;
         // The last-good copy is overwritten in place, without a rename or an fsync: replacing
@@ -228,7 +223,22 @@ impl PlanFile {
         if let Err(e) = crate::store::safe::overwrite(&self.last_good, &bytes) {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
-        Ok(bytes)
+        Ok((bytes, spans))
+    }
+
+    /// `plan_to_bytes(plan)` and its chunks' spans: the remembered plan's bytes with the
+    /// changed chunks' texts replaced when only chunks changed (`layout::splice`), else the
+    /// plan serialised whole.
+    fn bytes_to_write(&self, plan: &Plan) -> (Vec<u8>, Vec<layout::Span>) {
+        let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        let spliced = last.as_ref().and_then(|known| layout::splice(known, plan));
+        drop(last);
+        let out = spliced.unwrap_or_else(|| layout::bytes_and_spans(plan));
+        debug_assert!(
+            out.0 == plan_to_bytes(plan),
+            "the plan's bytes differ from plan_to_bytes"
+        );
+        out
     }
 }
 
@@ -245,20 +255,53 @@ impl PlanFile {
     /// the plan read `chunks` over an empty `subtasks`: such a plan is read anew.
     /// `written` is the file's bytes (`size_hint` guesses chunks held as fields, which may be
     /// far longer).
-    fn remember_written(&self, plan: &Plan, written: Vec<u8>) {
+    fn remember_written(&self, plan: &Plan, written: Vec<u8>, spans: Vec<layout::Span>) {
         let orientation_kept = plan.phases.iter().all(|p| p.mirror_key != Some("subtasks"));
+        let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         let remembered = (written.len() <= REMEMBER_MAX_BYTES && orientation_kept).then(|| {
             let mut plan = Plan {
                 warnings: Vec::new(),
                 ..plan.clone()
             };
+            // Each chunk runner changed is made text again: its text at its place, the very
+            // bytes of its span, so the spans stay as they are.
             super::reread::keep_as_text(&mut plan);
+            debug_assert!(layout::spans_if_writes(&plan, &written).as_ref() == Some(&spans));
+            let valid = valid_after_write(last.as_ref(), &plan);
             Remembered {
                 plan,
                 bytes: written,
+                spans,
+                valid,
             }
         });
-        *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = remembered;
+        *last = remembered;
+    }
+}
+
+/// Does `plan` (just written) keep the plan's rules? When the plan remembered before kept them
+/// and `plan` has the same phases (keys, dependencies) and the same chunk ids in the same
+/// places, it does (`validate::check` reads no more of a plan); else it is checked whole.
+fn valid_after_write(before: Option<&Remembered>, plan: &Plan) -> bool {
+    let same_rules = |known: &Remembered| {
+        let old = &known.plan;
+        known.valid
+            && old.phases.len() == plan.phases.len()
+            && old.phases.iter().zip(&plan.phases).all(|(a, b)| {
+                a.key == b.key
+                    && a.depends_on == b.depends_on
+                    && (std::sync::Arc::ptr_eq(&a.chunks, &b.chunks)
+                        || a.chunks.len() == b.chunks.len()
+                            && a.chunks
+                                .iter()
+                                .zip(b.chunks.iter())
+                                .all(|(x, y)| x.shares_text_with(y) || x.id == y.id))
+            })
+    };
+    before.is_some_and(same_rules) || {
+        let mut problems = Vec::new();
+        super::validate::check(plan, &mut problems);
+        problems.is_empty()
     }
 }
 
@@ -267,27 +310,4 @@ fn warn_once(path: &Path, warnings: &[String]) {
     for warning in warnings {
         crate::output::warn(&format!("plan {}: {warning}", path.display()));
     }
-}
-
-/// Are `bytes` exactly `plan_to_bytes(plan)`? Compared as the plan is serialised, without
-/// building the bytes (near a memory comparison for chunks kept as text).
-pub(super) fn writes_exactly(plan: &Plan, bytes: &[u8]) -> bool {
-    struct Compare<'a>(&'a [u8]);
-    impl std::io::Write for Compare<'_> {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            match self.0.strip_prefix(buf) {
-                Some(rest) => {
-                    self.0 = rest;
-                    Ok(buf.len())
-                }
-                None => Err(std::io::Error::other("differs")),
-            }
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut rest = Compare(bytes);
-    serde_json::to_writer_pretty(&mut rest, plan).is_ok() && rest.0 == b"\n"
 }

@@ -4,6 +4,7 @@ mod attempt;
 mod canonical;
 mod fields;
 mod file;
+mod layout;
 mod model;
 mod next;
 mod parse;

@@ -132,42 +132,16 @@ impl PartialEq for Chunk {
     }
 }
 
-// Serialisation streams each level's `raw` map and puts the typed children in place of the
-// stale `phases` / `chunks` entries, without copying the plan first.
+// A plan writes its levels' fields with each chunk's text at its place (`layout`).
 impl Serialize for Plan {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.raw.len()))?;
-        // The one implicit phase of a top-level chunk list writes its chunks back there.
-        let top_level = match self.shape {
-            PlanShape::TopLevelChunks => self.phases.first(),
-            PlanShape::Phases => None,
-        };
-        for (key, value) in &self.raw {
-            match top_level {
-                Some(phase) if phase.holds_chunks(key) => {
-                    map.serialize_entry(key, phase.chunks.as_slice())?
-                }
-                None if key == "phases" => map.serialize_entry(key, &self.phases)?,
-                _ => map.serialize_entry(key, value)?,
-            }
-        }
-        map.end()
+        super::layout::Layout::plain(self).serialize(s)
     }
 }
 
 impl Serialize for Phase {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.raw.len()))?;
-        for (key, value) in &self.raw {
-            if self.holds_chunks(key) {
-                map.serialize_entry(key, self.chunks.as_slice())?;
-            } else {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
+        super::layout::PhaseLayout::plain(self).serialize(s)
     }
 }
 
@@ -221,7 +195,7 @@ pub fn chunk_of_commit<'a>(
 }
 
 /// Where a chunk sits in the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ChunkPos {
     pub phase: usize,
     pub chunk: usize,

@@ -2,33 +2,65 @@
 //! after every session, and the session's agent changed one chunk (`runner chunk done` records
 //! its report). Parsing the whole file each time made a run quadratic in its chunks.
 //!
-//! The plan read last (`before`, kept by `PlanFile`) wrote some bytes; the file now differs
-//! from them in one stretch. When that stretch lies inside one chunk, only that chunk is read
-//! (by the same `read_chunk` the whole parse uses) and put in place, the plan's own rules are
-//! checked again (`validate`), and the result is accepted only if it writes exactly the file's
-//! bytes — so it is the plan the whole parse would give. Anything else (a change across chunks
-//! or outside them, a chunk not in runner's form, a problem of any kind) answers `None`, and
-//! the whole parse reads the file and says what is wrong, as always.
+//! The plan read last (`known`, kept by `PlanFile` with where each chunk's text lies in its
+//! bytes) wrote some bytes; the file now differs from them in one stretch. When that stretch
+//! lies inside one chunk's text, only that chunk is read (by the same `read_chunk` the whole
+//! parse uses) and put in place, and only what a change of one chunk can break is checked
+//! again (`one_chunk_ok`). Anything else (a change across chunks or outside them, a chunk not
+//! in runner's form, a problem of any kind) answers `None`, and the whole parse reads the file
+//! and says what is wrong, as always.
 
-use super::file::writes_exactly;
-use super::model::Plan;
+use super::layout::{Remembered, Span, chunk_text_at};
+use super::model::{Chunk, Plan};
 use super::parse::chunk_level;
 use super::parse_chunk::read_chunk;
 use super::{ChunkPos, validate};
 
-/// The plan in `now`, read as `before` (which writes `old`) with one chunk changed, or `None`
-/// (read it whole).
-pub(super) fn one_chunk_changed(before: &Plan, old: &[u8], now: &[u8]) -> Option<Plan> {
+/// The plan in `now`, read as `known`'s plan with one chunk changed (with its bytes and spans),
+/// or `now` given back (read it whole).
+///
+/// Why the plan answered writes exactly `now`, without serialising it to compare: `known.plan`
+/// writes `known.bytes`, and its spans are where its chunks' texts lie in them (both kept so
+/// by `Remembered`). `now` and the old bytes agree up to `from` and after `to`, and the span
+/// `start..end` of one chunk holds `from..to`: so `now` is `old[..start]`, then `text`, then
+/// `old[end..]`. The plan answered is `known.plan` with that one chunk replaced by one kept as
+/// `text` itself (`is_verbatim`: its `Serialize` writes the text as it is), in a phase that
+/// writes its chunks once (no mirrored list). Serialising a plan writes each chunk's text
+/// where the chunk sits, and what the pretty writer puts around a list element (separators,
+/// indentation) does not depend on the element: everything but that chunk's text is written
+/// as before. So the plan writes `old[..start] + text + old[end..]`, which is `now`. (A test
+/// checks it against the whole serialisation on random changes.)
+pub(super) fn one_chunk_changed(known: &Remembered, now: Vec<u8>) -> Result<Remembered, Vec<u8>> {
+    match read_one_chunk(known, &now) {
+        Some((plan, spans, valid)) => Ok(Remembered {
+            plan,
+            bytes: now,
+            spans,
+            valid,
+        }),
+        None => Err(now),
+    }
+}
+
+/// `one_chunk_changed`'s plan, spans and validity.
+fn read_one_chunk(known: &Remembered, now: &[u8]) -> Option<(Plan, Vec<Span>, bool)> {
+    let (before, old) = (&known.plan, known.bytes.as_slice());
     if !before.warnings.is_empty() {
         return None;
     }
     let same_start = common_prefix(old, now);
     if same_start == old.len() && same_start == now.len() {
-        return Some(before.clone());
+        return Some((before.clone(), known.spans.clone(), known.valid));
     }
     let room = old.len().min(now.len()) - same_start;
     let same_end = common_suffix(&old[same_start..], &now[same_start..]).min(room);
-    let (pos, start, end) = chunk_around(before, old, same_start, old.len() - same_end)?;
+    let at = span_around(&known.spans, same_start, old.len() - same_end)?;
+    let Span { pos, start, end } = known.spans[at];
+    // The chunk is written once: a phase writing it under two keys has changed in one only.
+    before.phases[pos.phase]
+        .mirror_key
+        .is_none()
+        .then_some(())?;
     // The chunk's text now: the same start, its end moved by the change in length.
     let end_now = (end + now.len()).checked_sub(old.len())?;
     let text = std::str::from_utf8(now.get(start..end_now)?).ok()?;
@@ -41,15 +73,50 @@ pub(super) fn one_chunk_changed(before: &Plan, old: &[u8], now: &[u8]) -> Option
     }
     let raw = serde_json::value::RawValue::from_string(text.to_string()).ok()?;
     let mut problems = Vec::new();
-    let at = format_args!("phases[{}].chunks[{}]", pos.phase, pos.chunk);
-    let chunk = read_chunk(&at, &raw, chunk_level(before.shape), &mut problems)?;
-    if !problems.is_empty() || !chunk.is_verbatim() {
+    let place = format_args!("phases[{}].chunks[{}]", pos.phase, pos.chunk);
+    let chunk = read_chunk(&place, &raw, chunk_level(before.shape), &mut problems)?;
+    if !problems.is_empty() || !chunk.is_verbatim() || chunk.text() != Some(text) {
         return None;
     }
     let mut plan = before.clone();
     *plan.chunk_mut(pos) = chunk;
-    validate::check(&plan, &mut problems);
-    (problems.is_empty() && writes_exactly(&plan, now)).then_some(plan)
+    if !one_chunk_ok(known, pos, &plan) {
+        return None;
+    }
+    debug_assert!(super::layout::spans_if_writes(&plan, now).is_some());
+    // The spans after the chunk (all past its old end) move by the change in length.
+    let spans = known
+        .spans
+        .iter()
+        .map(|s| match s.start.cmp(&start) {
+            std::cmp::Ordering::Less => *s,
+            std::cmp::Ordering::Equal => Span { end: end_now, ..*s },
+            std::cmp::Ordering::Greater => Span {
+                start: s.start - end + end_now,
+                end: s.end - end + end_now,
+                ..*s
+            },
+        })
+        .collect();
+    Some((plan, spans, true))
+}
+
+/// Does `plan` — `known`'s plan with the chunk at `pos` replaced, that chunk's own rules
+/// already checked by `read_chunk` — keep the plan's rules (`validate::check` finds nothing)?
+///
+/// For a plan that kept them, only what one chunk can break is checked: `validate::check`
+/// looks at the chunks for their ids alone (unique in the plan), and at the phases for their
+/// ids, numbers and dependencies, which a chunk does not change. So the plan keeps its rules
+/// when the chunk kept its id, or took one no other chunk has. A plan that did not keep them
+/// is checked whole.
+pub(super) fn one_chunk_ok(known: &Remembered, pos: ChunkPos, plan: &Plan) -> bool {
+    if !known.valid {
+        let mut problems = Vec::new();
+        validate::check(plan, &mut problems);
+        return problems.is_empty();
+    }
+    let id = &plan.chunk(pos).id;
+    *id == known.plan.chunk(pos).id || !known.plan.chunks().any(|c: &Chunk| c.id == *id)
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -83,41 +150,12 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-/// The chunk whose text in `old` (what `plan` writes) holds the stretch `from..to`: its
-/// position and its span in `old`. Each chunk's text is found after the one before it; `None`
-/// when the stretch starts between chunks, runs past one, or a chunk is not kept as text.
-fn chunk_around(
-    plan: &Plan,
-    old: &[u8],
-    from: usize,
-    to: usize,
-) -> Option<(ChunkPos, usize, usize)> {
-    let mut cursor = 0;
-    for pos in plan.positions() {
-        let text = plan.chunk(pos).text()?.as_bytes();
-        let start = find_from(old, cursor, text)?;
-        let end = start + text.len();
-        if end <= from {
-            cursor = end;
-            continue;
-        }
-        return (start <= from && to <= end).then_some((pos, start, end));
-    }
-    None
-}
-
-/// Where `text` (a chunk's, starting with `{`) next occurs in `bytes` from `from`: normally a
-/// few bytes on (`,\n` and indentation between two chunks).
-fn find_from(bytes: &[u8], from: usize, text: &[u8]) -> Option<usize> {
-    let first = *text.first()?;
-    let mut at = from;
-    loop {
-        at += memchr::memchr(first, bytes.get(at..)?)?;
-        if bytes[at..].starts_with(text) {
-            return Some(at);
-        }
-        at += 1;
-    }
+/// The span (its index) that holds the stretch `from..to` of the old bytes; `None` when the
+/// stretch starts between chunks' texts or runs past one. Spans are in file order.
+fn span_around(spans: &[Span], from: usize, to: usize) -> Option<usize> {
+    let at = spans.partition_point(|s| s.start <= from).checked_sub(1)?;
+    let span = spans[at];
+    (from < span.end && to <= span.end).then_some(at)
 }
 
 /// Make each chunk runner changed (held as fields) text again, exactly as `plan_to_bytes`
@@ -126,23 +164,20 @@ fn find_from(bytes: &[u8], from: usize, text: &[u8]) -> Option<usize> {
 /// whose text would not read back as itself stays as it is.
 pub(super) fn keep_as_text(plan: &mut Plan) {
     let level = chunk_level(plan.shape);
-    // Pretty JSON has no raw newline inside a string: every newline starts an indented line.
-    let indent = format!("\n{}", "  ".repeat(level));
     let changed: Vec<ChunkPos> = plan
         .positions()
         .filter(|&pos| !plan.chunk(pos).is_verbatim())
         .collect();
     for pos in changed {
         let chunk = plan.chunk(pos);
-        let Ok(pretty) = serde_json::to_string_pretty(chunk.raw()) else {
-            continue;
-        };
-        let Ok(raw) = serde_json::value::RawValue::from_string(pretty.replace('\n', &indent))
+        let Some(text) = chunk_text_at(chunk, plan.shape)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| serde_json::value::RawValue::from_string(text).ok())
         else {
             continue;
         };
         let mut problems = Vec::new();
-        let Some(text) = read_chunk(&"", &raw, level, &mut problems) else {
+        let Some(text) = read_chunk(&"", &text, level, &mut problems) else {
             continue;
         };
         if problems.is_empty()

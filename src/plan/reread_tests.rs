@@ -5,6 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::plan::layout::Remembered;
 use crate::plan::{Attempt, Plan, Status, parse_plan, plan_to_bytes};
 
 /// A plan as runner writes it: phases with string ids, chunks with attempt records.
@@ -44,8 +45,18 @@ fn slow(bytes: &[u8]) -> Option<Plan> {
 /// The quick re-read of `now` after `before` agrees with the whole parse: the same plan (and
 /// the same bytes written back), or no answer. Returns whether it answered.
 fn agrees(before: &Plan, now: &[u8]) -> bool {
-    let quick = one_chunk_changed(before, &plan_to_bytes(before), now);
-    let Some(quick) = quick else { return false };
+    let known = Remembered::of(before.clone());
+    let Ok(quick) = one_chunk_changed(&known, now.to_vec()) else {
+        return false;
+    };
+    // What it remembers: the plan, the file's bytes, where the chunks lie in them — those of
+    // the whole serialisation, which the quick path no longer runs.
+    assert_eq!(quick.bytes, now);
+    assert_eq!(
+        crate::plan::layout::bytes_and_spans(&quick.plan),
+        (now.to_vec(), quick.spans.clone())
+    );
+    let quick = quick.plan;
     let Some(whole) = slow(now) else {
         panic!(
             "the quick re-read accepted what the whole parse refuses:\n{}",
@@ -59,6 +70,16 @@ fn agrees(before: &Plan, now: &[u8]) -> bool {
     assert_eq!(plan_to_bytes(&quick), plan_to_bytes(&whole));
     assert_eq!(plan_to_bytes(&quick), now);
     true
+}
+
+/// A small deterministic generator of numbers below `n`: the same cases on every run.
+fn below(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    }
 }
 
 fn replace_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
@@ -281,5 +302,105 @@ fn a_copy_shares_its_phases_until_a_chunk_of_one_changes() {
     assert_eq!(
         slow(&plan_to_bytes(&copy)).unwrap().to_value(),
         plan.to_value()
+    );
+}
+
+#[test]
+fn the_check_of_one_changed_chunk_agrees_with_the_whole_check() {
+    let (plan, _) = written_plan(4);
+    // Before: a plan keeping its rules, and one already breaking one (a duplicate id), which
+    // is checked whole.
+    let mut broken = plan.clone();
+    let pos = broken.find_chunk("c-2-3").unwrap();
+    broken.chunk_mut(pos).id = "c-0-0".into();
+    let mut next = below(0x5851_f42d_4c95_7f2d);
+    let (mut kept, mut broke) = (0, 0);
+    for before in [plan, broken] {
+        let known = Remembered::of(before.clone());
+        let positions: Vec<ChunkPos> = before.positions().collect();
+        let ids: Vec<String> = before.chunks().map(|c| c.id.clone()).collect();
+        for _ in 0..2000 {
+            let pos = positions[next(positions.len())];
+            let mut after = before.clone();
+            let chunk = after.chunk_mut(pos);
+            // Its own id, another chunk's (a duplicate), a new one; a status, good or bad
+            // (a chunk's own fields are `read_chunk`'s to check, not the plan's rules).
+            chunk.id = match next(3) {
+                0 => chunk.id.clone(),
+                1 => ids[next(ids.len())].clone(),
+                _ => format!("new-{}", next(5)),
+            };
+            let status = ["completed", "pending", "nearly"][next(3)];
+            chunk.set_str("status", status);
+            let mut problems = Vec::new();
+            validate::check(&after, &mut problems);
+            assert_eq!(
+                one_chunk_ok(&known, pos, &after),
+                problems.is_empty(),
+                "{problems:?}"
+            );
+            if problems.is_empty() {
+                kept += 1;
+            } else {
+                broke += 1;
+            }
+        }
+    }
+    assert!(kept > 500 && broke > 500, "kept {kept}, broke {broke}");
+}
+
+#[test]
+fn random_one_chunk_edits_of_the_file_read_as_the_whole_parse_reads_them() {
+    let (before, bytes) = written_plan(6);
+    let text = String::from_utf8(bytes).unwrap();
+    let ids: Vec<String> = before.chunks().map(|c| c.id.clone()).collect();
+    let mut next = below(0x2127_599b_f432_5c37);
+    let (mut answered, mut refused) = (0, 0);
+    for _ in 0..600 {
+        let id = &ids[next(ids.len())];
+        let edit = match next(5) {
+            0 => (
+                format!("\"id\": \"{id}\""),
+                format!("\"id\": \"{}\"", ids[next(ids.len())]),
+            ),
+            1 => (format!("\"id\": \"{id}\""), format!("\"id\": \"{id}-x\"")),
+            2 => (
+                format!("\"id\": \"{id}\",\n          \"description\": \""),
+                format!("\"id\": \"{id}\",\n          \"description\": \"more "),
+            ),
+            _ => {
+                let status = ["completed", "pending", "failed", "nearly", "done"][next(5)];
+                (
+                    format!("\"id\": \"{id}\",\n          \"description\": "),
+                    format!(
+                        "\"id\": \"{id}\",\n          \"status_note\": \"{status}\",\n          \"description\": "
+                    ),
+                )
+            }
+        };
+        let now = replace_once(text.as_bytes(), &edit.0, &edit.1);
+        let now = match next(2) {
+            0 => now,
+            _ => {
+                // The status of the edited chunk, to anything.
+                let status = ["completed", "pending", "failed", "nearly", "done"][next(5)];
+                let t = String::from_utf8(now).unwrap();
+                let at = t.find(&edit.1).unwrap();
+                let from = at + t[at..].find("\"status\": \"").unwrap() + "\"status\": \"".len();
+                let to = from + t[from..].find('"').unwrap();
+                let mut t = t;
+                t.replace_range(from..to, status);
+                t.into_bytes()
+            }
+        };
+        if agrees(&before, &now) {
+            answered += 1;
+        } else if slow(&now).is_none() {
+            refused += 1;
+        }
+    }
+    assert!(
+        answered > 100 && refused > 100,
+        "answered {answered}, refused {refused}"
     );
 }

@@ -105,8 +105,10 @@ impl Run {
         // Advisory: a copy that cannot be written (an agent put a link or a hard link at its
         // name, which is never written through) does not stop the run; recovery then has no
         // copy of this session to settle against, and says nothing of it.
-        if let Err(e) = crate::store::safe::overwrite(&before_path, &self.paths.plan.bytes_of(plan))
-        {
+        let written = self.paths.plan.with_bytes_of(plan, |bytes| {
+            crate::store::safe::overwrite(&before_path, bytes)
+        });
+        if let Err(e) = written {
             crate::output::warn(&format!(
                 "could not keep the plan as the session starts in {}: {e}",
                 before_path.display()
