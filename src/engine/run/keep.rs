@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -23,7 +24,9 @@ use crate::store::runs::{RunKind, RunRecord};
 /// The chunk statuses and figures a checkpoint takes from a plan.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct PlanFacts {
-    chunks: Vec<ChunkState>,
+    /// Shared with [`FactsMemo`] while the chunk is unchanged (the checkpoint keeps each one's
+    /// text while it is this very state).
+    chunks: Vec<Arc<ChunkState>>,
     seconds: u64,
     usd: f64,
     tokens: u64,
@@ -33,28 +36,41 @@ impl PlanFacts {
     /// Every chunk's status (and, if completed, its last completed attempt's commit), the
     /// seconds its attempts took and what they cost.
     pub(super) fn of(plan: &Plan) -> PlanFacts {
-        PlanFacts::gather(plan, |chunk| Cow::Owned(ChunkFacts::of(chunk)))
+        PlanFacts::gather(plan, |chunk| {
+            let facts = ChunkFacts::of(chunk);
+            let state = Arc::new(state_of(chunk, &facts));
+            (Cow::Owned(facts), state)
+        })
     }
 
-    /// [`PlanFacts::of`], with each chunk's figures from `facts_of`: the sums are made in the
-    /// same order (attempt by attempt, chunk by chunk), so they are the same to the last bit.
-    fn gather<'m>(plan: &Plan, mut facts_of: impl FnMut(&Chunk) -> Cow<'m, ChunkFacts>) -> Self {
+    /// [`PlanFacts::of`], with each chunk's figures and state from `facts_of`: the sums are
+    /// made in the same order (attempt by attempt, chunk by chunk), so they are the same to the
+    /// last bit.
+    fn gather<'m>(
+        plan: &Plan,
+        mut facts_of: impl FnMut(&Chunk) -> (Cow<'m, ChunkFacts>, Arc<ChunkState>),
+    ) -> Self {
         let mut facts = PlanFacts::default();
         for chunk in plan.chunks() {
-            let of = facts_of(chunk);
+            let (of, state) = facts_of(chunk);
             facts.seconds += of.seconds;
             for usd in &of.usd {
                 facts.usd += usd;
             }
             facts.tokens += of.tokens;
-            let status = chunk.status;
-            facts.chunks.push(ChunkState {
-                id: chunk.id.clone(),
-                status: status.as_str().to_string(),
-                commit: of.commit.clone().filter(|_| status == Status::Completed),
-            });
+            facts.chunks.push(state);
         }
         facts
+    }
+}
+
+/// The checkpoint's state of `chunk`, whose attempts gave `facts`.
+fn state_of(chunk: &Chunk, facts: &ChunkFacts) -> ChunkState {
+    let status = chunk.status;
+    ChunkState {
+        id: chunk.id.clone(),
+        status: status.as_str().to_string(),
+        commit: facts.commit.clone().filter(|_| status == Status::Completed),
     }
 }
 
@@ -99,29 +115,95 @@ impl ChunkFacts {
 /// checkpoint's figures a cost that grew with the plan. Holding the chunk keeps its text
 /// alive, so a text compared by address is never another one at the same address.
 #[derive(Debug, Default)]
-pub(super) struct FactsMemo(RefCell<HashMap<String, (Chunk, ChunkFacts)>>);
+pub(super) struct FactsMemo(RefCell<HashMap<String, Kept>>);
+
+/// A chunk as [`FactsMemo`] read it: its figures and its checkpoint state.
+#[derive(Debug)]
+struct Kept {
+    chunk: Chunk,
+    facts: ChunkFacts,
+    state: Arc<ChunkState>,
+}
 
 impl FactsMemo {
     /// [`PlanFacts::of`] `plan`, exactly, reading again only the chunks whose text changed.
     pub(super) fn of(&self, plan: &Plan) -> PlanFacts {
         let mut memo = self.0.borrow_mut();
-        let mut fresh: Vec<(String, Chunk, ChunkFacts)> = Vec::new();
+        let mut fresh: Vec<(String, Kept)> = Vec::new();
         let known = &*memo;
         let facts = PlanFacts::gather(plan, |chunk| match known.get(&chunk.id) {
-            Some((kept, facts)) if kept.shares_text_with(chunk) => Cow::Borrowed(facts),
+            Some(kept) if kept.chunk.shares_text_with(chunk) => {
+                let state = if kept.state.status == chunk.status.as_str() {
+                    kept.state.clone()
+                } else {
+                    Arc::new(state_of(chunk, &kept.facts))
+                };
+                (Cow::Borrowed(&kept.facts), state)
+            }
             _ => {
                 let facts = ChunkFacts::of(chunk);
+                let state = Arc::new(state_of(chunk, &facts));
                 if chunk.is_verbatim() {
-                    fresh.push((chunk.id.clone(), chunk.clone(), facts.clone()));
+                    let kept = Kept {
+                        chunk: chunk.clone(),
+                        facts: facts.clone(),
+                        state: state.clone(),
+                    };
+                    fresh.push((chunk.id.clone(), kept));
                 }
-                Cow::Owned(facts)
+                (Cow::Owned(facts), state)
             }
         });
-        for (id, chunk, facts) in fresh {
-            memo.insert(id, (chunk, facts));
+        for (id, kept) in fresh {
+            memo.insert(id, kept);
         }
         facts
     }
+}
+
+/// A chunk's entry in the last checkpoint written: the state it was made from, the commit it
+/// names, and its text in the file.
+#[derive(Debug)]
+struct Row {
+    state: Arc<ChunkState>,
+    commit: Option<String>,
+    text: String,
+}
+
+/// The checkpoint's chunk entries for `chunks`, a completed chunk's commit taken from
+/// `commits` first: each one's text kept from `rows` (the last checkpoint's) when it is made
+/// from the same state with the same commit, else made anew. The same texts as serialising
+/// every chunk (tested).
+fn chunk_rows(
+    mut rows: Vec<Row>,
+    chunks: &[Arc<ChunkState>],
+    commits: &HashMap<String, String>,
+) -> Vec<Row> {
+    rows.truncate(chunks.len());
+    let mut old = rows.into_iter();
+    chunks
+        .iter()
+        .map(|state| {
+            let commit = match commits.get(&state.id) {
+                Some(c) if state.status == Status::Completed.as_str() => Some(c),
+                _ => state.commit.as_ref(),
+            };
+            match old.next() {
+                Some(row) if Arc::ptr_eq(&row.state, state) && row.commit.as_ref() == commit => row,
+                _ => {
+                    let written = ChunkState {
+                        commit: commit.cloned(),
+                        ..(**state).clone()
+                    };
+                    Row {
+                        state: state.clone(),
+                        text: checkpoint::chunk_text(&written),
+                        commit: written.commit,
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// The outcome of a run that never wrote its end and whose spec another run has taken up since.
@@ -162,6 +244,8 @@ pub(super) struct Keeper {
     planner: RefCell<crate::policy::budget::Spent>,
     /// Each chunk's figures, read again only when its text changed.
     pub(super) facts: FactsMemo,
+    /// The last checkpoint's chunk entries.
+    rows: RefCell<Vec<Row>>,
 }
 
 impl Keeper {
@@ -197,6 +281,7 @@ impl Keeper {
             verification: RefCell::new(verification),
             planner: RefCell::new(crate::store::ledger::planner(&paths.dir)),
             facts: FactsMemo::default(),
+            rows: RefCell::default(),
         }
     }
 
@@ -235,17 +320,7 @@ impl Keeper {
         tip: Option<String>,
         base: Option<&str>,
     ) {
-        let commits = self.commits.borrow();
-        let chunks = facts
-            .chunks
-            .into_iter()
-            .map(|mut c| {
-                if c.status == Status::Completed.as_str() {
-                    c.commit = commits.get(&c.id).cloned().or(c.commit);
-                }
-                c
-            })
-            .collect();
+        let rows = chunk_rows(self.rows.take(), &facts.chunks, &self.commits.borrow());
         let planner = self.planner.borrow();
         let written = Checkpoint {
             schema: 1,
@@ -254,7 +329,7 @@ impl Keeper {
             spec: self.spec.clone(),
             time: Utc::now(),
             trigger,
-            chunks,
+            chunks: Vec::new(),
             current_chunk: current.map(str::to_string),
             branch: branch_for(&self.spec),
             tip,
@@ -265,7 +340,9 @@ impl Keeper {
             cost_usd: crate::policy::budget::clean_usd(facts.usd + planner.usd),
             tokens: facts.tokens + planner.tokens,
         };
-        if let Err(e) = checkpoint::write(&self.spec_dir, &written) {
+        let bytes = checkpoint::bytes_with_chunks(&written, rows.iter().map(|r| r.text.as_str()));
+        *self.rows.borrow_mut() = rows;
+        if let Err(e) = bytes.and_then(|b| checkpoint::write_bytes(&self.spec_dir, &b)) {
             tracing::warn!(
                 file = %checkpoint::path(&self.spec_dir).display(),
                 "could not write the checkpoint: {e}"
@@ -418,5 +495,59 @@ mod tests {
         assert_eq!(fourth.chunks[4].status, "pending");
         assert_eq!(fourth.chunks[4].commit, None);
         assert_eq!(fourth.usd.to_bits(), third.usd.to_bits());
+    }
+    /// The entries kept from one checkpoint to the next are the ones serialising every chunk
+    /// gives, as chunks change (a new state), move, appear and go, and as runner's record of
+    /// commits changes.
+    #[test]
+    fn kept_chunk_entries_are_the_ones_of_the_whole_list() {
+        let mut seed: u64 = 11;
+        let mut roll = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize % n
+        };
+        let statuses = ["pending", "in_progress", "completed", "failed"];
+        let new_state = |i: usize, r: &mut dyn FnMut(usize) -> usize| {
+            Arc::new(ChunkState {
+                id: format!("c{i}"),
+                status: statuses[r(statuses.len())].to_string(),
+                commit: (r(2) == 0).then(|| format!("{:0>40}", r(3))),
+            })
+        };
+        let mut chunks: Vec<Arc<ChunkState>> = (0..6).map(|i| new_state(i, &mut roll)).collect();
+        let mut commits: HashMap<String, String> = HashMap::new();
+        let mut rows = Vec::new();
+        for _ in 0..500 {
+            match roll(5) {
+                0 => {
+                    let at = roll(chunks.len());
+                    chunks[at] = new_state(roll(8), &mut roll);
+                }
+                1 => {
+                    commits.insert(format!("c{}", roll(8)), format!("{:0>40}", roll(3)));
+                }
+                2 if chunks.len() > 1 => {
+                    chunks.remove(roll(chunks.len()));
+                }
+                3 => chunks.insert(roll(chunks.len() + 1), new_state(roll(8), &mut roll)),
+                _ => {
+                    let (a, b) = (roll(chunks.len()), roll(chunks.len()));
+                    chunks.swap(a, b);
+                }
+            }
+            rows = chunk_rows(rows, &chunks, &commits);
+            let whole: Vec<String> = chunks
+                .iter()
+                .map(|c| {
+                    let mut c = (**c).clone();
+                    if c.status == Status::Completed.as_str() {
+                        c.commit = commits.get(&c.id).cloned().or(c.commit);
+                    }
+                    checkpoint::chunk_text(&c)
+                })
+                .collect();
+            let kept: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
+            assert_eq!(kept, whole);
+        }
     }
 }
