@@ -9,7 +9,6 @@
 //! attempt's. Advisory like the record: a write that fails is logged and the run goes on; the
 //! write itself is atomic and durable (`resume` loads the checkpoint first).
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,28 +38,33 @@ impl PlanFacts {
         PlanFacts::gather(plan, |chunk| {
             let facts = ChunkFacts::of(chunk);
             let state = Arc::new(state_of(chunk, &facts));
-            (Cow::Owned(facts), state)
+            (facts, state)
         })
     }
 
     /// [`PlanFacts::of`], with each chunk's figures and state from `facts_of`: the sums are
     /// made in the same order (attempt by attempt, chunk by chunk), so they are the same to the
     /// last bit.
-    fn gather<'m>(
+    fn gather(
         plan: &Plan,
-        mut facts_of: impl FnMut(&Chunk) -> (Cow<'m, ChunkFacts>, Arc<ChunkState>),
+        mut facts_of: impl FnMut(&Chunk) -> (ChunkFacts, Arc<ChunkState>),
     ) -> Self {
         let mut facts = PlanFacts::default();
         for chunk in plan.chunks() {
             let (of, state) = facts_of(chunk);
-            facts.seconds += of.seconds;
-            for usd in &of.usd {
-                facts.usd += usd;
-            }
-            facts.tokens += of.tokens;
-            facts.chunks.push(state);
+            facts.add(&of, state);
         }
         facts
+    }
+
+    /// The next chunk's figures and state.
+    fn add(&mut self, of: &ChunkFacts, state: Arc<ChunkState>) {
+        self.seconds += of.seconds;
+        for usd in &of.usd {
+            self.usd += usd;
+        }
+        self.tokens += of.tokens;
+        self.chunks.push(state);
     }
 }
 
@@ -114,51 +118,79 @@ impl ChunkFacts {
 /// are read again: parsing every attempt record of an 800-chunk plan at every chunk made the
 /// checkpoint's figures a cost that grew with the plan. Holding the chunk keeps its text
 /// alive, so a text compared by address is never another one at the same address.
+///
+/// Per phase, the chunk list last read is kept too: a copy of the plan shares the phases it
+/// did not change (`Plan::chunk_mut`), and such a phase's chunks are not looked up at all.
 #[derive(Debug, Default)]
-pub(super) struct FactsMemo(RefCell<HashMap<String, Kept>>);
+pub(super) struct FactsMemo {
+    chunks: RefCell<HashMap<String, Kept>>,
+    phases: RefCell<Vec<PhaseMade>>,
+}
+
+/// A phase's chunk list as last read, and what was made of each of its chunks.
+type PhaseMade = (Arc<Vec<Chunk>>, Vec<Made>);
+
+/// A chunk's figures and checkpoint state, as [`FactsMemo`] made them.
+type Made = (Arc<ChunkFacts>, Arc<ChunkState>);
 
 /// A chunk as [`FactsMemo`] read it: its figures and its checkpoint state.
 #[derive(Debug)]
 struct Kept {
     chunk: Chunk,
-    facts: ChunkFacts,
+    facts: Arc<ChunkFacts>,
     state: Arc<ChunkState>,
 }
 
 impl FactsMemo {
     /// [`PlanFacts::of`] `plan`, exactly, reading again only the chunks whose text changed.
     pub(super) fn of(&self, plan: &Plan) -> PlanFacts {
-        let mut memo = self.0.borrow_mut();
-        let mut fresh: Vec<(String, Kept)> = Vec::new();
-        let known = &*memo;
-        let facts = PlanFacts::gather(plan, |chunk| match known.get(&chunk.id) {
-            Some(kept) if kept.chunk.shares_text_with(chunk) => {
-                let state = if kept.state.status == chunk.status.as_str() {
-                    kept.state.clone()
-                } else {
-                    Arc::new(state_of(chunk, &kept.facts))
-                };
-                (Cow::Borrowed(&kept.facts), state)
-            }
-            _ => {
-                let facts = ChunkFacts::of(chunk);
-                let state = Arc::new(state_of(chunk, &facts));
-                if chunk.is_verbatim() {
-                    let kept = Kept {
-                        chunk: chunk.clone(),
-                        facts: facts.clone(),
-                        state: state.clone(),
-                    };
-                    fresh.push((chunk.id.clone(), kept));
+        let mut known = self.chunks.borrow_mut();
+        let mut phases = self.phases.borrow_mut();
+        phases.truncate(plan.phases.len());
+        let mut facts = PlanFacts::default();
+        for (at, phase) in plan.phases.iter().enumerate() {
+            let same =
+                matches!(phases.get(at), Some((seen, _)) if Arc::ptr_eq(seen, &phase.chunks));
+            if !same {
+                let rows = phase.chunks.iter().map(|c| row_of(&mut known, c)).collect();
+                let entry = (phase.chunks.clone(), rows);
+                match phases.get_mut(at) {
+                    Some(slot) => *slot = entry,
+                    None => phases.push(entry),
                 }
-                (Cow::Owned(facts), state)
             }
-        });
-        for (id, kept) in fresh {
-            memo.insert(id, kept);
+            for (of, state) in &phases[at].1 {
+                facts.add(of, state.clone());
+            }
         }
         facts
     }
+}
+
+/// `chunk`'s figures and state: from `known` when its text is the one they were read from,
+/// else read (and kept, when the chunk is its file's text).
+fn row_of(known: &mut HashMap<String, Kept>, chunk: &Chunk) -> Made {
+    if let Some(kept) = known.get(&chunk.id)
+        && kept.chunk.shares_text_with(chunk)
+    {
+        let state = if kept.state.status == chunk.status.as_str() {
+            kept.state.clone()
+        } else {
+            Arc::new(state_of(chunk, &kept.facts))
+        };
+        return (kept.facts.clone(), state);
+    }
+    let facts = Arc::new(ChunkFacts::of(chunk));
+    let state = Arc::new(state_of(chunk, &facts));
+    if chunk.is_verbatim() {
+        let kept = Kept {
+            chunk: chunk.clone(),
+            facts: facts.clone(),
+            state: state.clone(),
+        };
+        known.insert(chunk.id.clone(), kept);
+    }
+    (facts, state)
 }
 
 /// A chunk's entry in the last checkpoint written: the state it was made from, the commit it
@@ -411,143 +443,5 @@ impl Run {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::PlanFile;
-
-    fn attempt(n: u32, usd: f64, outcome: &str) -> Value {
-        serde_json::json!({
-            "n": n, "session_id": format!("s{n}"), "started_at": "2026-01-10T10:00:00Z",
-            "ended_at": format!("2026-01-10T10:0{n}:07Z"), "outcome": outcome,
-            "commit": format!("{n:0>40}"), "cost_usd": usd,
-            "tokens": {"input": 10 * n, "output": 3, "cache_read": 0, "cache_write": 0},
-        })
-    }
-
-    /// The memo gives exactly `PlanFacts::of` (sums to the last bit) as the plan changes by
-    /// runner's writes and behind its back, and reads again only the chunks that changed.
-    #[test]
-    fn the_memo_gives_exactly_the_facts_of_the_whole_plan() {
-        let dir = tempfile::tempdir().unwrap();
-        let chunks: Vec<Value> = (1..=5)
-            .map(|i| {
-                let attempts: Vec<Value> = (1..=i as u32)
-                    .map(|n| attempt(n, 0.1 * f64::from(n) + 0.07, if n == i as u32 { "completed" } else { "failed" }))
-                    .collect();
-                serde_json::json!({"id": format!("c{i}"), "description": "d", "status": "completed", "attempts": attempts})
-            })
-            .collect();
-        let plan = serde_json::json!({"feature": "f", "phases": [{"id": "p1", "name": "P", "subtasks": chunks}]});
-        std::fs::write(
-            dir.path().join("implementation_plan.json"),
-            serde_json::to_vec_pretty(&plan).unwrap(),
-        )
-        .unwrap();
-        let file = PlanFile::in_spec_dir(dir.path());
-        let memo = FactsMemo::default();
-        let check = |plan: &Plan| {
-            let (fast, slow) = (memo.of(plan), PlanFacts::of(plan));
-            assert_eq!(fast, slow);
-            assert_eq!(fast.usd.to_bits(), slow.usd.to_bits());
-            fast
-        };
-        let first = check(&file.load().unwrap().unwrap());
-        assert_eq!(first.chunks.len(), 5);
-        assert_eq!(
-            first.chunks[4].commit.as_deref(),
-            Some(&*format!("{:0>40}", 5))
-        );
-        // runner changes one chunk (its text is rewritten; the others stay shared).
-        let changed = file
-            .update(|plan| {
-                let pos = plan.find_chunk("c3").unwrap();
-                plan.chunk_mut(pos).update_last_attempt(|a| {
-                    a.extra.insert("cost_usd".into(), serde_json::json!(1.3));
-                });
-                Ok(plan.clone())
-            })
-            .unwrap();
-        let second = check(&changed);
-        assert_ne!(second.usd.to_bits(), first.usd.to_bits());
-        let reread = file.load().unwrap().unwrap();
-        assert_eq!(check(&reread), second);
-        // Someone else edits a chunk in the file: read anew, not taken from the memo.
-        let path = dir.path().join("implementation_plan.json");
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(
-            &path,
-            text.replace("\"cost_usd\": 0.27", "\"cost_usd\": 2.5"),
-        )
-        .unwrap();
-        let edited = file.load().unwrap().unwrap();
-        let third = check(&edited);
-        assert_ne!(third, second);
-        // A chunk whose status alone changes keeps its figures but not its commit.
-        let text = std::fs::read_to_string(&path).unwrap();
-        let at = text.rfind("\"status\": \"completed\"").unwrap();
-        let edited = format!(
-            "{}\"status\": \"pending\"{}",
-            &text[..at],
-            &text[at + "\"status\": \"completed\"".len()..]
-        );
-        std::fs::write(&path, edited).unwrap();
-        let fourth = check(&file.load().unwrap().unwrap());
-        assert_eq!(fourth.chunks[4].status, "pending");
-        assert_eq!(fourth.chunks[4].commit, None);
-        assert_eq!(fourth.usd.to_bits(), third.usd.to_bits());
-    }
-    /// The entries kept from one checkpoint to the next are the ones serialising every chunk
-    /// gives, as chunks change (a new state), move, appear and go, and as runner's record of
-    /// commits changes.
-    #[test]
-    fn kept_chunk_entries_are_the_ones_of_the_whole_list() {
-        let mut seed: u64 = 11;
-        let mut roll = |n: usize| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            (seed >> 33) as usize % n
-        };
-        let statuses = ["pending", "in_progress", "completed", "failed"];
-        let new_state = |i: usize, r: &mut dyn FnMut(usize) -> usize| {
-            Arc::new(ChunkState {
-                id: format!("c{i}"),
-                status: statuses[r(statuses.len())].to_string(),
-                commit: (r(2) == 0).then(|| format!("{:0>40}", r(3))),
-            })
-        };
-        let mut chunks: Vec<Arc<ChunkState>> = (0..6).map(|i| new_state(i, &mut roll)).collect();
-        let mut commits: HashMap<String, String> = HashMap::new();
-        let mut rows = Vec::new();
-        for _ in 0..500 {
-            match roll(5) {
-                0 => {
-                    let at = roll(chunks.len());
-                    chunks[at] = new_state(roll(8), &mut roll);
-                }
-                1 => {
-                    commits.insert(format!("c{}", roll(8)), format!("{:0>40}", roll(3)));
-                }
-                2 if chunks.len() > 1 => {
-                    chunks.remove(roll(chunks.len()));
-                }
-                3 => chunks.insert(roll(chunks.len() + 1), new_state(roll(8), &mut roll)),
-                _ => {
-                    let (a, b) = (roll(chunks.len()), roll(chunks.len()));
-                    chunks.swap(a, b);
-                }
-            }
-            rows = chunk_rows(rows, &chunks, &commits);
-            let whole: Vec<String> = chunks
-                .iter()
-                .map(|c| {
-                    let mut c = (**c).clone();
-                    if c.status == Status::Completed.as_str() {
-                        c.commit = commits.get(&c.id).cloned().or(c.commit);
-                    }
-                    checkpoint::chunk_text(&c)
-                })
-                .collect();
-            let kept: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
-            assert_eq!(kept, whole);
-        }
-    }
-}
+#[path = "keep_tests.rs"]
+mod tests;
