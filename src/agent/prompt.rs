@@ -71,10 +71,37 @@ impl Prompts {
     }
 }
 
+impl Prompts {
+    /// [`Prompts::render`] of `context` (a JSON object) with `extra` keys already in the form
+    /// the templates see (`template_value`): a part kept from one prompt to the next is not
+    /// converted again.
+    pub fn render_with(
+        &self,
+        name: &str,
+        context: serde_json::Value,
+        extra: Vec<(String, minijinja::Value)>,
+    ) -> anyhow::Result<String> {
+        let template = self.env.get_template(name).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!("prompt template {name}: {e:#}"))
+        })?;
+        let mut map = std::collections::BTreeMap::new();
+        if let serde_json::Value::Object(fields) = &context {
+            for (k, v) in fields {
+                map.insert(k.clone(), template_value(v));
+            }
+        }
+        map.extend(extra);
+        template.render(minijinja::Value::from(map)).map_err(|e| {
+            crate::error::RunnerError::bad_input(format!("rendering prompt template {name}: {e:#}"))
+                .into()
+        })
+    }
+}
+
 /// A JSON value as the templates see it. Through serde, a number with serde_json's
 /// `arbitrary_precision` (kept so that plans keep their digits) reaches minijinja as a map, so
 /// `{{ attempt - 1 }}` failed: numbers are converted here, by value.
-fn template_value(v: &serde_json::Value) -> minijinja::Value {
+pub fn template_value(v: &serde_json::Value) -> minijinja::Value {
     use serde_json::Value as J;
     match v {
         J::Null => minijinja::Value::from(()),

@@ -85,19 +85,19 @@ pub fn head_is_unborn(repo: &Repository) -> bool {
     matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch)
 }
 
-/// The diff of `commit` with its first parent's tree (with nothing, for a root commit), and
-/// that tree.
-fn diff_with_parent(
-    repo: &Repository,
-    commit: Oid,
-) -> Result<(Option<git2::Tree<'_>>, git2::Diff<'_>), git2::Error> {
+/// The diff of `commit` with its first parent's tree (with nothing, for a root commit), that
+/// tree, and the commit's own tree.
+type WithParent<'r> = (Option<git2::Tree<'r>>, git2::Tree<'r>, git2::Diff<'r>);
+
+fn diff_with_parent(repo: &Repository, commit: Oid) -> Result<WithParent<'_>, git2::Error> {
     let c = repo.find_commit(commit)?;
     let parent_tree = match c.parent(0) {
         Ok(p) => Some(p.tree()?),
         Err(_) => None,
     };
-    let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&c.tree()?), None)?;
-    Ok((parent_tree, diff))
+    let tree = c.tree()?;
+    let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)?;
+    Ok((parent_tree, tree, diff))
 }
 
 /// The files `commit` added or changed that `tip` (which descends from it) has deleted or put
@@ -107,8 +107,15 @@ fn diff_with_parent(
 /// only when something is missing.
 pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String> {
     let found = (|| -> Result<Vec<String>, git2::Error> {
-        let (parent_tree, diff) = diff_with_parent(repo, commit)?;
-        let tip_tree = repo.find_commit(tip)?.tree()?;
+        let (parent_tree, tree, diff) = diff_with_parent(repo, commit)?;
+        // The tip is most often `commit` itself (or has its tree): that tree is not read again
+        // (a root folder of 800 entries is read, inflated and hashed at every read).
+        let tip_id = repo.find_commit(tip)?.tree_id();
+        let tip_tree = if tip_id == tree.id() {
+            tree
+        } else {
+            repo.find_tree(tip_id)?
+        };
         let mut lost: Vec<String> = Vec::new();
         for delta in diff.deltas() {
             if !matches!(delta.status(), Delta::Added | Delta::Modified) {
@@ -244,7 +251,7 @@ pub fn commits_since(
 /// parent (with everything, for a root commit); empty when the commit cannot be read.
 pub fn added_or_changed_files(repo: &Repository, commit: Oid) -> Vec<String> {
     let found = (|| -> Result<Vec<String>, git2::Error> {
-        let (_, diff) = diff_with_parent(repo, commit)?;
+        let (_, _, diff) = diff_with_parent(repo, commit)?;
         Ok(diff
             .deltas()
             .filter(|d| matches!(d.status(), Delta::Added | Delta::Modified))

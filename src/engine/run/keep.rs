@@ -9,9 +9,9 @@
 //! attempt's. Advisory like the record: a write that fails is logged and the run goes on; the
 //! write itself is atomic and durable (`resume` loads the checkpoint first).
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -23,7 +23,9 @@ use crate::store::runs::{RunKind, RunRecord};
 /// The chunk statuses and figures a checkpoint takes from a plan.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct PlanFacts {
-    chunks: Vec<ChunkState>,
+    /// Shared with [`FactsMemo`] while the chunk is unchanged (the checkpoint keeps each one's
+    /// text while it is this very state).
+    chunks: Vec<Arc<ChunkState>>,
     seconds: u64,
     usd: f64,
     tokens: u64,
@@ -33,28 +35,46 @@ impl PlanFacts {
     /// Every chunk's status (and, if completed, its last completed attempt's commit), the
     /// seconds its attempts took and what they cost.
     pub(super) fn of(plan: &Plan) -> PlanFacts {
-        PlanFacts::gather(plan, |chunk| Cow::Owned(ChunkFacts::of(chunk)))
+        PlanFacts::gather(plan, |chunk| {
+            let facts = ChunkFacts::of(chunk);
+            let state = Arc::new(state_of(chunk, &facts));
+            (facts, state)
+        })
     }
 
-    /// [`PlanFacts::of`], with each chunk's figures from `facts_of`: the sums are made in the
-    /// same order (attempt by attempt, chunk by chunk), so they are the same to the last bit.
-    fn gather<'m>(plan: &Plan, mut facts_of: impl FnMut(&Chunk) -> Cow<'m, ChunkFacts>) -> Self {
+    /// [`PlanFacts::of`], with each chunk's figures and state from `facts_of`: the sums are
+    /// made in the same order (attempt by attempt, chunk by chunk), so they are the same to the
+    /// last bit.
+    fn gather(
+        plan: &Plan,
+        mut facts_of: impl FnMut(&Chunk) -> (ChunkFacts, Arc<ChunkState>),
+    ) -> Self {
         let mut facts = PlanFacts::default();
         for chunk in plan.chunks() {
-            let of = facts_of(chunk);
-            facts.seconds += of.seconds;
-            for usd in &of.usd {
-                facts.usd += usd;
-            }
-            facts.tokens += of.tokens;
-            let status = chunk.status;
-            facts.chunks.push(ChunkState {
-                id: chunk.id.clone(),
-                status: status.as_str().to_string(),
-                commit: of.commit.clone().filter(|_| status == Status::Completed),
-            });
+            let (of, state) = facts_of(chunk);
+            facts.add(&of, state);
         }
         facts
+    }
+
+    /// The next chunk's figures and state.
+    fn add(&mut self, of: &ChunkFacts, state: Arc<ChunkState>) {
+        self.seconds += of.seconds;
+        for usd in &of.usd {
+            self.usd += usd;
+        }
+        self.tokens += of.tokens;
+        self.chunks.push(state);
+    }
+}
+
+/// The checkpoint's state of `chunk`, whose attempts gave `facts`.
+fn state_of(chunk: &Chunk, facts: &ChunkFacts) -> ChunkState {
+    let status = chunk.status;
+    ChunkState {
+        id: chunk.id.clone(),
+        status: status.as_str().to_string(),
+        commit: facts.commit.clone().filter(|_| status == Status::Completed),
     }
 }
 
@@ -98,30 +118,124 @@ impl ChunkFacts {
 /// are read again: parsing every attempt record of an 800-chunk plan at every chunk made the
 /// checkpoint's figures a cost that grew with the plan. Holding the chunk keeps its text
 /// alive, so a text compared by address is never another one at the same address.
+///
+/// Per phase, the chunk list last read is kept too: a copy of the plan shares the phases it
+/// did not change (`Plan::chunk_mut`), and such a phase's chunks are not looked up at all.
 #[derive(Debug, Default)]
-pub(super) struct FactsMemo(RefCell<HashMap<String, (Chunk, ChunkFacts)>>);
+pub(super) struct FactsMemo {
+    chunks: RefCell<HashMap<String, Kept>>,
+    phases: RefCell<Vec<PhaseMade>>,
+}
+
+/// A phase's chunk list as last read, and what was made of each of its chunks.
+type PhaseMade = (Arc<Vec<Chunk>>, Vec<Made>);
+
+/// A chunk's figures and checkpoint state, as [`FactsMemo`] made them.
+type Made = (Arc<ChunkFacts>, Arc<ChunkState>);
+
+/// A chunk as [`FactsMemo`] read it: its figures and its checkpoint state.
+#[derive(Debug)]
+struct Kept {
+    chunk: Chunk,
+    facts: Arc<ChunkFacts>,
+    state: Arc<ChunkState>,
+}
 
 impl FactsMemo {
     /// [`PlanFacts::of`] `plan`, exactly, reading again only the chunks whose text changed.
     pub(super) fn of(&self, plan: &Plan) -> PlanFacts {
-        let mut memo = self.0.borrow_mut();
-        let mut fresh: Vec<(String, Chunk, ChunkFacts)> = Vec::new();
-        let known = &*memo;
-        let facts = PlanFacts::gather(plan, |chunk| match known.get(&chunk.id) {
-            Some((kept, facts)) if kept.shares_text_with(chunk) => Cow::Borrowed(facts),
-            _ => {
-                let facts = ChunkFacts::of(chunk);
-                if chunk.is_verbatim() {
-                    fresh.push((chunk.id.clone(), chunk.clone(), facts.clone()));
+        let mut known = self.chunks.borrow_mut();
+        let mut phases = self.phases.borrow_mut();
+        phases.truncate(plan.phases.len());
+        let mut facts = PlanFacts::default();
+        for (at, phase) in plan.phases.iter().enumerate() {
+            let same =
+                matches!(phases.get(at), Some((seen, _)) if Arc::ptr_eq(seen, &phase.chunks));
+            if !same {
+                let rows = phase.chunks.iter().map(|c| row_of(&mut known, c)).collect();
+                let entry = (phase.chunks.clone(), rows);
+                match phases.get_mut(at) {
+                    Some(slot) => *slot = entry,
+                    None => phases.push(entry),
                 }
-                Cow::Owned(facts)
             }
-        });
-        for (id, chunk, facts) in fresh {
-            memo.insert(id, (chunk, facts));
+            for (of, state) in &phases[at].1 {
+                facts.add(of, state.clone());
+            }
         }
         facts
     }
+}
+
+/// `chunk`'s figures and state: from `known` when its text is the one they were read from,
+/// else read (and kept, when the chunk is its file's text).
+fn row_of(known: &mut HashMap<String, Kept>, chunk: &Chunk) -> Made {
+    if let Some(kept) = known.get(&chunk.id)
+        && kept.chunk.shares_text_with(chunk)
+    {
+        let state = if kept.state.status == chunk.status.as_str() {
+            kept.state.clone()
+        } else {
+            Arc::new(state_of(chunk, &kept.facts))
+        };
+        return (kept.facts.clone(), state);
+    }
+    let facts = Arc::new(ChunkFacts::of(chunk));
+    let state = Arc::new(state_of(chunk, &facts));
+    if chunk.is_verbatim() {
+        let kept = Kept {
+            chunk: chunk.clone(),
+            facts: facts.clone(),
+            state: state.clone(),
+        };
+        known.insert(chunk.id.clone(), kept);
+    }
+    (facts, state)
+}
+
+/// A chunk's entry in the last checkpoint written: the state it was made from, the commit it
+/// names, and its text in the file.
+#[derive(Debug)]
+struct Row {
+    state: Arc<ChunkState>,
+    commit: Option<String>,
+    text: String,
+}
+
+/// The checkpoint's chunk entries for `chunks`, a completed chunk's commit taken from
+/// `commits` first: each one's text kept from `rows` (the last checkpoint's) when it is made
+/// from the same state with the same commit, else made anew. The same texts as serialising
+/// every chunk (tested).
+fn chunk_rows(
+    mut rows: Vec<Row>,
+    chunks: &[Arc<ChunkState>],
+    commits: &HashMap<String, String>,
+) -> Vec<Row> {
+    rows.truncate(chunks.len());
+    let mut old = rows.into_iter();
+    chunks
+        .iter()
+        .map(|state| {
+            let commit = match commits.get(&state.id) {
+                Some(c) if state.status == Status::Completed.as_str() => Some(c),
+                _ => state.commit.as_ref(),
+            };
+            match old.next() {
+                Some(row) if Arc::ptr_eq(&row.state, state) && row.commit.as_ref() == commit => row,
+                _ => {
+                    let written = ChunkState {
+                        commit: commit.cloned(),
+                        ..(**state).clone()
+                    };
+                    Row {
+                        state: state.clone(),
+                        text: checkpoint::chunk_text(&written),
+                        commit: written.commit,
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// The outcome of a run that never wrote its end and whose spec another run has taken up since.
@@ -162,6 +276,8 @@ pub(super) struct Keeper {
     planner: RefCell<crate::policy::budget::Spent>,
     /// Each chunk's figures, read again only when its text changed.
     pub(super) facts: FactsMemo,
+    /// The last checkpoint's chunk entries.
+    rows: RefCell<Vec<Row>>,
 }
 
 impl Keeper {
@@ -197,6 +313,7 @@ impl Keeper {
             verification: RefCell::new(verification),
             planner: RefCell::new(crate::store::ledger::planner(&paths.dir)),
             facts: FactsMemo::default(),
+            rows: RefCell::default(),
         }
     }
 
@@ -235,17 +352,7 @@ impl Keeper {
         tip: Option<String>,
         base: Option<&str>,
     ) {
-        let commits = self.commits.borrow();
-        let chunks = facts
-            .chunks
-            .into_iter()
-            .map(|mut c| {
-                if c.status == Status::Completed.as_str() {
-                    c.commit = commits.get(&c.id).cloned().or(c.commit);
-                }
-                c
-            })
-            .collect();
+        let rows = chunk_rows(self.rows.take(), &facts.chunks, &self.commits.borrow());
         let planner = self.planner.borrow();
         let written = Checkpoint {
             schema: 1,
@@ -254,7 +361,7 @@ impl Keeper {
             spec: self.spec.clone(),
             time: Utc::now(),
             trigger,
-            chunks,
+            chunks: Vec::new(),
             current_chunk: current.map(str::to_string),
             branch: branch_for(&self.spec),
             tip,
@@ -265,7 +372,9 @@ impl Keeper {
             cost_usd: crate::policy::budget::clean_usd(facts.usd + planner.usd),
             tokens: facts.tokens + planner.tokens,
         };
-        if let Err(e) = checkpoint::write(&self.spec_dir, &written) {
+        let bytes = checkpoint::bytes_with_chunks(&written, rows.iter().map(|r| r.text.as_str()));
+        *self.rows.borrow_mut() = rows;
+        if let Err(e) = bytes.and_then(|b| checkpoint::write_bytes(&self.spec_dir, &b)) {
             tracing::warn!(
                 file = %checkpoint::path(&self.spec_dir).display(),
                 "could not write the checkpoint: {e}"
@@ -334,89 +443,5 @@ impl Run {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::PlanFile;
-
-    fn attempt(n: u32, usd: f64, outcome: &str) -> Value {
-        serde_json::json!({
-            "n": n, "session_id": format!("s{n}"), "started_at": "2026-01-10T10:00:00Z",
-            "ended_at": format!("2026-01-10T10:0{n}:07Z"), "outcome": outcome,
-            "commit": format!("{n:0>40}"), "cost_usd": usd,
-            "tokens": {"input": 10 * n, "output": 3, "cache_read": 0, "cache_write": 0},
-        })
-    }
-
-    /// The memo gives exactly `PlanFacts::of` (sums to the last bit) as the plan changes by
-    /// runner's writes and behind its back, and reads again only the chunks that changed.
-    #[test]
-    fn the_memo_gives_exactly_the_facts_of_the_whole_plan() {
-        let dir = tempfile::tempdir().unwrap();
-        let chunks: Vec<Value> = (1..=5)
-            .map(|i| {
-                let attempts: Vec<Value> = (1..=i as u32)
-                    .map(|n| attempt(n, 0.1 * f64::from(n) + 0.07, if n == i as u32 { "completed" } else { "failed" }))
-                    .collect();
-                serde_json::json!({"id": format!("c{i}"), "description": "d", "status": "completed", "attempts": attempts})
-            })
-            .collect();
-        let plan = serde_json::json!({"feature": "f", "phases": [{"id": "p1", "name": "P", "subtasks": chunks}]});
-        std::fs::write(
-            dir.path().join("implementation_plan.json"),
-            serde_json::to_vec_pretty(&plan).unwrap(),
-        )
-        .unwrap();
-        let file = PlanFile::in_spec_dir(dir.path());
-        let memo = FactsMemo::default();
-        let check = |plan: &Plan| {
-            let (fast, slow) = (memo.of(plan), PlanFacts::of(plan));
-            assert_eq!(fast, slow);
-            assert_eq!(fast.usd.to_bits(), slow.usd.to_bits());
-            fast
-        };
-        let first = check(&file.load().unwrap().unwrap());
-        assert_eq!(first.chunks.len(), 5);
-        assert_eq!(
-            first.chunks[4].commit.as_deref(),
-            Some(&*format!("{:0>40}", 5))
-        );
-        // runner changes one chunk (its text is rewritten; the others stay shared).
-        let changed = file
-            .update(|plan| {
-                let pos = plan.find_chunk("c3").unwrap();
-                plan.chunk_mut(pos).update_last_attempt(|a| {
-                    a.extra.insert("cost_usd".into(), serde_json::json!(1.3));
-                });
-                Ok(plan.clone())
-            })
-            .unwrap();
-        let second = check(&changed);
-        assert_ne!(second.usd.to_bits(), first.usd.to_bits());
-        let reread = file.load().unwrap().unwrap();
-        assert_eq!(check(&reread), second);
-        // Someone else edits a chunk in the file: read anew, not taken from the memo.
-        let path = dir.path().join("implementation_plan.json");
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(
-            &path,
-            text.replace("\"cost_usd\": 0.27", "\"cost_usd\": 2.5"),
-        )
-        .unwrap();
-        let edited = file.load().unwrap().unwrap();
-        let third = check(&edited);
-        assert_ne!(third, second);
-        // A chunk whose status alone changes keeps its figures but not its commit.
-        let text = std::fs::read_to_string(&path).unwrap();
-        let at = text.rfind("\"status\": \"completed\"").unwrap();
-        let edited = format!(
-            "{}\"status\": \"pending\"{}",
-            &text[..at],
-            &text[at + "\"status\": \"completed\"".len()..]
-        );
-        std::fs::write(&path, edited).unwrap();
-        let fourth = check(&file.load().unwrap().unwrap());
-        assert_eq!(fourth.chunks[4].status, "pending");
-        assert_eq!(fourth.chunks[4].commit, None);
-        assert_eq!(fourth.usd.to_bits(), third.usd.to_bits());
-    }
-}
+#[path = "keep_tests.rs"]
+mod tests;

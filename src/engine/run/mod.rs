@@ -116,6 +116,8 @@ struct Run {
     person: Option<person::Listener>,
     /// The last branch tip whose history passed the check: the next check starts from it.
     history: crate::engine::recovery::integrity::HistoryMemo,
+    /// The coder prompt's progress of the phases it did not change.
+    progress: prompt::ProgressMemo,
     /// Wait for usage limits to reset (`--wait`, `run.wait_for_limits`) instead of exit 6.
     wait: bool,
     /// What this run spent waiting for usage limits (bounded by `run.max_wait`).

@@ -479,6 +479,7 @@ impl Prepared {
             next_session: None,
             person: self.person,
             history: Default::default(),
+            progress: Default::default(),
             wait,
             waited: Duration::ZERO,
             limited: None,

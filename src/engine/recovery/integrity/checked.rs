@@ -42,6 +42,9 @@ pub struct HistoryMemo {
     /// (id, commit as written, commit id), in order. A phase whose list is that very list (a
     /// copy of the plan shares the phases it did not change) is not looked at again.
     phases: Mutex<Vec<PhaseSeen>>,
+    /// The tip the last quick answer was for, and the recorded commits it found new on the
+    /// line: when that tip passes, they are added to the held ones (not all read again).
+    pending: Mutex<Option<(Oid, Vec<Oid>)>>,
 }
 
 impl HistoryMemo {
@@ -55,6 +58,9 @@ impl HistoryMemo {
         plan: &Plan,
         current: Option<&Chunk>,
     ) -> Option<HistoryFacts> {
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = None;
+        }
         let guard = self.checked.lock().ok()?;
         let checked = guard.as_ref()?;
         let mut known = self.recorded.lock().ok()?;
@@ -104,6 +110,7 @@ impl HistoryMemo {
                 }
                 None => None,
             };
+        let added: Vec<Oid> = new.iter().map(|(_, oid)| *oid).collect();
         let hollowed = new
             .into_iter()
             .filter_map(|(id, oid)| {
@@ -111,6 +118,9 @@ impl HistoryMemo {
                 (!paths.is_empty()).then_some((id, paths))
             })
             .collect();
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = Some((tip, added));
+        }
         Some(HistoryFacts {
             branch_exists: true,
             recorded,
@@ -119,8 +129,20 @@ impl HistoryMemo {
         })
     }
 
-    /// `tip` passed the check with these facts: remember it and the commits it held.
+    /// `tip` passed the check with these facts: remember it and the commits it held. After a
+    /// quick answer for `tip`, the commits held are the ones held before and the new ones on the
+    /// line (a commit held before and no longer recorded stays held: it is still an ancestor of
+    /// `tip`, with no change hidden, so that a chunk recording it again is answered the same).
     pub(super) fn remember(&self, tip: Oid, facts: &HistoryFacts) {
+        let pending = self.pending.lock().ok().and_then(|mut p| p.take());
+        if let (Some((at, added)), Ok(mut slot)) = (pending, self.checked.lock())
+            && at == tip
+            && let Some(checked) = slot.as_mut()
+        {
+            checked.held.extend(added);
+            checked.tip = tip;
+            return;
+        }
         let held = facts
             .recorded
             .iter()

@@ -260,3 +260,100 @@ fn a_phase_shared_with_the_plan_checked_before_is_not_read_again_and_a_changed_o
     let facts = quick(&r, &memo, &p3).expect("a plain line");
     assert_eq!(facts.recorded.len(), 2);
 }
+
+/// A run's checks as `guard_history` makes them, over random histories: an agent's commits,
+/// commits undoing or deleting recorded work, amends, resets, a branch force-moved to an older
+/// commit, merges that drop work. Every quick answer is the whole check's (`quick` asserts it),
+/// and the memo goes on from each tip that passed, as the run's does.
+#[test]
+fn random_histories_get_the_whole_checks_answer() {
+    let r = repo();
+    let memo = HistoryMemo::default();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut roll = |n: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let mut recorded: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = vec![git(&r.dir, &["rev-parse", "HEAD"])];
+    let (mut answered, mut passed, mut hollowed) = (0, 0, 0);
+    for step in 0..120 {
+        let has_parent = git(&r.dir, &["rev-list", "--count", "HEAD"]) != "1";
+        match roll(10) {
+            // A chunk's work, committed by runner (most steps, as in a run).
+            0..=3 => recorded.push(commit(&r.dir, &format!("f{step}"), "work")),
+            // An agent's ordinary commit, undoing or deleting a chunk's file.
+            4 if !recorded.is_empty() => {
+                let f = format!("f{}", roll(step + 1));
+                if r.dir.join(&f).exists() && roll(2) == 0 {
+                    git(&r.dir, &["rm", "-q", &f]);
+                    git(&r.dir, &["commit", "-q", "-m", "rm"]);
+                } else {
+                    commit(&r.dir, &f, "undone");
+                }
+            }
+            5 => {
+                commit(&r.dir, &format!("g{step}"), "agent");
+            }
+            6 => {
+                git(&r.dir, &["commit", "-q", "--amend", "-m", "amended"]);
+            }
+            7 if has_parent => {
+                git(&r.dir, &["reset", "-q", "--hard", "HEAD~1"]);
+            }
+            8 => {
+                // The branch force-moved to a commit it had before.
+                let to = seen[roll(seen.len() as u64) as usize].clone();
+                git(&r.dir, &["reset", "-q", "--hard", &to]);
+            }
+            9 if has_parent => {
+                // The last commit dropped and hidden behind a merge that keeps this side only
+                // (`reset --hard HEAD~1; merge -s ours <old tip>`): its changes are gone.
+                let old = format!("old{step}");
+                git(&r.dir, &["branch", "-f", &old, "HEAD"]);
+                git(&r.dir, &["reset", "-q", "--hard", "HEAD~1"]);
+                git(&r.dir, &["merge", "-q", "-s", "ours", &old, "-m", "merge"]);
+            }
+            _ => {}
+        }
+        seen.push(git(&r.dir, &["rev-parse", "HEAD"]));
+        let refs: Vec<&str> = recorded.iter().map(String::as_str).collect();
+        let plan = as_read(&plan_with(&refs));
+        let facts = match quick(&r, &memo, &plan) {
+            Some(f) => {
+                answered += 1;
+                f
+            }
+            None => history_facts(&r.main, "001-x", &plan, None),
+        };
+        hollowed += usize::from(!facts.hollowed.is_empty());
+        match judge_history(&facts) {
+            None => {
+                passed += 1;
+                memo.remember(tip(&r), &facts);
+            }
+            // A person accepts the loss: the chunks lost or hollowed are not completed any more.
+            Some(breach) => {
+                let lost: Vec<&String> = breach
+                    .missing
+                    .iter()
+                    .map(|(c, _)| c)
+                    .chain(breach.hollowed.iter().map(|(c, _)| c))
+                    .collect();
+                let ids: Vec<String> = (0..recorded.len()).map(|i| format!("c{i}")).collect();
+                recorded = recorded
+                    .iter()
+                    .zip(&ids)
+                    .filter(|(_, id)| !lost.contains(id))
+                    .map(|(c, _)| c.clone())
+                    .collect();
+            }
+        }
+    }
+    assert!(
+        answered > 20 && passed > 20 && hollowed > 0,
+        "{answered} quick, {passed} passed, {hollowed} hollowed"
+    );
+}
