@@ -311,3 +311,7 @@ fn warn_once(path: &Path, warnings: &[String]) {
         crate::output::warn(&format!("plan {}: {warning}", path.display()));
     }
 }
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;
