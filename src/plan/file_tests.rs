@@ -84,6 +84,40 @@ fn string_values(text: &str, key: &str) -> Vec<(usize, usize)> {
 
 /// One edit an agent makes of the file (or `None` when it does not apply).
 fn agent_edit(rng: &mut Rng, bytes: &[u8], older: &[Vec<u8>]) -> Option<Vec<u8>> {
+    // Edits of bytes: a byte-order mark, a byte that is not UTF-8 in a description, trailing
+    // spaces, the final newline dropped, a chunk's text swapped with the next one's.
+    if rng.below(4) == 0 {
+        let mut out = bytes.to_vec();
+        match rng.below(5) {
+            0 => out.splice(0..0, *b"\xEF\xBB\xBF"),
+            1 => {
+                let at = out.windows(17).position(|w| w == b"\"description\": \"")?;
+                out.insert(at + 17, 0xff);
+                return Some(out);
+            }
+            2 => {
+                out.extend_from_slice(b"  \n");
+                return Some(out);
+            }
+            3 => {
+                out.pop();
+                return Some(out);
+            }
+            _ => {
+                let text = String::from_utf8(out).ok()?;
+                let a = text.find("\"id\": \"")?;
+                let b = a + 1 + text[a + 1..].find("\"id\": \"")?;
+                let (ea, eb) = (text[a..].find('\n')? + a, text[b..].find('\n')? + b);
+                let mut swapped = text[..a].to_string();
+                swapped.push_str(&text[b..eb]);
+                swapped.push_str(&text[ea..b]);
+                swapped.push_str(&text[a..ea]);
+                swapped.push_str(&text[eb..]);
+                return Some(swapped.into_bytes());
+            }
+        };
+        return Some(out);
+    }
     let mut text = String::from_utf8(bytes.to_vec()).ok()?;
     let ids = string_values(&text, "id");
     let pick = |list: &[(usize, usize)], rng: &mut Rng| list.get(rng.below(list.len())).copied();
