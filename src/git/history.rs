@@ -116,7 +116,9 @@ pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String>
         } else {
             repo.find_tree(tip_id)?
         };
-        let mut lost: Vec<String> = Vec::new();
+        // Paths as git has them (bytes): a name that is not UTF-8, made UTF-8, would match no
+        // path in the walk below, and a file deleted by visible work would count as hidden.
+        let mut lost: Vec<std::path::PathBuf> = Vec::new();
         for delta in diff.deltas() {
             if !matches!(delta.status(), Delta::Added | Delta::Modified) {
                 continue;
@@ -137,11 +139,11 @@ pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String>
                 _ => None,
             };
             if at_tip.is_none() || at_tip == before {
-                lost.push(path.to_string_lossy().into_owned());
+                lost.push(path.to_path_buf());
             }
         }
         if lost.is_empty() {
-            return Ok(lost);
+            return Ok(Vec::new());
         }
         let mut walk = repo.revwalk()?;
         walk.push(tip)?;
@@ -161,18 +163,20 @@ pub fn vanished_changes(repo: &Repository, tip: Oid, commit: Oid) -> Vec<String>
                 Some(&later.tree()?),
                 Some(&mut opts),
             )?;
-            let touched: Vec<String> = d
+            let touched: Vec<&std::path::Path> = d
                 .deltas()
                 .flat_map(|x| [x.old_file().path(), x.new_file().path()])
                 .flatten()
-                .map(|p| p.to_string_lossy().into_owned())
                 .collect();
-            lost.retain(|p| !touched.contains(p));
+            lost.retain(|p| !touched.contains(&p.as_path()));
             if lost.is_empty() {
                 break;
             }
         }
-        Ok(lost)
+        Ok(lost
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
     })();
     found.unwrap_or_default()
 }

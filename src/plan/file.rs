@@ -104,8 +104,13 @@ impl PlanFile {
             if known.bytes == bytes {
                 return Ok(known.plan.clone());
             }
-            // Most often one chunk changed since (an agent's report): read only that one.
-            match super::reread::one_chunk_changed(known, bytes) {
+            // Most often one chunk changed since (an agent's report): read only that one. Not
+            // past the cut-off: the answer is remembered with its bytes.
+            let quick = match bytes.len() <= REMEMBER_MAX_BYTES {
+                true => super::reread::one_chunk_changed(known, bytes),
+                false => Err(bytes),
+            };
+            match quick {
                 Ok(now) => {
                     let plan = now.plan.clone();
                     *last = Some(now);
@@ -311,3 +316,7 @@ fn warn_once(path: &Path, warnings: &[String]) {
         crate::output::warn(&format!("plan {}: {warning}", path.display()));
     }
 }
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

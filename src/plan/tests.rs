@@ -2809,3 +2809,32 @@ fn an_attempt_record_reads_exactly_when_it_can_be_read() {
         );
     }
 }
+
+#[test]
+fn a_plan_grown_past_the_cut_off_by_one_chunk_is_not_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = PlanFile::in_spec_dir(dir.path());
+    let small = json!({"phases": [{"id": "p", "subtasks": [
+        {"id": "c0", "description": "d"}, {"id": "c1", "description": "e"}]}]});
+    std::fs::write(file.path(), small.to_string()).unwrap();
+    file.update(|p| {
+        let pos = p.find_chunk("c0").unwrap();
+        p.chunk_mut(pos).set_status(Status::Completed);
+        Ok(())
+    })
+    .unwrap();
+    assert!(file.remembers_a_plan());
+    // An agent writes 9 MB into one chunk, in runner's own form (the quick re-read's case).
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let long = "x".repeat(9 << 20);
+    let grown = text.replacen(
+        "\"description\": \"e\"",
+        &format!("\"description\": \"{long}\""),
+        1,
+    );
+    assert_ne!(grown, text);
+    std::fs::write(file.path(), &grown).unwrap();
+    let read = file.load().unwrap().unwrap();
+    assert_eq!(read, parse_plan(file.path(), grown.as_bytes()).unwrap());
+    assert!(!file.remembers_a_plan(), "a plan past 8 MB is held twice");
+}

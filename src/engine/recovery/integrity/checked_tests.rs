@@ -357,3 +357,23 @@ fn random_histories_get_the_whole_checks_answer() {
         "{answered} quick, {passed} passed, {hollowed} hollowed"
     );
 }
+
+/// A file a chunk added, whose name is not UTF-8, deleted by an agent's ordinary commit: visible
+/// work, not work a merge hid — neither check may call it hollowed (the walk looked for the
+/// file under its name made UTF-8, found no commit touching that, and kept it as lost).
+#[test]
+fn a_file_with_a_name_that_is_not_utf8_deleted_by_an_ordinary_commit_is_not_hollowed() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = repo();
+    let name = std::ffi::OsStr::from_bytes(b"f\xffx");
+    std::fs::write(r.dir.join(name), "work").unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "chunk"]);
+    let work = git(&r.dir, &["rev-parse", "HEAD"]);
+    std::fs::remove_file(r.dir.join(name)).unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "agent deletes it"]);
+    let plan = as_read(&plan_with(&[&work]));
+    let facts = history_facts(&r.main, "001-x", &plan, None);
+    assert_eq!(facts.hollowed, Vec::new(), "{facts:?}");
+}
