@@ -9,6 +9,8 @@ use runner::error::ErrorReport;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // First, while this is the only thread (libgit2's options are process-wide globals).
+    runner::git::cache_trees();
     let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
     // Before the log: its lines are coloured by the same choice as everything else.
     runner::cli::style::init(cli.color);
