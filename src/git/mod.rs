@@ -4,20 +4,6 @@
 //! (`Oid`s, names, paths), and `Repository` is passed around as a handle only.
 
 pub mod backup;
-
-/// Trees up to this size stay in libgit2's object cache once read (its default is 4 KiB: a
-/// folder of more than about 100 entries was inflated and hashed again at every read — the
-/// worktree's root of 800 files several times per chunk of a run).
-pub const CACHED_TREE_BYTES: usize = 1 << 20;
-
-/// Keep trees up to `CACHED_TREE_BYTES` in libgit2's object cache. Call it first thing in
-/// `main`, before any other thread exists: the option is a global libgit2 sets without a lock.
-pub fn cache_trees() {
-    // SAFETY: called by `main` before any thread is spawned (see above); an error (an option
-    // this libgit2 does not know) leaves the default, which is only slower.
-    let _ =
-        unsafe { git2::opts::set_cache_object_limit(git2::ObjectType::Tree, CACHED_TREE_BYTES) };
-}
 pub mod commit;
 pub mod history;
 pub mod init;
@@ -37,3 +23,17 @@ pub use repo::{
 };
 pub use slot::{Slot, SlotState, branch_for, slot_holding, spec_of_branch};
 pub use stage::Stager;
+
+/// Trees up to this size stay in libgit2's object cache once read (its default is 4 KiB: a
+/// folder of more than about 100 entries was inflated and hashed again at every read — the
+/// worktree's root of 800 files several times per chunk of a run).
+pub const CACHED_TREE_BYTES: usize = 1 << 20;
+
+/// Keep trees up to `CACHED_TREE_BYTES` in libgit2's object cache. Call it first thing in
+/// `main`, before any other thread exists: the option is a global libgit2 sets without a lock.
+pub fn cache_trees() {
+    // SAFETY: called by `main` before any thread is spawned (see above); an error (an option
+    // this libgit2 does not know) leaves the default, which is only slower.
+    let _ =
+        unsafe { git2::opts::set_cache_object_limit(git2::ObjectType::Tree, CACHED_TREE_BYTES) };
+}
