@@ -5,23 +5,13 @@
 //! statuses, dependencies, reformatting, CRLF, escapes, duplicate keys, older copies put back),
 //! two runner processes writing the same file, random plans and the real Auto-Claude plans.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::PlanFile;
+use crate::plan::layout::tests::{Rng, reference_plans};
 use crate::plan::{Attempt, ChunkPos, Plan, Status, parse_plan, plan_to_bytes};
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
 
 const TEXTS: [&str; 6] = [
     "plain",
@@ -322,18 +312,6 @@ fn random_start(rng: &mut Rng) -> Vec<u8> {
         Ok(plan) if rng.below(3) > 0 => plan_to_bytes(&plan),
         _ => pretty,
     }
-}
-
-fn reference_plans() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/auto-claude-plans");
-    let mut plans: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    plans.sort();
-    assert!(!plans.is_empty());
-    plans
 }
 
 #[test]

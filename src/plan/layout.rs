@@ -405,4 +405,4 @@ fn identical(a: &Value, b: &Value) -> bool {
 
 #[cfg(test)]
 #[path = "layout_tests.rs"]
-mod tests;
+pub(super) mod tests;

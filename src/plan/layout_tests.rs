@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::plan::{Attempt, Status, parse_plan, plan_to_bytes};
 
-/// A small deterministic generator: the same cases on every run.
-struct Rng(u64);
+/// A small deterministic generator: the same cases on every run (`file_tests.rs` uses it too).
+pub(in crate::plan) struct Rng(pub(in crate::plan) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -19,7 +19,7 @@ impl Rng {
         self.0
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(in crate::plan) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
@@ -304,7 +304,8 @@ fn splicing_declines_every_change_outside_the_chunks() {
     assert!(cases > 100);
 }
 
-fn reference_plans() -> Vec<PathBuf> {
+/// The real Auto-Claude plans beside the checkout (`file_tests.rs` uses them too).
+pub(in crate::plan) fn reference_plans() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/auto-claude-plans");
     let mut plans: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("the reference plans at {}: {e}", dir.display()))
