@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::layout::{self, Remembered};
 use super::{Plan, PlanError, parse_plan, plan_to_bytes};
-use crate::store::{FileLock, write_atomic};
+use crate::store::{FileLock, write_atomic_swapping};
 
 pub const PLAN_FILE: &str = "implementation_plan.json";
 pub const LAST_GOOD_FILE: &str = "implementation_plan.json.last-good";
@@ -149,15 +149,18 @@ impl PlanFile {
             crate::error::RunnerError::bad_input(format!("no plan at {}", self.path.display()))
                 .with_hint("run `runner run` to have the planner write one")
         };
-        let mut old = match crate::store::safe::open_read(&self.path) {
+        let mut file = match crate::store::safe::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
         };
         let mut plan = {
             let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut old, &mut bytes)
+            std::io::Read::read_to_end(&mut file, &mut bytes)
                 .with_context(|| format!("reading {}", self.path.display()))?;
+            // Closed before the write: the file it reads becomes the swap file the write after
+            // this one overwrites, which is done only while no one has it open.
+            drop(file);
             // The bytes go before the plan is changed and written: a long plan is not held
             // three times (bytes, plan, new bytes).
             self.parse(bytes)?
@@ -167,10 +170,6 @@ impl PlanFile {
             let (written, spans) = self.write(&plan)?;
             // A valid plan changed by runner's own steps: what the next read would parse.
             self.remember_written(&plan, written, spans);
-            // The replaced file's blocks are freed when its last open handle closes. Holding
-            // it until here and closing it on another thread takes that work (slow on disks
-            // that discard freed blocks) off the run's path; it overlaps with what follows.
-            std::thread::spawn(move || drop(old));
         }
         Ok(out)
     }
@@ -215,11 +214,12 @@ impl PlanFile {
     }
 
     /// Replace the file durably; the bytes written and their chunks' spans. Callers hold the
-    /// plan lock (or are the only writer).
+    /// plan lock: the replace keeps the file it replaced as a swap file for the next write,
+    /// which must be the only one writing it (`store::safe::swap`).
     fn write(&self, plan: &Plan) -> anyhow::Result<(Vec<u8>, Vec<layout::Span>)> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         let (bytes, spans) = self.bytes_to_write(plan);
-        write_atomic(&self.path, &bytes)
+        write_atomic_swapping(&self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))?;
         // The last-good copy is overwritten in place, without a rename or an fsync: replacing
         // a file frees its blocks, which doubled the cost of a plan write on our CI disk. A

@@ -26,7 +26,7 @@ pub mod status_cache;
 pub mod watch;
 pub mod workspace;
 
-pub use atomic::{is_temp_file, write_atomic};
+pub use atomic::{is_temp_file, write_atomic, write_atomic_swapping};
 pub use journal::{Event, Journal, read_entries, read_typed};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};
