@@ -11,6 +11,7 @@ pub mod preset;
 pub mod process;
 pub mod prompt;
 pub mod report;
+pub mod spawn;
 
 pub use interrupt::Interrupt;
 pub use preset::AgentSetup;

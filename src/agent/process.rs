@@ -3,14 +3,12 @@
 //! session log, capped (`capture`).
 
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
 use super::capture::{CappedLog, OutputSummary};
 use super::interrupt::Interrupt;
@@ -56,35 +54,32 @@ pub async fn run_child(
     interrupt: &Interrupt,
     on_spawn: &mut dyn FnMut(i32),
 ) -> anyhow::Result<ChildEnd> {
-    let Some((program, args)) = spec.argv.split_first() else {
+    let Some(program) = spec.argv.first() else {
         anyhow::bail!("empty command");
     };
     let log = crate::store::safe::create(&spec.log_path)
         .with_context(|| format!("creating {}", spec.log_path.display()))?;
     // stdout and stderr share one pipe, so their lines stay in the order they were written.
     let (reader, writer) = std::io::pipe()?;
-    let writer_err = writer.try_clone()?;
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer_err))
-        .process_group(0)
-        .kill_on_drop(true);
-    // Die with runner: an agent must not go on editing the worktree behind a crashed runner's
-    // back.
-    term_with_runner(&mut cmd);
+    let (stdin_reader, stdin_writer) = match spec.stdin {
+        Some(_) => {
+            let (r, w) = std::io::pipe()?;
+            (Some(OwnedFd::from(r)), Some(w))
+        }
+        None => (None, None),
+    };
     let started = Instant::now();
-    let spawned = cmd.spawn();
-    // The command holds runner's copies of the pipe's write end: without closing them the
-    // output would never reach end-of-file.
-    drop(cmd);
+    // Its own process group, and SIGTERM when runner dies: an agent must not go on editing
+    // the worktree behind a crashed runner's back (see `spawn`). The start consumes runner's
+    // copies of the pipes' child ends: without closing them the output would never end.
+    let spawned = super::spawn::start(super::spawn::Start {
+        argv: &spec.argv,
+        cwd: &spec.cwd,
+        env: &spec.env,
+        stdin: stdin_reader,
+        stdout: OwnedFd::from(writer.try_clone()?),
+        stderr: OwnedFd::from(writer),
+    });
     let mut child = spawned.map_err(|e| {
         crate::error::RunnerError::bad_input(format!("cannot start {program:?}: {e}")).with_hint(
             "check the agent command ([agent] command in .auto-claude/config.toml, or --agent-command)",
@@ -92,17 +87,16 @@ pub async fn run_child(
     })?;
     let watch = spec.watch_for.as_deref().unwrap_or("").as_bytes();
     let capture = Capture::start(reader, CappedLog::new(log, spec.max_log_bytes, watch));
-    let pgid = child.id().map(|pid| pid as i32);
+    let pgid = Some(child.id());
     if let Some(pgid) = pgid {
         on_spawn(pgid);
     }
     tracing::debug!(?pgid, argv = ?spec.argv, cwd = %spec.cwd.display(), "started child");
-    if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
-        // An agent that never reads its stdin must not block us: write in the background and
-        // ignore a closed pipe.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(text.as_bytes()).await;
-            let _ = stdin.shutdown().await;
+    if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), stdin_writer) {
+        // An agent that never reads its stdin must not block us: write from a thread of its
+        // own, which ends at the latest when the agent does (a closed pipe).
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
         });
     }
     let ended = tokio::select! {
@@ -197,7 +191,7 @@ fn exit_of(status: std::process::ExitStatus) -> Ended {
 /// SIGTERM the group and give it `grace` (cut short by a further interrupt) to end, then
 /// SIGKILL. Returns whether the child ended within the grace period.
 async fn stop_group(
-    child: &mut tokio::process::Child,
+    child: &mut super::spawn::Child,
     pgid: Option<i32>,
     interrupt: &Interrupt,
     grace: Duration,
@@ -225,9 +219,9 @@ pub fn kill_group(pgid: i32, signal: i32) {
 }
 
 /// Have the child started by `cmd` get a SIGTERM when this process dies (Linux; elsewhere
-/// nothing): an agent, or a spec's run under `run --jobs`, is not left working behind a
-/// runner that crashed.
-pub fn term_with_runner(cmd: &mut Command) {
+/// nothing): a spec's run under `run --jobs` is not left working behind a runner that crashed.
+/// (Agents are started by `spawn`, which does the same without `fork`.)
+pub fn term_with_runner(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]
     {
         let runner_pid = std::process::id() as libc::pid_t;

@@ -1,0 +1,165 @@
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// Start `argv` with its output into a pipe; the child and the pipe's reading end.
+fn start_with(
+    argv: &[&str],
+    cwd: &Path,
+    env: &[(&str, &str)],
+    stdin: Option<OwnedFd>,
+) -> std::io::Result<(Child, std::io::PipeReader)> {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let child = start(Start {
+        argv: &argv,
+        cwd,
+        env: &env,
+        stdin,
+        stdout: OwnedFd::from(writer.try_clone().unwrap()),
+        stderr: OwnedFd::from(writer),
+    })?;
+    Ok((child, reader))
+}
+
+fn wait(child: &mut Child) -> ExitStatus {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(child.wait())
+        .unwrap()
+}
+
+fn output(mut reader: std::io::PipeReader) -> String {
+    let mut text = String::new();
+    reader.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn the_program_is_found_on_the_childs_path_with_its_arguments_folder_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, reader) = start_with(
+        &[
+            "sh",
+            "-c",
+            "echo \"$RUNNER_TEST_VALUE $(pwd) $0 $1\"; exit 3",
+            "a b",
+            "c",
+        ],
+        dir.path(),
+        &[
+            ("RUNNER_TEST_VALUE", "given"),
+            ("PATH", "/nowhere:/usr/bin:/bin"),
+        ],
+        None,
+    )
+    .unwrap();
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(3));
+    let cwd = dir.path().canonicalize().unwrap();
+    assert_eq!(output(reader), format!("given {} a b c\n", cwd.display()));
+}
+
+#[test]
+fn a_missing_or_forbidden_program_is_an_error_of_its_own_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = start_with(&["runner-no-such-program"], dir.path(), &[], None);
+    assert_eq!(
+        missing.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    let script = dir.path().join("not-executable");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let forbidden = start_with(&[script.to_str().unwrap()], dir.path(), &[], None);
+    assert_eq!(
+        forbidden.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::PermissionDenied)
+    );
+    let folder = start_with(&["."], dir.path(), &[], None);
+    assert!(folder.is_err(), "a folder is not a program");
+}
+
+#[test]
+fn a_script_without_a_hash_bang_line_runs_in_the_shell_as_with_execvp() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("plain-script");
+    std::fs::write(&script, "echo \"from the shell: $1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut child, reader) =
+        start_with(&["./plain-script", "arg"], dir.path(), &[], None).unwrap();
+    assert!(wait(&mut child).success());
+    assert_eq!(output(reader), "from the shell: arg\n");
+}
+
+#[test]
+fn stdin_is_what_is_given_and_the_child_leads_its_own_group_with_no_signal_ignored_or_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdin_reader, mut stdin_writer) = std::io::pipe().unwrap();
+    let (mut child, reader) = start_with(
+        &[
+            "sh",
+            "-c",
+            "cat; grep -E '^(SigIgn|SigBlk)' /proc/$$/status; ps -o pgid= -p $$",
+        ],
+        dir.path(),
+        &[],
+        Some(OwnedFd::from(stdin_reader)),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut stdin_writer, b"the prompt\n").unwrap();
+    drop(stdin_writer);
+    assert!(wait(&mut child).success());
+    let text = output(reader);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "the prompt");
+    let mask = |name: &str| {
+        let line = lines.iter().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.trim_start_matches(name).trim(), 16).unwrap()
+    };
+    // The test harness ignores SIGPIPE, as runner does: the child must not inherit that.
+    assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{text}");
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    assert_eq!(lines.last().unwrap().trim(), child.id().to_string());
+}
+
+#[test]
+fn the_child_gets_sigterm_when_the_thread_that_started_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    // PR_SET_PDEATHSIG fires when the starting thread ends (as when runner dies).
+    let (mut child, _reader) =
+        std::thread::spawn(move || start_with(&["sleep", "30"], &path, &[], None).unwrap())
+            .join()
+            .unwrap();
+    let started = Instant::now();
+    let status = wait(&mut child);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_child_dropped_before_it_ended_is_killed_and_reaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, _reader) = start_with(&["sleep", "30"], dir.path(), &[], None).unwrap();
+    let pid = child.id();
+    let state = Arc::clone(&child.state);
+    drop(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !state.lock().unwrap().done {
+        assert!(Instant::now() < deadline, "the child was not killed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Reaped: the pid is no child of ours any more.
+    // SAFETY: waitpid on a pid with WNOHANG.
+    let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    assert_eq!(r, -1);
+}
