@@ -95,9 +95,11 @@ pub async fn run_child(
     if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), stdin_writer) {
         // An agent that never reads its stdin must not block us: write from a thread of its
         // own, which ends at the latest when the agent does (a closed pipe).
-        std::thread::spawn(move || {
-            let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
-        });
+        std::thread::Builder::new()
+            .spawn(move || {
+                let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+            })
+            .context("starting the thread that gives the agent its prompt")?;
     }
     let ended = tokio::select! {
         status = child.wait() => exit_of(status?),

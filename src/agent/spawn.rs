@@ -80,6 +80,9 @@ pub fn start(spec: Start) -> std::io::Result<Child> {
     let Some(program) = spec.argv.first() else {
         return Err(std::io::Error::other("empty command"));
     };
+    if program.is_empty() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOENT));
+    }
     let owned = Owned::new(&spec, program)?;
     let stdin = match &spec.stdin {
         Some(fd) => above_stdio(fd)?,
@@ -98,7 +101,7 @@ pub fn start(spec: Start) -> std::io::Result<Child> {
         return Err(std::io::Error::from_raw_os_error(error));
     }
     drop((prepared, owned));
-    Ok(Child::watch(pid))
+    Child::watch(pid)
 }
 
 /// A copy of `fd` numbered 3 or above (close-on-exec): the child moves its three descriptors
@@ -125,12 +128,22 @@ struct Owned {
 impl Owned {
     fn new(spec: &Start, program: &str) -> std::io::Result<Owned> {
         let c = |s: &[u8]| {
-            CString::new(s).map_err(|_| std::io::Error::other(format!("{s:?} holds a NUL byte")))
+            CString::new(s).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "an argument, a variable of the environment or the folder holds a NUL byte",
+                )
+            })
         };
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| !spec.env.iter().any(|(key, _)| OsStr::new(key) == k))
             .collect();
-        env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
+        // A key given twice counts once, its last value (as std's Command).
+        for (i, (k, v)) in spec.env.iter().enumerate() {
+            if !spec.env[i + 1..].iter().any(|(later, _)| later == k) {
+                env.push((k.into(), v.into()));
+            }
+        }
         let path = env
             .iter()
             .find(|(k, _)| k == "PATH")
@@ -215,10 +228,15 @@ fn clone_vfork(prepared: &mut Prepared) -> std::io::Result<i32> {
     // below on every path.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+    // The raw system call, as glibc's posix_spawn: pthread_sigmask leaves glibc's own two
+    // signals unblocked, and their handlers must not run in the child either.
+    let mask = |how: libc::c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t| {
+        // SAFETY: valid sigset pointers (or null for `old`); the kernel's sigset is 8 bytes.
+        unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, set, old, 8usize) }
+    };
+    // SAFETY: as above.
+    unsafe { libc::sigfillset(&mut all) };
+    mask(libc::SIG_SETMASK, &all, &mut old);
     // SAFETY: `child_main` only makes async-signal-safe system calls on `prepared`, which
     // outlives the child's use of it (CLONE_VFORK suspends this thread until the child has
     // called execve or exited), on a stack of its own that lives until then too.
@@ -231,8 +249,8 @@ fn clone_vfork(prepared: &mut Prepared) -> std::io::Result<i32> {
         )
     };
     let error = std::io::Error::last_os_error();
-    // SAFETY: restores the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    // Restores the mask saved above.
+    mask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     drop(stack);
     match pid {
         -1 => Err(error),
@@ -270,6 +288,19 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         {
             return fail(p);
         }
+        // A stop (Ctrl-Z) sent to runner's group while the child was still in it waits,
+        // blocked; let through now, in a group `fg` does not wake, it would stop the child
+        // before execve — and runner with it, which waits for the execve. Ignoring a signal
+        // discards it when pending; the child then takes the default again.
+        for sig in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction == libc::SIG_DFL
+            {
+                libc::signal(sig, libc::SIG_IGN);
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
@@ -286,7 +317,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                     return fail(p);
                 }
                 // Not in this folder of PATH, or not to be run from it: the next (as execvp).
-                libc::ENOENT | libc::ENOTDIR => {}
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
                 libc::EACCES => refused = true,
                 _ => return fail(p),
             }
@@ -306,11 +337,13 @@ unsafe fn fail(p: &mut Prepared) -> libc::c_int {
 }
 
 impl Child {
-    fn watch(pid: i32) -> Child {
+    /// Watch the started child `pid`; if no thread can be made to reap it, it is killed and
+    /// reaped here, and the error returned (nothing is left running).
+    fn watch(pid: i32) -> std::io::Result<Child> {
         let state = Arc::new(Mutex::new(Reaped::default()));
         let (tx, ended) = tokio::sync::oneshot::channel();
         let shared = Arc::clone(&state);
-        std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().spawn(move || {
             // Wait for the end without reaping, so that the pid stays this child's (a zombie)
             // until the lock is held: `Drop` kills only a pid that is not reaped.
             // SAFETY: siginfo_t is plain data; waitid on our own child's pid.
@@ -342,12 +375,20 @@ impl Child {
             drop(reaped);
             let _ = tx.send(result);
         });
-        Child {
+        if let Err(e) = spawned {
+            // SAFETY: our own child, not reaped (no thread is waiting for it).
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(e);
+        }
+        Ok(Child {
             pid,
             state,
             ended,
             outcome: None,
-        }
+        })
     }
 
     pub fn id(&self) -> i32 {

@@ -100,34 +100,143 @@ fn a_script_without_a_hash_bang_line_runs_in_the_shell_as_with_execvp() {
 }
 
 #[test]
-fn stdin_is_what_is_given_and_the_child_leads_its_own_group_with_no_signal_ignored_or_blocked() {
+fn stdin_is_what_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let (stdin_reader, mut stdin_writer) = std::io::pipe().unwrap();
-    let (mut child, reader) = start_with(
-        &[
-            "sh",
-            "-c",
-            "cat; grep -E '^(SigIgn|SigBlk)' /proc/$$/status; ps -o pgid= -p $$",
-        ],
-        dir.path(),
-        &[],
-        Some(OwnedFd::from(stdin_reader)),
-    )
-    .unwrap();
+    let (mut child, reader) =
+        start_with(&["cat"], dir.path(), &[], Some(OwnedFd::from(stdin_reader))).unwrap();
     std::io::Write::write_all(&mut stdin_writer, b"the prompt\n").unwrap();
     drop(stdin_writer);
     assert!(wait(&mut child).success());
+    assert_eq!(output(reader), "the prompt\n");
+}
+
+#[test]
+fn the_child_leads_its_own_group_with_no_signal_ignored_or_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    // The program itself reads its own status (a shell would show its own wait's mask).
+    let (mut child, reader) = start_with(
+        &["grep", "-E", "^(SigIgn|SigBlk)", "/proc/self/status"],
+        dir.path(),
+        &[],
+        None,
+    )
+    .unwrap();
+    assert!(wait(&mut child).success());
     let text = output(reader);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "the prompt");
     let mask = |name: &str| {
-        let line = lines.iter().find(|l| l.starts_with(name)).unwrap();
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
         u64::from_str_radix(line.trim_start_matches(name).trim(), 16).unwrap()
     };
     // The test harness ignores SIGPIPE, as runner does: the child must not inherit that.
     assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{text}");
     assert_eq!(mask("SigBlk:"), 0, "{text}");
-    assert_eq!(lines.last().unwrap().trim(), child.id().to_string());
+    let (mut child, reader) =
+        start_with(&["cat", "/proc/self/stat"], dir.path(), &[], None).unwrap();
+    assert!(wait(&mut child).success());
+    let stat = output(reader);
+    // pid (comm) state ppid pgrp …: the comm may hold spaces, so fields count from its end.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields[2], child.id().to_string(), "{stat}");
+}
+
+/// Set in the process `a_stop_sent_while_the_child_starts_…` starts for its storm.
+const STORM: &str = "RUNNER_TEST_STOP_STORM";
+
+#[test]
+fn a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve() {
+    if std::env::var_os(STORM).is_some() {
+        return stop_storm();
+    }
+    // The storm signals a whole process group (as a Ctrl-Z does): this test runs it in a copy
+    // of the test process in a group of its own, so that nothing else is stopped.
+    use std::os::unix::process::CommandExt;
+    let name =
+        "agent::spawn::tests::a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve";
+    let mut storm = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads", "1"])
+        .env(STORM, "1")
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = storm.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: a signal to the storm's own group.
+            unsafe { libc::killpg(storm.id() as i32, libc::SIGKILL) };
+            let _ = storm.wait();
+            panic!("a child started during a storm of SIGTSTP hung (stopped before execve)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+extern "C" fn no_op(_: libc::c_int) {}
+
+/// SIGTSTP to this process's group, again and again, while children start. This process only
+/// catches it (a caught signal is pending, blocked, in a child that is still in the group).
+fn stop_storm() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: installing a handler that does nothing.
+    unsafe { libc::signal(libc::SIGTSTP, no_op as *const () as libc::sighandler_t) };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopper = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: a signal to our own process group (a group of its own, see above).
+                unsafe { libc::kill(0, libc::SIGTSTP) };
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        })
+    };
+    for _ in 0..500 {
+        let (mut child, _reader) = start_with(&["true"], dir.path(), &[], None).unwrap();
+        assert!(wait(&mut child).success());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stopper.join().unwrap();
+}
+
+#[test]
+fn the_environment_takes_a_key_given_twice_once_with_its_last_value_and_refuses_nul() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, reader) = start_with(
+        &[
+            "sh",
+            "-c",
+            "env | grep -c '^RUNNER_TEST_TWICE='; echo \"$RUNNER_TEST_TWICE\"",
+        ],
+        dir.path(),
+        &[
+            ("RUNNER_TEST_TWICE", "first"),
+            ("RUNNER_TEST_TWICE", "second"),
+        ],
+        None,
+    )
+    .unwrap();
+    assert!(wait(&mut child).success());
+    assert_eq!(output(reader), "1\nsecond\n");
+    let nul = start_with(&["echo", "a\0b"], dir.path(), &[], None);
+    assert_eq!(
+        nul.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::InvalidInput)
+    );
+    let empty = start_with(&[""], dir.path(), &[], None);
+    assert_eq!(
+        empty.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound)
+    );
 }
 
 #[test]
