@@ -10,8 +10,9 @@
 //! ```
 //!
 //! which counts everything runner does itself: start-up, worktree creation, plan reads and
-//! durable writes, journal appends with their fsyncs, the prompt, spawning the agent, the
-//! commit, and shutdown. The agent's own `runner chunk done` is agent time.
+//! durable writes, journal appends with their fsyncs, the prompt, the commit, and shutdown.
+//! The agent's own `runner chunk done` is agent time, and so are starting the agent and
+//! collecting its output: runner's clock for a session starts before the agent is started.
 //!
 //! The agent also stamps the wall clock (ns) when it starts and ends, which splits the overhead
 //! into the fixed part (before the first session, after the last) and the gap between one

@@ -9,13 +9,21 @@
 //!
 //! So the file the last write replaced is kept beside the target as the *swap* file: the next
 //! write overwrites it in place, fsyncs it, and exchanges the two names in one step
-//! (`renameat2(RENAME_EXCHANGE)`); the swap then holds the bytes just replaced. A reader sees
-//! the old bytes or the new ones, never a mix, as with the plain replace, because the swap is
-//! overwritten only while no one has it open: a write lease (`F_SETLEASE`), which the kernel
-//! grants only to the one open of a file, is taken first. A reader who opened the target
-//! before the last write, and so holds the swap's inode, sends this write back to the plain
-//! replace. So does anything unusual at the swap's name (a link, a hard link, a folder: a
-//! link is removed, never written through), and a file system that cannot exchange or lease.
+//! (`renameat2(RENAME_EXCHANGE)`); the swap then holds the bytes just replaced (or, after a
+//! write cut short, part of newer ones: it is no backup). A reader sees the old bytes or the
+//! new ones, never a mix, as with the plain replace, because the swap is overwritten only
+//! while no one has it open: a write lease (`F_SETLEASE`), which the kernel grants only to the
+//! one open of a file, is taken first. Someone who opens the swap during the write waits for
+//! the lease's end (runner is told with SIGURG, which it ignores: the default, SIGIO, would
+//! kill it). A reader who opened the target before the last write, and so holds the swap's
+//! inode, sends this write back to the plain replace. So does anything unusual at the swap's
+//! name (a link, a hard link, a special file — removed, never opened — or a folder) or at the
+//! target's (only a regular file is exchanged), and a file system that cannot exchange or
+//! lease. The written file takes the target's permissions before it takes its name.
+//!
+//! Known limit: a reader that never holds the file open — one that `splice`s or `sendfile`s
+//! its pages into a pipe and closes it before the pipe is drained — can see the next writes'
+//! bytes in those pages. The plan's readers (runner, Auto-Claude, editors) read and close.
 //!
 //! Only for a file with one writer at a time (the plan, under its lock): two writers would
 //! overwrite one swap at once.
@@ -48,7 +56,14 @@ const SWAP_MARK: &str = ".swap";
 pub fn write_atomic_swapping(path: &Path, bytes: &[u8], temp_name: &OsStr) -> std::io::Result<()> {
     let (dir, name) = parent(path)?;
     let swap = swap_name(name);
-    match overwrite_unshared(&dir, &swap, name, bytes) {
+    // Only a regular file (or nothing) at the target is exchanged: anything else there (a
+    // folder, a link, a FIFO) meets the plain replace, which refuses or replaces it as it
+    // always did, instead of being moved aside under the swap's name.
+    let target = stat_at(&dir, name);
+    if target.as_ref().is_some_and(|st| !is_regular(st)) {
+        return replace(path, bytes, temp_name, Some(false));
+    }
+    match overwrite_unshared(&dir, &swap, target.as_ref(), bytes) {
         Ok(true) => {}
         Ok(false) => return replace(path, bytes, temp_name, Some(false)),
         Err(e) => return Err(e),
@@ -69,58 +84,99 @@ pub fn write_atomic_swapping(path: &Path, bytes: &[u8], temp_name: &OsStr) -> st
         Err(e) => return Err(e),
     }
     crate::failpoint::hit("atomic_after_rename");
-    dir.sync()
+    dir.sync().inspect_err(|_| {
+        // The exchange may not be on disk: the swap may still be the plan there, and must
+        // not be written in place. The next write makes a new one.
+        let _ = unlink_in(&dir, &swap);
+    })
 }
 
+/// Which signal the kernel sends runner when someone opens the swap while runner holds its
+/// lease: SIGURG, ignored unless handled. The default, SIGIO, would kill runner.
+const LEASE_BREAK_SIGNAL: libc::c_int = libc::SIGURG;
+
+/// `fcntl`'s F_SETSIG (Linux), which the libc crate does not name.
+const F_SETSIG: libc::c_int = 10;
+
 /// Write `bytes` over the swap file `swap` (made if missing) and fsync it, if no one else has
-/// it open and it is not (any more) the file at `target`. `Ok(false)`: it could not be used
-/// (left as it was, or removed if it was a link or a hard link), nothing written through it.
+/// it open and it is not (any more) the file at the target (`target`: its state, if there is
+/// one; the swap takes its permissions). `Ok(false)`: it could not be used (left as it was,
+/// or removed if it was a link, a hard link or a special file), nothing written through it.
 fn overwrite_unshared(
     dir: &Dir,
     swap: &OsStr,
-    target: &OsStr,
+    target: Option<&libc::stat>,
     bytes: &[u8],
 ) -> std::io::Result<bool> {
+    // A link, a FIFO, a device an agent put there is not even opened: its name is removed
+    // (never what it leads to) so that the next write makes the swap anew. A folder stays,
+    // and this write goes the plain way.
+    let before = stat_at(dir, swap);
+    if before.as_ref().is_some_and(|st| !is_regular(st)) {
+        let _ = unlink_in(dir, swap);
+        return Ok(false);
+    }
     let file = match open_in(dir, swap, Mode::InPlace) {
         Ok(file) => file,
         Err(_) => {
-            // A link, a hard link or a special file an agent put there: its name is removed
-            // (never what it leads to) so that the next write makes the swap anew. A folder
-            // stays, and this write goes the plain way.
+            // A hard link (or a file swapped in since the look above): as above.
             let _ = unlink_in(dir, swap);
             return Ok(false);
         }
     };
-    // SAFETY: `file` is open; F_SETLEASE takes an int.
-    let leased = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is open; F_SETSIG and F_SETLEASE take an int.
+    let leased = unsafe {
+        libc::fcntl(fd, F_SETSIG, LEASE_BREAK_SIGNAL) == 0
+            && libc::fcntl(fd, libc::F_SETLEASE, libc::F_WRLCK) == 0
+    };
     // The file opened must still be the swap and not the target: a writer that broke the
     // lock's rule could have exchanged them since the open, and the target is never written
     // in place.
-    let ours = super::stat_fd(std::os::fd::AsFd::as_fd(&file)).map(|st| (st.st_dev, st.st_ino));
-    let still_the_swap = ours.is_ok()
-        && inode_at(dir, swap) == ours.as_ref().ok().copied()
-        && inode_at(dir, target) != ours.as_ref().ok().copied();
+    let ours = super::stat_fd(std::os::fd::AsFd::as_fd(&file)).ok();
+    let id = |st: &libc::stat| (st.st_dev, st.st_ino);
+    let still_the_swap = ours.as_ref().is_some_and(|ours| {
+        stat_at(dir, swap).as_ref().map(id) == Some(id(ours)) && target.map(id) != Some(id(ours))
+    });
+    let release = || {
+        // SAFETY: as above. Closing the file would also end the lease; it is ended at once so
+        // that no one who opens the swap meanwhile waits for this function's caller.
+        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+    };
     if !leased || !still_the_swap {
         // Someone has the swap open (a reader of the file it was before the last write), or
         // leases are not to be had here.
         if leased {
-            // SAFETY: as above.
-            unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+            release();
         }
+        return Ok(false);
+    }
+    // The file that takes the target's name keeps the target's permissions, as an edit in
+    // place would (the swap has those of the file the write before replaced).
+    let mode = |st: &libc::stat| st.st_mode & 0o7777;
+    if let (Some(target), Some(ours)) = (target, &ours)
+        && mode(target) != mode(ours)
+        // SAFETY: `fd` is open.
+        && unsafe { libc::fchmod(fd, mode(target)) } != 0
+    {
+        // Not ours to change (another owner): the plain way, which never needed to.
+        release();
         return Ok(false);
     }
     let written = file
         .write_all_at(bytes, 0)
         .and_then(|()| file.set_len(bytes.len() as u64))
         .and_then(|()| file.sync_all());
-    // SAFETY: as above. Closing the file would also end the lease; it is ended now so that
-    // no one who opens the swap meanwhile waits for this function's caller.
-    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+    release();
     written.map(|()| true)
 }
 
-/// The device and inode of what is at `name` in `dir` (a link itself, not what it leads to).
-fn inode_at(dir: &Dir, name: &OsStr) -> Option<(libc::dev_t, libc::ino_t)> {
+fn is_regular(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFREG
+}
+
+/// What is at `name` in `dir` (a link itself, not what it leads to), if anything.
+fn stat_at(dir: &Dir, name: &OsStr) -> Option<libc::stat> {
     let c = cstring(name).ok()?;
     // SAFETY: an all-zero `stat` is a valid value to be overwritten by fstatat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -133,7 +189,7 @@ fn inode_at(dir: &Dir, name: &OsStr) -> Option<(libc::dev_t, libc::ino_t)> {
             libc::AT_SYMLINK_NOFOLLOW,
         )
     };
-    (r == 0).then_some((st.st_dev, st.st_ino))
+    (r == 0).then_some(st)
 }
 
 /// Exchange the names `a` and `b` in `dir`. `Ok(false)` if `b` is missing or the file system
