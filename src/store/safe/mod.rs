@@ -171,8 +171,9 @@ fn clear_nonblock(fd: &OwnedFd) -> std::io::Result<()> {
     Ok(())
 }
 
-fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
-    let Ok(c) = cstring(name) else { return false };
+/// What is at `name` in `dir` (a link itself, not what it leads to), if anything.
+fn stat_at(dir: BorrowedFd, name: &OsStr) -> Option<libc::stat> {
+    let c = cstring(name).ok()?;
     // SAFETY: as in `stat_fd`.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid descriptor, string and out pointer.
@@ -184,22 +185,15 @@ fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
             libc::AT_SYMLINK_NOFOLLOW,
         )
     };
-    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFLNK
+    (r == 0).then_some(st)
+}
+
+fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
+    stat_at(dir, name).is_some_and(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFLNK)
 }
 
 fn exists_at(dir: BorrowedFd, name: &OsStr) -> bool {
-    let Ok(c) = cstring(name) else { return false };
-    // SAFETY: as in `is_link_at`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid descriptor, string and out pointer.
-    unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        ) == 0
-    }
+    stat_at(dir, name).is_some()
 }
 
 /// An open folder and the path it was reached by (for messages).

@@ -35,6 +35,11 @@ use std::path::Path;
 
 use super::{Dir, Mode, cstring, open_in, parent, replace, retry, unlink_in};
 
+/// `super::stat_at` from the folder's handle.
+fn stat_at(dir: &Dir, name: &OsStr) -> Option<libc::stat> {
+    super::stat_at(std::os::fd::AsFd::as_fd(&dir.fd), name)
+}
+
 /// The name of the swap file kept beside a file named `name`.
 pub fn swap_name(name: &OsStr) -> std::ffi::OsString {
     let mut swap = std::ffi::OsString::from(".");
@@ -173,23 +178,6 @@ fn overwrite_unshared(
 
 fn is_regular(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFREG
-}
-
-/// What is at `name` in `dir` (a link itself, not what it leads to), if anything.
-fn stat_at(dir: &Dir, name: &OsStr) -> Option<libc::stat> {
-    let c = cstring(name).ok()?;
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten by fstatat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid descriptor, string and out pointer.
-    let r = unsafe {
-        libc::fstatat(
-            dir.fd.as_raw_fd(),
-            c.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    (r == 0).then_some(st)
 }
 
 /// Exchange the names `a` and `b` in `dir`. `Ok(false)` if `b` is missing or the file system
