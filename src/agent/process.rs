@@ -87,10 +87,9 @@ pub async fn run_child(
     })?;
     let watch = spec.watch_for.as_deref().unwrap_or("").as_bytes();
     let capture = Capture::start(reader, CappedLog::new(log, spec.max_log_bytes, watch));
-    let pgid = Some(child.id());
-    if let Some(pgid) = pgid {
-        on_spawn(pgid);
-    }
+    // The child leads its own group (see `spawn`): its pid is the group's id.
+    let pgid = child.id();
+    on_spawn(pgid);
     tracing::debug!(?pgid, argv = ?spec.argv, cwd = %spec.cwd.display(), "started child");
     if let (Some(text), Some(mut stdin)) = (spec.stdin.clone(), stdin_writer) {
         // An agent that never reads its stdin must not block us: write from a thread of its
@@ -113,15 +112,13 @@ pub async fn run_child(
         }
     };
     // The session is over: whatever it left running in its group goes too.
-    if let Some(pgid) = pgid {
-        kill_group(pgid, libc::SIGKILL);
-    }
+    kill_group(pgid, libc::SIGKILL);
     let output = capture.finish(OUTPUT_GRACE).await;
     tracing::debug!(?pgid, ?ended, elapsed = ?started.elapsed(), ?output, "child ended");
     Ok(ChildEnd {
         ended,
         duration: started.elapsed(),
-        pgid,
+        pgid: Some(pgid),
         output,
     })
 }
@@ -194,11 +191,10 @@ fn exit_of(status: std::process::ExitStatus) -> Ended {
 /// SIGKILL. Returns whether the child ended within the grace period.
 async fn stop_group(
     child: &mut super::spawn::Child,
-    pgid: Option<i32>,
+    pgid: i32,
     interrupt: &Interrupt,
     grace: Duration,
 ) -> bool {
-    let Some(pgid) = pgid else { return true };
     kill_group(pgid, libc::SIGTERM);
     let already = interrupt.count();
     let drained = tokio::select! {
