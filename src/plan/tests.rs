@@ -2587,12 +2587,7 @@ fn a_plan_read_again_unchanged_is_the_same_plan_and_any_change_is_seen() {
     assert_eq!(seen.count(Status::Blocked), 1);
     assert_eq!(plan_to_bytes(&seen), edited.as_bytes());
     // Through update too, and what it writes is read back.
-    file.update(|p| {
-        let pos = p.find_chunk("b").unwrap();
-        p.chunk_mut(pos).set_status(Status::Failed);
-        Ok(())
-    })
-    .unwrap();
+    set_status_of(&file, "b", Status::Failed);
     let after = file.load().unwrap().unwrap();
     let fresh = parse_plan(file.path(), &std::fs::read(file.path()).unwrap()).unwrap();
     assert_eq!(after, fresh);
@@ -2730,23 +2725,13 @@ fn a_written_plan_past_the_cut_off_is_not_remembered_however_its_chunks_are_held
         .collect();
     let plan = json!({"phases": [{"id": "p", "subtasks": chunks}]});
     std::fs::write(file.path(), plan.to_string()).unwrap();
-    file.update(|p| {
-        let pos = p.find_chunk("c0").unwrap();
-        p.chunk_mut(pos).set_status(Status::Completed);
-        Ok(())
-    })
-    .unwrap();
+    set_status_of(&file, "c0", Status::Completed);
     assert!(std::fs::metadata(file.path()).unwrap().len() > 8 << 20);
     assert!(!file.remembers_a_plan(), "a plan past 8 MB is held twice");
     // Under the cut-off, it is remembered.
     let small = json!({"phases": [{"id": "p", "subtasks": [{"id": "c0", "description": "d"}]}]});
     std::fs::write(file.path(), small.to_string()).unwrap();
-    file.update(|p| {
-        let pos = p.find_chunk("c0").unwrap();
-        p.chunk_mut(pos).set_status(Status::Completed);
-        Ok(())
-    })
-    .unwrap();
+    set_status_of(&file, "c0", Status::Completed);
     assert!(file.remembers_a_plan());
 }
 
@@ -2817,12 +2802,7 @@ fn a_plan_grown_past_the_cut_off_by_one_chunk_is_not_remembered() {
     let small = json!({"phases": [{"id": "p", "subtasks": [
         {"id": "c0", "description": "d"}, {"id": "c1", "description": "e"}]}]});
     std::fs::write(file.path(), small.to_string()).unwrap();
-    file.update(|p| {
-        let pos = p.find_chunk("c0").unwrap();
-        p.chunk_mut(pos).set_status(Status::Completed);
-        Ok(())
-    })
-    .unwrap();
+    set_status_of(&file, "c0", Status::Completed);
     assert!(file.remembers_a_plan());
     // An agent writes 9 MB into one chunk, in runner's own form (the quick re-read's case).
     let text = std::fs::read_to_string(file.path()).unwrap();
@@ -2837,4 +2817,14 @@ fn a_plan_grown_past_the_cut_off_by_one_chunk_is_not_remembered() {
     let read = file.load().unwrap().unwrap();
     assert_eq!(read, parse_plan(file.path(), grown.as_bytes()).unwrap());
     assert!(!file.remembers_a_plan(), "a plan past 8 MB is held twice");
+}
+
+/// Set chunk `id`'s status through `PlanFile::update` (the plan's write path).
+fn set_status_of(file: &PlanFile, id: &str, status: Status) {
+    file.update(|p| {
+        let pos = p.find_chunk(id).unwrap();
+        p.chunk_mut(pos).set_status(status);
+        Ok(())
+    })
+    .unwrap();
 }
