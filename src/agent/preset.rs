@@ -89,6 +89,7 @@ impl AgentSetup {
             mode,
             budget_left_usd,
             mcp_config,
+            runner: &crate::agent::prompt::runner_word(),
         })
     }
 

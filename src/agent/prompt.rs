@@ -36,6 +36,15 @@ fn shell_quote(value: &minijinja::Value) -> String {
     shell_words::quote(&text).into_owned()
 }
 
+/// runner's own program as one shell word: its absolute path (`runner` when it cannot be
+/// known, as before).
+pub fn runner_word() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.to_str().map(|s| shell_words::quote(s).into_owned()))
+        .unwrap_or_else(|| "runner".to_string())
+}
+
 pub struct Prompts {
     env: Environment<'static>,
 }
@@ -47,6 +56,11 @@ impl Prompts {
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.add_filter("shell_quote", shell_quote);
+        // The command an agent reports with: runner by its absolute path, shell-quoted. An
+        // agent's shell may not see runner's PATH (codex runs commands in a login shell, which
+        // resets PATH from /etc/profile), so a bare `runner` is not found there.
+        env.add_global("runner", runner_word());
+        env.add_global("agent_reports", true);
         env.set_loader(move |name| {
             if let Ok(text) = crate::store::safe::read_to_string(dir.join(name)) {
                 return Ok(Some(text));
@@ -57,6 +71,13 @@ impl Prompts {
                 .map(|(_, text)| text.to_string()))
         });
         Prompts { env }
+    }
+
+    /// Whether the agent can run a command to report its chunk (`agent_reports` in the
+    /// templates; aider cannot: it is judged by its exit and the chunk's verification).
+    pub fn with_reports(mut self, reports: bool) -> Prompts {
+        self.env.add_global("agent_reports", reports);
+        self
     }
 
     pub fn render(&self, name: &str, context: impl Serialize) -> anyhow::Result<String> {

@@ -14,6 +14,18 @@ pub const PLAN_FILE: &str = "implementation_plan.json";
 pub const LAST_GOOD_FILE: &str = "implementation_plan.json.last-good";
 const PLAN_LOCK_FILE: &str = "plan.lock";
 
+/// Where the planner writes its plan, relative to the worktree it runs in: inside the only
+/// folder every agent CLI may write (claude's, gemini's and aider's file tools are confined to
+/// it, codex's sandbox too), in `.auto-claude/`, which git ignores there as in the main
+/// checkout (`/.auto-claude/` in the shared `info/exclude`), so no chunk commit takes it.
+/// runner validates it and installs it as the spec's plan (`engine::run::planner`).
+pub const PLAN_DRAFT: &str = ".auto-claude/plan-draft.json";
+
+/// The planner's draft in `worktree`.
+pub fn draft_path(worktree: &Path) -> PathBuf {
+    worktree.join(PLAN_DRAFT)
+}
+
 /// The bytes of a regular file at `path` (a link to one is followed). Anything else — a FIFO,
 /// a device, a folder — is refused with `InvalidInput` without blocking: the file is opened
 /// non-blocking and checked with fstat before a byte is read (a FIFO opened for reading would

@@ -16,7 +16,7 @@ mod validate;
 pub mod verification;
 
 pub use attempt::Attempt;
-pub use file::{LAST_GOOD_FILE, PLAN_FILE, PlanFile, read_regular};
+pub use file::{LAST_GOOD_FILE, PLAN_DRAFT, PLAN_FILE, PlanFile, draft_path, read_regular};
 pub use model::{Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit};
 pub use next::{NextStep, next_chunk_id, next_step};
 pub use parse::{MAX_ID_BYTES, PlanError, parse_plan, plan_to_bytes};

@@ -77,6 +77,13 @@ impl Preset {
     pub fn chooses_session_id(self) -> bool {
         self == Preset::Claude
     }
+
+    /// Whether the agent can run runner's report command. aider cannot: under `--yes-always`
+    /// it declines every shell command (aider 0.86), so its coder is judged by how its session
+    /// ended and by the chunk's verification, and its prompt says so.
+    pub fn can_report(self) -> bool {
+        self != Preset::Aider
+    }
 }
 
 impl std::fmt::Display for Preset {
@@ -151,6 +158,9 @@ pub struct InvocationFacts<'a> {
     pub budget_left_usd: Option<f64>,
     /// The MCP config file that hands the session runner's MCP server (`agent.mcp`; claude).
     pub mcp_config: Option<&'a Path>,
+    /// runner's program as the prompts name it (its absolute path, shell-quoted): the command
+    /// the agent reports with.
+    pub runner: &'a str,
 }
 
 /// How to start one agent session.
@@ -166,8 +176,30 @@ pub struct Invocation {
 /// The environment variable that carries a resumed agent session's id.
 pub const AGENT_SESSION_ENV: &str = "RUNNER_AGENT_SESSION_ID";
 
-/// The claude tool rule that lets it run `runner chunk …` (and nothing else) without asking.
-pub const CLAUDE_CHUNK_RULE: &str = "Bash(runner chunk:*)";
+/// The claude tool rule that lets it run `<runner> chunk …` without asking, `runner` as the
+/// prompts name it.
+pub fn claude_chunk_rule(runner: &str) -> String {
+    format!("Bash({runner} chunk:*)")
+}
+
+/// claude's `safe` settings: every Bash command runs in claude's own sandbox (bubblewrap on
+/// Linux: writes only inside the worktree, no network) and is then allowed without asking, so
+/// the agent can run the chunk's verification and the project's tests; nothing runs outside the
+/// sandbox (`allowUnsandboxedCommands: false`), and a machine without the sandbox fails the
+/// session with claude's own words (`failIfUnavailable`) instead of running unconfined. Only
+/// runner's report command runs outside it: it writes the plan in the spec folder.
+pub fn claude_sandbox_settings(runner: &str) -> String {
+    serde_json::json!({
+        "sandbox": {
+            "enabled": true,
+            "autoAllowBashIfSandboxed": true,
+            "allowUnsandboxedCommands": false,
+            "failIfUnavailable": true,
+            "excludedCommands": [format!("{runner} chunk:*")],
+        }
+    })
+    .to_string()
+}
 
 /// The claude tool rule for every tool of the MCP server named `runner` (`agent.mcp`).
 pub const CLAUDE_MCP_RULE: &str = "mcp__runner";
@@ -206,11 +238,12 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
                         "--permission-mode",
                         "acceptEdits",
                         "--allowedTools",
-                        CLAUDE_CHUNK_RULE,
+                        &claude_chunk_rule(f.runner),
                     ]);
                     if f.mcp_config.is_some() {
                         push(&[CLAUDE_MCP_RULE]);
                     }
+                    push(&["--settings", &claude_sandbox_settings(f.runner)]);
                 }
                 Permission::Full => push(&["--dangerously-skip-permissions"]),
                 Permission::Own => {}
@@ -302,6 +335,7 @@ mod tests {
             mode: &mode,
             budget_left_usd: budget,
             mcp_config: None,
+            runner: "runner",
         })
     }
 
@@ -320,6 +354,7 @@ mod tests {
             mode: &mode,
             budget_left_usd: None,
             mcp_config,
+            runner: "runner",
         };
         let config = Path::new("/s/sessions/s1/mcp.json");
         let i = invocation(&facts(Permission::Safe, Some(config)));
@@ -329,7 +364,10 @@ mod tests {
              --permission-mode acceptEdits --allowedTools",
         );
         assert_eq!(i.argv[..want.len()], want[..]);
-        assert_eq!(i.argv[want.len()..], [CLAUDE_CHUNK_RULE, CLAUDE_MCP_RULE]);
+        assert_eq!(
+            i.argv[want.len()..],
+            [claude_chunk_rule("runner").as_str(), CLAUDE_MCP_RULE]
+        );
         let full = invocation(&facts(Permission::Full, Some(config)));
         assert!(full.argv.contains(&"--strict-mcp-config".to_string()));
         assert!(!full.argv.contains(&CLAUDE_MCP_RULE.to_string()));

@@ -68,6 +68,17 @@ pub enum Verdict {
     Failed(String),
 }
 
+/// What an agent that cannot run runner's report command (aider: `Preset::can_report`)
+/// reports: its clean exit is its "done" (then judged by its CLI's words and the chunk's
+/// verification, as any report); any other end says nothing. Agents that can report are taken
+/// at their word only.
+pub fn report_by_exit(report: Report, can_report: bool, ended: &Ended) -> Report {
+    match (report, can_report, ended) {
+        (Report::Silent, false, Ended::Exited(0)) => Report::Done,
+        (report, _, _) => report,
+    }
+}
+
 /// Should runner run the chunk's verification command? Only when the agent claims success and
 /// its CLI did not say the session failed.
 pub fn needs_check(report: &Report, agent_failure: Option<&str>) -> bool {

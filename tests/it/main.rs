@@ -31,6 +31,8 @@ mod plan_reference;
 mod plan_speed;
 mod preset_runs;
 mod presets;
+#[cfg(feature = "real-clis")]
+mod real_clis;
 mod recover;
 mod resolve_cache;
 mod resolver;

@@ -111,8 +111,15 @@ fn usage_limit<Tz: TimeZone>(message: &str, now: &DateTime<Tz>) -> Option<Option
     Some(None)
 }
 
-/// `3:28 PM.` (today, or tomorrow when that time has passed) or `Aug 8th, 2026 12:30 PM.`, in
-/// `now`'s time zone.
+/// `3:28 PM.` or `Aug 8th, 2026 12:30 PM.`, in `now`'s time zone, as the instant the limit
+/// surely lifted by: the end of the printed minute (codex rounds its exact reset down to the
+/// minute, so a pause until the minute's start could end up to 59 s early and meet the limit
+/// again).
+///
+/// A time without a date is the day codex printed it (it adds the date otherwise), and codex
+/// printed it moments before `now`: of that time yesterday, today and tomorrow, the one
+/// nearest `now` is meant. A minute already begun is today's, never tomorrow's (a reset 20 s
+/// away is not a day away); one read just after midnight is yesterday's.
 fn reset_at<Tz: TimeZone>(rest: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
     let end = rest.find(['\n', '(']).unwrap_or(rest.len());
     let when = rest[..end].trim().trim_end_matches('.').trim();
@@ -127,24 +134,22 @@ fn reset_at<Tz: TimeZone>(rest: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc
     };
     let time = NaiveTime::parse_from_str(upper[time_at..].trim(), "%I:%M %p").ok()?;
     let tz = now.timezone();
-    if date.is_empty() {
+    let minute_start = if date.is_empty() {
         let today = now.naive_local().date();
-        let local = tz.from_local_datetime(&today.and_time(time)).earliest()?;
-        let at = local.with_timezone(&Utc);
-        if at < now.with_timezone(&Utc) {
-            let tomorrow = today.succ_opt()?.and_time(time);
-            return tz
-                .from_local_datetime(&tomorrow)
-                .earliest()
-                .map(|t| t.with_timezone(&Utc));
-        }
-        return Some(at);
-    }
-    let date = parse_date(date)?;
-    let naive = NaiveDateTime::new(date, time);
-    tz.from_local_datetime(&naive)
-        .earliest()
-        .map(|t| t.with_timezone(&Utc))
+        let now_utc = now.with_timezone(&Utc);
+        [today.pred_opt(), Some(today), today.succ_opt()]
+            .into_iter()
+            .flatten()
+            .filter_map(|day| tz.from_local_datetime(&day.and_time(time)).earliest())
+            .map(|t| t.with_timezone(&Utc))
+            .min_by_key(|t| (*t - now_utc).num_seconds().abs())?
+    } else {
+        let date = parse_date(date)?;
+        tz.from_local_datetime(&NaiveDateTime::new(date, time))
+            .earliest()?
+            .with_timezone(&Utc)
+    };
+    minute_start.checked_add_signed(Duration::seconds(60))
 }
 
 /// `AUG 8TH, 2026` (upper-cased).

@@ -95,6 +95,11 @@ pub struct AgentReport {
     /// `subtype: "error_max_budget_usd"`): the spec's budget is spent, the attempt did not fail.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub budget_reached: bool,
+    /// The CLI's own last lines of text (not its JSON events), kept when its session failed
+    /// without an error its parser reads (a CLI that refuses to start: gemini's untrusted
+    /// folder, a missing login): what the user is shown as the CLI's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_words: Option<String>,
 }
 
 impl AgentReport {
@@ -121,6 +126,11 @@ impl AgentReport {
             }
             (None, None) => None,
         }
+    }
+
+    /// [`AgentReport::failure`], else the CLI's [`AgentReport::last_words`].
+    pub fn said(&self) -> Option<String> {
+        self.failure().or_else(|| self.last_words.clone())
     }
 
     fn set_error(&mut self, message: &str) {

@@ -42,6 +42,40 @@ pub fn output_tail(session_dir: &Path, limit: u64) -> String {
     String::from_utf8_lossy(&tail(&session_dir.join("output.log"), limit)).into_owned()
 }
 
+/// How many of the CLI's last lines of text [`last_words`] keeps, and how long each may be.
+const LAST_WORDS_LINES: usize = 4;
+const LAST_WORDS_LINE_CHARS: usize = 400;
+
+/// The CLI's last lines of text in `output` — what it printed that is not one of its JSON
+/// events (those are read by the parsers) nor blank — joined by ` / `; `None` when there are
+/// none. For a session that failed before the CLI said anything its parser reads: gemini's
+/// `Gemini CLI is not running in a trusted directory…`, a login error.
+pub fn last_words(output: &[u8]) -> Option<String> {
+    let mut kept: Vec<String> = Vec::new();
+    for line in output.rsplit(|b| *b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('{') || text.starts_with('[') {
+            continue;
+        }
+        let mut clipped: String = text.chars().take(LAST_WORDS_LINE_CHARS).collect();
+        if clipped.len() < text.len() {
+            clipped.push('…');
+        }
+        kept.push(clipped);
+        if kept.len() == LAST_WORDS_LINES {
+            break;
+        }
+    }
+    kept.reverse();
+    (!kept.is_empty()).then(|| kept.join(" / "))
+}
+
+/// The CLI's last words in the session folder's `output.log` (see [`last_words`]).
+pub fn last_words_of(session_dir: &Path) -> Option<String> {
+    last_words(&tail(&session_dir.join("output.log"), 64 * 1024))
+}
+
 /// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
 fn tail(path: &Path, limit: u64) -> Vec<u8> {
     let Ok(mut file) = crate::store::safe::open_read(path) else {

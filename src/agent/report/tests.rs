@@ -163,21 +163,45 @@ fn codex_resumed_thread_counts_only_its_own_tokens() {
 }
 
 #[test]
-fn codex_usage_limit_at_a_time_today_or_tomorrow() {
+fn codex_usage_limit_at_a_time_is_the_end_of_that_minute_nearest_now() {
     let out = fixture("codex/limit_time.jsonl");
-    // 3:28 PM is still to come at noon: today, in the zone of `now`.
+    let paris = |h, m, s| {
+        FixedOffset::east_opt(3600)
+            .unwrap()
+            .with_ymd_and_hms(2026, 8, 7, h, m, s)
+            .unwrap()
+    };
+    // 3:28 PM is still to come at noon: today, and the limit surely lifted when that minute
+    // ends (codex rounds its exact reset down to the minute).
     let r = codex::parse(&out, None, &paris_noon());
-    let today = FixedOffset::east_opt(3600)
-        .unwrap()
-        .with_ymd_and_hms(2026, 8, 7, 15, 28, 0)
-        .unwrap();
-    assert_eq!(limited_at(&r), Some(today.with_timezone(&Utc)));
+    let end_of_minute = paris(15, 29, 0);
+    assert_eq!(limited_at(&r), Some(end_of_minute.with_timezone(&Utc)));
     assert!(r.error.as_deref().unwrap().contains("usage limit"));
-    // At 4 PM it has passed: tomorrow.
-    let late = paris_noon() + chrono::Duration::hours(4);
-    let r = codex::parse(&out, None, &late);
-    let tomorrow = today + chrono::Duration::days(1);
+    // Read within that very minute: 20 s away, not tomorrow.
+    let r = codex::parse(&out, None, &paris(15, 28, 40));
+    assert_eq!(limited_at(&r), Some(end_of_minute.with_timezone(&Utc)));
+    // Read a little after: the reset has passed (no pause), it is not tomorrow's.
+    let r = codex::parse(&out, None, &paris(16, 0, 0));
+    assert_eq!(limited_at(&r), Some(end_of_minute.with_timezone(&Utc)));
+    // Late in the evening, a time early in the morning is tomorrow's.
+    let morning = br#"{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 12:05 AM."}}"#;
+    let r = codex::parse(morning, None, &paris(23, 58, 0));
+    let tomorrow = FixedOffset::east_opt(3600)
+        .unwrap()
+        .with_ymd_and_hms(2026, 8, 8, 0, 6, 0)
+        .unwrap();
     assert_eq!(limited_at(&r), Some(tomorrow.with_timezone(&Utc)));
+    // Read just after midnight, 11:59 PM was yesterday's (passed), not tonight's.
+    let late = br#"{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 11:59 PM."}}"#;
+    let after_midnight = FixedOffset::east_opt(3600)
+        .unwrap()
+        .with_ymd_and_hms(2026, 8, 8, 0, 0, 30)
+        .unwrap();
+    let r = codex::parse(late, None, &after_midnight);
+    assert_eq!(
+        limited_at(&r),
+        Some(paris(23, 59, 0).with_timezone(&Utc) + chrono::Duration::seconds(60))
+    );
 }
 
 #[test]
@@ -185,7 +209,7 @@ fn codex_usage_limit_with_a_date() {
     let r = codex::parse(&fixture("codex/limit_date.jsonl"), None, &paris_noon());
     let at = FixedOffset::east_opt(3600)
         .unwrap()
-        .with_ymd_and_hms(2026, 8, 8, 12, 30, 0)
+        .with_ymd_and_hms(2026, 8, 8, 12, 31, 0)
         .unwrap();
     assert_eq!(limited_at(&r), Some(at.with_timezone(&Utc)));
 }

@@ -253,7 +253,11 @@ impl Run {
             ))
         })?;
         let chunk = after.chunk(pos);
-        let report = read_report(chunk);
+        let report = policy::report_by_exit(
+            read_report(chunk),
+            self.agent.choice.preset.can_report(),
+            &end.ended,
+        );
         // claude stopped at the budget runner gave it: the spec's budget is spent, the chunk
         // goes back to pending (not a failed attempt).
         if agent_report.budget_reached && report != Report::Done {
@@ -277,6 +281,10 @@ impl Run {
                 // The work is judged as any other; the pause comes before the next session.
                 LimitedAttempt::Judged => agent_failure = None,
             }
+        }
+        // Whatever the CLI said last is the reason of an attempt that did not succeed.
+        if report != Report::Done && agent_failure.is_none() {
+            agent_failure = agent_report.last_words.clone();
         }
         // A verification command runs in the worktree: after one, `complete` opens it again.
         let (check, wt) = if policy::needs_check(&report, agent_failure.as_deref()) {

@@ -30,6 +30,10 @@ impl Run {
                 .with_context(|| format!("moving {} aside", last_good.display()))?;
         }
         self.journal.write(&Event::PlanReset(ev::Empty {}))?;
+        // The planner writes its plan in the worktree (`plan::PLAN_DRAFT`); one left there by
+        // an earlier run is not this planner's.
+        let draft = crate::plan::draft_path(&self.worktree);
+        self.prepare_draft(&draft)?;
         let mut errors: Vec<String> = Vec::new();
         let max = self.config.run.max_attempts;
         let mut attempt = 0;
@@ -56,7 +60,7 @@ impl Run {
                     json!({
                         "spec_name": self.paths.name,
                         "spec_text": spec_text,
-                        "plan_file": self.paths.plan.path(),
+                        "plan_file": draft,
                         "attempt": attempt,
                         "errors": errors,
                     }),
@@ -69,6 +73,7 @@ impl Run {
                 .await?;
             if let Ended::Interrupted { drained } = end.ended {
                 self.set_aside_partial_plan()?;
+                self.set_aside_draft(&draft, "interrupted")?;
                 return self
                     .interrupted(None, "planner", None, &session_id, &prompt, drained)
                     .await;
@@ -76,17 +81,24 @@ impl Run {
             if report.usage_limit.is_some() {
                 self.limit_hit(&report, &session_id)?;
             }
-            errors = match self.paths.plan.load() {
-                Ok(Some(plan)) => check_planner_output(&plan),
-                Ok(None) => vec![format!(
-                    "the planner did not write {}",
-                    self.paths.plan.path().display()
-                )],
-                Err(e) => match e.downcast::<PlanError>() {
-                    Ok(pe) => plan_error_lines(&pe),
-                    Err(other) => return Err(other),
+            errors = match self.install_draft(&draft)? {
+                Some(problems) => problems,
+                // No draft: a plan written straight into the spec folder (an agent of
+                // `--agent-command` that knows the Auto-Claude layout) is taken as before.
+                None => match self.paths.plan.load() {
+                    Ok(Some(plan)) => check_planner_output(&plan),
+                    Ok(None) => vec![format!("the planner did not write {}", draft.display())],
+                    Err(e) => match e.downcast::<PlanError>() {
+                        Ok(pe) => plan_error_lines(&pe),
+                        Err(other) => return Err(other),
+                    },
                 },
             };
+            if !errors.is_empty()
+                && let Some(said) = report.said()
+            {
+                errors.push(format!("the agent's CLI said: {said}"));
+            }
             if errors.is_empty() {
                 return self.accept_plan(&session_id);
             }
@@ -116,13 +128,94 @@ impl Run {
             ));
         }
         Err(RunnerError::NeedsHuman(format!(
-            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nThe planner's last output is at {} (left as it is); logs are in {}",
+            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nIts rejected plans are kept in {} (plan-draft.json.rejected-*); logs are in {}",
             errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
-            self.paths.plan.path().display(),
+            self.paths.dir.display(),
             self.paths.sessions_dir.display()
         ))
-        .with_hint("fix the plan by hand, or delete it to plan again")
+        .with_hint(format!(
+            "fix a plan by hand and save it as {}, or run again to plan again",
+            self.paths.plan.path().display()
+        ))
         .into())
+    }
+
+    /// Make the draft's folder in the worktree (a real folder: a link there, from the base
+    /// branch or an agent, is refused) and set aside a draft left by an earlier run.
+    fn prepare_draft(&self, draft: &Path) -> anyhow::Result<()> {
+        let dir = draft.parent().unwrap_or(&self.worktree);
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(RunnerError::NeedsHuman(format!(
+                    "{} is not a folder (a link or a file, perhaps from the base branch); the planner writes its plan there",
+                    dir.display()
+                ))
+                .with_hint("remove it from the worktree (and the base branch), then run again")
+                .into());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        }
+        self.set_aside_draft(draft, "left").map(drop)
+    }
+
+    /// Move a draft (if any) out of the worktree into the spec folder, under a name that says
+    /// why and when: nothing the planner wrote is lost, and nothing stale is read as its plan.
+    fn set_aside_draft(&self, draft: &Path, why: &str) -> anyhow::Result<Option<PathBuf>> {
+        if std::fs::symlink_metadata(draft).is_err() {
+            return Ok(None);
+        }
+        let aside = crate::store::unused_path(&self.paths.dir.join(format!(
+            "plan-draft.json.{why}-{}",
+            crate::clock::stamp()
+        )));
+        crate::store::safe::rename(draft, &aside)
+            .with_context(|| format!("moving {} to {}", draft.display(), aside.display()))?;
+        Ok(Some(aside))
+    }
+
+    /// The planner's draft, if it wrote one: `Some([])` once a valid plan is installed as the
+    /// spec's plan (durably, under the plan lock) and the draft removed; `Some(problems)` for a
+    /// draft that is not a usable plan (set aside into the spec folder, named in the
+    /// problems); `None` when there is no draft. A link at the draft's name is not followed.
+    fn install_draft(&self, draft: &Path) -> anyhow::Result<Option<Vec<String>>> {
+        let meta = match std::fs::symlink_metadata(draft) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", draft.display())),
+        };
+        let parsed = if meta.is_file() {
+            let bytes = crate::store::safe::read(draft)
+                .with_context(|| format!("reading {}", draft.display()))?;
+            crate::plan::parse_plan(draft, &bytes)
+                .map_err(|e| plan_error_lines(&e))
+                .and_then(|plan| {
+                    let problems = check_planner_output(&plan);
+                    if problems.is_empty() { Ok(plan) } else { Err(problems) }
+                })
+        } else {
+            Err(vec![format!(
+                "{} is not a regular file (a link, a folder or a special file)",
+                draft.display()
+            )])
+        };
+        match parsed {
+            Ok(plan) => {
+                self.paths.plan.replace(&plan)?;
+                crate::store::safe::remove(draft)
+                    .with_context(|| format!("removing {}", draft.display()))?;
+                Ok(Some(Vec::new()))
+            }
+            Err(mut problems) => {
+                if let Some(aside) = self.set_aside_draft(draft, "rejected")? {
+                    problems.push(format!("the rejected plan is kept as {}", aside.display()));
+                }
+                Ok(Some(problems))
+            }
+        }
     }
 
     /// The planner wrote a valid plan: pin the base in it and journal it.

@@ -79,7 +79,14 @@ impl Run {
             ),
             (
                 "RUNNER_PLAN_FILE".into(),
-                self.paths.plan.path().display().to_string(),
+                // The planner writes its draft in the worktree (`plan::PLAN_DRAFT`).
+                if role == "planner" {
+                    crate::plan::draft_path(&self.worktree)
+                } else {
+                    self.paths.plan.path().to_path_buf()
+                }
+                .display()
+                .to_string(),
             ),
             ("RUNNER_ATTEMPT".into(), attempt.to_string()),
             ("RUNNER_SESSION_ID".into(), session_id.to_string()),
@@ -224,12 +231,17 @@ impl Run {
         let end = self.run_journaled(&spec, session_id, role).await?;
         // What the agent said about its session, read from the files it left (bounded: the
         // log is capped to `agent.max_log_bytes`, plus the marker of a cut).
-        let report = crate::agent::report::read::read_session(
+        let mut report = crate::agent::report::read::read_session(
             self.agent.choice.preset,
             &dir,
             next.thread_total,
             self.config.agent.max_log_bytes.saturating_add(4096),
         );
+        // A CLI that failed without a word its parser reads still said something: keep its
+        // last lines for the user (the planner's "did not write", a failed attempt's reason).
+        if matches!(end.ended, Ended::Exited(c) if c != 0) && report.failure().is_none() {
+            report.last_words = crate::agent::report::read::last_words_of(&dir);
+        }
         let (exit_code, signal) = match end.ended {
             Ended::Exited(c) => (Some(c), None),
             Ended::Signaled(s) => (None, Some(s)),

@@ -457,9 +457,11 @@ impl Prepared {
         self.interrupt.set_drain(drain);
         let ledger_floor = crate::store::ledger::total(&budget::ledger_now(&self.paths));
         let wait = self.opts.wait || self.config.run.wait_for_limits;
+        let prompts =
+            Prompts::new(&ws.templates_dir()).with_reports(self.agent.choice.preset.can_report());
         let mut run = Run {
             ledger_floor,
-            prompts: Prompts::new(&ws.templates_dir()),
+            prompts,
             repo_root: ws.root.clone(),
             common_dir: ws.main.common_dir().to_path_buf(),
             worktree: slot.path.clone(),

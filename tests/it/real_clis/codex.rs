@@ -1,0 +1,70 @@
+//! Codex 0.171 against the scripted OpenAI Responses API.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::harness::{Case, Cli, Server};
+
+/// `[agent]` lines of the test's config: none (the model is in codex's own config).
+pub const CONFIG: &str = "";
+
+/// codex's own config in `$CODEX_HOME` (its HOME's `.codex`): the server as a provider of the
+/// Responses API (codex ignores `OPENAI_BASE_URL`), a model codex knows (for an unknown one it
+/// offers no `apply_patch`), no retries (a 500 would take 25 s), and nothing that reaches the
+/// network (update checks, analytics, the plugins' GitHub look-ups).
+pub fn setup(home: &Path, server: &Server) -> Vec<(String, String)> {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            r#"model = "gpt-5.5"
+model_provider = "scripted"
+check_for_update_on_startup = false
+[analytics]
+enabled = false
+[feedback]
+enabled = false
+[history]
+persistence = "none"
+[features]
+plugins = false
+unbounded_connection_retries = false
+[model_providers.scripted]
+name = "scripted"
+base_url = "{}/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 600000
+"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    // codex will not put its sandbox helper in a CODEX_HOME under the temp folder: the
+    // test's temp folder for everyone is one beside it.
+    let tmp = home.with_file_name("codex-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    vec![
+        ("CODEX_HOME".into(), codex_home.display().to_string()),
+        ("SCRIPTED_API_KEY".into(), "sk-runner-test".into()),
+        ("TMPDIR".into(), tmp.display().to_string()),
+    ]
+}
+
+#[test]
+fn codex_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
+    let case = Case::new(Cli::Codex, json!([]));
+    let out = case.run();
+    case.assert_built(&out);
+    let (_, tokens) = case.ledger();
+    assert_eq!(tokens, case.server.tokens_served());
+}
+
+#[test]
+fn codex_usage_limit_pauses_until_the_end_of_the_printed_minute_not_a_day() {
+    super::harness::limit_scenario(Cli::Codex, 8, 60);
+}

@@ -1,0 +1,355 @@
+//! What every real-CLI test shares: the scripted model server, a CLI's own HOME, a repository
+//! with a spec, and the runner command that drives the CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{RUNNER, TestRepo, assert_exit, fixture, stderr, stdout};
+
+pub const SPEC: &str = "001-greet";
+
+/// The agent CLIs with presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cli {
+    Claude,
+    Codex,
+    Gemini,
+    Aider,
+}
+
+impl Cli {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+            Cli::Aider => "aider",
+        }
+    }
+
+    /// The installed CLI (a missing one fails the test, saying how to install it).
+    pub fn program(self) -> PathBuf {
+        let dir = std::env::var_os("RUNNER_AGENT_CLIS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis"));
+        let program = dir.join("bin").join(self.name());
+        assert!(
+            program.exists(),
+            "{} is not installed at {}: run scripts/install-agent-clis (or set RUNNER_AGENT_CLIS)",
+            self.name(),
+            program.display()
+        );
+        program
+    }
+}
+
+/// The scripted model server (`fixtures/model-server/model_server.py`), killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(script: &Value) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
+        let port_file = dir.path().join("port");
+        let log = dir.path().join("log.jsonl");
+        let child = Command::new("python3")
+            .arg(fixture("model-server/model_server.py"))
+            .arg("--script")
+            .arg(&script_path)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--log")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3 starts the model server");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let port = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                break text.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the model server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Server {
+            child,
+            port,
+            log,
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Everything the server logged, in order.
+    pub fn events(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn count(&self, event: &str) -> usize {
+        self.events().iter().filter(|e| e["event"] == event).count()
+    }
+
+    /// The tokens the server's responses carried (input + output + cached).
+    pub fn tokens_served(&self) -> u64 {
+        self.events()
+            .iter()
+            .filter(|e| e["event"] == "response")
+            .map(|e| {
+                let u = &e["usage"];
+                ["input", "output", "cached"]
+                    .iter()
+                    .map(|k| u[k].as_u64().unwrap_or(0))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// Wait (up to `secs`) until the server logged `event`.
+    pub fn wait_for(&self, event: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.count(event) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the model server never logged {event}: {:#?}",
+                self.events()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The plan the scripted planner writes: two chunks, the second with a verification command
+/// runner runs.
+pub fn plan() -> Value {
+    json!({
+        "feature": "greeting files",
+        "phases": [{
+            "id": "phase-1",
+            "name": "Build",
+            "depends_on": [],
+            "subtasks": [
+                {"id": "chunk-1", "description": "Write one.txt", "status": "pending",
+                 "files_to_create": ["one.txt"]},
+                {"id": "chunk-2", "description": "Write two.txt", "status": "pending",
+                 "files_to_create": ["two.txt"],
+                 "verification": {"type": "command", "command": "test -f two.txt",
+                                  "expected": "exit 0"}}
+            ]
+        }]
+    })
+}
+
+/// One real-CLI scenario: a repository with spec `SPEC`, the model server scripted with
+/// `rules`, and the CLI's own HOME.
+pub struct Case {
+    pub cli: Cli,
+    pub repo: TestRepo,
+    pub server: Server,
+    pub home: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl Case {
+    pub fn new(cli: Cli, rules: Value) -> Case {
+        let repo = TestRepo::new();
+        repo.write(
+            &format!(".auto-claude/specs/{SPEC}/spec.md"),
+            "# Greeting files\n\nWrite one.txt and two.txt.\n",
+        );
+        let server = Server::start(&json!({
+            "worktree": repo.worktree(),
+            "plan": plan(),
+            "rules": rules,
+        }));
+        let home = repo.tmp.path().join(format!("{}-home", cli.name()));
+        std::fs::create_dir_all(&home).unwrap();
+        let env = match cli {
+            Cli::Claude => super::claude::setup(&home, &server),
+            Cli::Codex => super::codex::setup(&home, &server),
+            Cli::Gemini => super::gemini::setup(&home, &server),
+            Cli::Aider => super::aider::setup(&home, &server),
+        };
+        let extra = match cli {
+            Cli::Claude => super::claude::CONFIG,
+            Cli::Codex => super::codex::CONFIG,
+            Cli::Gemini => super::gemini::CONFIG,
+            Cli::Aider => super::aider::CONFIG,
+        };
+        repo.write_config(&format!(
+            "[agent]\npreset = \"{}\"\nprogram = \"{}\"\n{extra}",
+            cli.name(),
+            cli.program().display()
+        ));
+        Case {
+            cli,
+            repo,
+            server,
+            home,
+            env,
+        }
+    }
+
+    /// `runner ARGS` with the CLI's environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = self.repo.cmd(args);
+        cmd.env("HOME", &self.home);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// `runner run --spec SPEC`.
+    pub fn run(&self) -> Output {
+        self.cmd(&["run", "--spec", SPEC]).output().unwrap()
+    }
+
+    /// `runner run --spec SPEC`, started and left running.
+    pub fn spawn_run(&self) -> Child {
+        self.cmd(&["run", "--spec", SPEC])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The statuses of the plan's chunks.
+    pub fn statuses(&self) -> Vec<String> {
+        self.repo
+            .statuses(SPEC)
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    /// The spec's ledger as `status --json` shows it: (dollars, tokens).
+    pub fn ledger(&self) -> (f64, u64) {
+        let out = self.cmd(&["status", "--spec", SPEC, "--json"]).output().unwrap();
+        assert_exit(&out, 0);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let spec = &v["specs"][0];
+        let spent = &spec["spent"];
+        (
+            spent["usd"].as_f64().unwrap_or(0.0),
+            spent["tokens"].as_u64().unwrap_or(0),
+        )
+    }
+
+    /// A whole spec planned and built: exit 0, both chunks completed, one commit per chunk on
+    /// the spec's branch holding the files the CLI wrote with its own tool, and nothing of
+    /// runner's or the CLI's own (the plan draft, `.aider*`) committed.
+    pub fn assert_built(&self, out: &Output) {
+        assert_exit(out, 0);
+        assert_eq!(self.statuses(), ["completed", "completed"]);
+        let branch = format!("auto-claude/{SPEC}");
+        let log = self.repo.branch_log(&branch);
+        assert_eq!(
+            log,
+            [
+                "auto-claude: chunk-1 - Write one.txt",
+                "auto-claude: chunk-2 - Write two.txt"
+            ],
+            "{}",
+            stderr(out)
+        );
+        let files = self
+            .repo
+            .git(&["ls-tree", "-r", "--name-only", &branch])
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        assert_eq!(files, ["README.md", "one.txt", "two.txt"], "{}", stdout(out));
+    }
+}
+
+/// The session records of the spec's journal: (role, chunk, resumed, exit).
+pub fn sessions(case: &Case) -> Vec<Value> {
+    case.repo
+        .events(SPEC)
+        .into_iter()
+        .filter(|e| e["event"] == "session_end")
+        .collect()
+}
+
+impl Case {
+    /// Until when `status` says the spec is paused.
+    pub fn paused_until(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        let out = self.cmd(&["status", "--spec", SPEC, "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["specs"][0]["paused_until"]
+            .as_str()
+            .map(|t| t.parse().unwrap())
+    }
+}
+
+/// A reset this many seconds away that falls within the current minute (waiting for the next
+/// minute first when too little of this one is left): a CLI that prints only the minute must
+/// still be paused until the reset, and not for a day.
+pub fn reset_within_this_minute(secs: i64) -> chrono::DateTime<chrono::Utc> {
+    use chrono::Timelike;
+    loop {
+        let now = chrono::Utc::now();
+        if i64::from(now.second()) + secs < 59 {
+            // Whole seconds, as the providers give it.
+            let at = now.timestamp() + secs;
+            return chrono::DateTime::from_timestamp(at, 0).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The usage-limit scenario every CLI goes through: chunk-1's first request meets the
+/// provider's 429 with a reset `secs` seconds away, in the current minute. The run stops with
+/// exit 6, paused until the reset — never before it, and not a day later — having spent no
+/// attempt; a run before the reset starts no session (the server sees no request); one after
+/// it builds the spec. `slack` is how far past the reset the CLI's words may place it (codex
+/// prints only the minute, whose end runner waits for).
+pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
+    let resets_at = reset_within_this_minute(secs);
+    let case = Case::new(
+        cli,
+        json!([{"who": "chunk-1", "do": "limit", "resets_at": resets_at.timestamp(), "times": 1}]),
+    );
+    let out = case.run();
+    assert_exit(&out, 6);
+    assert_eq!(case.server.count("limit"), 1, "{}", stderr(&out));
+    let until = case.paused_until().expect("the spec is paused");
+    assert!(
+        until >= resets_at && until <= resets_at + chrono::Duration::seconds(slack + 1),
+        "paused until {until}, the reset is at {resets_at}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(case.statuses(), ["pending", "pending"]);
+    let requests = case.server.count("request");
+    let again = case.run();
+    assert_exit(&again, 6);
+    assert_eq!(case.server.count("request"), requests, "a session started");
+    let wait = until - chrono::Utc::now() + chrono::Duration::milliseconds(500);
+    if let Ok(wait) = wait.to_std() {
+        std::thread::sleep(wait);
+    }
+    case.assert_built(&case.run());
+}
