@@ -9,6 +9,15 @@ use crate::error::RunnerError;
 use crate::policy::agent_choice::AgentChoice;
 use crate::policy::invocation::{Invocation, InvocationFacts, Preset, SessionMode, invocation};
 
+/// Files of one session the command line may name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionFiles<'a> {
+    /// The planner's draft (planner sessions only).
+    pub plan_draft: Option<&'a Path>,
+    /// gemini's policy file (`policy::invocation::gemini_policy`).
+    pub gemini_policy: Option<&'a Path>,
+}
+
 /// The agent of a run: what was chosen, and the program to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSetup {
@@ -68,6 +77,7 @@ impl AgentSetup {
     }
 
     /// The command line of one session.
+    #[allow(clippy::too_many_arguments)]
     pub fn invocation(
         &self,
         worktree: &Path,
@@ -76,6 +86,7 @@ impl AgentSetup {
         mode: &SessionMode,
         budget_left_usd: Option<f64>,
         mcp_config: Option<&Path>,
+        files: SessionFiles<'_>,
     ) -> Invocation {
         invocation(&InvocationFacts {
             preset: self.choice.preset,
@@ -90,6 +101,8 @@ impl AgentSetup {
             budget_left_usd,
             mcp_config,
             runner: &crate::agent::prompt::runner_word(),
+            plan_draft: files.plan_draft,
+            gemini_policy: files.gemini_policy,
         })
     }
 

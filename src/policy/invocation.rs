@@ -161,6 +161,11 @@ pub struct InvocationFacts<'a> {
     /// runner's program as the prompts name it (its absolute path, shell-quoted): the command
     /// the agent reports with.
     pub runner: &'a str,
+    /// The planner's draft (`plan::PLAN_DRAFT` in the worktree), for a planner session: aider
+    /// edits only the files it is given.
+    pub plan_draft: Option<&'a Path>,
+    /// gemini's policy file for the session (`gemini_policy`), written by the caller.
+    pub gemini_policy: Option<&'a Path>,
 }
 
 /// How to start one agent session.
@@ -199,6 +204,29 @@ pub fn claude_sandbox_settings(runner: &str) -> String {
         }
     })
     .to_string()
+}
+
+/// gemini's policy for a `safe` session: its shell may run runner's report command and the
+/// chunk's verification command (`check`), nothing else (gemini has no sandbox; its file
+/// tools are confined to the worktree). TOML, as `gemini --policy FILE` reads it.
+pub fn gemini_policy(runner: &str, check: Option<&str>) -> String {
+    let rule = |prefix: &str| {
+        format!(
+            "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = [{}]\ndecision = \"allow\"\npriority = 900\n",
+            toml_string(prefix)
+        )
+    };
+    let mut text = rule(runner);
+    if let Some(check) = check {
+        text.push('\n');
+        text.push_str(&rule(check));
+    }
+    text
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
 }
 
 /// The claude tool rule for every tool of the MCP server named `runner` (`agent.mcp`).
@@ -251,7 +279,9 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
             argv.extend(f.args.iter().cloned());
         }
         Preset::Codex => {
-            push(&["exec", "--json"]);
+            // `--skip-git-repo-check`: codex trusts only a git repository it was told about;
+            // the worktree is one, but a recovery evaluator may run where it is gone.
+            push(&["exec", "--json", "--skip-git-repo-check"]);
             match f.permission {
                 Permission::Safe => push(&["--sandbox", "workspace-write"]),
                 Permission::Full => push(&["--dangerously-bypass-approvals-and-sandbox"]),
@@ -267,8 +297,17 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
         }
         Preset::Gemini => {
             push(&["--output-format", "stream-json"]);
-            if f.permission != Permission::Own {
-                push(&["--approval-mode", "yolo"]);
+            match f.permission {
+                // File edits inside the worktree without asking (gemini refuses paths outside
+                // it), and only the shell commands its policy file allows.
+                Permission::Safe => {
+                    push(&["--approval-mode", "auto_edit"]);
+                    if let Some(policy) = f.gemini_policy {
+                        push(&["--policy", &policy.display().to_string()]);
+                    }
+                }
+                Permission::Full => push(&["--approval-mode", "yolo"]),
+                Permission::Own => {}
             }
             if let Some(id) = resume_id {
                 push(&["--resume", id]);
@@ -277,18 +316,37 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
         }
         Preset::Aider => {
             prompt_on_stdin = false;
+            let in_session = |name: &str| f.session_dir.join(name).display().to_string();
             push(&["--message-file", &f.prompt_file.display().to_string()]);
             push(&["--yes-always", "--no-analytics"]);
-            let log = f.session_dir.join("aider.jsonl");
-            push(&["--analytics-log", &log.display().to_string()]);
-            push(&["--no-dirty-commits"]);
+            push(&["--analytics-log", &in_session("aider.jsonl")]);
+            // runner commits each chunk (aider's own commits would keep a failed attempt's
+            // edits on the branch); aider writes nothing of its own into the worktree (its
+            // chat and input history go to the session folder, no repository map cache, no
+            // `.aider*` line in the project's .gitignore) and asks the network nothing.
+            push(&["--no-auto-commits", "--no-dirty-commits", "--no-gitignore"]);
+            push(&["--chat-history-file", &in_session("chat.md")]);
+            push(&["--input-history-file", &in_session("input.history")]);
+            push(&["--map-tokens", "0", "--no-check-update", "--no-show-release-notes"]);
+            push(&["--no-pretty", "--no-stream", "--no-fancy-input", "--no-detect-urls"]);
+            if let Some(draft) = f.plan_draft {
+                // The draft is in the git-ignored `.auto-claude/`: aider edits an ignored file
+                // only when it is given one.
+                push(&["--file", &draft.display().to_string(), "--add-gitignore-files"]);
+            }
             argv.extend(f.args.iter().cloned());
         }
         Preset::Command => argv.extend(f.args.iter().cloned()),
     }
-    let env = resume_id
+    let mut env: Vec<(String, String)> = resume_id
         .map(|id| vec![(AGENT_SESSION_ENV.to_string(), id.to_string())])
         .unwrap_or_default();
+    if f.preset == Preset::Gemini {
+        // gemini 0.61 trusts no folder it was not told to (exit 55); runner made the worktree.
+        // Without its relaunch, the CLI is one process, which a kill reaches whole.
+        env.push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
+        env.push(("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()));
+    }
     Invocation {
         argv,
         prompt_on_stdin,
@@ -336,6 +394,8 @@ mod tests {
             budget_left_usd: budget,
             mcp_config: None,
             runner: "runner",
+            plan_draft: None,
+            gemini_policy: None,
         })
     }
 
@@ -355,6 +415,8 @@ mod tests {
             budget_left_usd: None,
             mcp_config,
             runner: "runner",
+            plan_draft: None,
+            gemini_policy: None,
         };
         let config = Path::new("/s/sessions/s1/mcp.json");
         let i = invocation(&facts(Permission::Safe, Some(config)));
@@ -366,7 +428,12 @@ mod tests {
         assert_eq!(i.argv[..want.len()], want[..]);
         assert_eq!(
             i.argv[want.len()..],
-            [claude_chunk_rule("runner").as_str(), CLAUDE_MCP_RULE]
+            [
+                claude_chunk_rule("runner").as_str(),
+                CLAUDE_MCP_RULE,
+                "--settings",
+                &claude_sandbox_settings("runner"),
+            ]
         );
         let full = invocation(&facts(Permission::Full, Some(config)));
         assert!(full.argv.contains(&"--strict-mcp-config".to_string()));
@@ -405,12 +472,23 @@ mod tests {
         );
         want.extend([
             "Bash(runner chunk:*)".into(),
+            "--settings".into(),
+            claude_sandbox_settings("runner"),
             "--model".into(),
             "opus".into(),
         ]);
         assert_eq!(i.argv, want);
         assert!(i.prompt_on_stdin);
         assert!(i.env.is_empty());
+        // Every Bash command runs in claude's sandbox, but for runner's own report command.
+        let settings: serde_json::Value =
+            serde_json::from_str(&claude_sandbox_settings("/opt/my runner")).unwrap();
+        assert_eq!(settings["sandbox"]["enabled"], true);
+        assert_eq!(settings["sandbox"]["allowUnsandboxedCommands"], false);
+        assert_eq!(
+            settings["sandbox"]["excludedCommands"],
+            serde_json::json!(["/opt/my runner chunk:*"])
+        );
 
         let i = build(Preset::Claude, resume("abc"), &[], None);
         assert_eq!(&i.argv[5..7], ["--resume", "abc"]);

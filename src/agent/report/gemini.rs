@@ -36,8 +36,21 @@ struct Event {
 
 const QUOTA_TYPES: [&str; 2] = ["TerminalQuotaError", "RetryableQuotaError"];
 
+/// What gemini 0.61's quota errors say (lower-cased). With an API key the `result`'s
+/// `error.type` is `"unknown"` (the API's error is a plain object, not its class), so the
+/// message is what tells: `[API Error: You have exhausted your daily quota on this model.]`,
+/// `You exceeded your current quota …`.
+const QUOTA_WORDS: [&str; 5] = [
+    "exhausted your daily quota",
+    "exceeded your current quota",
+    "quota exceeded for metric",
+    "exhausted your capacity",
+    "resource_exhausted",
+];
+
 pub fn parse(output: &[u8]) -> AgentReport {
     let mut report = AgentReport::default();
+    let mut ended_at = None;
     for line in lines(output) {
         let Some(ev) = event::<Event>(line) else {
             continue;
@@ -55,6 +68,7 @@ pub fn parse(output: &[u8]) -> AgentReport {
                 }
             }
             Some("result") => {
+                ended_at = at;
                 if let Some(stats) = ev.stats.as_ref() {
                     let cached = count(stats.get("cached"));
                     let input = match stats.get("input") {
@@ -82,6 +96,19 @@ pub fn parse(output: &[u8]) -> AgentReport {
             _ => {}
         }
     }
+    // A daily quota's delay is not in the `result` (gemini drops the API's RetryInfo for
+    // per-day quotas) but in the error it prints on stderr: `… Please retry in 3593.418s.`
+    if report.usage_limit.is_some_and(|l| l.resets_at.is_none())
+        && let Some(at) = ended_at
+    {
+        let delay = lines(output)
+            .filter(|l| !l.trim_ascii_start().starts_with(b"{"))
+            .filter_map(|l| retry_delay(&String::from_utf8_lossy(l)))
+            .last();
+        if let Some(delay) = delay {
+            report.limit(at.checked_add_signed(delay));
+        }
+    }
     report
 }
 
@@ -97,7 +124,10 @@ fn failure(report: &mut AgentReport, error: Option<&Value>, at: Option<DateTime<
     } else {
         message
     });
-    if kind.is_some_and(|k| QUOTA_TYPES.contains(&k)) {
+    let folded = super::folded(message);
+    if kind.is_some_and(|k| QUOTA_TYPES.contains(&k))
+        || QUOTA_WORDS.iter().any(|w| folded.contains(w))
+    {
         let delay = retry_delay(message);
         report.limit(at.zip(delay).and_then(|(at, d)| at.checked_add_signed(d)));
     }

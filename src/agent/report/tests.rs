@@ -467,14 +467,23 @@ fn all_parsers(bytes: &[u8]) {
 
 #[test]
 fn no_parser_panics_on_garbage_truncation_or_non_utf8() {
+    // Every file under each CLI's fixtures, its recordings of the real CLIs (`recorded/`) too.
+    fn read_all(dir: &std::path::Path, samples: &mut Vec<Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                read_all(&path, samples);
+            } else {
+                samples.push(std::fs::read(path).unwrap());
+            }
+        }
+    }
     let mut samples: Vec<Vec<u8>> = Vec::new();
     for dir in ["claude", "codex", "gemini", "aider"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/agent-output")
             .join(dir);
-        for entry in std::fs::read_dir(path).unwrap() {
-            samples.push(std::fs::read(entry.unwrap().path()).unwrap());
-        }
+        read_all(&path, &mut samples);
     }
     assert!(samples.len() >= 30, "{} samples", samples.len());
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);

@@ -80,6 +80,7 @@ pub async fn ask(
         &evaluator.agent.fresh_mode(),
         None,
         None,
+        Default::default(),
     );
     let mut env: Vec<(String, String)> = vec![
         ("RUNNER_ROLE".into(), "recovery".into()),

@@ -193,6 +193,8 @@ impl Run {
         } else {
             None
         };
+        let draft = crate::plan::draft_path(&self.worktree);
+        let gemini_policy = self.gemini_policy(&dir, chunk)?;
         let invocation = self.agent.invocation(
             &self.worktree,
             &self.paths.dir,
@@ -200,6 +202,10 @@ impl Run {
             &mode,
             usd_left,
             mcp_config.as_deref(),
+            crate::agent::preset::SessionFiles {
+                plan_draft: (role == "planner").then_some(draft.as_path()),
+                gemini_policy: gemini_policy.as_deref(),
+            },
         );
         env.extend(invocation.env.iter().cloned());
         let spec = ChildSpec {
@@ -261,6 +267,35 @@ impl Run {
         }))?;
         self.note_session_cost(role, &report)?;
         Ok((end, report))
+    }
+
+    /// gemini's `safe` policy for a session, written into its folder: runner's report command
+    /// and the chunk's verification command may run (`policy::invocation::gemini_policy`).
+    fn gemini_policy(
+        &self,
+        dir: &Path,
+        chunk: Option<&str>,
+    ) -> anyhow::Result<Option<PathBuf>> {
+        use crate::policy::invocation::Permission;
+        if self.agent.choice.preset != Preset::Gemini || self.agent.choice.permission != Permission::Safe {
+            return Ok(None);
+        }
+        let check = match chunk {
+            Some(id) => {
+                let plan = self.load_plan()?;
+                plan.find_chunk(id)
+                    .and_then(|pos| verification::command_check(plan.chunk(pos)))
+                    .map(|c| c.command)
+            }
+            None => None,
+        };
+        let text = crate::policy::invocation::gemini_policy(
+            &crate::agent::prompt::runner_word(),
+            check.as_deref(),
+        );
+        let path = dir.join("gemini-policy.toml");
+        crate::store::safe::write(&path, text.as_bytes()).map_err(crate::store::at(&path))?;
+        Ok(Some(path))
     }
 
     /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.

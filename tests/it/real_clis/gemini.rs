@@ -1,11 +1,46 @@
-//! gemini
+//! Gemini CLI 0.61 against the scripted Gemini API.
 
 use std::path::Path;
 
-use super::harness::Server;
+use serde_json::json;
 
+use super::harness::{Case, Cli, Server};
+
+/// `[agent]` lines of the test's config: none (the model is pinned in gemini's settings).
 pub const CONFIG: &str = "";
 
-pub fn setup(_home: &Path, _server: &Server) -> Vec<(String, String)> {
-    Vec::new()
+/// gemini's own settings in `GEMINI_CLI_HOME`: an API-key login at the server, a pinned model
+/// (no routing side requests), one attempt per request (a per-minute quota would otherwise be
+/// retried for minutes), and no telemetry or update checks.
+pub fn setup(home: &Path, server: &Server) -> Vec<(String, String)> {
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false,
+                    "maxAttempts": 1},
+        "model": {"name": "gemini-2.5-pro", "disableLoopDetection": true}
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    vec![
+        ("GEMINI_CLI_HOME".into(), home.display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), server.url()),
+        ("GEMINI_API_KEY".into(), "runner-test-key".into()),
+    ]
+}
+
+#[test]
+fn gemini_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
+    let case = Case::new(Cli::Gemini, json!([]));
+    let out = case.run();
+    case.assert_built(&out);
+    let (_, tokens) = case.ledger();
+    assert_eq!(tokens, case.server.tokens_served());
+}
+
+#[test]
+fn gemini_daily_quota_pauses_until_the_reset_and_no_session_starts_before_it() {
+    super::harness::limit_scenario(Cli::Gemini, 8, 1);
 }

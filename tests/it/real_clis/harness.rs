@@ -69,6 +69,8 @@ impl Server {
             .arg(&port_file)
             .arg("--log")
             .arg(&log)
+            // A Gemini quota as Google's daily one (gemini does not retry it).
+            .env("GEMINI_LIMIT_VARIANT", "daily")
             .stdin(Stdio::null())
             .spawn()
             .expect("python3 starts the model server");
