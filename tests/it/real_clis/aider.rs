@@ -1,11 +1,53 @@
-//! aider
+//! aider 0.86.2 against the scripted OpenAI chat completions API.
 
 use std::path::Path;
 
-use super::harness::Server;
+use serde_json::json;
 
+use super::harness::{Case, Cli, Server};
+
+/// `[agent]` lines are written by `setup` (they name the server); none here.
 pub const CONFIG: &str = "";
 
-pub fn setup(_home: &Path, _server: &Server) -> Vec<(String, String)> {
-    Vec::new()
+/// aider's HOME: a local copy of litellm's model price map (else aider fetches it), the
+/// server as an OpenAI-compatible API, and the model settings that stop litellm's own
+/// retries. Returns the environment; the command-line options go into `AIDER_*` variables,
+/// which aider reads as its options.
+pub fn setup(home: &Path, server: &Server) -> Vec<(String, String)> {
+    let caches = home.join(".aider/caches");
+    std::fs::create_dir_all(&caches).unwrap();
+    std::fs::write(
+        caches.join("model_prices_and_context_window.json"),
+        "{\"_\": {}}",
+    )
+    .unwrap();
+    let settings = home.join("model-settings.yml");
+    std::fs::write(
+        &settings,
+        "- name: aider/extra_params\n  extra_params: {max_retries: 0}\n",
+    )
+    .unwrap();
+    [
+        ("AIDER_OPENAI_API_BASE", format!("{}/v1", server.url())),
+        ("AIDER_OPENAI_API_KEY", "sk-runner-test".into()),
+        ("AIDER_MODEL", "openai/scripted".into()),
+        ("AIDER_EDIT_FORMAT", "diff".into()),
+        ("AIDER_MODEL_SETTINGS_FILE", settings.display().to_string()),
+        ("AIDER_SHOW_MODEL_WARNINGS", "false".into()),
+        ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+        ("BROWSER", "true".into()),
+        ("COLUMNS", "1000".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+#[test]
+fn aider_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
+    let case = Case::new(Cli::Aider, json!([]));
+    let out = case.run();
+    case.assert_built(&out);
+    let (_, tokens) = case.ledger();
+    assert_eq!(tokens, case.server.tokens_served());
 }
