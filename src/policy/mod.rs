@@ -69,13 +69,14 @@ pub enum Verdict {
 }
 
 /// What an agent that cannot run runner's report command (aider: `Preset::can_report`)
-/// reports: its clean exit is its "done" (then judged by its CLI's words and the chunk's
-/// verification, as any report); any other end says nothing. Agents that can report are taken
+/// reports: a clean exit after which its CLI said nothing failed (`cli_failed`: an error, a
+/// usage limit — aider exits 0 after both) is its "done", then judged by the chunk's
+/// verification as any report; any other end says nothing. Agents that can report are taken
 /// at their word only.
-pub fn report_by_exit(report: Report, can_report: bool, ended: &Ended) -> Report {
-    match (report, can_report, ended) {
-        (Report::Silent, false, Ended::Exited(0)) => Report::Done,
-        (report, _, _) => report,
+pub fn report_by_exit(report: Report, can_report: bool, ended: &Ended, cli_failed: bool) -> Report {
+    match (report, can_report, ended, cli_failed) {
+        (Report::Silent, false, Ended::Exited(0), false) => Report::Done,
+        (report, ..) => report,
     }
 }
 

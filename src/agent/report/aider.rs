@@ -13,8 +13,9 @@
 //! explanations aider prints for one (`aider/exceptions.py`), or a token limit
 //! (`has hit a token limit!`). A retryable error is followed by `Retrying in N seconds...`; only
 //! an error that no retry follows fails the session. A rate limit or an exhausted quota that
-//! ends the session is a usage limit (aider gives no reset time).
+//! ends the session is a usage limit; OpenAI's rate-limit message gives its reset as a delay.
 
+use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -48,11 +49,19 @@ const LIMITS: [&str; 6] = [
 ];
 
 pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
+    parse_at(output, analytics_jsonl, Utc::now())
+}
+
+/// [`parse`], `now` being when the session ended: an OpenAI rate limit's message says when it
+/// lifts as a delay from the failed call, `Please try again in 2h9m53s.` (aider's last call
+/// comes right before it gives up and exits).
+pub fn parse_at(output: &[u8], analytics_jsonl: &[u8], now: DateTime<Utc>) -> AgentReport {
     let mut report = AgentReport::default();
     let mut summed = 0.0;
     let mut total_cost = None;
     let mut any_cost = false;
     let mut calls: u32 = 0;
+    let mut unpriced = false;
     let mut exception = None;
     for line in lines(analytics_jsonl) {
         let Some(entry) = event::<Entry>(line) else {
@@ -80,7 +89,11 @@ pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
                     .tokens
                     .output
                     .saturating_add(count(get("completion_tokens")));
-                if let Some(model) = name(get("main_model")) {
+                // aider names a model it has no metadata for `openai/REDACTED` and prices
+                // it at $0: that is no price.
+                let known = name(get("main_model")).filter(|m| !m.ends_with("/REDACTED"));
+                unpriced |= known.is_none();
+                if let Some(model) = known {
                     report.model = Some(model);
                 }
             }
@@ -94,7 +107,7 @@ pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
             _ => {}
         }
     }
-    if any_cost {
+    if any_cost && !(unpriced && summed == 0.0 && total_cost.is_none_or(|t| t == 0.0)) {
         report.cost_usd = Some(total_cost.unwrap_or(summed));
         report.cost_source = CostSource::Reported;
     }
@@ -105,7 +118,13 @@ pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
     if let Some(message) = failed {
         let lower = message.to_ascii_lowercase();
         if LIMITS.iter().any(|w| lower.contains(w)) {
-            report.limit(None);
+            // Whole seconds, rounded down by the provider: one more, so that the pause never
+            // ends before the limit lifts.
+            let reset = lower
+                .find("try again in ")
+                .and_then(|at| super::gemini::duration(&lower[at + "try again in ".len()..]))
+                .and_then(|d| now.checked_add_signed(d + Duration::seconds(1)));
+            report.limit(reset);
         }
         report.set_error(&message);
     }

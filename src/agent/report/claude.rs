@@ -37,10 +37,111 @@ struct Event {
     result: Option<Value>,
     rate_limit_info: Option<Value>,
     errors: Option<Value>,
+    message: Option<Value>,
+    cwd: Option<Value>,
+}
+
+/// What the `assistant` events of a session showed of its usage: each API message's usage,
+/// by message id (claude repeats it on every content block of the same message; the last one
+/// seen is kept). Only read when the session has no `result` (it was killed): the `result`'s
+/// own figures are the exact ones.
+#[derive(Default)]
+pub struct Streamed {
+    by_message: std::collections::HashMap<String, Tokens>,
+}
+
+impl Streamed {
+    /// Note the `message` of an `assistant` event (or of a transcript line).
+    pub fn note(&mut self, message: Option<&Value>) {
+        let Some(message) = message else { return };
+        let (Some(id), Some(usage)) = (
+            message.get("id").and_then(Value::as_str),
+            message.get("usage"),
+        ) else {
+            return;
+        };
+        let tokens = usage_tokens(usage);
+        // A session's messages are a few hundred; a flood of new ids is not kept.
+        if self.by_message.len() < 100_000 || self.by_message.contains_key(id) {
+            self.by_message.insert(id.to_string(), tokens);
+        }
+    }
+
+    pub fn total(&self) -> Option<Tokens> {
+        if self.by_message.is_empty() {
+            return None;
+        }
+        let mut t = Tokens::default();
+        for m in self.by_message.values() {
+            t.input = t.input.saturating_add(m.input);
+            t.output = t.output.saturating_add(m.output);
+            t.cache_read = t.cache_read.saturating_add(m.cache_read);
+            t.cache_write = t.cache_write.saturating_add(m.cache_write);
+        }
+        Some(t)
+    }
+}
+
+/// Anthropic's usage object as tokens.
+fn usage_tokens(usage: &Value) -> Tokens {
+    Tokens {
+        input: count(usage.get("input_tokens")),
+        output: count(usage.get("output_tokens")),
+        cache_read: count(usage.get("cache_read_input_tokens")),
+        cache_write: count(usage.get("cache_creation_input_tokens")),
+    }
+}
+
+/// A session claude did not finish (no `result`: it was killed): where its transcript is,
+/// which holds each message's final usage (`~/.claude/projects/<cwd, every character but
+/// ASCII letters and digits made '-'>/<session id>.jsonl`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfinished {
+    pub cwd: String,
+    pub session_id: String,
+}
+
+impl Unfinished {
+    /// The transcript's path under claude's config folder (`$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`).
+    pub fn transcript(&self, config_dir: &std::path::Path) -> std::path::PathBuf {
+        let folder: String = self
+            .cwd
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        config_dir
+            .join("projects")
+            .join(folder)
+            .join(format!("{}.jsonl", self.session_id))
+    }
+}
+
+/// The usage a transcript's lines show (see [`Streamed`]).
+pub fn transcript_tokens(transcript: &[u8]) -> Option<Tokens> {
+    let mut streamed = Streamed::default();
+    for line in lines(transcript) {
+        if let Some(ev) = event::<Event>(line)
+            && ev.kind.as_deref() == Some("assistant")
+        {
+            streamed.note(ev.message.as_ref());
+        }
+    }
+    streamed.total()
 }
 
 pub fn parse(output: &[u8]) -> AgentReport {
+    parse_unfinished(output).0
+}
+
+/// [`parse`], and for a session with no `result` (killed) where its transcript can be
+/// found. Its usage is then what its `assistant` events showed, at prices claude charges
+/// (`CostSource::Computed`): a crash must not make the ledger forget what a session spent.
+pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<Unfinished>) {
     let mut report = AgentReport::default();
+    let mut streamed = Streamed::default();
+    let mut finished = false;
+    let mut cwd = None;
     for line in lines(output) {
         let Some(ev) = event::<Event>(line) else {
             // Not an event: the CLI's own words on stderr, if the log holds them.
@@ -57,8 +158,13 @@ pub fn parse(output: &[u8]) -> AgentReport {
                 if let Some(model) = name(ev.model.as_ref()) {
                     report.model = Some(model);
                 }
+                cwd = text(ev.cwd.as_ref()).map(str::to_string);
             }
-            Some("result") => result(&mut report, &ev),
+            Some("assistant") => streamed.note(ev.message.as_ref()),
+            Some("result") => {
+                finished = true;
+                result(&mut report, &ev)
+            }
             Some("rate_limit_event") => {
                 let info = ev.rate_limit_info.as_ref();
                 let status = info.and_then(|i| i.get("status")).and_then(Value::as_str);
@@ -73,7 +179,16 @@ pub fn parse(output: &[u8]) -> AgentReport {
             _ => {}
         }
     }
-    report
+    if finished {
+        return (report, None);
+    }
+    if let Some(tokens) = streamed.total() {
+        report.set_tokens_priced(tokens);
+    }
+    let unfinished = cwd
+        .zip(report.agent_session_id.clone())
+        .map(|(cwd, session_id)| Unfinished { cwd, session_id });
+    (report, unfinished)
 }
 
 fn result(report: &mut AgentReport, ev: &Event) {
@@ -85,12 +200,7 @@ fn result(report: &mut AgentReport, ev: &Event) {
         report.cost_source = CostSource::Reported;
     }
     if let Some(usage) = ev.usage.as_ref() {
-        report.tokens = Tokens {
-            input: count(usage.get("input_tokens")),
-            output: count(usage.get("output_tokens")),
-            cache_read: count(usage.get("cache_read_input_tokens")),
-            cache_write: count(usage.get("cache_creation_input_tokens")),
-        };
+        report.tokens = usage_tokens(usage);
     }
     if let Some(turns) = ev.num_turns.as_ref().and_then(Value::as_u64) {
         report.turns = Some(u32::try_from(turns).unwrap_or(u32::MAX));
@@ -141,7 +251,10 @@ fn limit_epoch(text: &str) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
 /// The newer wordings of a usage limit, whose reset time is not machine-readable.
 fn says_limit(text: &str) -> bool {
     let t = folded(text);
-    t.contains("you've hit your limit")
+    // 2.1.197: "You've hit your session limit · resets 9:18am (UTC)", "… weekly limit",
+    // "… Opus limit"; "You've reached your …" in the same family.
+    t.contains("you've hit your")
+        || t.contains("you've reached your")
         || t.contains("usage limit reached")
         || t.contains("hour limit reached")
         || t.contains("weekly limit reached")

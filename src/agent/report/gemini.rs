@@ -49,8 +49,15 @@ const QUOTA_WORDS: [&str; 5] = [
 ];
 
 pub fn parse(output: &[u8]) -> AgentReport {
+    parse_unfinished(output).0
+}
+
+/// [`parse`], and the session id of a session with no `result` (killed before gemini printed
+/// its stats): its tokens are then in gemini's chat file ([`chat_tokens`]).
+pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<String>) {
     let mut report = AgentReport::default();
     let mut ended_at = None;
+    let mut finished = false;
     for line in lines(output) {
         let Some(ev) = event::<Event>(line) else {
             continue;
@@ -68,6 +75,7 @@ pub fn parse(output: &[u8]) -> AgentReport {
                 }
             }
             Some("result") => {
+                finished = true;
                 ended_at = at;
                 if let Some(stats) = ev.stats.as_ref() {
                     let cached = count(stats.get("cached"));
@@ -109,7 +117,62 @@ pub fn parse(output: &[u8]) -> AgentReport {
             report.limit(at.checked_add_signed(delay));
         }
     }
-    report
+    let unfinished = (!finished)
+        .then(|| report.agent_session_id.clone())
+        .flatten();
+    (report, unfinished)
+}
+
+/// The tokens gemini's chat file of a session records (`~/.gemini/tmp/<project>/chats/
+/// session-<time>-<id prefix>.jsonl`: the session's header line, then its messages, each
+/// `gemini` message with its `tokens` {input (cached included), output, cached, …}, written
+/// again as it grows: the last line of each message id counts). `None` when the file is not
+/// the session's (`session_id`) or records no tokens.
+pub fn chat_tokens(chat: &[u8], session_id: &str) -> Option<Tokens> {
+    let mut by_message: std::collections::HashMap<String, Tokens> = Default::default();
+    let mut note = |m: &Value| {
+        let (Some(id), Some(t)) = (m.get("id").and_then(Value::as_str), m.get("tokens")) else {
+            return;
+        };
+        if m.get("type").and_then(Value::as_str) != Some("gemini") {
+            return;
+        }
+        let cached = count(t.get("cached"));
+        let tokens = Tokens {
+            input: count(t.get("input")).saturating_sub(cached),
+            output: count(t.get("output")),
+            cache_read: cached,
+            cache_write: 0,
+        };
+        if by_message.len() < 100_000 || by_message.contains_key(id) {
+            by_message.insert(id.to_string(), tokens);
+        }
+    };
+    let mut first = true;
+    for line in lines(chat) {
+        let Some(v) = event::<Value>(line) else {
+            continue;
+        };
+        if first {
+            if v.get("sessionId").and_then(Value::as_str) != Some(session_id) {
+                return None;
+            }
+            first = false;
+            continue;
+        }
+        match v.get("$set").and_then(|s| s.get("messages")).and_then(Value::as_array) {
+            Some(messages) => messages.iter().for_each(&mut note),
+            None => note(&v),
+        }
+    }
+    (!by_message.is_empty()).then(|| {
+        by_message.values().fold(Tokens::default(), |a, t| Tokens {
+            input: a.input.saturating_add(t.input),
+            output: a.output.saturating_add(t.output),
+            cache_read: a.cache_read.saturating_add(t.cache_read),
+            cache_write: 0,
+        })
+    })
 }
 
 /// An error object `{"type","message"}` that ended the session.
@@ -144,7 +207,7 @@ fn retry_delay(message: &str) -> Option<Duration> {
 }
 
 /// A duration written as `1h2m3.5s`, `34.07s` or `900ms`, up to the first other character.
-fn duration(text: &str) -> Option<Duration> {
+pub(super) fn duration(text: &str) -> Option<Duration> {
     let mut millis: f64 = 0.0;
     let mut rest = text;
     let mut any = false;

@@ -13,6 +13,7 @@ pub mod answer;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod prices;
 pub mod read;
 
 use chrono::{DateTime, Utc};
@@ -131,6 +132,16 @@ impl AgentReport {
     /// [`AgentReport::failure`], else the CLI's [`AgentReport::last_words`].
     pub fn said(&self) -> Option<String> {
         self.failure().or_else(|| self.last_words.clone())
+    }
+
+    /// Tokens of a session whose CLI said no cost (it was killed before its summary): the
+    /// dollars computed at the model's known prices (`prices::of`), if any.
+    pub fn set_tokens_priced(&mut self, tokens: Tokens) {
+        self.tokens = tokens;
+        if let Some(prices) = self.model.as_deref().and_then(prices::of) {
+            self.cost_usd = Some(compute_cost(&tokens, &prices));
+            self.cost_source = CostSource::Computed;
+        }
     }
 
     fn set_error(&mut self, message: &str) {

@@ -25,8 +25,8 @@ pub fn read_session(
     let output = || tail(&session_dir.join("output.log"), limit);
     match preset {
         Preset::Command => AgentReport::default(),
-        Preset::Claude => super::claude::parse(&output()),
-        Preset::Gemini => super::gemini::parse(&output()),
+        Preset::Claude => claude_session(&output()),
+        Preset::Gemini => gemini_session(&output()),
         Preset::Codex => {
             super::codex::parse(&output(), previous_thread_total, &chrono::Local::now())
         }
@@ -34,6 +34,58 @@ pub fn read_session(
             super::aider::parse(&output(), &tail(&session_dir.join("aider.jsonl"), limit))
         }
     }
+}
+
+/// A claude session's report; for one killed before its `result`, the usage of its
+/// transcript (the final figures of each message, where the stream showed only their start),
+/// if claude's config folder is where runner's environment says.
+fn claude_session(output: &[u8]) -> AgentReport {
+    let (mut report, unfinished) = super::claude::parse_unfinished(output);
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".claude")));
+    if let (Some(unfinished), Some(dir)) = (unfinished, config_dir) {
+        let transcript = tail(&unfinished.transcript(&dir), 64 << 20);
+        if let Some(tokens) = super::claude::transcript_tokens(&transcript) {
+            report.set_tokens_priced(tokens);
+        }
+    }
+    report
+}
+
+/// A gemini session's report; for one killed before its `result`, the tokens its chat file
+/// records, found in gemini's folder (`$GEMINI_CLI_HOME`, else `$HOME`, then `.gemini/tmp/
+/// <project>/chats/`) by the file name's id prefix and its header's full id.
+fn gemini_session(output: &[u8]) -> AgentReport {
+    let (mut report, unfinished) = super::gemini::parse_unfinished(output);
+    let Some(id) = unfinished else {
+        return report;
+    };
+    let Some(home) = std::env::var_os("GEMINI_CLI_HOME").or_else(|| std::env::var_os("HOME"))
+    else {
+        return report;
+    };
+    let prefix: String = id.chars().take(8).collect();
+    let suffix = format!("-{prefix}.jsonl");
+    let projects = Path::new(&home).join(".gemini/tmp");
+    let Ok(entries) = std::fs::read_dir(&projects) else {
+        return report;
+    };
+    for project in entries.flatten().take(10_000) {
+        let Ok(chats) = std::fs::read_dir(project.path().join("chats")) else {
+            continue;
+        };
+        for chat in chats.flatten().take(10_000) {
+            if !chat.file_name().to_string_lossy().ends_with(&suffix) {
+                continue;
+            }
+            if let Some(tokens) = super::gemini::chat_tokens(&tail(&chat.path(), 64 << 20), &id) {
+                report.tokens = tokens;
+                return report;
+            }
+        }
+    }
+    report
 }
 
 /// The last `limit` bytes of a session's `output.log` as text (what the CLI said on stdout and

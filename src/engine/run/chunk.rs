@@ -257,6 +257,7 @@ impl Run {
             read_report(chunk),
             self.agent.choice.preset.can_report(),
             &end.ended,
+            agent_report.failed(),
         );
         // claude stopped at the budget runner gave it: the spec's budget is spent, the chunk
         // goes back to pending (not a failed attempt).

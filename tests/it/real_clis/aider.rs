@@ -51,3 +51,31 @@ fn aider_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served());
 }
+
+/// aider retries a rate limit itself for about a minute (its fixed `RETRY_TIMEOUT`), then gives
+/// up and exits 0: a reset further away than that is runner's to wait for, read from OpenAI's
+/// `Please try again in …` (aider prints no reset of its own).
+#[test]
+fn aider_rate_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
+    let resets_at = chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp() + 85, 0).unwrap();
+    let case = Case::new(
+        Cli::Aider,
+        json!([{"who": "chunk-1", "do": "limit", "resets_at": resets_at.timestamp()}]),
+    );
+    let out = case.run();
+    crate::common::assert_exit(&out, 6);
+    let until = case.paused_until().expect("the spec is paused");
+    assert!(
+        until >= resets_at && until <= resets_at + chrono::Duration::seconds(3),
+        "paused until {until}, the reset is at {resets_at}\n{}",
+        crate::common::stderr(&out)
+    );
+    assert_eq!(case.statuses(), ["pending", "pending"]);
+    let requests = case.server.count("request");
+    crate::common::assert_exit(&case.run(), 6);
+    assert_eq!(case.server.count("request"), requests, "a session started");
+    if let Ok(wait) = (until - chrono::Utc::now() + chrono::Duration::milliseconds(500)).to_std() {
+        std::thread::sleep(wait);
+    }
+    case.assert_built(&case.run());
+}

@@ -50,3 +50,11 @@ fn claude_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
 fn claude_usage_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
     super::harness::limit_scenario(Cli::Claude, 8, 0);
 }
+
+#[test]
+fn claude_killed_mid_chunk_resumes_its_session_and_the_ledger_keeps_the_killed_sessions_cost() {
+    let case = super::harness::kill_and_resume_scenario(Cli::Claude);
+    let (usd, _) = case.ledger();
+    let responses = case.server.count("response") as f64;
+    assert!((usd - responses * USD_PER_RESPONSE).abs() < 1e-6, "{usd} for {responses} responses");
+}

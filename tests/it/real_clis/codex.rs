@@ -68,3 +68,8 @@ fn codex_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
 fn codex_usage_limit_pauses_until_the_end_of_the_printed_minute_not_a_day() {
     super::harness::limit_scenario(Cli::Codex, 8, 60);
 }
+
+#[test]
+fn codex_killed_mid_chunk_resumes_its_thread_and_the_ledger_counts_every_token() {
+    super::harness::kill_and_resume_scenario(Cli::Codex);
+}

@@ -44,3 +44,8 @@ fn gemini_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
 fn gemini_daily_quota_pauses_until_the_reset_and_no_session_starts_before_it() {
     super::harness::limit_scenario(Cli::Gemini, 8, 1);
 }
+
+#[test]
+fn gemini_killed_mid_chunk_resumes_its_session_and_the_ledger_counts_every_token() {
+    super::harness::kill_and_resume_scenario(Cli::Gemini);
+}

@@ -355,3 +355,47 @@ pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
     }
     case.assert_built(&case.run());
 }
+
+/// The `session_start` records of `chunk` in the spec's journal, in order.
+pub fn session_starts(case: &Case, chunk: &str) -> Vec<Value> {
+    case.repo
+        .events(SPEC)
+        .into_iter()
+        .filter(|e| e["event"] == "session_start" && e["chunk"] == chunk)
+        .collect()
+}
+
+/// kill -9 in the middle of a chunk: the model server holds chunk-1's second request (after
+/// the CLI wrote its file) while runner is killed, which takes the CLI with it. The next run
+/// continues the CLI's own session (the server sees the earlier tool call and result in the
+/// history and goes on from there), builds the spec, and the ledger counts every token the
+/// server served — the killed session's too.
+pub fn kill_and_resume_scenario(cli: Cli) -> Case {
+    let case = Case::new(
+        cli,
+        json!([{"who": "chunk-1", "step": 1, "do": "hang", "seconds": 120, "times": 1}]),
+    );
+    let mut child = case.spawn_run();
+    case.server.wait_for("hang", 120);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let out = case.run();
+    case.assert_built(&out);
+    let starts = session_starts(&case, "chunk-1");
+    assert_eq!(starts.len(), 2, "{starts:#?}");
+    assert_eq!(starts[1]["resumed"], true, "{starts:#?}\n{}", stderr(&out));
+    // The CLI's own session: the one runner chose (claude), else the one the killed session's
+    // output named (codex, gemini).
+    let resumed = starts[1]["agent_session_id"].as_str().expect("a resumed session id");
+    if let Some(chosen) = starts[0]["agent_session_id"].as_str() {
+        assert_eq!(resumed, chosen);
+    }
+    let killed = case.repo.spec_dir(SPEC).join("sessions").join(
+        starts[0]["session_id"].as_str().unwrap(),
+    );
+    let log = std::fs::read_to_string(killed.join("output.log")).unwrap();
+    assert!(log.contains(resumed), "{resumed} is not in the killed session's output:\n{log}");
+    let (_, tokens) = case.ledger();
+    assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
+    case
+}
