@@ -95,6 +95,35 @@ pub fn parse<Tz: TimeZone>(
     report
 }
 
+/// The exact reset of a usage limit, from the session file codex keeps of the thread
+/// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`): its last
+/// `token_count` event's `rate_limits`, whose `primary` and `secondary` windows carry
+/// `used_percent` and `resets_at` (Unix seconds). The limit lifts when the last of the spent
+/// (100 %) windows resets; `None` when no window is spent or the file says nothing.
+pub fn rollout_reset(rollout: &[u8]) -> Option<DateTime<Utc>> {
+    let mut last = None;
+    for line in lines(rollout) {
+        let Some(v) = event::<Value>(line) else {
+            continue;
+        };
+        let payload = v.get("payload");
+        if payload.and_then(|p| p.get("type")).and_then(Value::as_str) != Some("token_count") {
+            continue;
+        }
+        if let Some(limits) = payload.and_then(|p| p.get("rate_limits")).filter(|l| l.is_object()) {
+            last = Some(limits.clone());
+        }
+    }
+    let limits = last?;
+    ["primary", "secondary"]
+        .iter()
+        .filter_map(|w| limits.get(*w))
+        .filter(|w| w.get("used_percent").and_then(Value::as_f64).is_some_and(|p| p >= 100.0))
+        .filter_map(|w| w.get("resets_at").and_then(Value::as_f64))
+        .filter_map(super::epoch)
+        .max()
+}
+
 /// `Some(reset)` when `message` says the usage limit was hit.
 fn usage_limit<Tz: TimeZone>(message: &str, now: &DateTime<Tz>) -> Option<Option<DateTime<Utc>>> {
     // ASCII lower-casing keeps byte offsets, so they index `message` too.

@@ -28,7 +28,10 @@ pub fn read_session(
         Preset::Claude => claude_session(&output()),
         Preset::Gemini => gemini_session(&output()),
         Preset::Codex => {
-            super::codex::parse(&output(), previous_thread_total, &chrono::Local::now())
+            let mut report =
+                super::codex::parse(&output(), previous_thread_total, &chrono::Local::now());
+            codex_exact_reset(&mut report);
+            report
         }
         Preset::Aider => {
             super::aider::parse(&output(), &tail(&session_dir.join("aider.jsonl"), limit))
@@ -51,6 +54,43 @@ fn claude_session(output: &[u8]) -> AgentReport {
         }
     }
     report
+}
+
+/// A codex usage limit's exact reset, from the thread's session file (codex prints only the
+/// minute): looked for in `$CODEX_HOME` (else `~/.codex`), in the folders of today and the two
+/// days before (a thread started before midnight).
+fn codex_exact_reset(report: &mut AgentReport) {
+    let (Some(_), Some(thread)) = (report.usage_limit, report.agent_session_id.clone()) else {
+        return;
+    };
+    let Some(home) = std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
+    else {
+        return;
+    };
+    let suffix = format!("-{thread}.jsonl");
+    let today = chrono::Local::now().date_naive();
+    for back in 0..3 {
+        let Some(day) = today.checked_sub_days(chrono::Days::new(back)) else {
+            continue;
+        };
+        let dir = home.join("sessions").join(day.format("%Y/%m/%d").to_string());
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten().take(100_000) {
+            if !entry.file_name().to_string_lossy().ends_with(&suffix) {
+                continue;
+            }
+            if let Some(at) = super::codex::rollout_reset(&tail(&entry.path(), 16 << 20)) {
+                report.usage_limit = Some(super::UsageLimit {
+                    resets_at: Some(at),
+                });
+                return;
+            }
+        }
+    }
 }
 
 /// A gemini session's report; for one killed before its `result`, the tokens its chat file

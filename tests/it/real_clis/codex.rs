@@ -64,9 +64,11 @@ fn codex_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
     assert_eq!(tokens, case.server.tokens_served());
 }
 
+/// codex prints only the minute of the reset (`try again at 6:25 AM`), read as that minute's
+/// end and never as tomorrow; its session file has the exact time, which runner takes.
 #[test]
-fn codex_usage_limit_pauses_until_the_end_of_the_printed_minute_not_a_day() {
-    super::harness::limit_scenario(Cli::Codex, 8, 60);
+fn codex_usage_limit_pauses_until_the_exact_reset_from_its_session_file_not_a_day() {
+    super::harness::limit_scenario(Cli::Codex, 8, 0);
 }
 
 #[test]
