@@ -1,6 +1,7 @@
 //! The planner session: write a plan where there is none, retry an invalid one.
 
 use super::*;
+use crate::agent::report::AgentReport;
 use crate::store::event::{self as ev, Event};
 
 pub(super) fn plan_error_lines(e: &PlanError) -> Vec<String> {
@@ -81,24 +82,7 @@ impl Run {
             if report.usage_limit.is_some() {
                 self.limit_hit(&report, &session_id)?;
             }
-            errors = match self.install_draft(&draft)? {
-                Some(problems) => problems,
-                // No draft: a plan written straight into the spec folder (an agent of
-                // `--agent-command` that knows the Auto-Claude layout) is taken as before.
-                None => match self.paths.plan.load() {
-                    Ok(Some(plan)) => check_planner_output(&plan),
-                    Ok(None) => vec![format!("the planner did not write {}", draft.display())],
-                    Err(e) => match e.downcast::<PlanError>() {
-                        Ok(pe) => plan_error_lines(&pe),
-                        Err(other) => return Err(other),
-                    },
-                },
-            };
-            if !errors.is_empty()
-                && let Some(said) = report.said()
-            {
-                errors.push(format!("the agent's CLI said: {said}"));
-            }
+            errors = self.read_planner_output(&draft, &report)?;
             if errors.is_empty() {
                 return self.accept_plan(&session_id);
             }
@@ -140,6 +124,35 @@ impl Run {
         .into())
     }
 
+    /// What is wrong with the plan the planner left (nothing once it is installed as the
+    /// spec's plan): its draft in the worktree, else a plan written straight into the spec
+    /// folder; when there is a problem, what its CLI said last is added to it.
+    fn read_planner_output(
+        &self,
+        draft: &Path,
+        report: &AgentReport,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut errors = match self.install_draft(draft)? {
+            Some(problems) => problems,
+            // No draft: a plan written straight into the spec folder (an agent of
+            // `--agent-command` that knows the Auto-Claude layout) is taken as before.
+            None => match self.paths.plan.load() {
+                Ok(Some(plan)) => check_planner_output(&plan),
+                Ok(None) => vec![format!("the planner did not write {}", draft.display())],
+                Err(e) => match e.downcast::<PlanError>() {
+                    Ok(pe) => plan_error_lines(&pe),
+                    Err(other) => return Err(other),
+                },
+            },
+        };
+        if !errors.is_empty()
+            && let Some(said) = report.said()
+        {
+            errors.push(format!("the agent's CLI said: {said}"));
+        }
+        Ok(errors)
+    }
+
     /// Make the draft's folder in the worktree (a real folder: a link there, from the base
     /// branch or an agent, is refused) and set aside a draft left by an earlier run.
     fn prepare_draft(&self, draft: &Path) -> anyhow::Result<()> {
@@ -168,10 +181,12 @@ impl Run {
         if std::fs::symlink_metadata(draft).is_err() {
             return Ok(None);
         }
-        let aside = crate::store::unused_path(&self.paths.dir.join(format!(
-            "plan-draft.json.{why}-{}",
-            crate::clock::stamp()
-        )));
+        let aside = crate::store::unused_path(
+            &self
+                .paths
+                .dir
+                .join(format!("plan-draft.json.{why}-{}", crate::clock::stamp())),
+        );
         crate::store::safe::rename(draft, &aside)
             .with_context(|| format!("moving {} to {}", draft.display(), aside.display()))?;
         Ok(Some(aside))
@@ -194,7 +209,11 @@ impl Run {
                 .map_err(|e| plan_error_lines(&e))
                 .and_then(|plan| {
                     let problems = check_planner_output(&plan);
-                    if problems.is_empty() { Ok(plan) } else { Err(problems) }
+                    if problems.is_empty() {
+                        Ok(plan)
+                    } else {
+                        Err(problems)
+                    }
                 })
         } else {
             Err(vec![format!(
