@@ -68,7 +68,15 @@ pub fn settle_existing_work(
         prepared.write_repin()?;
         return Ok(Choice::Continue);
     };
-    if opts.auto_continue {
+    // A spec paused by a usage limit goes on to say so (exit 6, no session) before anything
+    // is asked: without a terminal the question would end the run with exit 2 instead, and
+    // the pause is what a caller (a script, a scheduler) has to know.
+    let now = chrono::Utc::now();
+    let paused = matches!(
+        crate::store::pause::read(&ws.state_dir, &paths.name, now),
+        crate::store::pause::Found::Paused(p) if p.until > now
+    );
+    if opts.auto_continue || (paused && !opts.wait) {
         prepared.write_repin()?;
         return Ok(Choice::Continue);
     }

@@ -229,6 +229,19 @@ impl Case {
         self.cmd(&["run", "--spec", SPEC]).output().unwrap()
     }
 
+    /// `runner run --spec SPEC` exactly as a user types it (no `--auto-continue`), no terminal.
+    pub fn plain_run(&self) -> Output {
+        let mut cmd = Command::new(RUNNER);
+        cmd.args(["run", "--spec", SPEC])
+            .current_dir(&self.repo.root)
+            .env("HOME", &self.home)
+            .stdin(Stdio::null());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
     /// `runner run --spec SPEC`, started and left running.
     pub fn spawn_run(&self) -> Child {
         self.cmd(&["run", "--spec", SPEC])
@@ -323,8 +336,8 @@ pub fn reset_within_this_minute(secs: i64) -> chrono::DateTime<chrono::Utc> {
     }
 }
 
-/// The usage-limit scenario every CLI goes through: chunk-1's first request meets the
-/// provider's 429 with a reset `secs` seconds away, in the current minute. The run stops with
+/// The usage-limit scenario every CLI goes through: chunk-1's second request (after the CLI
+/// wrote its file) meets the provider's 429 with a reset `secs` seconds away, in the current minute. The run stops with
 /// exit 6, paused until the reset — never before it, and not a day later — having spent no
 /// attempt; a run before the reset starts no session (the server sees no request); one after
 /// it builds the spec. `slack` is how far past the reset the CLI's words may place it (codex
@@ -333,7 +346,8 @@ pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
     let resets_at = reset_within_this_minute(secs);
     let case = Case::new(
         cli,
-        json!([{"who": "chunk-1", "do": "limit", "resets_at": resets_at.timestamp(), "times": 1}]),
+        // After the CLI wrote chunk-1's file: the limited attempt leaves work behind.
+        json!([{"who": "chunk-1", "step": 1, "do": "limit", "resets_at": resets_at.timestamp(), "times": 1}]),
     );
     let out = case.run();
     assert_exit(&out, 6);
@@ -348,6 +362,10 @@ pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
     let requests = case.server.count("request");
     let again = case.run();
     assert_exit(&again, 6);
+    // Without --auto-continue and without a terminal too: the pause is said before the
+    // question about the existing worktree (which would exit 2 with no one to answer).
+    let plain = case.plain_run();
+    assert_exit(&plain, 6);
     assert_eq!(case.server.count("request"), requests, "a session started");
     let wait = until - chrono::Utc::now() + chrono::Duration::milliseconds(500);
     if let Ok(wait) = wait.to_std() {
