@@ -145,7 +145,7 @@ const LAST_WORDS_LINE_CHARS: usize = 400;
 pub fn last_words(output: &[u8]) -> Option<String> {
     let mut kept: Vec<String> = Vec::new();
     for line in output.rsplit(|b| *b == b'\n') {
-        let text = String::from_utf8_lossy(line);
+        let text = without_colours(&String::from_utf8_lossy(line));
         let text = text.trim();
         if text.is_empty() || text.starts_with('{') || text.starts_with('[') {
             continue;
@@ -161,6 +161,28 @@ pub fn last_words(output: &[u8]) -> Option<String> {
     }
     kept.reverse();
     (!kept.is_empty()).then(|| kept.join(" / "))
+}
+
+/// `text` without the terminal's colour and cursor sequences (`ESC [ … letter`) CLIs print
+/// even into a pipe (gemini's red "not running in a trusted directory"): the words are what
+/// is kept; any other control character is escaped where they are shown.
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters and intermediates, then one final byte in @..~.
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The CLI's last words in the session folder's `output.log` (see [`last_words`]).
@@ -215,6 +237,22 @@ mod tests {
             read_session(Preset::Command, dir.path(), None, 1 << 20),
             AgentReport::default()
         );
+    }
+
+    #[test]
+    fn last_words_are_the_clis_text_lines_without_colours() {
+        let out = b"{\"type\":\"init\"}\n\x1b[31mGemini CLI is not running in a trusted directory.\x1b[0m\n\n[1,2]\n";
+        assert_eq!(
+            last_words(out).as_deref(),
+            Some("Gemini CLI is not running in a trusted directory.")
+        );
+        assert_eq!(last_words(b"{\"a\":1}\n\n"), None);
+        let many = b"one\ntwo\nthree\nfour\nfive\n";
+        assert_eq!(last_words(many).as_deref(), Some("two / three / four / five"));
+        let long = "x".repeat(1000);
+        let words = last_words(long.as_bytes()).unwrap();
+        assert_eq!(words.chars().count(), LAST_WORDS_LINE_CHARS + 1);
+        assert!(words.ends_with('…'));
     }
 
     #[test]

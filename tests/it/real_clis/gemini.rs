@@ -49,3 +49,24 @@ fn gemini_daily_quota_pauses_until_the_reset_and_no_session_starts_before_it() {
 fn gemini_killed_mid_chunk_resumes_its_session_and_the_ledger_counts_every_token() {
     super::harness::kill_and_resume_scenario(Cli::Gemini);
 }
+
+/// A CLI that refuses to start says why on stderr, in no event its parser reads: its words
+/// reach the user, for the planner (here) as for coders, instead of only "the planner did not
+/// write …".
+#[test]
+fn gemini_refusing_to_start_is_reported_in_its_own_words() {
+    let mut case = Case::new(Cli::Gemini, json!([]));
+    case.env.retain(|(k, _)| k != "GEMINI_API_KEY");
+    let out = case
+        .cmd(&["run", "--spec", super::harness::SPEC])
+        .env_remove("GEMINI_API_KEY")
+        .output()
+        .unwrap();
+    crate::common::assert_exit(&out, 3);
+    let err = crate::common::stderr(&out);
+    assert!(err.contains("the agent's CLI said: "), "{err}");
+    assert!(err.contains("GEMINI_API_KEY"), "{err}");
+    // Its colours are not shown as escapes.
+    assert!(!err.contains("\\u{1b}"), "{err}");
+    assert_eq!(case.server.count("request"), 0);
+}
