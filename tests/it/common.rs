@@ -9,6 +9,12 @@ use serde_json::Value;
 
 pub const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
 
+/// runner as its prompts and its agents' permission rules name it: its absolute path, as one
+/// shell word.
+pub fn runner_word() -> String {
+    shell_words::quote(RUNNER).into_owned()
+}
+
 pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")

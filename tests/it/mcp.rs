@@ -553,7 +553,10 @@ fn the_claude_preset_hands_each_session_runners_mcp_server() {
         let tools = argv.iter().position(|a| a == "--allowedTools").unwrap();
         assert_eq!(
             argv[tools + 1..tools + 3],
-            ["Bash(runner chunk:*)", "mcp__runner"]
+            [
+                format!("Bash({} chunk:*)", runner_word()),
+                "mcp__runner".into()
+            ]
         );
         let config: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         let server = &config["mcpServers"]["runner"];

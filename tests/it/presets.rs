@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::*;
 
@@ -133,36 +133,71 @@ fn session_starts(repo: &TestRepo, spec: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The command line each preset's session gets, without the program (README "Agents").
-fn expected_args(preset: &str, repo: &TestRepo, spec: &str, call: &Call) -> Vec<String> {
+/// The command line each preset's session gets, without the program (README "Agents"):
+/// `start` is the session's `session_start` event.
+fn expected_args(
+    preset: &str,
+    repo: &TestRepo,
+    spec: &str,
+    call: &Call,
+    start: &Value,
+) -> Vec<String> {
     let spec_dir = repo.spec_dir(spec).display().to_string();
     let wt = repo.worktree().display().to_string();
+    let session_dir = repo
+        .spec_dir(spec)
+        .join("sessions")
+        .join(start["session_id"].as_str().unwrap());
+    let in_session = |name: &str| session_dir.join(name).display().to_string();
+    let planner = start["role"] == "planner";
     match preset {
         "claude" => {
             let mut want = words("-p --output-format stream-json --verbose --session-id");
             want.push(call.args.get(5).cloned().unwrap_or_default());
             want.extend(words("--permission-mode acceptEdits --allowedTools"));
-            want.push("Bash(runner chunk:*)".into());
+            want.push(format!("Bash({} chunk:*)", runner_word()));
+            want.push("--settings".into());
+            want.push(runner::policy::invocation::claude_sandbox_settings(
+                &runner_word(),
+            ));
             want
         }
         "codex" => {
-            let mut want = words("exec --json --sandbox workspace-write -C");
+            let mut want = words("exec --json --skip-git-repo-check --sandbox workspace-write -C");
             want.extend([wt, "--add-dir".into(), spec_dir, "-".into()]);
             want
         }
-        "gemini" => words("--output-format stream-json --approval-mode yolo"),
+        "gemini" => {
+            let mut want = words("--output-format stream-json --approval-mode auto_edit --policy");
+            want.push(in_session("gemini-policy.toml"));
+            want
+        }
         "aider" => {
-            let file = call.args.get(1).cloned().unwrap_or_default();
-            let session_dir = Path::new(&file).parent().unwrap().to_path_buf();
-            vec![
-                "--message-file".into(),
-                file,
-                "--yes-always".into(),
-                "--no-analytics".into(),
-                "--analytics-log".into(),
-                session_dir.join("aider.jsonl").display().to_string(),
-                "--no-dirty-commits".into(),
-            ]
+            let mut want = vec!["--message-file".into(), in_session("prompt.md")];
+            want.extend(words("--yes-always --no-analytics --analytics-log"));
+            want.push(in_session("aider.jsonl"));
+            want.extend(words(
+                "--no-auto-commits --no-dirty-commits --no-gitignore --chat-history-file",
+            ));
+            want.push(in_session("chat.md"));
+            want.push("--input-history-file".into());
+            want.push(in_session("input.history"));
+            want.extend(words(
+                "--map-tokens 0 --no-check-update --no-show-release-notes \
+                 --no-pretty --no-stream --no-fancy-input --no-detect-urls",
+            ));
+            if planner {
+                // Only the planner is given its draft (git-ignored: aider edits it only so).
+                want.push("--file".into());
+                want.push(
+                    repo.worktree()
+                        .join(".auto-claude/plan-draft.json")
+                        .display()
+                        .to_string(),
+                );
+                want.push("--add-gitignore-files".into());
+            }
+            want
         }
         _ => unreachable!(),
     }
@@ -195,9 +230,17 @@ fn every_preset_runs_a_spec_with_its_own_command_line() {
             assert_eq!(call.program, preset);
             assert_eq!(
                 call.args,
-                expected_args(preset, &repo, "001-p", call),
+                expected_args(preset, &repo, "001-p", call, start),
                 "{preset}"
             );
+            if preset == "gemini" {
+                // Its shell may run runner's report command (by runner's absolute path).
+                let policy = std::fs::read_to_string(call.args.last().unwrap()).unwrap();
+                assert!(
+                    policy.contains(&format!("commandPrefix = [{}]", json!(runner_word()))),
+                    "{policy}"
+                );
+            }
             assert_eq!(call.resumed, "", "a fresh session is not a resumed one");
             // The prompt arrived (stdin, or aider's message file, which is the session's).
             assert!(call.prompt.contains("001-p"), "{preset}: {}", call.prompt);
@@ -275,10 +318,19 @@ fn the_configured_program_and_args_are_used() {
     assert_exit(&out, 0);
     let calls = stand.calls();
     assert_eq!(calls.len(), 4);
-    let mut want = words("--output-format stream-json --approval-mode yolo -m");
-    want.push("gemini pro".into());
-    assert_eq!(calls[0].args, want);
     let start = &session_starts(&repo, "003-prog")[0];
+    let policy = repo
+        .spec_dir("003-prog")
+        .join("sessions")
+        .join(start["session_id"].as_str().unwrap())
+        .join("gemini-policy.toml");
+    let mut want = words("--output-format stream-json --approval-mode auto_edit --policy");
+    want.extend([
+        policy.display().to_string(),
+        "-m".into(),
+        "gemini pro".into(),
+    ]);
+    assert_eq!(calls[0].args, want);
     assert_eq!(
         Path::new(start["command"][0].as_str().unwrap()),
         repo.path("./tools/gemini")

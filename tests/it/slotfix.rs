@@ -126,14 +126,18 @@ fn hostile_chunk_ids_are_quoted_in_the_commands_the_prompt_gives() {
         .flatten()
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
-    let done = "- Report success with: `runner chunk done --notes \"what you did\" -- 'x; touch pwned-semicolon'`";
+    // runner by its absolute path, one shell word.
+    let runner = runner_word();
+    let done = format!(
+        "- Report success with: `{runner} chunk done --notes \"what you did\" -- 'x; touch pwned-semicolon'`"
+    );
     assert!(
-        prompts.iter().any(|p| p.contains(done)),
+        prompts.iter().any(|p| p.contains(&done)),
         "no prompt has the line {done}"
     );
-    let fail = "`runner chunk fail --reason \"why\" -- 'it'\\''s $(touch pwned-subst)'`";
+    let fail = format!("`{runner} chunk fail --reason \"why\" -- 'it'\\''s $(touch pwned-subst)'`");
     assert!(
-        prompts.iter().any(|p| p.contains(fail)),
+        prompts.iter().any(|p| p.contains(&fail)),
         "no prompt has {fail}"
     );
 }
