@@ -1555,17 +1555,26 @@ fn a_new_plan_is_never_restored_from_the_old_plans_copies() {
     let repo = TestRepo::new();
     repo.add_spec(spec);
     assert_exit(&repo.run_spec(spec, &[]), 0);
-    // The user moves the plan away to plan again; the planner writes garbage every time.
+    // The user moves the plan away to plan again; the planner writes garbage every time, as
+    // its draft in the worktree: each is set aside, none becomes the spec's plan.
     std::fs::remove_file(repo.plan_path(spec)).unwrap();
     repo.script("planner * garbage\n");
     assert_exit(&repo.run_spec(spec, &[]), 3);
-    // Recovery must not bring the old, finished plan back over the new attempt.
+    assert!(!repo.plan_path(spec).exists());
+    // Recovery must not bring the old, finished plan back in place of the new attempt.
+    let out = recover(&repo, &["--spec", spec]);
+    assert_exit(&out, 0);
+    assert!(!repo.plan_path(spec).exists(), "{}", stdout(&out));
+    assert!(events_of(&repo, spec, "plan_restored").is_empty());
+    // Nor over a broken plan the planner wrote straight into the spec folder (an agent that
+    // knows the Auto-Claude layout): that is left for the user, byte for byte.
+    repo.script("planner * garbage-in-spec\n");
+    assert_exit(&repo.run_spec(spec, &[]), 3);
     let out = recover(&repo, &["--spec", spec]);
     assert_exit(&out, 2);
-    assert!(
-        std::fs::read_to_string(repo.plan_path(spec))
-            .unwrap()
-            .starts_with("{\"phases\": [ {")
+    assert_eq!(
+        std::fs::read_to_string(repo.plan_path(spec)).unwrap(),
+        "{\"phases\": [ {\"id\": \"p1\", "
     );
     assert!(events_of(&repo, spec, "plan_restored").is_empty());
 }

@@ -152,7 +152,14 @@ fn coder_prompt_carries_spec_chunk_files_and_progress() {
         core_b.contains("1 of 3 steps are done"),
         "progress missing:\n{core_b}"
     );
-    assert!(core_b.contains("runner chunk done --notes \"what you did\" -- core-b"));
+    // runner is named by its absolute path (an agent's shell may not have runner's PATH).
+    assert!(
+        core_b.contains(&format!(
+            "{} chunk done --notes \"what you did\" -- core-b",
+            runner_word()
+        )),
+        "{core_b}"
+    );
     let core_a = text
         .iter()
         .find(|t| t.contains("Your step: core-a"))
@@ -165,7 +172,10 @@ fn coder_prompt_carries_spec_chunk_files_and_progress() {
         .iter()
         .find(|t| t.contains("You are the planner"))
         .unwrap();
-    assert!(planner.contains("implementation_plan.json"));
+    // The planner writes its draft in the worktree; runner installs it as the spec's plan.
+    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
+    assert!(planner.contains(&draft.display().to_string()), "{planner}");
+    assert!(!planner.contains("implementation_plan.json"), "{planner}");
 }
 
 #[test]
@@ -360,9 +370,39 @@ fn planner_that_never_produces_a_plan_stops_with_exit_3_and_keeps_its_output() {
         "{err}"
     );
     assert!(err.contains("missing (every chunk needs an id)"), "{err}");
-    // The planner's output is left for the user to look at.
-    let left = std::fs::read_to_string(repo.plan_path("008-noplan")).unwrap();
-    assert!(left.contains("no id"));
+    // Each rejected draft is kept in the spec folder for the user to look at, named in the
+    // problems; nothing is installed as the plan and no draft is left in the worktree.
+    let dir = repo.spec_dir("008-noplan");
+    let mut rejected: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("plan-draft.json.rejected-")
+        })
+        .collect();
+    rejected.sort();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    for kept in &rejected {
+        assert!(std::fs::read_to_string(kept).unwrap().contains("no id"));
+    }
+    assert!(
+        err.contains(&format!(
+            "the rejected plan is kept as {}",
+            rejected[1].display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("plan-draft.json.rejected-*"), "{err}");
+    assert!(!repo.plan_path("008-noplan").exists());
+    assert!(
+        !repo
+            .worktree()
+            .join(".auto-claude/plan-draft.json")
+            .exists()
+    );
     assert_eq!(repo.agent_log().len(), 2);
 }
 
