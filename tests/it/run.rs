@@ -263,14 +263,20 @@ fn a_failing_chunk_is_retried_with_the_reason_then_fails_for_good() {
 fn an_attempt_that_crashes_is_retried_and_its_leftovers_kept() {
     let repo = TestRepo::new();
     repo.add_spec("004-retry");
-    repo.script("core-a 1 exit 7\n");
+    repo.script("core-a 1 exit 7 Error: the model is overloaded\n");
     let out = repo.run_spec("004", &[]);
     assert_exit(&out, 0);
     let chunk = repo.chunk("004-retry", "core-a");
     let attempts = chunk["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0]["outcome"], "failed");
-    assert!(attempts[0]["reason"].as_str().unwrap().contains("status 7"));
+    // The reason says how the session ended and what its CLI said last.
+    let reason = attempts[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("status 7"), "{reason}");
+    assert!(
+        reason.contains("the agent's CLI said: Error: the model is overloaded"),
+        "{reason}"
+    );
     assert_eq!(attempts[1]["outcome"], "completed");
     // The first attempt's partial file was left for the second, and both lines were committed.
     let committed = repo.git(&["show", "auto-claude/004-retry:work/core-a.txt"]);
@@ -353,6 +359,68 @@ fn planner_output_invalid_then_fixed() {
         repo.statuses("007-plan")
             .iter()
             .all(|(_, s)| s == "completed")
+    );
+}
+
+#[test]
+fn a_draft_left_by_an_earlier_run_is_set_aside_and_a_plan_in_the_spec_folder_is_taken() {
+    let repo = TestRepo::new();
+    repo.add_spec("016-draft");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    // A first run's planner writes nothing: the worktree is there, no plan.
+    repo.script("planner * none\n");
+    assert_exit(&repo.run_spec("016", &[]), 3);
+    // A draft is left in the worktree (by a planner killed with its runner, say): a valid
+    // plan, but not the next planner's.
+    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
+    let stale = r#"{"phases": [{"id": "old", "subtasks": [{"id": "stale", "description": "x", "status": "pending"}]}]}"#;
+    std::fs::write(&draft, stale).unwrap();
+    // The next planner writes its plan straight into the spec folder (an agent that knows
+    // the Auto-Claude layout): with no draft of its own, that plan is taken.
+    let plan = fixture("plans/two-phases.json");
+    repo.script(&format!("planner * plan-in-spec {}\n", plan.display()));
+    assert_exit(&repo.run_spec("016", &[]), 0);
+    let statuses = repo.statuses("016-draft");
+    assert!(
+        !statuses.iter().any(|(id, _)| id == "stale"),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|(_, s)| s == "completed"),
+        "{statuses:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(repo.spec_dir("016-draft"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("plan-draft.json.left-")
+        })
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(std::fs::read_to_string(&left[0]).unwrap(), stale);
+    assert!(!draft.exists());
+}
+
+#[test]
+fn a_planner_whose_cli_fails_is_shown_in_the_clis_own_words() {
+    let repo = TestRepo::new();
+    repo.add_spec("008-login");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("planner * exit 1 Error: not logged in. Run /login first.\n");
+    let out = repo.run_spec("008", &[]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
+    assert!(
+        err.contains(&format!("the planner did not write {}", draft.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("the agent's CLI said: Error: not logged in. Run /login first."),
+        "{err}"
     );
 }
 
@@ -903,16 +971,30 @@ fn an_interrupted_planner_leaves_no_half_plan_in_the_way() {
         .unwrap();
     wait_for("the planner", || !repo.agent_log().is_empty());
     std::fs::write(repo.plan_path("120-plan-int"), "{\"phases\": [").unwrap();
+    // Its draft in the worktree is half written too.
+    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
+    std::fs::write(&draft, "{\"phases\": [ {").unwrap();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 130);
     assert!(!repo.plan_path("120-plan-int").exists());
-    let aside: Vec<_> = std::fs::read_dir(repo.spec_dir("120-plan-int"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("implementation_plan.json.interrupted-"))
-        .collect();
+    let named = |prefix: &str| -> Vec<_> {
+        std::fs::read_dir(repo.spec_dir("120-plan-int"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .collect()
+    };
+    let aside = named("implementation_plan.json.interrupted-");
     assert_eq!(aside.len(), 1, "the partial plan is kept aside");
+    // The half draft too, out of the worktree: the next planner does not read it as its own.
+    let drafts = named("plan-draft.json.interrupted-");
+    assert_eq!(drafts.len(), 1, "the partial draft is kept aside");
+    assert_eq!(
+        std::fs::read_to_string(&drafts[0]).unwrap(),
+        "{\"phases\": [ {"
+    );
+    assert!(!draft.exists());
     repo.script("");
     assert_exit(&repo.run_spec("120", &[]), 0);
 }
