@@ -254,6 +254,52 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_that_cannot_report_is_done_by_a_clean_exit_only() {
+        let fail = || Report::Fail("stuck".into());
+        // aider (cannot report): its clean exit is its "done"…
+        assert_eq!(
+            report_by_exit(Report::Silent, false, &Ended::Exited(0), false),
+            Report::Done
+        );
+        // …unless its CLI said the session failed (aider exits 0 after an error or a limit),
+        // and no other end is a report.
+        assert_eq!(
+            report_by_exit(Report::Silent, false, &Ended::Exited(0), true),
+            Report::Silent
+        );
+        for ended in [
+            Ended::Exited(1),
+            Ended::Signaled(9),
+            Ended::TimedOut,
+            Ended::Interrupted { drained: true },
+        ] {
+            assert_eq!(
+                report_by_exit(Report::Silent, false, &ended, false),
+                Report::Silent,
+                "{ended:?}"
+            );
+        }
+        // A report it did make (a person's `runner chunk fail`, a fake) stands.
+        assert_eq!(
+            report_by_exit(fail(), false, &Ended::Exited(0), false),
+            fail()
+        );
+        // An agent that can report is taken at its word only: its silence stays silence.
+        assert_eq!(
+            report_by_exit(Report::Silent, true, &Ended::Exited(0), false),
+            Report::Silent
+        );
+        assert_eq!(
+            report_by_exit(Report::Done, true, &Ended::Exited(1), true),
+            Report::Done
+        );
+        assert_eq!(
+            report_by_exit(fail(), true, &Ended::Exited(0), false),
+            fail()
+        );
+    }
+
+    #[test]
     fn silence_and_failure_are_failed_attempts_with_reasons() {
         let r = |v| match v {
             Verdict::Failed(r) => r,
