@@ -79,3 +79,8 @@ fn aider_rate_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
     }
     case.assert_built(&case.run());
 }
+
+#[test]
+fn aider_judges_interrupted_work_as_the_recovery_evaluator() {
+    super::harness::evaluator_scenario(Cli::Aider);
+}

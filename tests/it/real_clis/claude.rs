@@ -58,3 +58,8 @@ fn claude_killed_mid_chunk_resumes_its_session_and_the_ledger_keeps_the_killed_s
     let responses = case.server.count("response") as f64;
     assert!((usd - responses * USD_PER_RESPONSE).abs() < 1e-6, "{usd} for {responses} responses");
 }
+
+#[test]
+fn claude_judges_interrupted_work_as_the_recovery_evaluator() {
+    super::harness::evaluator_scenario(Cli::Claude);
+}

@@ -75,3 +75,8 @@ fn codex_usage_limit_pauses_until_the_exact_reset_from_its_session_file_not_a_da
 fn codex_killed_mid_chunk_resumes_its_thread_and_the_ledger_counts_every_token() {
     super::harness::kill_and_resume_scenario(Cli::Codex);
 }
+
+#[test]
+fn codex_judges_interrupted_work_as_the_recovery_evaluator() {
+    super::harness::evaluator_scenario(Cli::Codex);
+}

@@ -70,3 +70,8 @@ fn gemini_refusing_to_start_is_reported_in_its_own_words() {
     assert!(!err.contains("\\u{1b}"), "{err}");
     assert_eq!(case.server.count("request"), 0);
 }
+
+#[test]
+fn gemini_judges_interrupted_work_as_the_recovery_evaluator() {
+    super::harness::evaluator_scenario(Cli::Gemini);
+}

@@ -185,6 +185,7 @@ impl Case {
             "worktree": repo.worktree(),
             "plan": plan(),
             "rules": rules,
+            "recovery": {"decision": "continue", "reason": "scripted judgement: keep the partial work"},
         }));
         let home = repo.tmp.path().join(format!("{}-home", cli.name()));
         std::fs::create_dir_all(&home).unwrap();
@@ -416,4 +417,44 @@ pub fn kill_and_resume_scenario(cli: Cli) -> Case {
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
     case
+}
+
+/// The recovery evaluator is the real CLI too: runner is killed mid-chunk (the CLI wrote its
+/// file), and `runner recover` with `[recovery] evaluator = "agent"` asks the CLI, which
+/// answers with the script's judgement; the decision recorded is the agent's, with its reason.
+///
+/// aider makes one model call per session and applies its edits only when the answer is
+/// whole, so for it the model hangs before answering and the partial work is left by hand.
+pub fn evaluator_scenario(cli: Cli) {
+    let step = if cli == Cli::Aider { 0 } else { 1 };
+    let case = Case::new(
+        cli,
+        json!([{"who": "chunk-1", "step": step, "do": "hang", "seconds": 120, "times": 1}]),
+    );
+    let config = case.repo.read(".auto-claude/config.toml");
+    case.repo.write_config(&format!(
+        "{config}[recovery]\nevaluator = \"agent\"\n"
+    ));
+    let mut child = case.spawn_run();
+    case.server.wait_for("hang", 120);
+    child.kill().unwrap();
+    let _ = child.wait();
+    if step == 0 {
+        std::fs::write(case.repo.worktree().join("one.txt"), "half of chunk-1\n").unwrap();
+    }
+    let out = case.cmd(&["recover", "--spec", SPEC, "--json"]).output().unwrap();
+    assert_exit(&out, 0);
+    let decision = case
+        .repo
+        .events(SPEC)
+        .into_iter()
+        .rfind(|e| e["event"] == "recovery_decision")
+        .unwrap_or_else(|| panic!("no recovery decision:\n{}", stdout(&out)));
+    assert_eq!(decision["source"], "agent", "{decision:#}\n{}", stdout(&out));
+    assert_eq!(decision["decision"], "continue", "{decision:#}");
+    assert_eq!(decision["reason"], "scripted judgement: keep the partial work");
+    assert!(
+        case.server.events().iter().any(|e| e["event"] == "response" && e["who"] == "recovery"),
+        "the evaluator never asked the model"
+    );
 }
