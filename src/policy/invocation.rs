@@ -19,6 +19,14 @@
 //!   (google-gemini/gemini-cli `packages/cli/src/config/config.ts`).
 //! - aider: `--message-file`, `--yes-always`, `--no-analytics`, `--analytics-log`,
 //!   `--no-dirty-commits` (aider.chat/docs/config/options.html).
+//!
+//! And against the real CLIs (claude-code 2.1.197, codex 0.171.0, gemini-cli 0.61.0, aider
+//! 0.86.2), which `tests/it/real_clis/` drives: claude's `--settings` sandbox keys
+//! (`sandbox.enabled`, `autoAllowBashIfSandboxed`, `allowUnsandboxedCommands`,
+//! `failIfUnavailable`, `excludedCommands`), codex's `--skip-git-repo-check`, gemini's
+//! `--approval-mode auto_edit`, `--policy FILE` and `GEMINI_CLI_TRUST_WORKSPACE`, aider's
+//! `--no-auto-commits`, `--no-gitignore`, `--chat-history-file`, `--input-history-file`,
+//! `--map-tokens`, `--file` with `--add-gitignore-files`.
 
 use std::path::Path;
 
@@ -97,9 +105,11 @@ impl std::fmt::Display for Preset {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Permission {
-    /// The default: edit files in the worktree and run `runner chunk …`; claude may run no
-    /// other command, codex runs commands in its workspace-write sandbox, gemini approves its
-    /// tools (yolo), aider says yes.
+    /// The default: edit files in the worktree, run the chunk's verification and report with
+    /// `<runner> chunk …`; nothing outside the worktree. claude runs its commands in its own
+    /// sandbox (`claude_sandbox_settings`), codex in its workspace-write sandbox, gemini only
+    /// the commands of its session's policy (`gemini_policy`); aider says yes and runs no
+    /// command.
     #[default]
     Safe,
     /// Everything without asking and without a sandbox (claude
