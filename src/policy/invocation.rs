@@ -527,8 +527,8 @@ mod tests {
         assert_eq!(
             i.argv,
             words(
-                "/bin/agent exec --json --sandbox workspace-write -C /r/.worktrees/auto-claude \
-                 --add-dir /r/.auto-claude/specs/001-a -m o3 -"
+                "/bin/agent exec --json --skip-git-repo-check --sandbox workspace-write \
+                 -C /r/.worktrees/auto-claude --add-dir /r/.auto-claude/specs/001-a -m o3 -"
             )
         );
         assert!(i.prompt_on_stdin);
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(i.argv[i.argv.len() - 5..], words("-m o3 resume th-9 -")[..]);
         assert_eq!(i.env, [(AGENT_SESSION_ENV.to_string(), "th-9".to_string())]);
         let full = build_with(Preset::Codex, Permission::Full, fresh(None), &[], None);
-        assert_eq!(full.argv[3], "--dangerously-bypass-approvals-and-sandbox");
+        assert_eq!(full.argv[4], "--dangerously-bypass-approvals-and-sandbox");
         assert!(!full.argv.contains(&"--sandbox".to_string()));
     }
 
@@ -545,12 +545,17 @@ mod tests {
         let i = build(Preset::Gemini, fresh(Some("ignored")), &["-m", "pro"], None);
         assert_eq!(
             i.argv,
-            words("/bin/agent --output-format stream-json --approval-mode yolo -m pro")
+            words("/bin/agent --output-format stream-json --approval-mode auto_edit -m pro")
         );
         let i = build(Preset::Gemini, resume("g1"), &[], None);
         assert_eq!(
             i.argv,
-            words("/bin/agent --output-format stream-json --approval-mode yolo --resume g1")
+            words("/bin/agent --output-format stream-json --approval-mode auto_edit --resume g1")
+        );
+        let full = build_with(Preset::Gemini, Permission::Full, fresh(None), &[], None);
+        assert_eq!(
+            full.argv,
+            words("/bin/agent --output-format stream-json --approval-mode yolo")
         );
         let own = build_with(Preset::Gemini, Permission::Own, fresh(None), &[], None);
         assert_eq!(own.argv, words("/bin/agent --output-format stream-json"));
@@ -569,8 +574,12 @@ mod tests {
             words(
                 "/bin/agent --message-file /r/.auto-claude/specs/001-a/sessions/s1/prompt.md \
                  --yes-always --no-analytics --analytics-log \
-                 /r/.auto-claude/specs/001-a/sessions/s1/aider.jsonl --no-dirty-commits \
-                 --model sonnet"
+                 /r/.auto-claude/specs/001-a/sessions/s1/aider.jsonl \
+                 --no-auto-commits --no-dirty-commits --no-gitignore \
+                 --chat-history-file /r/.auto-claude/specs/001-a/sessions/s1/chat.md \
+                 --input-history-file /r/.auto-claude/specs/001-a/sessions/s1/input.history \
+                 --map-tokens 0 --no-check-update --no-show-release-notes \
+                 --no-pretty --no-stream --no-fancy-input --no-detect-urls --model sonnet"
             )
         );
         assert!(!i.prompt_on_stdin);
