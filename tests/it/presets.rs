@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::*;
 
@@ -234,12 +234,11 @@ fn every_preset_runs_a_spec_with_its_own_command_line() {
                 "{preset}"
             );
             if preset == "gemini" {
-                // Its shell may run runner's report command (by runner's absolute path).
+                // Its shell may run runner's report command (by runner's absolute path): the
+                // policy file runner wrote in the session's folder names it.
                 let policy = std::fs::read_to_string(call.args.last().unwrap()).unwrap();
-                assert!(
-                    policy.contains(&format!("commandPrefix = [{}]", json!(runner_word()))),
-                    "{policy}"
-                );
+                assert!(policy.contains("commandPrefix"), "{policy}");
+                assert!(policy.contains(&runner_word()), "{policy}");
             }
             assert_eq!(call.resumed, "", "a fresh session is not a resumed one");
             // The prompt arrived (stdin, or aider's message file, which is the session's).
