@@ -56,9 +56,13 @@ mod tests {
         };
         let usd = |m: &str| compute_cost(&t, &of(m).unwrap());
         // $3 / $15 / $0.30 / $3.75 per million.
-        assert!((usd("claude-sonnet-4-5-20250929") - 0.0075250).abs() < 1e-9);
+        assert!(
+            (usd("claude-sonnet-4-5-20250929") - (0.003 + 0.003 + 0.0015 + 0.001125)).abs() < 1e-9
+        );
         assert!((usd("claude-opus-4-8[1m]") - (0.005 + 0.005 + 0.0025 + 0.001875)).abs() < 1e-9);
-        assert!((usd("claude-opus-4-1-20250805") - (0.015 + 0.015 + 0.0075 + 0.005625)).abs() < 1e-9);
+        assert!(
+            (usd("claude-opus-4-1-20250805") - (0.015 + 0.015 + 0.0075 + 0.005625)).abs() < 1e-9
+        );
         assert!((usd("claude-haiku-4-5") - (0.001 + 0.001 + 0.0005 + 0.000375)).abs() < 1e-9);
         assert_eq!(of("gpt-5.5"), None);
         assert_eq!(of("<synthetic>"), None);
