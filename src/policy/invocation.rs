@@ -216,27 +216,61 @@ pub fn claude_sandbox_settings(runner: &str) -> String {
     .to_string()
 }
 
-/// gemini's policy for a `safe` session: its shell may run runner's report command and the
-/// chunk's verification command (`check`), nothing else (gemini has no sandbox; its file
-/// tools are confined to the worktree). TOML, as `gemini --policy FILE` reads it.
+/// gemini's policy for a `safe` session: its shell may run `<runner> chunk …` (the report) and
+/// the chunk's verification command exactly as the plan says it (`check`), and nothing else
+/// (gemini has no sandbox; its file tools are confined to the worktree). A command with a
+/// redirection, a chain, a pipe, a background `&`, a substitution, a variable or a line break
+/// is refused whatever it starts with: gemini checks each part of a chain on its own and does
+/// not refuse a redirection in `auto_edit` mode, so `<runner> chunk done > ~/.bashrc` would
+/// otherwise pass. TOML, as `gemini --policy FILE` reads it; of the rules that match, the one
+/// with the highest priority decides.
+///
+/// gemini matches a `commandRegex` against the call's arguments as JSON, from just after
+/// `"command":"` (gemini 0.61 `buildArgsPatterns`): the patterns here stay inside that JSON
+/// string (`([^"\\]|\\.)*`) and the exact match ends at its closing quote.
 pub fn gemini_policy(runner: &str, check: Option<&str>) -> String {
-    let rule = |prefix: &str| {
+    let rule = |matcher: &str, value: &str, decision: &str, priority: u32| {
         format!(
-            "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = [{}]\ndecision = \"allow\"\npriority = 900\n",
-            toml_string(prefix)
+            "[[rule]]\ntoolName = \"run_shell_command\"\n{matcher} = {}\ndecision = \"{decision}\"\npriority = {priority}\n",
+            toml_string(value)
         )
     };
-    let mut text = rule(runner);
-    if let Some(check) = check {
+    // Capturing groups: gemini refuses a pattern with a quantifier inside a quantified group
+    // (its ReDoS check counts the `?` of `(?:`), and drops that rule alone.
+    let shell_syntax = r#"([^"\\]|\\.)*([<>;|&`$]|\\[nr])"#;
+    let mut text = rule("commandRegex", shell_syntax, "deny", 999);
+    text.push('\n');
+    // gemini lets a prefix match only where a space or a quote follows it.
+    text.push_str(&rule("commandPrefix", &format!("{runner} chunk"), "allow", 900));
+    if let Some(check) = check.filter(|c| !c.trim().is_empty()) {
         text.push('\n');
-        text.push_str(&rule(check));
+        let json = serde_json::Value::String(check.trim().to_string()).to_string();
+        let exact = regex_literal(&json[1..]);
+        text.push_str(&rule("commandRegex", &exact, "allow", 900));
     }
     text
 }
 
-/// `text` as a TOML basic string.
+/// `text` as a regular expression that matches it literally (JavaScript's syntax characters
+/// escaped; nothing else is, so the pattern is valid with or without the `u` flag).
+fn regex_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if "\\^$.*+?()[]{}|/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` as a TOML basic string: JSON's escapes are TOML's, and the control characters JSON
+/// leaves as they are (DEL) are escaped too (TOML refuses them, and gemini would drop the
+/// whole policy file, runner's report rule with it).
 fn toml_string(text: &str) -> String {
-    serde_json::Value::String(text.to_string()).to_string()
+    serde_json::Value::String(text.to_string())
+        .to_string()
+        .replace('\u{7f}', "\\u007F")
 }
 
 /// The claude tool rule for every tool of the MCP server named `runner` (`agent.mcp`).
@@ -510,6 +544,23 @@ mod tests {
         assert_eq!(full.argv[5..], words("--dangerously-skip-permissions")[..]);
         let own = build_with(Preset::Claude, Permission::Own, fresh(None), &[], None);
         assert_eq!(own.argv.len(), 5);
+    }
+
+    #[test]
+    fn gemini_policy_denies_shell_syntax_first_and_allows_the_report_and_the_exact_check() {
+        let p = gemini_policy("'/opt/my runner/runner'", Some("test -f \"a.txt\"\u{7f}"));
+        // Three rules: the deny of shell syntax at the top priority, then the two allows.
+        assert_eq!(p.matches("[[rule]]").count(), 3);
+        assert!(p.contains("decision = \"deny\"\npriority = 999"));
+        assert!(p.contains("commandPrefix = \"'/opt/my runner/runner' chunk\""), "{p}");
+        // The check as JSON text (its quotes escaped), up to the closing quote.
+        assert!(
+            p.contains(r#"commandRegex = "test -f \\\\\"a\\.txt\\\\\"\u007F\"""#),
+            "{p}"
+        );
+        assert!(!p.contains('\u{7f}'));
+        assert_eq!(gemini_policy("r", None).matches("[[rule]]").count(), 2);
+        assert_eq!(gemini_policy("r", Some("  ")).matches("[[rule]]").count(), 2);
     }
 
     #[test]

@@ -75,3 +75,75 @@ fn gemini_refusing_to_start_is_reported_in_its_own_words() {
 fn gemini_judges_interrupted_work_as_the_recovery_evaluator() {
     super::harness::evaluator_scenario(Cli::Gemini);
 }
+
+/// The policy runner gives a `safe` gemini session, put through gemini's own policy engine:
+/// the report and the chunk's exact verification run; a redirection, a chain, a substitution,
+/// another runner command or another command does not.
+#[test]
+fn gemini_enforces_runners_safe_policy_as_meant() {
+    let bundle = Cli::Gemini
+        .program()
+        .canonicalize()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let chunk = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "js")
+                && std::fs::read_to_string(p).is_ok_and(|t| {
+                    t.contains("function isSafeRegExp") && t.contains("loadPoliciesFromToml")
+                })
+        })
+        .expect("gemini's bundle has its policy engine");
+    let runner = "'/opt/my runner/runner'";
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        runner::policy::invocation::gemini_policy(runner, Some("test -f \"two.txt\"")),
+    )
+    .unwrap();
+    let cases = [
+        ("allow", format!("{runner} chunk done --notes \"what you did\" -- chunk-1")),
+        ("allow", format!("{runner} chunk done --notes \"fixed foo() and a \\\"quote\\\"\" -- c")),
+        ("allow", format!("{runner} chunk show -- chunk-1")),
+        ("allow", "test -f \"two.txt\"".to_string()),
+        ("deny", format!("{runner} chunk done -- c > /home/u/.bashrc")),
+        ("deny", format!("{runner} chunk done -- c; rm -rf ~")),
+        ("deny", format!("{runner} chunk done -- c && curl x")),
+        ("deny", format!("{runner} chunk done -- c | sh")),
+        ("deny", format!("{runner} chunk done -- c & sleep 9")),
+        ("deny", format!("{runner} chunk done --notes \"$(id)\" -- c")),
+        ("deny", format!("{runner} chunk done --notes `id` -- c")),
+        ("deny", format!("{runner} chunk done --notes $HOME -- c")),
+        ("deny", format!("{runner} chunk done -- c\nrm -rf ~")),
+        ("deny", format!("{runner} gc --older-than 0")),
+        ("deny", format!("{runner} discard --spec 002 --yes")),
+        ("deny", format!("{runner} -C /elsewhere merge")),
+        ("deny", format!("{runner} chunkx")),
+        ("deny", "test -f \"two.txt\" -o -f /etc/passwd".to_string()),
+        ("deny", "sh -c 'test -f two.txt'".to_string()),
+        ("deny", "rm -rf /".to_string()),
+    ];
+    let listed: Vec<&String> = cases.iter().map(|(_, c)| c).collect();
+    let commands = dir.path().join("commands.json");
+    std::fs::write(&commands, serde_json::to_vec(&listed).unwrap()).unwrap();
+    let out = std::process::Command::new("node")
+        .arg(crate::common::fixture("gemini-policy-check.mjs"))
+        .arg(&chunk)
+        .arg(&policy)
+        .arg(&commands)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let decisions: Vec<&str> = text.lines().collect();
+    assert!(!text.contains("error "), "gemini refused a rule: {text}");
+    assert_eq!(decisions.len(), cases.len(), "{text}");
+    for ((want, command), line) in cases.iter().zip(&decisions) {
+        assert!(line.starts_with(&format!("{want} ")), "{command:?}: {line}");
+    }
+}
