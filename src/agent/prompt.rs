@@ -38,11 +38,24 @@ fn shell_quote(value: &minijinja::Value) -> String {
 
 /// runner's own program as one shell word: its absolute path (`runner` when it cannot be
 /// known, as before).
+///
+/// Found once per process, so that every prompt, claude's permission rule and sandbox
+/// exclusion and gemini's policy name the same program even if the binary is replaced during
+/// a run (an upgrade); Linux then names the running one `<path> (deleted)`, which is not a
+/// program: the path is taken without that suffix (the new binary at the same place).
 pub fn runner_word() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.to_str().map(|s| shell_words::quote(s).into_owned()))
-        .unwrap_or_else(|| "runner".to_string())
+    static WORD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    WORD.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| {
+                exe.to_str()
+                    .map(|s| s.strip_suffix(" (deleted)").unwrap_or(s))
+                    .map(|s| shell_words::quote(s).into_owned())
+            })
+            .unwrap_or_else(|| "runner".to_string())
+    })
+    .clone()
 }
 
 pub struct Prompts {

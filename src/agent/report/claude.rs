@@ -45,7 +45,7 @@ struct Event {
 /// by message id (claude repeats it on every content block of the same message; the last one
 /// seen is kept). Only read when the session has no `result` (it was killed): the `result`'s
 /// own figures are the exact ones.
-#[derive(Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Streamed {
     by_message: std::collections::HashMap<String, Tokens>,
 }
@@ -94,11 +94,13 @@ fn usage_tokens(usage: &Value) -> Tokens {
 
 /// A session claude did not finish (no `result`: it was killed): where its transcript is,
 /// which holds each message's final usage (`~/.claude/projects/<cwd, every character but
-/// ASCII letters and digits made '-'>/<session id>.jsonl`).
+/// ASCII letters and digits made '-'>/<session id>.jsonl`), and what its stream showed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unfinished {
     pub cwd: String,
+    /// A UUID (runner gives claude one; anything else names no transcript of runner's).
     pub session_id: String,
+    pub streamed: Streamed,
 }
 
 impl Unfinished {
@@ -117,17 +119,42 @@ impl Unfinished {
     }
 }
 
-/// The usage a transcript's lines show (see [`Streamed`]).
-pub fn transcript_tokens(transcript: &[u8]) -> Option<Tokens> {
-    let mut streamed = Streamed::default();
+/// The usage of a killed session: for each message, the larger of what the stream showed and
+/// what the transcript's lines say (`None` when neither says anything).
+pub fn transcript_tokens(transcript: &[u8], streamed: &Streamed) -> Option<Tokens> {
+    let mut merged = streamed.clone();
+    let mut seen = Streamed::default();
     for line in lines(transcript) {
         if let Some(ev) = event::<Event>(line)
             && ev.kind.as_deref() == Some("assistant")
         {
-            streamed.note(ev.message.as_ref());
+            seen.note(ev.message.as_ref());
         }
     }
-    streamed.total()
+    for (id, t) in seen.by_message {
+        let was = merged.by_message.get(&id).copied().unwrap_or_default();
+        if merged.by_message.len() < 100_000 || merged.by_message.contains_key(&id) {
+            merged.by_message.insert(
+                id,
+                Tokens {
+                    input: was.input.max(t.input),
+                    output: was.output.max(t.output),
+                    cache_read: was.cache_read.max(t.cache_read),
+                    cache_write: was.cache_write.max(t.cache_write),
+                },
+            );
+        }
+    }
+    merged.total()
+}
+
+/// `id` is a UUID in canonical form (8-4-4-4-12 hex digits).
+fn is_uuid(id: &str) -> bool {
+    id.len() == 36
+        && id.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
 
 pub fn parse(output: &[u8]) -> AgentReport {
@@ -186,8 +213,12 @@ pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<Unfinished>) {
         report.set_tokens_priced(tokens);
     }
     let unfinished = cwd
-        .zip(report.agent_session_id.clone())
-        .map(|(cwd, session_id)| Unfinished { cwd, session_id });
+        .zip(report.agent_session_id.clone().filter(|id| is_uuid(id)))
+        .map(|(cwd, session_id)| Unfinished {
+            cwd,
+            session_id,
+            streamed,
+        });
     (report, unfinished)
 }
 

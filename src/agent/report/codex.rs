@@ -124,6 +124,21 @@ pub fn rollout_reset(rollout: &[u8]) -> Option<DateTime<Utc>> {
         .max()
 }
 
+/// Whether a session file's reset `at` is believed, given the reset codex printed (`printed`:
+/// the end of the printed minute, see `reset_at`). The file is the agent's to write (it is in
+/// its HOME): believed only within the printed minute, or, with no time printed, when it is
+/// still to come.
+pub fn rollout_agrees(
+    at: DateTime<Utc>,
+    printed: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> bool {
+    match printed {
+        Some(end) => at <= end && at > end - Duration::seconds(61),
+        None => at > now,
+    }
+}
+
 /// `Some(reset)` when `message` says the usage limit was hit.
 fn usage_limit<Tz: TimeZone>(message: &str, now: &DateTime<Tz>) -> Option<Option<DateTime<Utc>>> {
     // ASCII lower-casing keeps byte offsets, so they index `message` too.

@@ -48,8 +48,10 @@ fn claude_session(output: &[u8]) -> AgentReport {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".claude")));
     if let (Some(unfinished), Some(dir)) = (unfinished, config_dir) {
+        // The transcript is the agent's to write: it can only raise what the stream showed
+        // (message by message), never lower it.
         let transcript = tail(&unfinished.transcript(&dir), 64 << 20);
-        if let Some(tokens) = super::claude::transcript_tokens(&transcript) {
+        if let Some(tokens) = super::claude::transcript_tokens(&transcript, &unfinished.streamed) {
             report.set_tokens_priced(tokens);
         }
     }
@@ -57,12 +59,15 @@ fn claude_session(output: &[u8]) -> AgentReport {
 }
 
 /// A codex usage limit's exact reset, from the thread's session file (codex prints only the
-/// minute): looked for in `$CODEX_HOME` (else `~/.codex`), in the folders of today and the two
+/// minute, which `codex::parse` reads as that minute's end): looked for in `$CODEX_HOME` (else `~/.codex`), in the folders of today and the two
 /// days before (a thread started before midnight).
 fn codex_exact_reset(report: &mut AgentReport) {
-    let (Some(_), Some(thread)) = (report.usage_limit, report.agent_session_id.clone()) else {
+    let (Some(limit), Some(thread)) = (report.usage_limit, report.agent_session_id.clone())
+    else {
         return;
     };
+    let now = chrono::Utc::now();
+    let believable = |at| super::codex::rollout_agrees(at, limit.resets_at, now);
     let Some(home) = std::env::var_os("CODEX_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
@@ -83,7 +88,9 @@ fn codex_exact_reset(report: &mut AgentReport) {
             if !entry.file_name().to_string_lossy().ends_with(&suffix) {
                 continue;
             }
-            if let Some(at) = super::codex::rollout_reset(&tail(&entry.path(), 16 << 20)) {
+            if let Some(at) = super::codex::rollout_reset(&tail(&entry.path(), 16 << 20))
+                .filter(|at| believable(*at))
+            {
                 report.usage_limit = Some(super::UsageLimit {
                     resets_at: Some(at),
                 });
