@@ -12,6 +12,10 @@ const MERGE: &str = "Merge";
 const DISCARD: &str = "Discard and start fresh";
 
 impl Asker for TerminalAsker {
+    fn can_ask(&self) -> bool {
+        can_ask()
+    }
+
     fn confirm_repin(&self, q: &RepinQuestion<'_>) -> anyhow::Result<bool> {
         if !can_ask() {
             return NeverAsk.confirm_repin(q);

@@ -18,6 +18,11 @@ pub trait Asker {
     /// Discard the build of `spec`? (Asked after [`WorkAnswer::Discard`]; no goes back to the
     /// question about the existing work.)
     fn confirm_discard(&self, spec: &str) -> anyhow::Result<bool>;
+    /// Whether a question would reach a person (a terminal); `false` by default, as for
+    /// [`NeverAsk`].
+    fn can_ask(&self) -> bool {
+        false
+    }
 }
 
 /// No terminal, or `--yes`: every question is refused with the flag or commands that answer

@@ -68,15 +68,19 @@ pub fn settle_existing_work(
         prepared.write_repin()?;
         return Ok(Choice::Continue);
     };
-    // A spec paused by a usage limit goes on to say so (exit 6, no session) before anything
-    // is asked: without a terminal the question would end the run with exit 2 instead, and
-    // the pause is what a caller (a script, a scheduler) has to know.
+    // Without a terminal, a spec paused by a usage limit goes on to say so (exit 6, no
+    // session) instead of refusing the question (exit 2): the pause is what a caller (a
+    // script, a scheduler) has to know. A person at a terminal is still asked (they may
+    // review, merge or discard while the limit lasts).
     let now = chrono::Utc::now();
-    let paused = matches!(
-        crate::store::pause::read(&ws.state_dir, &paths.name, now),
-        crate::store::pause::Found::Paused(p) if p.until > now
-    );
-    if opts.auto_continue || (paused && !opts.wait) {
+    let paused = || {
+        matches!(
+            crate::store::pause::read(&ws.state_dir, &paths.name, now),
+            crate::store::pause::Found::Paused(p) if p.until > now
+        )
+    };
+    let can_ask = !opts.yes && asker.can_ask();
+    if opts.auto_continue || (!can_ask && !opts.wait && paused()) {
         prepared.write_repin()?;
         return Ok(Choice::Continue);
     }

@@ -70,12 +70,19 @@ pub enum Verdict {
 
 /// What an agent that cannot run runner's report command (aider: `Preset::can_report`)
 /// reports: a clean exit after which its CLI said nothing failed (`cli_failed`: an error, a
-/// usage limit — aider exits 0 after both) is its "done", then judged by the chunk's
+/// usage limit — aider exits 0 after both) is its "done" where there is something to judge
+/// (`judgeable`: it left work, or the chunk has a verification), then judged by the chunk's
 /// verification as any report; any other end says nothing. Agents that can report are taken
 /// at their word only.
-pub fn report_by_exit(report: Report, can_report: bool, ended: &Ended, cli_failed: bool) -> Report {
-    match (report, can_report, ended, cli_failed) {
-        (Report::Silent, false, Ended::Exited(0), false) => Report::Done,
+pub fn report_by_exit(
+    report: Report,
+    can_report: bool,
+    ended: &Ended,
+    cli_failed: bool,
+    judgeable: bool,
+) -> Report {
+    match (report, can_report, ended, cli_failed, judgeable) {
+        (Report::Silent, false, Ended::Exited(0), false, true) => Report::Done,
         (report, ..) => report,
     }
 }
@@ -258,13 +265,13 @@ mod tests {
         let fail = || Report::Fail("stuck".into());
         // aider (cannot report): its clean exit is its "done"…
         assert_eq!(
-            report_by_exit(Report::Silent, false, &Ended::Exited(0), false),
+            report_by_exit(Report::Silent, false, &Ended::Exited(0), false, true),
             Report::Done
         );
         // …unless its CLI said the session failed (aider exits 0 after an error or a limit),
         // and no other end is a report.
         assert_eq!(
-            report_by_exit(Report::Silent, false, &Ended::Exited(0), true),
+            report_by_exit(Report::Silent, false, &Ended::Exited(0), true, true),
             Report::Silent
         );
         for ended in [
@@ -274,27 +281,32 @@ mod tests {
             Ended::Interrupted { drained: true },
         ] {
             assert_eq!(
-                report_by_exit(Report::Silent, false, &ended, false),
+                report_by_exit(Report::Silent, false, &ended, false, true),
                 Report::Silent,
                 "{ended:?}"
             );
         }
+        // …and only where there is something to judge: no work left and no verification.
+        assert_eq!(
+            report_by_exit(Report::Silent, false, &Ended::Exited(0), false, false),
+            Report::Silent
+        );
         // A report it did make (a person's `runner chunk fail`, a fake) stands.
         assert_eq!(
-            report_by_exit(fail(), false, &Ended::Exited(0), false),
+            report_by_exit(fail(), false, &Ended::Exited(0), false, true),
             fail()
         );
         // An agent that can report is taken at its word only: its silence stays silence.
         assert_eq!(
-            report_by_exit(Report::Silent, true, &Ended::Exited(0), false),
+            report_by_exit(Report::Silent, true, &Ended::Exited(0), false, true),
             Report::Silent
         );
         assert_eq!(
-            report_by_exit(Report::Done, true, &Ended::Exited(1), true),
+            report_by_exit(Report::Done, true, &Ended::Exited(1), true, true),
             Report::Done
         );
         assert_eq!(
-            report_by_exit(fail(), true, &Ended::Exited(0), false),
+            report_by_exit(fail(), true, &Ended::Exited(0), false, true),
             fail()
         );
     }

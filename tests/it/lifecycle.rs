@@ -453,6 +453,43 @@ mod pty {
         repo
     }
 
+    /// A usage limit's pause, an hour long, as runner writes it.
+    fn pause(repo: &TestRepo) {
+        let until = chrono::Utc::now() + chrono::Duration::hours(1);
+        repo.write(
+            &format!(".auto-claude/pauses/{SPEC}.json"),
+            &serde_json::json!({
+                "until": until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "reason": "the agent hit its usage limit",
+                "preset": "claude",
+                "session_id": null,
+                "set_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            })
+            .to_string(),
+        );
+    }
+
+    #[test]
+    fn a_paused_spec_is_still_asked_about_on_a_terminal_and_says_its_pause_without_one() {
+        let repo = half_built();
+        pause(&repo);
+        // Without a terminal (and without --auto-continue): the pause, exit 6, not the
+        // refused question's exit 2.
+        let agent = fixture("fake-agent").display().to_string();
+        let out = Command::new(RUNNER)
+            .args(["run", "--spec", SPEC, "--agent-command", &agent])
+            .current_dir(&repo.root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 6);
+        // On a terminal the person is asked (they may review, merge or discard meanwhile).
+        let mut s = spawn_run(&repo);
+        s.send("\r").unwrap();
+        s.expect("paused").unwrap();
+        assert!(exit_code(&mut s).contains(", 6)"));
+    }
+
     #[test]
     fn continue_is_the_default() {
         let repo = half_built();

@@ -253,11 +253,18 @@ impl Run {
             ))
         })?;
         let chunk = after.chunk(pos);
+        let can_report = self.agent.choice.preset.can_report();
+        // An agent that cannot report is judged by its exit only where there is something to
+        // judge: work it left (commits or changes since the attempt started) or a check.
+        let judgeable = can_report
+            || verification::command_check(chunk).is_some()
+            || changed_since(&wt, chunk.last_attempt().and_then(|a| a.start_commit))?;
         let report = policy::report_by_exit(
             read_report(chunk),
-            self.agent.choice.preset.can_report(),
+            can_report,
             &end.ended,
             agent_report.failed(),
+            judgeable,
         );
         // claude stopped at the budget runner gave it: the spec's budget is spent, the chunk
         // goes back to pending (not a failed attempt).
@@ -539,4 +546,13 @@ pub(super) fn end_last_attempt<'p>(
         a.record_report(agent_report);
     });
     Ok(chunk)
+}
+
+/// Whether the worktree moved on from `start` (the attempt's start commit): a commit since,
+/// or uncommitted changes. Without a start commit it counts as changed (nothing to compare).
+fn changed_since(wt: &crate::git::Repository, start: Option<String>) -> anyhow::Result<bool> {
+    let Some(start) = start else {
+        return Ok(true);
+    };
+    Ok(head_commit(wt)?.to_string() != start || !dirty_paths(wt)?.is_empty())
 }

@@ -4,6 +4,22 @@ use super::*;
 use crate::agent::report::AgentReport;
 use crate::store::event::{self as ev, Event};
 
+/// The largest plan draft runner reads (a plan of tens of thousands of chunks is a few tens of
+/// MB): a larger file is a rejected draft, not a run out of memory.
+const MAX_DRAFT_BYTES: u64 = 64 << 20;
+
+/// The draft's bytes, `None` when it is larger than [`MAX_DRAFT_BYTES`] (read no further).
+fn read_draft(draft: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = crate::store::safe::open_read(draft)
+        .with_context(|| format!("reading {}", draft.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DRAFT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", draft.display()))?;
+    Ok((bytes.len() as u64 <= MAX_DRAFT_BYTES).then_some(bytes))
+}
+
 pub(super) fn plan_error_lines(e: &PlanError) -> Vec<String> {
     let at = match (e.line, e.column) {
         (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
@@ -111,16 +127,33 @@ impl Run {
                     .join("\n")
             ));
         }
+        // Where the planner's last output is: an invalid plan it wrote straight into the spec
+        // folder stays there (and stops the next run until it is fixed or removed); drafts
+        // were set aside.
+        let plan_path = self.paths.plan.path();
+        let (kept, hint) = if plan_path.exists() {
+            (
+                format!("Its last plan is {} (left as it is)", plan_path.display()),
+                "fix that plan by hand, or delete it to plan again".to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "Plans it wrote are kept in {} (plan-draft.json.rejected-*)",
+                    self.paths.dir.display()
+                ),
+                format!(
+                    "fix a plan by hand and save it as {}, or run again to plan again",
+                    plan_path.display()
+                ),
+            )
+        };
         Err(RunnerError::NeedsHuman(format!(
-            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\nIts rejected plans are kept in {} (plan-draft.json.rejected-*); logs are in {}",
+            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\n{kept}; logs are in {}",
             errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
-            self.paths.dir.display(),
             self.paths.sessions_dir.display()
         ))
-        .with_hint(format!(
-            "fix a plan by hand and save it as {}, or run again to plan again",
-            self.paths.plan.path().display()
-        ))
+        .with_hint(hint)
         .into())
     }
 
@@ -202,9 +235,27 @@ impl Run {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("reading {}", draft.display())),
         };
+        // The planner's tools are gone (its session ended, its leftovers were killed): what
+        // is checked here stays so until it is read.
+        let folder = draft.parent().unwrap_or(&self.worktree);
+        if !std::fs::symlink_metadata(folder).is_ok_and(|m| m.is_dir()) {
+            return Ok(Some(vec![format!(
+                "{} is no longer a folder (a link, perhaps): runner does not read a plan through it",
+                folder.display()
+            )]));
+        }
         let parsed = if meta.is_file() {
-            let bytes = crate::store::safe::read(draft)
-                .with_context(|| format!("reading {}", draft.display()))?;
+            let bytes = match read_draft(draft)? {
+                Some(bytes) => bytes,
+                None => {
+                    let problem = format!(
+                        "{} is larger than {} MiB: not a plan runner reads",
+                        draft.display(),
+                        MAX_DRAFT_BYTES >> 20
+                    );
+                    return self.reject_draft(draft, vec![problem]).map(Some);
+                }
+            };
             crate::plan::parse_plan(draft, &bytes)
                 .map_err(|e| plan_error_lines(&e))
                 .and_then(|plan| {
@@ -228,13 +279,17 @@ impl Run {
                     .with_context(|| format!("removing {}", draft.display()))?;
                 Ok(Some(Vec::new()))
             }
-            Err(mut problems) => {
-                if let Some(aside) = self.set_aside_draft(draft, "rejected")? {
-                    problems.push(format!("the rejected plan is kept as {}", aside.display()));
-                }
-                Ok(Some(problems))
-            }
+            Err(problems) => self.reject_draft(draft, problems).map(Some),
         }
+    }
+
+    /// A draft that is not a usable plan, set aside into the spec folder (named in the
+    /// problems).
+    fn reject_draft(&self, draft: &Path, mut problems: Vec<String>) -> anyhow::Result<Vec<String>> {
+        if let Some(aside) = self.set_aside_draft(draft, "rejected")? {
+            problems.push(format!("the rejected plan is kept as {}", aside.display()));
+        }
+        Ok(problems)
     }
 
     /// The planner wrote a valid plan: pin the base in it and journal it.
