@@ -118,11 +118,22 @@ fn gemini_session(output: &[u8]) -> AgentReport {
     let Ok(entries) = std::fs::read_dir(&projects) else {
         return report;
     };
-    for project in entries.flatten().take(10_000) {
+    // Bounded in all (the folder is the agent's HOME's to fill): at most this many names
+    // looked at, across every project.
+    let mut budget: usize = 20_000;
+    for project in entries.flatten() {
+        budget = budget.saturating_sub(1);
+        if budget == 0 {
+            break;
+        }
         let Ok(chats) = std::fs::read_dir(project.path().join("chats")) else {
             continue;
         };
-        for chat in chats.flatten().take(10_000) {
+        for chat in chats.flatten() {
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                break;
+            }
             if !chat.file_name().to_string_lossy().ends_with(&suffix) {
                 continue;
             }
