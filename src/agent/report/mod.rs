@@ -272,4 +272,6 @@ fn folded(text: &str) -> String {
 }
 
 #[cfg(test)]
+mod recorded_tests;
+#[cfg(test)]
 mod tests;
