@@ -320,12 +320,21 @@ fn fake_gemini_success_then_resume() {
 
 #[test]
 fn fake_gemini_quota_errors_are_usage_limits() {
+    // A daily quota: its delay is only in the error gemini prints on stderr, which runner's
+    // session log holds with stdout.
     let at = reset_epoch();
     let bench = Bench::new(&format!("* * limit {at}\n"));
     let (out, r) = gemini(&bench, None);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(173), "exit 429, as the OS says it");
     assert!(!bench.worked());
-    assert_eq!(resets(&r), DateTime::from_timestamp(at, 0));
+    assert_eq!(resets(&r), None, "stdout alone has no delay");
+    let mut log = out.stdout.clone();
+    log.extend_from_slice(&out.stderr);
+    assert_eq!(
+        resets(&report::gemini::parse(&log)),
+        DateTime::from_timestamp(at, 0)
+    );
+    // A per-minute quota: the delay is in the result.
     let bench = Bench::new("* * quota 30\n");
     let before = Utc::now().timestamp();
     let (_, r) = gemini(&bench, None);
@@ -373,7 +382,17 @@ fn fake_aider_success_and_failed_calls_that_exit_0() {
     assert!(r.error.as_deref().unwrap().contains("AuthenticationError"));
     assert_eq!(r.usage_limit, None);
 
-    let bench = Bench::new("* * limit\n");
+    // OpenAI's rate limit says when it lifts, as a delay (whole seconds: a second is added).
+    let at = reset_epoch();
+    let bench = Bench::new(&format!("* * limit {at}\n"));
+    let (out, r) = aider(&bench);
+    assert!(out.status.success());
+    assert!(!bench.worked());
+    let reset = resets(&r).unwrap().timestamp();
+    assert!((at + 1..=at + 3).contains(&reset), "{reset} vs {at}");
+    assert!(r.error.as_deref().unwrap().contains("RateLimitError"));
+    // An exhausted quota does not.
+    let bench = Bench::new("* * quota\n");
     let (out, r) = aider(&bench);
     assert!(out.status.success());
     assert_eq!(resets(&r), None);

@@ -13,6 +13,7 @@ mod crash;
 mod demo;
 mod detect;
 mod fake_cli;
+mod fake_drift;
 mod file_safety;
 mod git_speed;
 mod hostile;

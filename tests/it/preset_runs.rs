@@ -127,7 +127,7 @@ fn the_command_preset_records_no_report() {
 fn a_session_its_cli_says_failed_is_a_failed_attempt_with_the_clis_words() {
     let cases = [
         ("claude", "core-a 1 is-error", "API Error"),
-        ("codex", "core-a 1 fail", "stream"),
+        ("codex", "core-a 1 fail", "high demand"),
         ("gemini", "core-a 1 auth-fail", "authentication credentials"),
         ("aider", "core-a 1 model-fail", "AuthenticationError"),
     ];

@@ -60,7 +60,6 @@ fn every_preset_pauses_on_a_usage_limit_exits_6_and_goes_on_after_it() {
         );
         let at = an_hour_ahead();
         cli.preset_script(&format!("core-a 1 limit {at}\n"));
-        let started = Utc::now().timestamp();
         let out = cli.run(&[]);
         assert_exit(&out, 6);
         let err = stderr(&out);
@@ -74,13 +73,11 @@ fn every_preset_pauses_on_a_usage_limit_exits_6_and_goes_on_after_it() {
         assert_eq!(cli.repo.chunk("001-p", "core-a")["status"], "pending");
         let until = paused_until(&cli, "001-p");
         match preset {
-            // aider prints no reset time: run.limit_wait_default (to the next whole second).
-            "aider" => assert!(
-                (started + 600..=Utc::now().timestamp() + 601).contains(&until),
-                "{until}"
-            ),
-            // gemini says "reset after XhYmZs" from its event's time: to the second or so.
-            "gemini" => assert!((at - 2..=at + 1).contains(&until), "{until} vs {at}"),
+            // aider prints OpenAI's "Please try again in XhYmZs": from the end of the session,
+            // plus the second OpenAI rounds off.
+            "aider" => assert!((at + 1..=at + 3).contains(&until), "{until} vs {at}"),
+            // gemini's daily quota: the delay its stderr gives from its result's time.
+            "gemini" => assert_eq!(until, at, "{preset}"),
             // codex prints the minute only (its exact reset rounded down): the limit surely
             // lifted when that minute ends.
             "codex" => assert_eq!(until, at + 60, "{preset}"),
@@ -130,13 +127,33 @@ fn every_preset_pauses_on_a_usage_limit_exits_6_and_goes_on_after_it() {
     }
 }
 
+#[test]
+fn a_limit_that_says_no_reset_pauses_for_limit_wait_default() {
+    // aider on OpenAI's `insufficient_quota`: a usage limit with no time.
+    let cli = FakeCli::new(
+        "aider",
+        "[run]\nmax_attempts = 1\nlimit_wait_default = 600\n",
+    );
+    cli.preset_script("core-a 1 quota\n");
+    let started = Utc::now().timestamp();
+    let out = cli.run(&[]);
+    assert_exit(&out, 6);
+    assert_eq!(outcomes(&cli, "core-a"), ["usage_limited"]);
+    // run.limit_wait_default, to the next whole second.
+    let until = paused_until(&cli, "001-p");
+    assert!(
+        (started + 600..=Utc::now().timestamp() + 601).contains(&until),
+        "{until}"
+    );
+}
+
 fn at(a: &Value, key: &str) -> i64 {
     DateTime::parse_from_rfc3339(a[key].as_str().unwrap_or_else(|| panic!("{key}: {a}")))
         .unwrap()
         .timestamp()
 }
 
-/// Each attempt after a usage-limited one started after the limit's reset (aider, which says
+/// Each attempt after a usage-limited one started after the limit's reset (a limit that says
 /// none: `wait` seconds after the limited one ended).
 fn started_after_each_reset(cli: &FakeCli, id: &str, wait: i64) {
     let attempts = cli.attempts(id);
@@ -153,8 +170,8 @@ fn started_after_each_reset(cli: &FakeCli, id: &str, wait: i64) {
 
 #[test]
 fn wait_sleeps_until_the_reset_then_completes_the_spec() {
-    // codex prints minutes only: a reset seconds ahead reads as one already past. aider prints
-    // none: its default wait is set to 2 s.
+    // codex prints minutes only: a reset seconds ahead is the end of its minute, up to a
+    // minute's wait. (A limit that says no reset waits limit_wait_default, 2 s here.)
     for preset in ["claude", "gemini", "aider"] {
         let cli = FakeCli::new(preset, "[run]\nmax_attempts = 1\nlimit_wait_default = 2\n");
         cli.preset_script("core-a 1 limit +3\n");
