@@ -27,6 +27,7 @@ mod lifecycle_safety;
 mod mcp;
 mod new;
 mod output;
+mod plan_draft;
 mod plan_compat;
 mod plan_reference;
 mod plan_speed;

@@ -249,3 +249,21 @@ fn every_preset_stops_at_the_specs_budget() {
         );
     }
 }
+
+/// aider cannot report, so its clean exit is its report — but only where there is something to
+/// judge: a session that did nothing to a chunk with no verification (core-a) completes
+/// nothing; a chunk with a verification (core-b) is judged by it.
+#[test]
+fn an_aider_session_that_left_no_work_completes_no_chunk_without_a_verification() {
+    let cli = FakeCli::new("aider", "[run]\nmax_attempts = 1\n");
+    cli.repo.script("core-a * noop\n");
+    let out = cli.run(&[]);
+    assert_exit(&out, 3);
+    let a = &cli.attempts("core-a")[0];
+    assert_eq!(a["outcome"], "failed", "{a}");
+    assert_eq!(
+        cli.repo.branch_log("auto-claude/001-p").len(),
+        0,
+        "nothing committed"
+    );
+}
