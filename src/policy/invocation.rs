@@ -188,90 +188,10 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
 }
 
+pub use super::agent_rules::{claude_chunk_rule, claude_sandbox_settings, gemini_policy};
+
 /// The environment variable that carries a resumed agent session's id.
 pub const AGENT_SESSION_ENV: &str = "RUNNER_AGENT_SESSION_ID";
-
-/// The claude tool rule that lets it run `<runner> chunk …` without asking, `runner` as the
-/// prompts name it.
-pub fn claude_chunk_rule(runner: &str) -> String {
-    format!("Bash({runner} chunk:*)")
-}
-
-/// claude's `safe` settings: every Bash command runs in claude's own sandbox (bubblewrap on
-/// Linux: writes only inside the worktree, no network) and is then allowed without asking, so
-/// the agent can run the chunk's verification and the project's tests; nothing runs outside the
-/// sandbox (`allowUnsandboxedCommands: false`), and a machine without the sandbox fails the
-/// session with claude's own words (`failIfUnavailable`) instead of running unconfined. Only
-/// runner's report command runs outside it: it writes the plan in the spec folder.
-pub fn claude_sandbox_settings(runner: &str) -> String {
-    serde_json::json!({
-        "sandbox": {
-            "enabled": true,
-            "autoAllowBashIfSandboxed": true,
-            "allowUnsandboxedCommands": false,
-            "failIfUnavailable": true,
-            "excludedCommands": [format!("{runner} chunk:*")],
-        }
-    })
-    .to_string()
-}
-
-/// gemini's policy for a `safe` session: its shell may run `<runner> chunk …` (the report) and
-/// the chunk's verification command exactly as the plan says it (`check`), and nothing else
-/// (gemini has no sandbox; its file tools are confined to the worktree). A command with a
-/// redirection, a chain, a pipe, a background `&`, a substitution, a variable or a line break
-/// is refused whatever it starts with: gemini checks each part of a chain on its own and does
-/// not refuse a redirection in `auto_edit` mode, so `<runner> chunk done > ~/.bashrc` would
-/// otherwise pass. TOML, as `gemini --policy FILE` reads it; of the rules that match, the one
-/// with the highest priority decides.
-///
-/// gemini matches a `commandRegex` against the call's arguments as JSON, from just after
-/// `"command":"` (gemini 0.61 `buildArgsPatterns`): the patterns here stay inside that JSON
-/// string (`([^"\\]|\\.)*`) and the exact match ends at its closing quote.
-pub fn gemini_policy(runner: &str, check: Option<&str>) -> String {
-    let rule = |matcher: &str, value: &str, decision: &str, priority: u32| {
-        format!(
-            "[[rule]]\ntoolName = \"run_shell_command\"\n{matcher} = {}\ndecision = \"{decision}\"\npriority = {priority}\n",
-            toml_string(value)
-        )
-    };
-    // Capturing groups: gemini refuses a pattern with a quantifier inside a quantified group
-    // (its ReDoS check counts the `?` of `(?:`), and drops that rule alone.
-    let shell_syntax = r#"([^"\\]|\\.)*([<>;|&`$]|\\[nr])"#;
-    let mut text = rule("commandRegex", shell_syntax, "deny", 999);
-    text.push('\n');
-    // gemini lets a prefix match only where a space or a quote follows it.
-    text.push_str(&rule("commandPrefix", &format!("{runner} chunk"), "allow", 900));
-    if let Some(check) = check.filter(|c| !c.trim().is_empty()) {
-        text.push('\n');
-        let json = serde_json::Value::String(check.trim().to_string()).to_string();
-        let exact = regex_literal(&json[1..]);
-        text.push_str(&rule("commandRegex", &exact, "allow", 900));
-    }
-    text
-}
-
-/// `text` as a regular expression that matches it literally (JavaScript's syntax characters
-/// escaped; nothing else is, so the pattern is valid with or without the `u` flag).
-fn regex_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    for c in text.chars() {
-        if "\\^$.*+?()[]{}|/".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `text` as a TOML basic string: JSON's escapes are TOML's, and the control characters JSON
-/// leaves as they are (DEL) are escaped too (TOML refuses them, and gemini would drop the
-/// whole policy file, runner's report rule with it).
-fn toml_string(text: &str) -> String {
-    serde_json::Value::String(text.to_string())
-        .to_string()
-        .replace('\u{7f}', "\\u007F")
-}
 
 /// The claude tool rule for every tool of the MCP server named `runner` (`agent.mcp`).
 pub const CLAUDE_MCP_RULE: &str = "mcp__runner";
@@ -371,12 +291,26 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
             push(&["--no-auto-commits", "--no-dirty-commits", "--no-gitignore"]);
             push(&["--chat-history-file", &in_session("chat.md")]);
             push(&["--input-history-file", &in_session("input.history")]);
-            push(&["--map-tokens", "0", "--no-check-update", "--no-show-release-notes"]);
-            push(&["--no-pretty", "--no-stream", "--no-fancy-input", "--no-detect-urls"]);
+            push(&[
+                "--map-tokens",
+                "0",
+                "--no-check-update",
+                "--no-show-release-notes",
+            ]);
+            push(&[
+                "--no-pretty",
+                "--no-stream",
+                "--no-fancy-input",
+                "--no-detect-urls",
+            ]);
             if let Some(draft) = f.plan_draft {
                 // The draft is in the git-ignored `.auto-claude/`: aider edits an ignored file
                 // only when it is given one.
-                push(&["--file", &draft.display().to_string(), "--add-gitignore-files"]);
+                push(&[
+                    "--file",
+                    &draft.display().to_string(),
+                    "--add-gitignore-files",
+                ]);
             }
             argv.extend(f.args.iter().cloned());
         }
@@ -544,23 +478,6 @@ mod tests {
         assert_eq!(full.argv[5..], words("--dangerously-skip-permissions")[..]);
         let own = build_with(Preset::Claude, Permission::Own, fresh(None), &[], None);
         assert_eq!(own.argv.len(), 5);
-    }
-
-    #[test]
-    fn gemini_policy_denies_shell_syntax_first_and_allows_the_report_and_the_exact_check() {
-        let p = gemini_policy("'/opt/my runner/runner'", Some("test -f \"a.txt\"\u{7f}"));
-        // Three rules: the deny of shell syntax at the top priority, then the two allows.
-        assert_eq!(p.matches("[[rule]]").count(), 3);
-        assert!(p.contains("decision = \"deny\"\npriority = 999"));
-        assert!(p.contains("commandPrefix = \"'/opt/my runner/runner' chunk\""), "{p}");
-        // The check as JSON text (its quotes escaped), up to the closing quote.
-        assert!(
-            p.contains(r#"commandRegex = "test -f \\\\\"a\\.txt\\\\\"\u007F\"""#),
-            "{p}"
-        );
-        assert!(!p.contains('\u{7f}'));
-        assert_eq!(gemini_policy("r", None).matches("[[rule]]").count(), 2);
-        assert_eq!(gemini_policy("r", Some("  ")).matches("[[rule]]").count(), 2);
     }
 
     #[test]

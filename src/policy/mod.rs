@@ -4,6 +4,7 @@
 //! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
 pub mod agent_choice;
+pub mod agent_rules;
 pub mod budget;
 pub mod confidence;
 pub mod invocation;

@@ -14,7 +14,11 @@ fn repo_with_planner(body: &str) -> (TestRepo, String) {
     repo.add_spec(SPEC);
     repo.write_config("[run]\nmax_attempts = 1\n");
     let agent = repo.tmp.path().join("agent.sh");
-    std::fs::write(&agent, format!("#!/bin/bash\nset -e\ncat >/dev/null\n{body}\n")).unwrap();
+    std::fs::write(
+        &agent,
+        format!("#!/bin/bash\nset -e\ncat >/dev/null\n{body}\n"),
+    )
+    .unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     (repo, agent.display().to_string())
 }
@@ -30,8 +34,15 @@ fn a_draft_behind_a_linked_folder_is_not_read() {
     ));
     let out = repo.runner(&["run", "--spec", SPEC, "--agent-command", &agent]);
     assert_exit(&out, 3);
-    assert!(stderr(&out).contains("no longer a folder"), "{}", stderr(&out));
-    assert!(!repo.plan_path(SPEC).exists(), "a plan from outside was installed");
+    assert!(
+        stderr(&out).contains("no longer a folder"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !repo.plan_path(SPEC).exists(),
+        "a plan from outside was installed"
+    );
 }
 
 #[test]
@@ -46,7 +57,11 @@ fn a_draft_too_large_to_be_a_plan_is_rejected_not_read() {
     let kept = std::fs::read_dir(repo.spec_dir(SPEC))
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("plan-draft.json.rejected-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("plan-draft.json.rejected-")
+        })
         .count();
     assert_eq!(kept, 1, "{err}");
 }

@@ -39,6 +39,7 @@ struct Event {
     errors: Option<Value>,
     message: Option<Value>,
     cwd: Option<Value>,
+    api_error_status: Option<Value>,
 }
 
 /// What the `assistant` events of a session showed of its usage: each API message's usage,
@@ -261,7 +262,11 @@ fn result(report: &mut AgentReport, ev: &Event) {
         }
         if let Some(at) = limit_epoch(said) {
             report.limit(at);
-        } else if says_limit(said) {
+        } else if says_limit(said)
+            || ev.api_error_status.as_ref().and_then(Value::as_u64) == Some(429)
+        {
+            // With an API key a 429 is only `api_error_status` (claude retried it already and
+            // says no reset): a limit all the same, waited out by `run.limit_wait_default`.
             report.limit(None);
         }
     }

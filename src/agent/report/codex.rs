@@ -110,7 +110,10 @@ pub fn rollout_reset(rollout: &[u8]) -> Option<DateTime<Utc>> {
         if payload.and_then(|p| p.get("type")).and_then(Value::as_str) != Some("token_count") {
             continue;
         }
-        if let Some(limits) = payload.and_then(|p| p.get("rate_limits")).filter(|l| l.is_object()) {
+        if let Some(limits) = payload
+            .and_then(|p| p.get("rate_limits"))
+            .filter(|l| l.is_object())
+        {
             last = Some(limits.clone());
         }
     }
@@ -118,7 +121,11 @@ pub fn rollout_reset(rollout: &[u8]) -> Option<DateTime<Utc>> {
     ["primary", "secondary"]
         .iter()
         .filter_map(|w| limits.get(*w))
-        .filter(|w| w.get("used_percent").and_then(Value::as_f64).is_some_and(|p| p >= 100.0))
+        .filter(|w| {
+            w.get("used_percent")
+                .and_then(Value::as_f64)
+                .is_some_and(|p| p >= 100.0)
+        })
         .filter_map(|w| w.get("resets_at").and_then(Value::as_f64))
         .filter_map(super::epoch)
         .max()

@@ -160,7 +160,11 @@ pub fn chat_tokens(chat: &[u8], session_id: &str) -> Option<Tokens> {
             first = false;
             continue;
         }
-        match v.get("$set").and_then(|s| s.get("messages")).and_then(Value::as_array) {
+        match v
+            .get("$set")
+            .and_then(|s| s.get("messages"))
+            .and_then(Value::as_array)
+        {
             Some(messages) => messages.iter().for_each(&mut note),
             None => note(&v),
         }

@@ -62,8 +62,7 @@ fn claude_session(output: &[u8]) -> AgentReport {
 /// minute, which `codex::parse` reads as that minute's end): looked for in `$CODEX_HOME` (else `~/.codex`), in the folders of today and the two
 /// days before (a thread started before midnight).
 fn codex_exact_reset(report: &mut AgentReport) {
-    let (Some(limit), Some(thread)) = (report.usage_limit, report.agent_session_id.clone())
-    else {
+    let (Some(limit), Some(thread)) = (report.usage_limit, report.agent_session_id.clone()) else {
         return;
     };
     let now = chrono::Utc::now();
@@ -80,7 +79,9 @@ fn codex_exact_reset(report: &mut AgentReport) {
         let Some(day) = today.checked_sub_days(chrono::Days::new(back)) else {
             continue;
         };
-        let dir = home.join("sessions").join(day.format("%Y/%m/%d").to_string());
+        let dir = home
+            .join("sessions")
+            .join(day.format("%Y/%m/%d").to_string());
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -266,7 +267,10 @@ mod tests {
         );
         assert_eq!(last_words(b"{\"a\":1}\n\n"), None);
         let many = b"one\ntwo\nthree\nfour\nfive\n";
-        assert_eq!(last_words(many).as_deref(), Some("two / three / four / five"));
+        assert_eq!(
+            last_words(many).as_deref(),
+            Some("two / three / four / five")
+        );
         let long = "x".repeat(1000);
         let words = last_words(long.as_bytes()).unwrap();
         assert_eq!(words.chars().count(), LAST_WORDS_LINE_CHARS + 1);

@@ -135,10 +135,11 @@ fn claude_subscription_limit_resets_when_its_rate_limit_event_says() {
 }
 
 /// With an API key claude prints no `rate_limit_event`: the API's 429 (retried by claude first,
-/// `system`/`api_retry`, when its retries are on) ends in a result whose words are the API's.
-/// Those words name no usage limit runner reads: the session failed with them.
+/// `system`/`api_retry`, when its retries are on) ends in a result whose words are the API's
+/// and whose `api_error_status` is 429: a usage limit with no reset (the spec pauses for
+/// `run.limit_wait_default` instead of failing the attempt), the API's words kept.
 #[test]
-fn claude_api_key_rate_limit_is_an_error_with_the_apis_words_not_a_usage_limit() {
+fn claude_api_key_rate_limit_is_a_usage_limit_with_the_apis_words() {
     for (case, id, model) in [
         (
             "usage-limit-apikey",
@@ -162,7 +163,11 @@ fn claude_api_key_rate_limit_is_an_error_with_the_apis_words_not_a_usage_limit()
             ),
             "{case}"
         );
-        assert_eq!(r.usage_limit, None, "{case}");
+        assert_eq!(
+            r.usage_limit,
+            Some(crate::agent::report::UsageLimit { resets_at: None }),
+            "{case}"
+        );
         assert_eq!((r.cost_usd, r.tokens), (Some(0.0), Tokens::default()));
     }
 }
@@ -210,7 +215,10 @@ fn claude_killed_session_is_unfinished_with_its_transcript_and_streamed_usage_pr
     let (r, unfinished) = claude::parse_unfinished(&session("claude", "killed"));
     let id = "aaaaaaaa-0000-4000-8000-000000000007";
     let u = unfinished.clone().expect("killed: unfinished");
-    assert_eq!((u.cwd.as_str(), u.session_id.as_str()), ("/tmp/claude-t/wt", id));
+    assert_eq!(
+        (u.cwd.as_str(), u.session_id.as_str()),
+        ("/tmp/claude-t/wt", id)
+    );
     assert_eq!(u.streamed.total(), Some(r.tokens));
     // Where claude keeps its transcript (its `init` names the same project folder for its
     // memory: /tmp/claude-t/home/.claude/projects/-tmp-claude-t-wt/memory/).

@@ -546,15 +546,39 @@ fn claude_unknown_resume_id_says_so() {
 fn a_codex_session_files_reset_is_believed_only_within_the_printed_minute() {
     let end = DateTime::from_timestamp(1_800_000_060, 0).unwrap();
     let now = end - chrono::Duration::hours(3);
-    assert!(codex::rollout_agrees(end - chrono::Duration::seconds(17), Some(end), now));
+    assert!(codex::rollout_agrees(
+        end - chrono::Duration::seconds(17),
+        Some(end),
+        now
+    ));
     assert!(codex::rollout_agrees(end, Some(end), now));
     // An hour ago, or later than codex said: a stale or forged file.
-    assert!(!codex::rollout_agrees(now - chrono::Duration::hours(1), Some(end), now));
-    assert!(!codex::rollout_agrees(end + chrono::Duration::seconds(1), Some(end), now));
-    assert!(!codex::rollout_agrees(end - chrono::Duration::seconds(62), Some(end), now));
+    assert!(!codex::rollout_agrees(
+        now - chrono::Duration::hours(1),
+        Some(end),
+        now
+    ));
+    assert!(!codex::rollout_agrees(
+        end + chrono::Duration::seconds(1),
+        Some(end),
+        now
+    ));
+    assert!(!codex::rollout_agrees(
+        end - chrono::Duration::seconds(62),
+        Some(end),
+        now
+    ));
     // No time printed: a reset still to come.
-    assert!(codex::rollout_agrees(now + chrono::Duration::seconds(5), None, now));
-    assert!(!codex::rollout_agrees(now - chrono::Duration::seconds(5), None, now));
+    assert!(codex::rollout_agrees(
+        now + chrono::Duration::seconds(5),
+        None,
+        now
+    ));
+    assert!(!codex::rollout_agrees(
+        now - chrono::Duration::seconds(5),
+        None,
+        now
+    ));
 }
 
 #[test]
@@ -565,12 +589,20 @@ fn a_killed_claude_sessions_transcript_can_raise_its_streamed_usage_never_lower_
             r#"{{"type":"assistant","message":{{"id":"{id}","usage":{{"input_tokens":1000,"output_tokens":{out},"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}}}}"#
         )
     };
-    let output = format!("{init}\n{}\n{}\n{}\n", msg("m1", 1), msg("m1", 1), msg("m2", 5000));
+    let output = format!(
+        "{init}\n{}\n{}\n{}\n",
+        msg("m1", 1),
+        msg("m1", 1),
+        msg("m2", 5000)
+    );
     let (report, unfinished) = claude::parse_unfinished(output.as_bytes());
     let unfinished = unfinished.expect("no result: unfinished");
     // Per message, counted once: 2000 input, 5001 output, priced at sonnet's $3 / $15.
     assert_eq!((report.tokens.input, report.tokens.output), (2000, 5001));
-    assert_eq!(report.cost_source, crate::agent::report::CostSource::Computed);
+    assert_eq!(
+        report.cost_source,
+        crate::agent::report::CostSource::Computed
+    );
     assert!((report.cost_usd.unwrap() - (0.006 + 5001.0 * 15.0 / 1e6)).abs() < 1e-9);
     assert_eq!(
         unfinished.transcript(std::path::Path::new("/h/.claude")),
@@ -584,7 +616,10 @@ fn a_killed_claude_sessions_transcript_can_raise_its_streamed_usage_never_lower_
     let forged = output.replace("3f0c2a8e-6b1d-4c51-9a57-1b2f8d9e0c11", "../../etc/x");
     assert_eq!(claude::parse_unfinished(forged.as_bytes()).1, None);
     // A finished session is its result's.
-    let done = format!("{output}{}\n", r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"usage":{"input_tokens":7,"output_tokens":8}}"#);
+    let done = format!(
+        "{output}{}\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"usage":{"input_tokens":7,"output_tokens":8}}"#
+    );
     let (r, u) = claude::parse_unfinished(done.as_bytes());
     assert_eq!((u, r.tokens.input, r.cost_usd), (None, 7, Some(0.5)));
 }

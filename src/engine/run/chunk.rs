@@ -253,19 +253,7 @@ impl Run {
             ))
         })?;
         let chunk = after.chunk(pos);
-        let can_report = self.agent.choice.preset.can_report();
-        // An agent that cannot report is judged by its exit only where there is something to
-        // judge: work it left (commits or changes since the attempt started) or a check.
-        let judgeable = can_report
-            || verification::command_check(chunk).is_some()
-            || changed_since(&wt, chunk.last_attempt().and_then(|a| a.start_commit))?;
-        let report = policy::report_by_exit(
-            read_report(chunk),
-            can_report,
-            &end.ended,
-            agent_report.failed(),
-            judgeable,
-        );
+        let report = self.report_of(chunk, &wt, &end.ended, &agent_report)?;
         // claude stopped at the budget runner gave it: the spec's budget is spent, the chunk
         // goes back to pending (not a failed attempt).
         if agent_report.budget_reached && report != Report::Done {
@@ -316,6 +304,31 @@ impl Run {
                 .fail_attempt(&taken, &reason, &agent_report)
                 .map(|()| None),
         }
+    }
+
+    /// What the agent reported of `chunk` after its session: what it wrote in the plan, or, for
+    /// an agent that cannot report (`Preset::can_report`), how its session ended
+    /// (`policy::report_by_exit`).
+    fn report_of(
+        &self,
+        chunk: &Chunk,
+        wt: &crate::git::Repository,
+        ended: &Ended,
+        agent_report: &AgentReport,
+    ) -> anyhow::Result<Report> {
+        let can_report = self.agent.choice.preset.can_report();
+        // An agent that cannot report is judged by its exit only where there is something to
+        // judge: work it left (commits or changes since the attempt started) or a check.
+        let judgeable = can_report
+            || verification::command_check(chunk).is_some()
+            || changed_since(wt, chunk.last_attempt().and_then(|a| a.start_commit))?;
+        Ok(policy::report_by_exit(
+            read_report(chunk),
+            can_report,
+            ended,
+            agent_report.failed(),
+            judgeable,
+        ))
     }
 
     /// Commit the chunk's work and mark it completed; with `take_next` (and no Ctrl-C yet),

@@ -127,6 +127,12 @@ impl Run {
                     .join("\n")
             ));
         }
+        Err(self.planner_gave_up(max, &errors))
+    }
+
+    /// The error of a planner that produced no valid plan in `max` attempts: its last
+    /// `errors`, where its output is, and what the user can do.
+    fn planner_gave_up(&self, max: u32, errors: &[String]) -> anyhow::Error {
         // Where the planner's last output is: an invalid plan it wrote straight into the spec
         // folder stays there (and stops the next run until it is fixed or removed); drafts
         // were set aside.
@@ -148,13 +154,13 @@ impl Run {
                 ),
             )
         };
-        Err(RunnerError::NeedsHuman(format!(
+        RunnerError::NeedsHuman(format!(
             "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\n{kept}; logs are in {}",
             errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
             self.paths.sessions_dir.display()
         ))
         .with_hint(hint)
-        .into())
+        .into()
     }
 
     /// What is wrong with the plan the planner left (nothing once it is installed as the

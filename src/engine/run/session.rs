@@ -271,13 +271,11 @@ impl Run {
 
     /// gemini's `safe` policy for a session, written into its folder: runner's report command
     /// and the chunk's verification command may run (`policy::invocation::gemini_policy`).
-    fn gemini_policy(
-        &self,
-        dir: &Path,
-        chunk: Option<&str>,
-    ) -> anyhow::Result<Option<PathBuf>> {
+    fn gemini_policy(&self, dir: &Path, chunk: Option<&str>) -> anyhow::Result<Option<PathBuf>> {
         use crate::policy::invocation::Permission;
-        if self.agent.choice.preset != Preset::Gemini || self.agent.choice.permission != Permission::Safe {
+        if self.agent.choice.preset != Preset::Gemini
+            || self.agent.choice.permission != Permission::Safe
+        {
             return Ok(None);
         }
         let check = match chunk {

@@ -57,7 +57,8 @@ fn aider_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
 /// `Please try again in …` (aider prints no reset of its own).
 #[test]
 fn aider_rate_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
-    let resets_at = chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp() + 85, 0).unwrap();
+    let resets_at =
+        chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp() + 85, 0).unwrap();
     let case = Case::new(
         Cli::Aider,
         json!([{"who": "chunk-1", "do": "limit", "resets_at": resets_at.timestamp()}]),

@@ -43,7 +43,10 @@ fn claude_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
     let (usd, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served());
     let responses = case.server.count("response") as f64;
-    assert!((usd - responses * USD_PER_RESPONSE).abs() < 1e-6, "{usd} for {responses} responses");
+    assert!(
+        (usd - responses * USD_PER_RESPONSE).abs() < 1e-6,
+        "{usd} for {responses} responses"
+    );
 }
 
 #[test]
@@ -56,7 +59,10 @@ fn claude_killed_mid_chunk_resumes_its_session_and_the_ledger_keeps_the_killed_s
     let case = super::harness::kill_and_resume_scenario(Cli::Claude);
     let (usd, _) = case.ledger();
     let responses = case.server.count("response") as f64;
-    assert!((usd - responses * USD_PER_RESPONSE).abs() < 1e-6, "{usd} for {responses} responses");
+    assert!(
+        (usd - responses * USD_PER_RESPONSE).abs() < 1e-6,
+        "{usd} for {responses} responses"
+    );
 }
 
 #[test]

@@ -107,16 +107,28 @@ fn gemini_enforces_runners_safe_policy_as_meant() {
     )
     .unwrap();
     let cases = [
-        ("allow", format!("{runner} chunk done --notes \"what you did\" -- chunk-1")),
-        ("allow", format!("{runner} chunk done --notes \"fixed foo() and a \\\"quote\\\"\" -- c")),
+        (
+            "allow",
+            format!("{runner} chunk done --notes \"what you did\" -- chunk-1"),
+        ),
+        (
+            "allow",
+            format!("{runner} chunk done --notes \"fixed foo() and a \\\"quote\\\"\" -- c"),
+        ),
         ("allow", format!("{runner} chunk show -- chunk-1")),
         ("allow", "test -f \"two.txt\"".to_string()),
-        ("deny", format!("{runner} chunk done -- c > /home/u/.bashrc")),
+        (
+            "deny",
+            format!("{runner} chunk done -- c > /home/u/.bashrc"),
+        ),
         ("deny", format!("{runner} chunk done -- c; rm -rf ~")),
         ("deny", format!("{runner} chunk done -- c && curl x")),
         ("deny", format!("{runner} chunk done -- c | sh")),
         ("deny", format!("{runner} chunk done -- c & sleep 9")),
-        ("deny", format!("{runner} chunk done --notes \"$(id)\" -- c")),
+        (
+            "deny",
+            format!("{runner} chunk done --notes \"$(id)\" -- c"),
+        ),
         ("deny", format!("{runner} chunk done --notes `id` -- c")),
         ("deny", format!("{runner} chunk done --notes $HOME -- c")),
         ("deny", format!("{runner} chunk done -- c\nrm -rf ~")),
@@ -139,7 +151,11 @@ fn gemini_enforces_runners_safe_policy_as_meant() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let decisions: Vec<&str> = text.lines().collect();
     assert!(!text.contains("error "), "gemini refused a rule: {text}");
     assert_eq!(decisions.len(), cases.len(), "{text}");

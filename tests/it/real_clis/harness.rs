@@ -263,7 +263,10 @@ impl Case {
 
     /// The spec's ledger as `status --json` shows it: (dollars, tokens).
     pub fn ledger(&self) -> (f64, u64) {
-        let out = self.cmd(&["status", "--spec", SPEC, "--json"]).output().unwrap();
+        let out = self
+            .cmd(&["status", "--spec", SPEC, "--json"])
+            .output()
+            .unwrap();
         assert_exit(&out, 0);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         let spec = &v["specs"][0];
@@ -297,7 +300,12 @@ impl Case {
             .lines()
             .map(str::to_string)
             .collect::<Vec<_>>();
-        assert_eq!(files, ["README.md", "one.txt", "two.txt"], "{}", stdout(out));
+        assert_eq!(
+            files,
+            ["README.md", "one.txt", "two.txt"],
+            "{}",
+            stdout(out)
+        );
     }
 }
 
@@ -313,7 +321,10 @@ pub fn sessions(case: &Case) -> Vec<Value> {
 impl Case {
     /// Until when `status` says the spec is paused.
     pub fn paused_until(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        let out = self.cmd(&["status", "--spec", SPEC, "--json"]).output().unwrap();
+        let out = self
+            .cmd(&["status", "--spec", SPEC, "--json"])
+            .output()
+            .unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["specs"][0]["paused_until"]
             .as_str()
@@ -405,15 +416,22 @@ pub fn kill_and_resume_scenario(cli: Cli) -> Case {
     assert_eq!(starts[1]["resumed"], true, "{starts:#?}\n{}", stderr(&out));
     // The CLI's own session: the one runner chose (claude), else the one the killed session's
     // output named (codex, gemini).
-    let resumed = starts[1]["agent_session_id"].as_str().expect("a resumed session id");
+    let resumed = starts[1]["agent_session_id"]
+        .as_str()
+        .expect("a resumed session id");
     if let Some(chosen) = starts[0]["agent_session_id"].as_str() {
         assert_eq!(resumed, chosen);
     }
-    let killed = case.repo.spec_dir(SPEC).join("sessions").join(
-        starts[0]["session_id"].as_str().unwrap(),
-    );
+    let killed = case
+        .repo
+        .spec_dir(SPEC)
+        .join("sessions")
+        .join(starts[0]["session_id"].as_str().unwrap());
     let log = std::fs::read_to_string(killed.join("output.log")).unwrap();
-    assert!(log.contains(resumed), "{resumed} is not in the killed session's output:\n{log}");
+    assert!(
+        log.contains(resumed),
+        "{resumed} is not in the killed session's output:\n{log}"
+    );
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
     case
@@ -432,9 +450,8 @@ pub fn evaluator_scenario(cli: Cli) {
         json!([{"who": "chunk-1", "step": step, "do": "hang", "seconds": 120, "times": 1}]),
     );
     let config = case.repo.read(".auto-claude/config.toml");
-    case.repo.write_config(&format!(
-        "{config}[recovery]\nevaluator = \"agent\"\n"
-    ));
+    case.repo
+        .write_config(&format!("{config}[recovery]\nevaluator = \"agent\"\n"));
     let mut child = case.spawn_run();
     case.server.wait_for("hang", 120);
     child.kill().unwrap();
@@ -442,7 +459,10 @@ pub fn evaluator_scenario(cli: Cli) {
     if step == 0 {
         std::fs::write(case.repo.worktree().join("one.txt"), "half of chunk-1\n").unwrap();
     }
-    let out = case.cmd(&["recover", "--spec", SPEC, "--json"]).output().unwrap();
+    let out = case
+        .cmd(&["recover", "--spec", SPEC, "--json"])
+        .output()
+        .unwrap();
     assert_exit(&out, 0);
     let decision = case
         .repo
@@ -450,11 +470,22 @@ pub fn evaluator_scenario(cli: Cli) {
         .into_iter()
         .rfind(|e| e["event"] == "recovery_decision")
         .unwrap_or_else(|| panic!("no recovery decision:\n{}", stdout(&out)));
-    assert_eq!(decision["source"], "agent", "{decision:#}\n{}", stdout(&out));
+    assert_eq!(
+        decision["source"],
+        "agent",
+        "{decision:#}\n{}",
+        stdout(&out)
+    );
     assert_eq!(decision["decision"], "continue", "{decision:#}");
-    assert_eq!(decision["reason"], "scripted judgement: keep the partial work");
+    assert_eq!(
+        decision["reason"],
+        "scripted judgement: keep the partial work"
+    );
     assert!(
-        case.server.events().iter().any(|e| e["event"] == "response" && e["who"] == "recovery"),
+        case.server
+            .events()
+            .iter()
+            .any(|e| e["event"] == "response" && e["who"] == "recovery"),
         "the evaluator never asked the model"
     );
 }
