@@ -167,7 +167,6 @@ pub fn plan() -> Value {
 /// One real-CLI scenario: a repository with spec `SPEC`, the model server scripted with
 /// `rules`, and the CLI's own HOME.
 pub struct Case {
-    pub cli: Cli,
     pub repo: TestRepo,
     pub server: Server,
     pub home: PathBuf,
@@ -207,7 +206,6 @@ impl Case {
             cli.program().display()
         ));
         Case {
-            cli,
             repo,
             server,
             home,
@@ -307,15 +305,6 @@ impl Case {
             stdout(out)
         );
     }
-}
-
-/// The session records of the spec's journal: (role, chunk, resumed, exit).
-pub fn sessions(case: &Case) -> Vec<Value> {
-    case.repo
-        .events(SPEC)
-        .into_iter()
-        .filter(|e| e["event"] == "session_end")
-        .collect()
 }
 
 impl Case {
