@@ -2,9 +2,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
-use super::harness::{Case, Cli, Server};
+use super::harness::{Cli, Server};
 
 /// The environment of a claude session: the server as its API, a subscription login (the only
 /// one whose usage limit is a `rate_limit_event` with its reset time, and that is not retried),
@@ -37,11 +35,8 @@ const USD_PER_RESPONSE: f64 = (1000.0 * 3.0 + 200.0 * 15.0) / 1e6;
 
 #[test]
 fn claude_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
-    let case = Case::new(Cli::Claude, json!([]));
-    let out = case.run();
-    case.assert_built(&out);
-    let (usd, tokens) = case.ledger();
-    assert_eq!(tokens, case.server.tokens_served());
+    let case = super::harness::build_scenario(Cli::Claude);
+    let (usd, _) = case.ledger();
     let responses = case.server.count("response") as f64;
     assert!(
         (usd - responses * USD_PER_RESPONSE).abs() < 1e-6,

@@ -2,9 +2,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
-use super::harness::{Case, Cli, Server};
+use super::harness::{Cli, Server};
 
 /// `[agent]` lines of the test's config: none (the model is in codex's own config).
 pub const CONFIG: &str = "";
@@ -57,11 +55,7 @@ stream_idle_timeout_ms = 600000
 
 #[test]
 fn codex_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
-    let case = Case::new(Cli::Codex, json!([]));
-    let out = case.run();
-    case.assert_built(&out);
-    let (_, tokens) = case.ledger();
-    assert_eq!(tokens, case.server.tokens_served());
+    super::harness::build_scenario(Cli::Codex);
 }
 
 /// codex prints only the minute of the reset (`try again at 6:25 AM`), read as that minute's

@@ -33,11 +33,7 @@ pub fn setup(home: &Path, server: &Server) -> Vec<(String, String)> {
 
 #[test]
 fn gemini_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
-    let case = Case::new(Cli::Gemini, json!([]));
-    let out = case.run();
-    case.assert_built(&out);
-    let (_, tokens) = case.ledger();
-    assert_eq!(tokens, case.server.tokens_served());
+    super::harness::build_scenario(Cli::Gemini);
 }
 
 #[test]

@@ -478,3 +478,14 @@ pub fn evaluator_scenario(cli: Cli) {
         "the evaluator never asked the model"
     );
 }
+
+/// A whole spec planned and built by the CLI (see [`Case::assert_built`]), the ledger's tokens
+/// those the server served.
+pub fn build_scenario(cli: Cli) -> Case {
+    let case = Case::new(cli, json!([]));
+    let out = case.run();
+    case.assert_built(&out);
+    let (_, tokens) = case.ledger();
+    assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
+    case
+}
