@@ -207,41 +207,7 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
         SessionMode::Fresh { .. } => None,
     };
     match f.preset {
-        Preset::Claude => {
-            push(&["-p", "--output-format", "stream-json", "--verbose"]);
-            match f.mode {
-                SessionMode::Resume { agent_session_id } => push(&["--resume", agent_session_id]),
-                SessionMode::Fresh {
-                    session_id: Some(id),
-                } => push(&["--session-id", id]),
-                SessionMode::Fresh { session_id: None } => {}
-            }
-            if let Some(left) = f.budget_left_usd {
-                push(&["--max-budget-usd", &usd(left)]);
-            }
-            // `--mcp-config` takes several files: the flag after the file ends its list.
-            if let Some(config) = f.mcp_config {
-                push(&["--mcp-config", &config.display().to_string()]);
-                push(&["--strict-mcp-config"]);
-            }
-            match f.permission {
-                Permission::Safe => {
-                    push(&[
-                        "--permission-mode",
-                        "acceptEdits",
-                        "--allowedTools",
-                        &claude_chunk_rule(f.runner),
-                    ]);
-                    if f.mcp_config.is_some() {
-                        push(&[CLAUDE_MCP_RULE]);
-                    }
-                    push(&["--settings", &claude_sandbox_settings(f.runner)]);
-                }
-                Permission::Full => push(&["--dangerously-skip-permissions"]),
-                Permission::Own => {}
-            }
-            argv.extend(f.args.iter().cloned());
-        }
+        Preset::Claude => argv.extend(claude_args(f)),
         Preset::Codex => {
             // `--skip-git-repo-check`: codex trusts only a git repository it was told about;
             // the worktree is one, but a recovery evaluator may run where it is gone.
@@ -330,6 +296,46 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
         prompt_on_stdin,
         env,
     }
+}
+
+/// claude's words after its program: runner's flags, then the user's `args`.
+fn claude_args(f: &InvocationFacts) -> Vec<String> {
+    let mut argv = Vec::new();
+    let mut push = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
+    push(&["-p", "--output-format", "stream-json", "--verbose"]);
+    match f.mode {
+        SessionMode::Resume { agent_session_id } => push(&["--resume", agent_session_id]),
+        SessionMode::Fresh {
+            session_id: Some(id),
+        } => push(&["--session-id", id]),
+        SessionMode::Fresh { session_id: None } => {}
+    }
+    if let Some(left) = f.budget_left_usd {
+        push(&["--max-budget-usd", &usd(left)]);
+    }
+    // `--mcp-config` takes several files: the flag after the file ends its list.
+    if let Some(config) = f.mcp_config {
+        push(&["--mcp-config", &config.display().to_string()]);
+        push(&["--strict-mcp-config"]);
+    }
+    match f.permission {
+        Permission::Safe => {
+            push(&[
+                "--permission-mode",
+                "acceptEdits",
+                "--allowedTools",
+                &claude_chunk_rule(f.runner),
+            ]);
+            if f.mcp_config.is_some() {
+                push(&[CLAUDE_MCP_RULE]);
+            }
+            push(&["--settings", &claude_sandbox_settings(f.runner)]);
+        }
+        Permission::Full => push(&["--dangerously-skip-permissions"]),
+        Permission::Own => {}
+    }
+    argv.extend(f.args.iter().cloned());
+    argv
 }
 
 /// Dollars as claude's `--max-budget-usd` takes them: never negative, cents rounded down (a
