@@ -1,6 +1,7 @@
 //! The fake CLIs (`fixtures/fake-*`) against what the real CLIs printed
-//! (`fixtures/agent-output/<cli>/recorded/`, recorded against the real-CLI suite's scripted
-//! model server): each fake, run by runner as in every other test, for a coder session that
+//! (`fixtures/agent-output/<cli>/recorded/`: `suite-*`, recorded by the real-CLI suite itself
+//! — `scripts/record-agent-outputs` records them again — and the cases it does not play, kept
+//! from sessions against the same scripted model server): each fake, run by runner as in every other test, for a coder session that
 //! succeeds and one that hits the usage limit, must print only events the real CLI printed in
 //! the same case, each with no key the real event lacks (nor in the nested objects runner's
 //! parsers read), and its usage-limit words as the real CLI words them. A fake that drifts from
@@ -240,10 +241,10 @@ const fn case(preset: &'static str, rule: &'static str, exit: i32, recorded: &'s
 #[test]
 fn every_fake_succeeds_with_the_events_its_real_cli_prints() {
     for c in [
-        case("claude", "", 0, "coder-success"),
-        case("codex", "", 0, "success"),
-        case("gemini", "", 0, "coder-success"),
-        case("aider", "", 0, "coder_success"),
+        case("claude", "", 0, "suite-build-coder"),
+        case("codex", "", 0, "suite-build-coder"),
+        case("gemini", "", 0, "suite-build-coder"),
+        case("aider", "", 0, "suite-build-coder"),
     ] {
         check(&c);
     }
@@ -252,11 +253,11 @@ fn every_fake_succeeds_with_the_events_its_real_cli_prints() {
 #[test]
 fn every_fake_hits_the_usage_limit_with_the_events_and_words_its_real_cli_prints() {
     for c in [
-        case("claude", "core-a 1 limit {at}\n", 6, "usage-limit"),
-        case("codex", "core-a 1 limit {at}\n", 6, "limit"),
-        case("gemini", "core-a 1 limit {at}\n", 6, "usage-limit-daily"),
+        case("claude", "core-a 1 limit {at}\n", 6, "suite-limit-coder"),
+        case("codex", "core-a 1 limit {at}\n", 6, "suite-limit-coder"),
+        case("gemini", "core-a 1 limit {at}\n", 6, "suite-limit-coder"),
         case("gemini", "core-a 1 quota 34.780\n", 6, "usage-limit-minute"),
-        case("aider", "core-a 1 limit {at}\n", 6, "usage_limit"),
+        case("aider", "core-a 1 limit {at}\n", 6, "suite-limit-coder"),
         case("aider", "core-a 1 quota\n", 6, "usage_limit_quota"),
     ] {
         check(&c);

@@ -68,6 +68,12 @@ fn aider_rate_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
         crate::common::stderr(&out)
     );
     assert_eq!(case.statuses(), ["pending", "pending"]);
+    super::harness::record(
+        &case,
+        Cli::Aider,
+        "limit",
+        &[("coder", "coder", Some("chunk-1"), 0)],
+    );
     let requests = case.server.count("request");
     crate::common::assert_exit(&case.run(), 6);
     assert_eq!(case.server.count("request"), requests, "a session started");

@@ -368,6 +368,12 @@ pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
     let plain = case.plain_run();
     assert_exit(&plain, 6);
     assert_eq!(case.server.count("request"), requests, "a session started");
+    record(
+        &case,
+        cli,
+        "limit",
+        &[("coder", "coder", Some("chunk-1"), 0)],
+    );
     let wait = until - chrono::Utc::now() + chrono::Duration::milliseconds(500);
     if let Ok(wait) = wait.to_std() {
         std::thread::sleep(wait);
@@ -423,6 +429,15 @@ pub fn kill_and_resume_scenario(cli: Cli) -> Case {
     );
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
+    record(
+        &case,
+        cli,
+        "kill",
+        &[
+            ("killed", "coder", Some("chunk-1"), 0),
+            ("resumed", "coder", Some("chunk-1"), 1),
+        ],
+    );
     case
 }
 
@@ -477,6 +492,12 @@ pub fn evaluator_scenario(cli: Cli) {
             .any(|e| e["event"] == "response" && e["who"] == "recovery"),
         "the evaluator never asked the model"
     );
+    record(
+        &case,
+        cli,
+        "evaluator",
+        &[("recovery", "recovery", None, 0)],
+    );
 }
 
 /// A whole spec planned and built by the CLI (see [`Case::assert_built`]), the ledger's tokens
@@ -487,5 +508,77 @@ pub fn build_scenario(cli: Cli) -> Case {
     case.assert_built(&out);
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
+    record(
+        &case,
+        cli,
+        "build",
+        &[
+            ("planner", "planner", None, 0),
+            ("coder", "coder", Some("chunk-1"), 0),
+        ],
+    );
     case
+}
+
+/// With `RUNNER_RECORD_AGENT_OUTPUT` set (`scripts/record-agent-outputs`), the CLI's output of
+/// the sessions of a scenario is kept as the recording of that case:
+/// `fixtures/agent-output/<cli>/recorded/suite-<scenario>-<what>.{stdout,stderr,exit}` (the
+/// session's `output.log`, stdout and stderr as runner logged them together, so `.stderr` is
+/// empty; aider's analytics log as `.analytics.jsonl`). `sessions` names them: (what, role,
+/// chunk, which of that role's and chunk's sessions, in order). The fake CLIs' drift test
+/// (`tests/it/fake_drift.rs`) reads them: recording again after a CLI's upgrade shows at once
+/// where the fakes no longer print what the real CLI prints.
+pub fn record(
+    case: &Case,
+    cli: Cli,
+    scenario: &str,
+    sessions: &[(&str, &str, Option<&str>, usize)],
+) {
+    if std::env::var_os("RUNNER_RECORD_AGENT_OUTPUT").is_none() {
+        return;
+    }
+    let events = case.repo.events(SPEC);
+    let dir = crate::common::fixture(&format!("agent-output/{}/recorded", cli.name()));
+    for (what, role, chunk, nth) in sessions {
+        let started: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["event"] == "session_start" && e["role"] == *role)
+            .filter(|e| chunk.is_none_or(|c| e["chunk"] == c))
+            .collect();
+        let sessions_dir = case.repo.spec_dir(SPEC).join("sessions");
+        // The recovery evaluator's session is not journaled: its folder names its role.
+        let mut by_name: Vec<String> = std::fs::read_dir(&sessions_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(&format!("-{role}")))
+            .collect();
+        by_name.sort();
+        let id = match started.get(*nth) {
+            Some(start) => start["session_id"].as_str().unwrap().to_string(),
+            None => by_name
+                .get(*nth)
+                .unwrap_or_else(|| panic!("{scenario}: no session {what} in {by_name:?}"))
+                .clone(),
+        };
+        let session = sessions_dir.join(&id);
+        let exit = events
+            .iter()
+            .find(|e| e["event"] == "session_end" && e["session_id"] == id)
+            .map(
+                |e| match (e["exit_status"].as_i64(), e["signal"].as_i64()) {
+                    (Some(code), _) => code.to_string(),
+                    (None, Some(signal)) => format!("signal {signal}"),
+                    _ => e["ended"].as_str().unwrap_or("?").to_string(),
+                },
+            )
+            .unwrap_or_else(|| "killed".to_string());
+        let name = dir.join(format!("suite-{scenario}-{what}"));
+        let with = |ext: &str| name.with_file_name(format!("suite-{scenario}-{what}.{ext}"));
+        std::fs::copy(session.join("output.log"), with("stdout")).unwrap();
+        std::fs::write(with("stderr"), "").unwrap();
+        std::fs::write(with("exit"), format!("{exit}\n")).unwrap();
+        if cli == Cli::Aider {
+            std::fs::copy(session.join("aider.jsonl"), with("analytics.jsonl")).unwrap();
+        }
+    }
 }
