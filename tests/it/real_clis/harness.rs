@@ -143,8 +143,13 @@ impl Drop for Server {
     }
 }
 
+/// chunk-2's verification command. What it prints (`13 two.txt`: the scripted coder writes
+/// `chunk-2 done\n`) is nowhere else: seen in a request, it proves the CLI ran the command.
+pub const VERIFICATION: &str = "wc -c two.txt";
+pub const VERIFICATION_OUTPUT: &str = "13 two.txt";
+
 /// The plan the scripted planner writes: two chunks, the second with a verification command
-/// runner runs.
+/// (the scripted coder runs it with the CLI's shell tool; runner runs it after the session).
 pub fn plan() -> Value {
     json!({
         "feature": "greeting files",
@@ -157,7 +162,7 @@ pub fn plan() -> Value {
                  "files_to_create": ["one.txt"]},
                 {"id": "chunk-2", "description": "Write two.txt", "status": "pending",
                  "files_to_create": ["two.txt"],
-                 "verification": {"type": "command", "command": "test -f two.txt",
+                 "verification": {"type": "command", "command": VERIFICATION,
                                   "expected": "exit 0"}}
             ]
         }]
@@ -185,6 +190,7 @@ impl Case {
             "plan": plan(),
             "rules": rules,
             "recovery": {"decision": "continue", "reason": "scripted judgement: keep the partial work"},
+            "watch": [VERIFICATION_OUTPUT],
         }));
         let home = repo.tmp.path().join(format!("{}-home", cli.name()));
         std::fs::create_dir_all(&home).unwrap();
@@ -508,6 +514,13 @@ pub fn build_scenario(cli: Cli) -> Case {
     case.assert_built(&out);
     let (_, tokens) = case.ledger();
     assert_eq!(tokens, case.server.tokens_served(), "{}", stderr(&out));
+    // Under the default `safe` permission the CLI ran the chunk's verification itself (aider
+    // runs no command: its chunks are judged by runner's run of it).
+    assert_eq!(
+        case.server.count("seen") > 0,
+        cli != Cli::Aider,
+        "{cli:?}: the verification's output in a request"
+    );
     record(
         &case,
         cli,
