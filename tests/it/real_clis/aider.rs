@@ -87,3 +87,17 @@ fn aider_rate_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
 fn aider_judges_interrupted_work_as_the_recovery_evaluator() {
     super::harness::evaluator_scenario(Cli::Aider);
 }
+
+/// A rate limit that lifts within the minute is waited out by aider's own retries (about a
+/// minute of them): the chunk is built in the same run, not paused for a day.
+#[test]
+fn aider_rate_limit_within_the_minute_is_waited_out_by_aider_itself() {
+    let case = Case::new(
+        Cli::Aider,
+        json!([{"who": "chunk-1", "do": "limit", "lasts": 8}]),
+    );
+    let out = case.run();
+    case.assert_built(&out);
+    assert!(case.server.count("limit") >= 1, "no limit was met");
+    assert_eq!(case.paused_until(), None);
+}
