@@ -213,7 +213,17 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
             // the worktree is one, but a recovery evaluator may run where it is gone.
             push(&["exec", "--json", "--skip-git-repo-check"]);
             match f.permission {
-                Permission::Safe => push(&["--sandbox", "workspace-write"]),
+                // workspace-write also lets commands write the temp folders (/tmp and
+                // $TMPDIR): not under `safe`, which keeps the agent to the worktree and the
+                // spec folder.
+                Permission::Safe => push(&[
+                    "--sandbox",
+                    "workspace-write",
+                    "-c",
+                    "sandbox_workspace_write.exclude_slash_tmp=true",
+                    "-c",
+                    "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+                ]),
                 Permission::Full => push(&["--dangerously-bypass-approvals-and-sandbox"]),
                 Permission::Own => {}
             }
@@ -502,6 +512,8 @@ mod tests {
             i.argv,
             words(
                 "/bin/agent exec --json --skip-git-repo-check --sandbox workspace-write \
+                 -c sandbox_workspace_write.exclude_slash_tmp=true \
+                 -c sandbox_workspace_write.exclude_tmpdir_env_var=true \
                  -C /r/.worktrees/auto-claude --add-dir /r/.auto-claude/specs/001-a -m o3 -"
             )
         );

@@ -163,7 +163,11 @@ fn expected_args(
             want
         }
         "codex" => {
-            let mut want = words("exec --json --skip-git-repo-check --sandbox workspace-write -C");
+            let mut want = words(
+                "exec --json --skip-git-repo-check --sandbox workspace-write \
+                 -c sandbox_workspace_write.exclude_slash_tmp=true \
+                 -c sandbox_workspace_write.exclude_tmpdir_env_var=true -C",
+            );
             want.extend([wt, "--add-dir".into(), spec_dir, "-".into()]);
             want
         }

@@ -64,3 +64,8 @@ fn claude_killed_mid_chunk_resumes_its_session_and_the_ledger_keeps_the_killed_s
 fn claude_judges_interrupted_work_as_the_recovery_evaluator() {
     super::harness::evaluator_scenario(Cli::Claude);
 }
+
+#[test]
+fn claude_under_safe_writes_nothing_outside_the_worktree() {
+    super::harness::escape_scenario(Cli::Claude);
+}

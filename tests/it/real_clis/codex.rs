@@ -74,3 +74,8 @@ fn codex_killed_mid_chunk_resumes_its_thread_and_the_ledger_counts_every_token()
 fn codex_judges_interrupted_work_as_the_recovery_evaluator() {
     super::harness::evaluator_scenario(Cli::Codex);
 }
+
+#[test]
+fn codex_under_safe_writes_nothing_outside_the_worktree() {
+    super::harness::escape_scenario(Cli::Codex);
+}

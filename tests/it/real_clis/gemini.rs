@@ -159,3 +159,8 @@ fn gemini_enforces_runners_safe_policy_as_meant() {
         assert!(line.starts_with(&format!("{want} ")), "{command:?}: {line}");
     }
 }
+
+#[test]
+fn gemini_under_safe_writes_nothing_outside_the_worktree() {
+    super::harness::escape_scenario(Cli::Gemini);
+}

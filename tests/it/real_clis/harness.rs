@@ -595,3 +595,60 @@ pub fn record(
         }
     }
 }
+
+/// `safe` keeps the agent inside the worktree: chunk-1's coder is scripted to try its shell on
+/// writes outside it — the temp folder, the CLI's HOME, the main checkout — and to read a file
+/// outside (harmless) so that the request after it proves the CLI went on. None of the writes
+/// happens.
+pub fn escape_scenario(cli: Cli) {
+    let case = Case::new(cli, json!([]));
+    let outside = case.repo.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let targets = [
+        outside.join("escaped.txt"),
+        case.home.join("escaped.txt"),
+        case.repo.root.join("escaped.txt"),
+        std::path::PathBuf::from(format!(
+            "/tmp/runner-escape-{}-{}",
+            cli.name(),
+            std::process::id()
+        )),
+    ];
+    let command = targets
+        .iter()
+        .map(|t| format!("echo escaped > {}", t.display()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let case = Case {
+        server: Server::start(&json!({
+            "worktree": case.repo.worktree(),
+            "plan": plan(),
+            "rules": [{"who": "chunk-1", "step": 0, "do": "shell", "command": command, "times": 1}],
+        })),
+        ..case
+    };
+    // The CLI's configuration names the first server: set up again for this one.
+    let env = match cli {
+        Cli::Claude => super::claude::setup(&case.home, &case.server),
+        Cli::Codex => super::codex::setup(&case.home, &case.server),
+        Cli::Gemini => super::gemini::setup(&case.home, &case.server),
+        Cli::Aider => super::aider::setup(&case.home, &case.server),
+    };
+    let case = Case { env, ..case };
+    let out = case.run();
+    let after: Vec<Value> = case
+        .server
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "response" && e["who"] == "chunk-1" && e["step"] == 1)
+        .collect();
+    assert!(
+        !after.is_empty(),
+        "the CLI never came back after the attempt\n{}",
+        stderr(&out)
+    );
+    for t in &targets {
+        assert!(!t.exists(), "{cli:?} wrote {} under safe", t.display());
+    }
+    let _ = std::fs::remove_file(&targets[3]);
+}
