@@ -208,6 +208,10 @@ impl Run {
             },
         );
         env.extend(invocation.env.iter().cloned());
+        let agent_tmp = self.agent_tmp()?;
+        if let Some(tmp) = &agent_tmp {
+            env.push(("TMPDIR".into(), tmp.display().to_string()));
+        }
         let spec = ChildSpec {
             argv: invocation.argv.clone(),
             cwd: self.worktree.clone(),
@@ -234,7 +238,12 @@ impl Run {
             },
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;
-        let end = self.run_journaled(&spec, session_id, role).await?;
+        let end = self.run_journaled(&spec, session_id, role).await;
+        if let Some(tmp) = &agent_tmp {
+            // The session's temporary files go with it (the folder is git-ignored either way).
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+        let end = end?;
         // What the agent said about its session, read from the files it left (bounded: the
         // log is capped to `agent.max_log_bytes`, plus the marker of a cut).
         let mut report = crate::agent::report::read::read_session(
@@ -267,6 +276,29 @@ impl Run {
         }))?;
         self.note_session_cost(role, &report)?;
         Ok((end, report))
+    }
+
+    /// The temp folder of a codex `safe` session: `.auto-claude/tmp` in the worktree (ignored
+    /// by git), as its `TMPDIR`. codex's sandbox keeps the temp folders out of its writable
+    /// roots under `safe` (nothing outside the worktree), and the project's tests still need
+    /// somewhere to put their temporary files.
+    fn agent_tmp(&self) -> anyhow::Result<Option<PathBuf>> {
+        use crate::policy::invocation::Permission;
+        if self.agent.choice.preset != Preset::Codex
+            || self.agent.choice.permission != Permission::Safe
+        {
+            return Ok(None);
+        }
+        let tmp = self.worktree.join(".auto-claude").join("tmp");
+        let parent = self.worktree.join(".auto-claude");
+        // A real folder, not a link an agent or the base branch put there.
+        if std::fs::symlink_metadata(&parent).is_ok_and(|m| !m.is_dir()) {
+            return Ok(None);
+        }
+        std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        Ok(std::fs::symlink_metadata(&tmp)
+            .is_ok_and(|m| m.is_dir())
+            .then_some(tmp))
     }
 
     /// gemini's `safe` policy for a session, written into its folder: runner's report command

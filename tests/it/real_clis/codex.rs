@@ -79,3 +79,26 @@ fn codex_judges_interrupted_work_as_the_recovery_evaluator() {
 fn codex_under_safe_writes_nothing_outside_the_worktree() {
     super::harness::escape_scenario(Cli::Codex);
 }
+
+/// Under `safe` the temp folders are out of codex's reach, but its commands get a temp folder
+/// of their own in the worktree (git-ignored, removed after the session): a project's tests
+/// that write temporary files still run.
+#[test]
+fn codex_commands_have_a_temp_folder_inside_the_worktree() {
+    let case = super::harness::Case::with_script(
+        Cli::Codex,
+        serde_json::json!({
+            "rules": [{"who": "chunk-1", "step": 0, "do": "shell", "times": 1,
+                "command": "echo $((6*7))-tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\""}],
+            "watch": ["42-tmp"],
+        }),
+    );
+    let out = case.run();
+    // The command's output came back to the model (in every later request of the thread).
+    assert!(
+        case.server.count("seen") >= 1,
+        "{}",
+        crate::common::stderr(&out)
+    );
+    assert!(!case.repo.worktree().join(".auto-claude/tmp").exists());
+}

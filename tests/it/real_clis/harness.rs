@@ -180,18 +180,27 @@ pub struct Case {
 
 impl Case {
     pub fn new(cli: Cli, rules: Value) -> Case {
+        Case::with_script(cli, json!({ "rules": rules }))
+    }
+
+    /// [`Case::new`] with more of the server's script (`rules`, `watch`, …) over the default.
+    pub fn with_script(cli: Cli, extra: Value) -> Case {
         let repo = TestRepo::new();
         repo.write(
             &format!(".auto-claude/specs/{SPEC}/spec.md"),
             "# Greeting files\n\nWrite one.txt and two.txt.\n",
         );
-        let server = Server::start(&json!({
+        let mut script = json!({
             "worktree": repo.worktree(),
             "plan": plan(),
-            "rules": rules,
+            "rules": [],
             "recovery": {"decision": "continue", "reason": "scripted judgement: keep the partial work"},
             "watch": [VERIFICATION_OUTPUT],
-        }));
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            script[k] = v.clone();
+        }
+        let server = Server::start(&script);
         let home = repo.tmp.path().join(format!("{}-home", cli.name()));
         std::fs::create_dir_all(&home).unwrap();
         let env = match cli {
@@ -601,40 +610,37 @@ pub fn record(
 /// outside (harmless) so that the request after it proves the CLI went on. None of the writes
 /// happens.
 pub fn escape_scenario(cli: Cli) {
-    let case = Case::new(cli, json!([]));
-    let outside = case.repo.tmp.path().join("outside");
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
-    let targets = [
+    let home = |case: &Case| case.home.join("escaped.txt");
+    let fixed = [
         outside.join("escaped.txt"),
-        case.home.join("escaped.txt"),
-        case.repo.root.join("escaped.txt"),
         std::path::PathBuf::from(format!(
             "/tmp/runner-escape-{}-{}",
             cli.name(),
             std::process::id()
         )),
     ];
-    let command = targets
-        .iter()
-        .map(|t| format!("echo escaped > {}", t.display()))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let case = Case {
-        server: Server::start(&json!({
-            "worktree": case.repo.worktree(),
-            "plan": plan(),
-            "rules": [{"who": "chunk-1", "step": 0, "do": "shell", "command": command, "times": 1}],
-        })),
-        ..case
-    };
-    // The CLI's configuration names the first server: set up again for this one.
-    let env = match cli {
-        Cli::Claude => super::claude::setup(&case.home, &case.server),
-        Cli::Codex => super::codex::setup(&case.home, &case.server),
-        Cli::Gemini => super::gemini::setup(&case.home, &case.server),
-        Cli::Aider => super::aider::setup(&case.home, &case.server),
-    };
-    let case = Case { env, ..case };
+    // The case's own HOME (`<tmp>/<cli>-home`) and checkout (`<tmp>/project`) do not exist
+    // yet when the script is written: they are named from the worktree, where the agent's
+    // shell starts (`<tmp>/project/.worktrees/auto-claude`).
+    let command = format!(
+        "echo escaped > {}; echo escaped > {}; echo escaped > ../../../{cli}-home/escaped.txt; echo escaped > ../../escaped.txt",
+        fixed[0].display(),
+        fixed[1].display(),
+        cli = cli.name()
+    );
+    let case = Case::with_script(
+        cli,
+        json!({"rules": [{"who": "chunk-1", "step": 0, "do": "shell", "command": command, "times": 1}]}),
+    );
+    let targets = [
+        fixed[0].clone(),
+        fixed[1].clone(),
+        home(&case),
+        case.repo.root.join("escaped.txt"),
+    ];
     let out = case.run();
     let after: Vec<Value> = case
         .server
@@ -650,5 +656,5 @@ pub fn escape_scenario(cli: Cli) {
     for t in &targets {
         assert!(!t.exists(), "{cli:?} wrote {} under safe", t.display());
     }
-    let _ = std::fs::remove_file(&targets[3]);
+    let _ = std::fs::remove_file(&targets[1]);
 }
