@@ -50,7 +50,15 @@ pub fn gemini_policy(runner: &str, check: Option<&str>) -> String {
     // Capturing groups: gemini refuses a pattern with a quantifier inside a quantified group
     // (its ReDoS check counts the `?` of `(?:`), and drops that rule alone.
     let shell_syntax = r#"([^"\\]|\\.)*([<>;|&`$]|\\[nr])"#;
-    let mut text = rule("commandRegex", shell_syntax, "deny", 999);
+    // The arguments are matched as one JSON text, nested objects too: a call that adds an
+    // argument of its own holding `{"command": "<an allowed command>"}` would match an allow
+    // rule while its real command runs. gemini's JSON puts each top-level key after a NUL
+    // byte; a `"command":` after `{`, `,` or `[` is a nested one, refused first.
+    let mut text = format!(
+        "[[rule]]\ntoolName = \"run_shell_command\"\nargsPattern = {}\ndecision = \"deny\"\npriority = 999\n\n",
+        toml_string(r#"[{,\[]"command":"#)
+    );
+    text.push_str(&rule("commandRegex", shell_syntax, "deny", 999));
     text.push('\n');
     // gemini lets a prefix match only where a space or a quote follows it.
     text.push_str(&rule(
@@ -97,9 +105,11 @@ mod tests {
     #[test]
     fn gemini_policy_denies_shell_syntax_first_and_allows_the_report_and_the_exact_check() {
         let p = gemini_policy("'/opt/my runner/runner'", Some("test -f \"a.txt\"\u{7f}"));
-        // Three rules: the deny of shell syntax at the top priority, then the two allows.
-        assert_eq!(p.matches("[[rule]]").count(), 3);
+        // Four rules: the denies of nested arguments and of shell syntax at the top priority,
+        // then the two allows.
+        assert_eq!(p.matches("[[rule]]").count(), 4);
         assert!(p.contains("decision = \"deny\"\npriority = 999"));
+        assert!(p.contains(r#"argsPattern = "[{,\\[]\"command\":""#), "{p}");
         assert!(
             p.contains("commandPrefix = \"'/opt/my runner/runner' chunk\""),
             "{p}"
@@ -110,10 +120,10 @@ mod tests {
             "{p}"
         );
         assert!(!p.contains('\u{7f}'));
-        assert_eq!(gemini_policy("r", None).matches("[[rule]]").count(), 2);
+        assert_eq!(gemini_policy("r", None).matches("[[rule]]").count(), 3);
         assert_eq!(
             gemini_policy("r", Some("  ")).matches("[[rule]]").count(),
-            2
+            3
         );
     }
 }

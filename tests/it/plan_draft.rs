@@ -65,3 +65,53 @@ fn a_draft_too_large_to_be_a_plan_is_rejected_not_read() {
         .count();
     assert_eq!(kept, 1, "{err}");
 }
+
+/// A codex `safe` session's temp folder (`.auto-claude/tmp` in the worktree) is removed after
+/// the session only if it is still the folder runner made: an agent that put a link in place
+/// of `.auto-claude` never makes runner delete the `tmp` of the folder it points to; one that
+/// put a file in place of `tmp` does not stop the next sessions.
+#[test]
+fn a_codex_sessions_temp_folder_swapped_by_the_agent_is_never_removed_through_a_link() {
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(victim.path().join("tmp/sub")).unwrap();
+    std::fs::write(victim.path().join("tmp/precious.txt"), "keep me").unwrap();
+    let (repo, agent) = repo_with_planner(&format!(
+        "if [ \"$RUNNER_ROLE\" = planner ]; then cp {plan} \"$RUNNER_PLAN_FILE\"; exit 0; fi\n\
+         mv .auto-claude .auto-claude.moved; ln -s {victim} .auto-claude",
+        plan = fixture("plans/two-phases.json").display(),
+        victim = victim.path().display()
+    ));
+    repo.write_config(&format!(
+        "[agent]\npreset = \"codex\"\nprogram = \"{agent}\"\n[run]\nmax_attempts = 1\n"
+    ));
+    let out = repo.runner(&["run", "--spec", SPEC]);
+    assert!(out.status.code() != Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(victim.path().join("tmp/precious.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(victim.path().join("tmp/sub").is_dir());
+}
+
+#[test]
+fn a_file_in_place_of_a_codex_sessions_temp_folder_does_not_stop_the_next_session() {
+    let (repo, agent) = repo_with_planner(&format!(
+        "if [ \"$RUNNER_ROLE\" = planner ]; then cp {plan} \"$RUNNER_PLAN_FILE\"; exit 0; fi\n\
+         rm -rf .auto-claude/tmp; echo x > .auto-claude/tmp",
+        plan = fixture("plans/two-phases.json").display()
+    ));
+    repo.write_config(&format!(
+        "[agent]\npreset = \"codex\"\nprogram = \"{agent}\"\n[run]\nmax_attempts = 1\n"
+    ));
+    let first = repo.runner(&["run", "--spec", SPEC]);
+    assert_exit(&first, 3);
+    repo.runner(&["recover", "--spec", SPEC, "--retry-failed"]);
+    let again = repo.runner(&["run", "--spec", SPEC]);
+    // The session ran (and failed as silent), not the run stopped on the file.
+    assert_exit(&again, 3);
+    assert!(
+        !stderr(&again).contains("File exists"),
+        "{}",
+        stderr(&again)
+    );
+}

@@ -210,7 +210,7 @@ impl Run {
         env.extend(invocation.env.iter().cloned());
         let agent_tmp = self.agent_tmp()?;
         if let Some(tmp) = &agent_tmp {
-            env.push(("TMPDIR".into(), tmp.display().to_string()));
+            env.push(("TMPDIR".into(), tmp.path.display().to_string()));
         }
         let spec = ChildSpec {
             argv: invocation.argv.clone(),
@@ -241,7 +241,7 @@ impl Run {
         let end = self.run_journaled(&spec, session_id, role).await;
         if let Some(tmp) = &agent_tmp {
             // The session's temporary files go with it (the folder is git-ignored either way).
-            let _ = std::fs::remove_dir_all(tmp);
+            self.remove_agent_tmp(tmp);
         }
         let end = end?;
         // What the agent said about its session, read from the files it left (bounded: the
@@ -281,24 +281,44 @@ impl Run {
     /// The temp folder of a codex `safe` session: `.auto-claude/tmp` in the worktree (ignored
     /// by git), as its `TMPDIR`. codex's sandbox keeps the temp folders out of its writable
     /// roots under `safe` (nothing outside the worktree), and the project's tests still need
-    /// somewhere to put their temporary files.
-    fn agent_tmp(&self) -> anyhow::Result<Option<PathBuf>> {
+    /// somewhere to put their temporary files. None where that place is not a plain folder of
+    /// the worktree (a link, a file: the agent's or the base branch's) — the session then runs
+    /// without it, as it would elsewhere.
+    fn agent_tmp(&self) -> anyhow::Result<Option<AgentTmp>> {
         use crate::policy::invocation::Permission;
         if self.agent.choice.preset != Preset::Codex
             || self.agent.choice.permission != Permission::Safe
         {
             return Ok(None);
         }
-        let tmp = self.worktree.join(".auto-claude").join("tmp");
         let parent = self.worktree.join(".auto-claude");
-        // A real folder, not a link an agent or the base branch put there.
-        if std::fs::symlink_metadata(&parent).is_ok_and(|m| !m.is_dir()) {
+        let path = parent.join("tmp");
+        let is_dir = |p: &Path| std::fs::symlink_metadata(p).ok().filter(|m| m.is_dir());
+        let Some(parent_meta) = is_dir(&parent) else {
+            return Ok(None);
+        };
+        if std::fs::symlink_metadata(&path).is_err() && std::fs::create_dir(&path).is_err() {
             return Ok(None);
         }
-        std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        Ok(std::fs::symlink_metadata(&tmp)
-            .is_ok_and(|m| m.is_dir())
-            .then_some(tmp))
+        Ok(is_dir(&path).map(|meta| AgentTmp {
+            path,
+            ids: [identity(&parent_meta), identity(&meta)],
+        }))
+    }
+
+    /// Remove a session's temp folder — only if it and its parent are still the very folders
+    /// made for it (same device and inode, not links): the agent could have put a link to
+    /// anywhere in their place, and runner must never delete through it. The agent's
+    /// processes are gone by now (`run_journaled` ends its leftovers), so nothing moves them
+    /// between the check and the removal.
+    fn remove_agent_tmp(&self, tmp: &AgentTmp) {
+        let parent = tmp.path.parent().unwrap_or(&self.worktree);
+        let same = |p: &Path, id: (u64, u64)| {
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() && identity(&m) == id)
+        };
+        if same(parent, tmp.ids[0]) && same(&tmp.path, tmp.ids[1]) {
+            let _ = std::fs::remove_dir_all(&tmp.path);
+        }
     }
 
     /// gemini's `safe` policy for a session, written into its folder: runner's report command
@@ -337,4 +357,16 @@ impl Run {
             other => other.describe(),
         }
     }
+}
+
+/// A codex session's temp folder, and the identities (device, inode) of it and of its parent
+/// as runner made them.
+struct AgentTmp {
+    path: PathBuf,
+    ids: [(u64, u64); 2],
+}
+
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }

@@ -136,7 +136,25 @@ fn gemini_enforces_runners_safe_policy_as_meant() {
         ("deny", "sh -c 'test -f two.txt'".to_string()),
         ("deny", "rm -rf /".to_string()),
     ];
-    let listed: Vec<&String> = cases.iter().map(|(_, c)| c).collect();
+    let mut listed: Vec<serde_json::Value> = cases.iter().map(|(_, c)| json!(c)).collect();
+    // A call with an argument of the model's own that holds an allowed command, nested: the
+    // real command must not be allowed by it.
+    let nested = [
+        json!({"command": "rm -rf ~/x", "x": {"command": "test -f \"two.txt\""}}),
+        json!({"command": "python3 -c 1", "x": [{"command": format!("{runner} chunk done")}]}),
+        json!({"command": format!("{runner} chunk done -- c"),
+               "description": "as {\"command\": \"x\"}"}),
+    ];
+    listed.extend(nested.iter().cloned());
+    let cases: Vec<(&str, String)> = cases
+        .iter()
+        .cloned()
+        .chain([
+            ("deny", nested[0].to_string()),
+            ("deny", nested[1].to_string()),
+            ("allow", nested[2].to_string()),
+        ])
+        .collect();
     let commands = dir.path().join("commands.json");
     std::fs::write(&commands, serde_json::to_vec(&listed).unwrap()).unwrap();
     let out = std::process::Command::new("node")
