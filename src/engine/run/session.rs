@@ -244,19 +244,7 @@ impl Run {
             self.remove_agent_tmp(tmp);
         }
         let end = end?;
-        // What the agent said about its session, read from the files it left (bounded: the
-        // log is capped to `agent.max_log_bytes`, plus the marker of a cut).
-        let mut report = crate::agent::report::read::read_session(
-            self.agent.choice.preset,
-            &dir,
-            next.thread_total,
-            self.config.agent.max_log_bytes.saturating_add(4096),
-        );
-        // A CLI that failed without a word its parser reads still said something: keep its
-        // last lines for the user (the planner's "did not write", a failed attempt's reason).
-        if matches!(end.ended, Ended::Exited(c) if c != 0) && report.failure().is_none() {
-            report.last_words = crate::agent::report::read::last_words_of(&dir);
-        }
+        let report = self.session_report(&dir, &end.ended, next.thread_total);
         let (exit_code, signal) = match end.ended {
             Ended::Exited(c) => (Some(c), None),
             Ended::Signaled(s) => (None, Some(s)),
@@ -276,6 +264,28 @@ impl Run {
         }))?;
         self.note_session_cost(role, &report)?;
         Ok((end, report))
+    }
+
+    /// What the agent said about its session, read from the files it left in `dir` (bounded:
+    /// the log is capped to `agent.max_log_bytes`, plus the marker of a cut).
+    fn session_report(
+        &self,
+        dir: &Path,
+        ended: &Ended,
+        thread_total: Option<crate::agent::report::Tokens>,
+    ) -> AgentReport {
+        let mut report = crate::agent::report::read::read_session(
+            self.agent.choice.preset,
+            dir,
+            thread_total,
+            self.config.agent.max_log_bytes.saturating_add(4096),
+        );
+        // A CLI that failed without a word its parser reads still said something: keep its
+        // last lines for the user (the planner's "did not write", a failed attempt's reason).
+        if matches!(ended, Ended::Exited(c) if *c != 0) && report.failure().is_none() {
+            report.last_words = crate::agent::report::read::last_words_of(dir);
+        }
+        report
     }
 
     /// The temp folder of a codex `safe` session: `.auto-claude/tmp` in the worktree (ignored
