@@ -72,14 +72,11 @@ impl Streamed {
         if self.by_message.is_empty() {
             return None;
         }
-        let mut t = Tokens::default();
-        for m in self.by_message.values() {
-            t.input = t.input.saturating_add(m.input);
-            t.output = t.output.saturating_add(m.output);
-            t.cache_read = t.cache_read.saturating_add(m.cache_read);
-            t.cache_write = t.cache_write.saturating_add(m.cache_write);
-        }
-        Some(t)
+        Some(
+            self.by_message
+                .values()
+                .fold(Tokens::default(), |total, m| total.plus(m)),
+        )
     }
 }
 

@@ -170,12 +170,9 @@ pub fn chat_tokens(chat: &[u8], session_id: &str) -> Option<Tokens> {
         }
     }
     (!by_message.is_empty()).then(|| {
-        by_message.values().fold(Tokens::default(), |a, t| Tokens {
-            input: a.input.saturating_add(t.input),
-            output: a.output.saturating_add(t.output),
-            cache_read: a.cache_read.saturating_add(t.cache_read),
-            cache_write: 0,
-        })
+        by_message
+            .values()
+            .fold(Tokens::default(), |a, t| a.plus(t))
     })
 }
 

@@ -55,6 +55,16 @@ impl Tokens {
             .saturating_add(self.cache_write)
     }
 
+    /// Field by field `self + other`, never past the largest count.
+    pub fn plus(&self, other: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+            cache_read: self.cache_read.saturating_add(other.cache_read),
+            cache_write: self.cache_write.saturating_add(other.cache_write),
+        }
+    }
+
     /// Field by field `self - earlier`, never below zero.
     pub fn since(&self, earlier: &Tokens) -> Tokens {
         Tokens {

@@ -39,15 +39,21 @@ pub fn read_session(
     }
 }
 
+/// A CLI's own folder in runner's environment (the agent's, which it inherits): `$var`, else
+/// `dot_folder` in `$HOME`.
+fn config_dir(var: &str, dot_folder: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(var)
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(dot_folder)))
+}
+
 /// A claude session's report; for one killed before its `result`, the usage of its
 /// transcript (the final figures of each message, where the stream showed only their start),
 /// if claude's config folder is where runner's environment says.
 fn claude_session(output: &[u8]) -> AgentReport {
     let (mut report, unfinished) = super::claude::parse_unfinished(output);
-    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".claude")));
-    if let (Some(unfinished), Some(dir)) = (unfinished, config_dir) {
+    if let (Some(unfinished), Some(dir)) = (unfinished, config_dir("CLAUDE_CONFIG_DIR", ".claude"))
+    {
         // The transcript is the agent's to write: it can only raise what the stream showed
         // (message by message), never lower it.
         let transcript = tail(&unfinished.transcript(&dir), 64 << 20);
@@ -59,18 +65,16 @@ fn claude_session(output: &[u8]) -> AgentReport {
 }
 
 /// A codex usage limit's exact reset, from the thread's session file (codex prints only the
-/// minute, which `codex::parse` reads as that minute's end): looked for in `$CODEX_HOME` (else `~/.codex`), in the folders of today and the two
-/// days before (a thread started before midnight).
+/// minute, which `codex::parse` reads as that minute's end): looked for in `$CODEX_HOME` (else
+/// `~/.codex`), in the folders of today and the two days before (a thread started before
+/// midnight).
 fn codex_exact_reset(report: &mut AgentReport) {
     let (Some(limit), Some(thread)) = (report.usage_limit, report.agent_session_id.clone()) else {
         return;
     };
     let now = chrono::Utc::now();
     let believable = |at| super::codex::rollout_agrees(at, limit.resets_at, now);
-    let Some(home) = std::env::var_os("CODEX_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
-    else {
+    let Some(home) = config_dir("CODEX_HOME", ".codex") else {
         return;
     };
     let suffix = format!("-{thread}.jsonl");

@@ -33,15 +33,19 @@ pub const CONFIG: &str = "args = [\"--model\", \"claude-sonnet-4-5-20250929\"]\n
 /// tokens at the model's prices).
 const USD_PER_RESPONSE: f64 = (1000.0 * 3.0 + 200.0 * 15.0) / 1e6;
 
-#[test]
-fn claude_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
-    let case = super::harness::build_scenario(Cli::Claude);
+/// The spec's ledger in dollars is what claude charges for every response the server made.
+fn assert_dollars_are_claudes_price(case: &super::harness::Case) {
     let (usd, _) = case.ledger();
     let responses = case.server.count("response") as f64;
     assert!(
         (usd - responses * USD_PER_RESPONSE).abs() < 1e-6,
         "{usd} for {responses} responses"
     );
+}
+
+#[test]
+fn claude_plans_and_builds_a_spec_and_the_ledger_is_what_the_server_served() {
+    assert_dollars_are_claudes_price(&super::harness::build_scenario(Cli::Claude));
 }
 
 #[test]
@@ -51,13 +55,7 @@ fn claude_usage_limit_pauses_until_the_reset_and_no_session_starts_before_it() {
 
 #[test]
 fn claude_killed_mid_chunk_resumes_its_session_and_the_ledger_keeps_the_killed_sessions_cost() {
-    let case = super::harness::kill_and_resume_scenario(Cli::Claude);
-    let (usd, _) = case.ledger();
-    let responses = case.server.count("response") as f64;
-    assert!(
-        (usd - responses * USD_PER_RESPONSE).abs() < 1e-6,
-        "{usd} for {responses} responses"
-    );
+    assert_dollars_are_claudes_price(&super::harness::kill_and_resume_scenario(Cli::Claude));
 }
 
 #[test]
