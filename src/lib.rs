@@ -14,15 +14,18 @@
 // (`runner status --json | head -1`, a terminal that went away), which killed a run in the
 // middle of a chunk. These shadow them in every module declared below (macro_rules scope is
 // textual): a report whose reader left stops quietly; the run keeps working and logging.
+#[macro_export]
 macro_rules! println {
     () => { $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!("\n")) };
     ($($arg:tt)*) => {
         $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!("{}\n", format_args!($($arg)*)))
     };
 }
+#[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => { $crate::write_quietly(&mut ::std::io::stdout().lock(), format_args!($($arg)*)) };
 }
+#[macro_export]
 macro_rules! eprintln {
     () => { $crate::write_quietly(&mut ::std::io::stderr().lock(), format_args!("\n")) };
     ($($arg:tt)*) => {
@@ -43,14 +46,12 @@ pub fn sh(value: impl AsRef<str>) -> String {
 }
 
 pub mod agent;
-pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod failpoint;
 pub mod git;
-pub mod mcp;
 pub mod ops;
 pub mod output;
 pub mod plan;

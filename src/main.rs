@@ -1,6 +1,26 @@
+//! The binary: the two front ends (`cli`, the command line; `mcp`, the same operations over the
+//! Model Context Protocol) over the `runner` library. They stand outside the library (as
+//! worktrunk's and jj's do), so "the core never prints or asks" is kept by the compiler: the
+//! library exports no front end.
+
+// runner's quiet print macros (lib.rs: printing to a closed pipe never panics), in the textual
+// scope of every module declared below, as in the library.
+macro_rules! println {
+    ($($arg:tt)*) => { runner::println!($($arg)*) };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { runner::print!($($arg)*) };
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => { runner::eprintln!($($arg)*) };
+}
+
+mod cli;
+mod mcp;
+
 use clap::Parser;
 
-use runner::cli::{Cli, carry_directory, dispatch, print_error_json, wants_json};
+use cli::{Cli, carry_directory, dispatch, print_error_json, wants_json};
 use runner::error::ErrorReport;
 
 // mimalloc: the plan is parsed into many small JSON nodes and freed again on every
@@ -13,7 +33,7 @@ fn main() {
     runner::git::cache_trees();
     let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
     // Before the log: its lines are coloured by the same choice as everything else.
-    runner::cli::style::init(cli.color);
+    cli::style::init(cli.color);
     init_logging(cli.verbose);
     let json = wants_json(&cli.command);
     let directory = cli.directory.clone();
@@ -58,7 +78,7 @@ fn usage_error(e: clap::Error) -> ! {
 /// the error object on stdout (docs/json.md). A command in a hint carries `-C DIR` when the
 /// user gave it, so it runs as printed from where they are. Returns the exit code.
 fn report_error(err: &anyhow::Error, json: bool, directory: Option<&std::path::Path>) -> i32 {
-    let mut report = runner::cli::error_report(err);
+    let mut report = cli::error_report(err);
     carry_directory(&mut report.hints, directory);
     // Through write_quietly: a closed stderr must not turn the exit code into a panic's.
     runner::write_quietly(
@@ -84,7 +104,7 @@ fn init_logging(verbose: u8) {
         .with_writer(|| QuietStderr)
         // Colour as `--color` and NO_COLOR decide for stderr: by default only for a person's
         // terminal, never into a file or a pipe.
-        .with_ansi(runner::cli::style::for_stderr().enabled())
+        .with_ansi(cli::style::for_stderr().enabled())
         // The subscriber's own report of a failed write is an eprintln!, which panics on a
         // closed stderr; QuietStderr never fails, and this keeps the report off anyway.
         .log_internal_errors(false)

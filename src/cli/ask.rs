@@ -2,7 +2,7 @@
 //! both must be one) every question is refused the way [`NeverAsk`] refuses it.
 
 use super::interact::{ask, can_ask, confirm, confirm_by_name};
-use crate::engine::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
+use runner::engine::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
 
 pub struct TerminalAsker;
 
@@ -38,7 +38,7 @@ impl Asker for TerminalAsker {
             match picked {
                 CONTINUE => return Ok(WorkAnswer::Continue),
                 REVIEW => {
-                    let review = crate::ops::review::review(q.ws, q.paths)?;
+                    let review = runner::ops::review::review(q.ws, q.paths)?;
                     eprintln!(
                         "{}",
                         super::review::render(&review, super::style::for_stderr())

@@ -2,8 +2,8 @@ use std::path::Path;
 
 use clap::Subcommand;
 
-use crate::engine::report::Mark;
-use crate::ops::chunk::{locate_spec, mark, show};
+use runner::engine::report::Mark;
+use runner::ops::chunk::{locate_spec, mark, show};
 
 #[derive(Debug, Subcommand)]
 pub enum ChunkCommand {
@@ -90,7 +90,7 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             &serde_json::json!({"ok": true, "spec": spec, "chunk": id, "message": message}),
         )?;
     } else {
-        println!("{}", crate::text::for_terminal(&message));
+        println!("{}", runner::text::for_terminal(&message));
     }
     Ok(0)
 }

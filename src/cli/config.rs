@@ -5,8 +5,8 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use crate::config::{Config, Setting, Source, UnknownKey, settings, unknown_keys};
-use crate::store::Workspace;
+use runner::config::{Config, Setting, Source, UnknownKey, settings, unknown_keys};
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
@@ -45,7 +45,7 @@ pub fn render(
     unknown: &[UnknownKey],
     style: Style,
 ) -> String {
-    let t = |s: &str| crate::text::for_terminal(s).into_owned();
+    let t = |s: &str| runner::text::for_terminal(s).into_owned();
     let file = t(&path.display().to_string());
     let mut out = if file_exists {
         format!("Config file: {file}\n")

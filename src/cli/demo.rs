@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::ops::demo::agent::INTERRUPTED_CHUNK;
-use crate::ops::demo::steps::{Stage, Step};
-use crate::ops::demo::{DemoEvent, DemoOptions, DemoReport};
+use runner::ops::demo::agent::INTERRUPTED_CHUNK;
+use runner::ops::demo::steps::{Stage, Step};
+use runner::ops::demo::{DemoEvent, DemoOptions, DemoReport};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -27,20 +27,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("finding the runner binary")?;
     let mut number = 0;
     let mut made: Option<PathBuf> = None;
-    let report = crate::ops::demo::demo(
-        DemoOptions { dir: args.dir, exe },
-        &mut |event| match event {
-            // The narration is informational: `-q` leaves it out (the summary stays).
-            DemoEvent::Ready { dir, spec } => {
-                made = Some(dir.to_path_buf());
-                super::info(render_ready(dir, spec).trim_end());
-            }
-            DemoEvent::Step(step) => {
-                number += 1;
-                super::info(render_step(number, step).trim_end());
-            }
-        },
-    );
+    let report =
+        runner::ops::demo::demo(
+            DemoOptions { dir: args.dir, exe },
+            &mut |event| match event {
+                // The narration is informational: `-q` leaves it out (the summary stays).
+                DemoEvent::Ready { dir, spec } => {
+                    made = Some(dir.to_path_buf());
+                    super::info(render_ready(dir, spec).trim_end());
+                }
+                DemoEvent::Step(step) => {
+                    number += 1;
+                    super::info(render_step(number, step).trim_end());
+                }
+            },
+        );
     let report = match (report, made) {
         (Ok(report), _) => report,
         (Err(e), Some(dir)) => {
@@ -60,12 +61,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
 
 /// The hidden `runner demo-agent`: what it says goes to its session's log.
 pub fn agent() -> anyhow::Result<i32> {
-    crate::ops::demo::demo_agent(&mut |line| println!("{line}"))
+    runner::ops::demo::demo_agent(&mut |line| println!("{line}"))
 }
 
 /// Where a demo that did not finish left its folder, and the command that removes it.
 fn render_left_behind(dir: &std::path::Path) -> String {
-    let dir = crate::sh(dir.to_string_lossy());
+    let dir = runner::sh(dir.to_string_lossy());
     format!("\nThe demo did not finish; its folder stays: {dir}\n  remove it with: rm -rf {dir}")
 }
 
@@ -117,7 +118,7 @@ fn render_step(number: usize, step: &Step) -> String {
     let (title, why) = stage_text(step.stage);
     let mut out = format!("\n{number}. {title}: {why}.\n   $ {}\n", step.command);
     for line in step.output.lines() {
-        out.push_str(&format!("   | {}\n", crate::text::for_terminal(line)));
+        out.push_str(&format!("   | {}\n", runner::text::for_terminal(line)));
     }
     match (&step.killed_with, step.exit_code) {
         (Some(signal), _) => out.push_str(&format!(
@@ -144,7 +145,7 @@ fn render_summary(r: &DemoReport) -> String {
     match &p.commit {
         Some(c) => out.push_str(&format!(
             " is in commit {} on {}.\n",
-            crate::git::short_id(c),
+            runner::git::short_id(c),
             r.branch
         )),
         None => out.push_str(&format!(" is on {}.\n", r.branch)),
@@ -153,8 +154,8 @@ fn render_summary(r: &DemoReport) -> String {
     for c in &r.commits {
         out.push_str(&format!(
             "  {} {}\n",
-            crate::git::short_id(&c.commit),
-            crate::text::for_terminal(&c.summary)
+            runner::git::short_id(&c.commit),
+            runner::text::for_terminal(&c.summary)
         ));
     }
     out.push_str(&format!(

@@ -32,7 +32,7 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
             return Ok(0);
         }
     }
-    let outcome = crate::ops::discard::discard(&ws, &paths, &journal)?;
+    let outcome = runner::ops::discard::discard(&ws, &paths, &journal)?;
     if args.json {
         super::print_json(&outcome)?;
     } else {
@@ -40,7 +40,7 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
             "Discarded the build of {}; the plan is reset to pending. Backup: {}. Undo with: runner undo --spec {}",
             outcome.spec,
             outcome.backup,
-            crate::sh(&outcome.spec)
+            runner::sh(&outcome.spec)
         );
         if let Some(r) = &outcome.late_changes {
             println!(

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::store::Workspace;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
@@ -23,7 +23,7 @@ pub fn gc_cmd(cwd: &Path, args: GcArgs) -> anyhow::Result<i32> {
         Some(d) => d,
         None => ws.config()?.backup.keep_days,
     };
-    let outcome = crate::ops::undo::gc(&ws, days, args.dry_run)?;
+    let outcome = runner::ops::undo::gc(&ws, days, args.dry_run)?;
     if args.json {
         super::print_json(&outcome)?;
     } else {

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 /// A `runner` followed by anything else (prose, `-C`), or whose command line names `-C`
 /// already, is left alone.
 pub fn with_directory(hint: &str, dir: &str, commands: &[String]) -> String {
-    let flag = format!("runner -C {} ", crate::sh(dir));
+    let flag = format!("runner -C {} ", runner::sh(dir));
     let mut out = String::with_capacity(hint.len() + flag.len());
     let mut rest = hint;
     while let Some(at) = rest.find("runner ") {

@@ -4,9 +4,9 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::error::RunnerError;
-use crate::policy::invocation::Preset;
-use crate::store::Workspace;
+use runner::error::RunnerError;
+use runner::policy::invocation::Preset;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -25,7 +25,7 @@ const NO_AGENT: &str = "none for now (set [agent] preset later, or pass --agent 
 /// The preset to write: the flag's; else, on a terminal, the answer to a question.
 fn chosen_preset(args: &InitArgs) -> anyhow::Result<Option<Preset>> {
     if let Some(name) = &args.agent {
-        return Ok(Some(crate::config::parse_preset(name)?));
+        return Ok(Some(runner::config::parse_preset(name)?));
     }
     if !super::interact::can_ask() {
         return Ok(None);
@@ -52,11 +52,11 @@ pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
     }
     // Asked before anything is written: a cancelled question changes nothing.
     let preset = chosen_preset(&args)?;
-    crate::store::safe::create_dirs(&ws.state_dir)?;
+    runner::store::safe::create_dirs(&ws.state_dir)?;
     // Atomic and resolved from the folder's handle: a link at the config's place is replaced,
     // never written through.
-    let text = crate::config::example_with_preset(preset);
-    crate::store::atomic::write_atomic(&path, text.as_bytes())?;
+    let text = runner::config::example_with_preset(preset);
+    runner::store::atomic::write_atomic(&path, text.as_bytes())?;
     let agent = match preset {
         Some(p) => format!(" The agent is {p} ([agent] preset)."),
         None => String::new(),
@@ -64,7 +64,7 @@ pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
     println!(
         "Wrote {}: every key commented out at its default. Uncomment what you change; \
          `runner config` shows the values in effect.{agent}",
-        crate::text::for_terminal(&path.display().to_string())
+        runner::text::for_terminal(&path.display().to_string())
     );
     Ok(0)
 }

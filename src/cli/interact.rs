@@ -7,7 +7,7 @@
 
 use std::io::IsTerminal;
 
-use crate::error::RunnerError;
+use runner::error::RunnerError;
 
 pub fn can_ask() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
@@ -91,7 +91,7 @@ mod question_signals {
                 libc::write(2, msg.as_ptr().cast(), msg.len());
                 libc::_exit(130);
             }
-        } else if !crate::agent::Interrupt::listening(sig) {
+        } else if !runner::agent::Interrupt::listening(sig) {
             // Nobody else handles it: what the signal would have done without this action.
             // SAFETY: signal and raise are async-signal-safe.
             unsafe {

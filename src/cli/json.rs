@@ -6,14 +6,14 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use super::Command;
-use crate::engine::run::RunSummary;
-use crate::error::ErrorReport;
-use crate::git::backup::Backup;
-use crate::ops::discard::DiscardOutcome;
-use crate::ops::merge::MergeOutcome;
-use crate::ops::recover::RecoverReport;
-use crate::ops::status::StatusReport;
-use crate::ops::undo::{GcOutcome, UndoOutcome};
+use runner::engine::run::RunSummary;
+use runner::error::ErrorReport;
+use runner::git::backup::Backup;
+use runner::ops::discard::DiscardOutcome;
+use runner::ops::merge::MergeOutcome;
+use runner::ops::recover::RecoverReport;
+use runner::ops::status::StatusReport;
+use runner::ops::undo::{GcOutcome, UndoOutcome};
 
 /// The version of every JSON shape. Fields are added without a bump; a field renamed or
 /// removed, or a meaning changed, bumps it.
@@ -82,7 +82,7 @@ pub fn wants_json(command: &Command) -> bool {
 /// closed stdout is not reported: the exit code still says what happened.
 pub fn print_error_json(report: &ErrorReport) {
     if let Ok(text) = error_to_json(report) {
-        crate::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
+        runner::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
     }
 }
 

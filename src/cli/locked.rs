@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::store::{FileLock, Journal, guard};
-use crate::store::{SpecPaths, Workspace};
+use runner::store::{FileLock, Journal, guard};
+use runner::store::{SpecPaths, Workspace};
 
 /// The workspace, the spec, and its run lock (exit 4 if a runner holds it).
 pub(super) fn locked_spec(
@@ -14,7 +14,7 @@ pub(super) fn locked_spec(
     let ws = Workspace::open(cwd)?;
     let name = super::pick::spec(&ws, cwd, spec)?;
     let paths = ws.spec(&name)?;
-    let run_id = crate::store::ids::run_id();
+    let run_id = runner::store::ids::run_id();
     let holder = guard::new_holder(&run_id, Some(&name));
     // A moment, not one try: `status` and other probes hold this lock for an instant, and a
     // merge started then must not be refused naming a run that ended long ago.

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::interact::{can_ask, confirm, needs_flag};
 use super::locked::locked_spec;
-use crate::ops::merge::{MergeMode, merge};
+use runner::ops::merge::{MergeMode, merge};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
@@ -42,14 +42,14 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
             return Err(needs_flag("merge", "--yes"));
         }
         let plan = paths.plan.load().ok().flatten();
-        let base = crate::engine::lifecycle::base_branch(&ws, plan.as_ref())?;
+        let base = runner::engine::lifecycle::base_branch(&ws, plan.as_ref())?;
         if !confirm(&format!(
             "Merge {} into {base} ({})?",
             paths.name,
             mode.as_str()
         ))? {
             super::info("Not merged.");
-            return Ok(crate::error::exit::OK);
+            return Ok(runner::error::exit::OK);
         }
     }
     let outcome = merge(&ws, &paths, mode, args.keep_worktree, &journal)?;
@@ -70,7 +70,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
             outcome.spec,
             outcome.target,
             outcome.mode.as_str(),
-            crate::git::short_id(c),
+            runner::git::short_id(c),
             outcome.landed.len(),
             outcome.files
         ),
@@ -97,7 +97,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     if let Some(b) = &outcome.backup {
         println!(
             "Backup: {b}. Undo with: runner undo --spec {}",
-            crate::sh(&outcome.spec)
+            runner::sh(&outcome.spec)
         );
     }
     Ok(0)

@@ -136,7 +136,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
 /// The folder runner was started in (or `-C`'s): one that was removed since is said plainly.
 fn current_dir() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_dir().map_err(|e| {
-        crate::error::RunnerError::bad_input(format!("the current folder cannot be used: {e}"))
+        runner::error::RunnerError::bad_input(format!("the current folder cannot be used: {e}"))
             .with_hint("cd to your project's folder (it may have been removed), or pass -C DIR")
             .into()
     })
@@ -148,32 +148,32 @@ fn current_dir() -> anyhow::Result<std::path::PathBuf> {
 fn apply_globals(cli: &Cli) -> anyhow::Result<()> {
     if let Some(dir) = &cli.directory {
         std::env::set_current_dir(dir).map_err(|e| {
-            crate::error::RunnerError::bad_input(format!(
+            runner::error::RunnerError::bad_input(format!(
                 "-C {}: cannot run there: {e}",
                 dir.display()
             ))
         })?;
     }
     style::init(cli.color);
-    crate::output::set_quiet(cli.quiet);
-    crate::output::set_verbosity(cli.verbose);
-    crate::output::set_warning_sink(style::print_warning);
+    runner::output::set_quiet(cli.quiet);
+    runner::output::set_verbosity(cli.verbose);
+    runner::output::set_warning_sink(style::print_warning);
     // What a signal did, said at once on stderr (a closed stderr must not panic the shutdown:
     // runner's eprintln! is the quiet one).
-    crate::output::set_urgent_sink(|line| eprintln!("{line}"));
+    runner::output::set_urgent_sink(|line| eprintln!("{line}"));
     Ok(())
 }
 
 /// The report of an error that ends a command (as `main` prints it): an interruption says
 /// how to resume where it stopped.
-pub fn error_report(err: &anyhow::Error) -> crate::error::ErrorReport {
-    let mut report = crate::error::ErrorReport::of(err);
+pub fn error_report(err: &anyhow::Error) -> runner::error::ErrorReport {
+    let mut report = runner::error::ErrorReport::of(err);
     if report.kind == "interrupted" {
         // The signal's context says nothing new; how to go on does.
         report.message = "interrupted".into();
         report
             .hints
-            .push(match crate::engine::run::resume_command() {
+            .push(match runner::engine::run::resume_command() {
                 Some(command) => format!("resume where it stopped with: {command}"),
                 None => "run it again to resume where it stopped".into(),
             });
@@ -183,7 +183,7 @@ pub fn error_report(err: &anyhow::Error) -> crate::error::ErrorReport {
 
 /// An informational line on stderr, left out with `-q/--quiet`.
 fn info(line: &str) {
-    if !crate::output::quiet() {
+    if !runner::output::quiet() {
         eprintln!("{line}");
     }
 }

@@ -14,10 +14,10 @@ use super::ask::TerminalAsker;
 use super::interact::{ask, can_ask};
 use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
-use crate::engine::run::{RunOptions, RunSummary};
-use crate::error::RunnerError;
-use crate::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
-use crate::store::Workspace;
+use runner::engine::run::{RunOptions, RunSummary};
+use runner::error::RunnerError;
+use runner::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -65,7 +65,7 @@ struct NewReport<'a> {
     /// Exit 2 because a choice is needed: the error, as `{"error":…}` has it (message, and a
     /// hint with the command of each choice).
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<crate::error::ErrorReport>,
+    error: Option<runner::error::ErrorReport>,
 }
 
 impl super::json::JsonOutput for NewReport<'_> {}
@@ -85,9 +85,9 @@ enum Decision {
 pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Result<i32> {
     // Every refusal before anything is read or written.
     args.go.check()?;
-    crate::ops::new::check_description(&args.description)?;
+    runner::ops::new::check_description(&args.description)?;
     if let Some(name) = &args.name {
-        crate::ops::new::check_name(name)?;
+        runner::ops::new::check_name(name)?;
     }
     if args.choice == Some(0) {
         return Err(
@@ -98,17 +98,17 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
     }
     let ws = Workspace::open(cwd)?;
     let spec_text = match &args.spec_file {
-        Some(file) => Some(crate::store::new_spec::read_spec_file(&ws.root, file)?),
+        Some(file) => Some(runner::store::new_spec::read_spec_file(&ws.root, file)?),
         None => None,
     };
     let now = Utc::now();
     // Listed before detection, so that a spec another `runner new` makes meanwhile is seen
     // under the lock (`ops::new::NewRequest::seen_specs`).
-    let seen_specs = (!args.new_spec).then(|| crate::store::spec::list(&ws.specs_dir));
+    let seen_specs = (!args.new_spec).then(|| runner::store::spec::list(&ws.specs_dir));
     let mut detection = if args.new_spec {
         Detection::default()
     } else {
-        crate::ops::detect::detect(&ws, &args.description, now, DETECTION_BOUND)
+        runner::ops::detect::detect(&ws, &args.description, now, DETECTION_BOUND)
     };
     // The commands shown go on from where the user typed: with `-C DIR`, they carry it.
     for candidate in detection
@@ -148,7 +148,7 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
     let mut outcome = match decision {
         Decision::Continue { spec, identical } => continue_chosen(cwd, args, &spec, identical)?,
         Decision::Create => {
-            let req = crate::ops::new::NewRequest {
+            let req = runner::ops::new::NewRequest {
                 description: args.description.clone(),
                 spec_text,
                 name: args.name.clone(),
@@ -202,9 +202,9 @@ fn stop_json(
 ) -> anyhow::Result<i32> {
     let mut error = super::error_report(&e);
     super::carry_directory(&mut error.hints, directory);
-    crate::write_quietly(
+    runner::write_quietly(
         &mut std::io::stderr().lock(),
-        format_args!("{}", crate::text::for_terminal(&error.to_text())),
+        format_args!("{}", runner::text::for_terminal(&error.to_text())),
     );
     let code = error.code;
     super::print_json(&NewReport {
@@ -222,7 +222,7 @@ fn being_run(same: &Candidate) -> RunnerError {
     ))
     .with_hint(format!(
         "follow it with `runner status --spec {}`",
-        crate::sh(&same.spec)
+        runner::sh(&same.spec)
     ))
     .with_hint("pass --new-spec to start another spec anyway")
 }
@@ -284,15 +284,15 @@ fn continue_chosen(
 fn create_spec(
     cwd: &Path,
     ws: &Workspace,
-    req: &crate::ops::new::NewRequest,
+    req: &runner::ops::new::NewRequest,
     args: NewArgs,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Outcome> {
-    let created = crate::ops::new::create(ws, req, now)?;
+    let created = runner::ops::new::create(ws, req, now)?;
     let line = format!(
         "Created spec {0} in {1}/specs/{0}",
         created.spec,
-        crate::store::workspace::STATE_DIR
+        runner::store::workspace::STATE_DIR
     );
     if args.json {
         super::info(&line);
@@ -305,12 +305,12 @@ fn create_spec(
             ..RunOptions::default()
         });
         let progress = Rc::new(TerminalProgress::new());
-        split(crate::ops::run::run(cwd, opts, progress, &TerminalAsker))
+        split(runner::ops::run::run(cwd, opts, progress, &TerminalAsker))
     } else {
         (None, None)
     };
     Ok(Outcome {
-        next_command: format!("runner run --spec {}", crate::sh(&created.spec)),
+        next_command: format!("runner run --spec {}", runner::sh(&created.spec)),
         created: Some(created.spec),
         run,
         failed,
@@ -432,12 +432,12 @@ fn continue_spec(
         auto_continue: true,
         ..RunOptions::default()
     });
-    crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
+    runner::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
 }
 
 /// Candidates and no way to ask: exit 2 with the command of each choice.
 fn choice_needed(description: &str, found: &[Candidate]) -> RunnerError {
-    let base = format!("runner new {}", crate::sh(description));
+    let base = format!("runner new {}", runner::sh(description));
     let mut e = RunnerError::bad_input(format!(
         "found {} unfinished spec{} like this one; say which to continue, or start fresh",
         found.len(),
@@ -518,7 +518,7 @@ fn ago(when: &str, now: DateTime<Utc>) -> String {
 
 /// Text from specs made safe for the terminal.
 fn t(text: &str) -> String {
-    crate::text::for_terminal(text).into_owned()
+    runner::text::for_terminal(text).into_owned()
 }
 
 #[cfg(test)]

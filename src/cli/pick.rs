@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use super::interact::{ask, can_ask};
-use crate::policy::spec_choice::SpecChoice;
-use crate::store::Workspace;
+use runner::policy::spec_choice::SpecChoice;
+use runner::store::Workspace;
 
 /// The spec `query` (`--spec`), the slot `cwd` is in, or the only spec names; with several
 /// and no way to tell, the user picks one on a terminal (Esc: exit 130, nothing changed).
 pub fn spec(ws: &Workspace, cwd: &Path, query: Option<&str>) -> anyhow::Result<String> {
-    let choice = crate::store::spec::choose(ws, cwd, query)?;
+    let choice = runner::store::spec::choose(ws, cwd, query)?;
     let (title, candidates) = match &choice {
         SpecChoice::One(name) => return Ok(name.clone()),
         SpecChoice::SeveralMatch { query, candidates } if can_ask() => {
@@ -21,7 +21,9 @@ pub fn spec(ws: &Workspace, cwd: &Path, query: Option<&str>) -> anyhow::Result<S
             ("Which spec? (--spec names one)".to_string(), candidates)
         }
         other => {
-            return Err(crate::store::spec::explain(&ws.specs_dir, other, &typed_with_spec).into());
+            return Err(
+                runner::store::spec::explain(&ws.specs_dir, other, &typed_with_spec).into(),
+            );
         }
     };
     let numbered: Vec<String> = candidates
@@ -36,7 +38,7 @@ pub fn spec(ws: &Workspace, cwd: &Path, query: Option<&str>) -> anyhow::Result<S
 /// The spec `query` names, for a command that lists rather than acts (`status`, `undo
 /// --list`): it never asks; several matches are an error listing the command for each.
 pub fn named(ws: &Workspace, cwd: &Path, query: &str) -> anyhow::Result<String> {
-    Ok(crate::store::spec::choose_or_explain(
+    Ok(runner::store::spec::choose_or_explain(
         ws,
         cwd,
         Some(query),
@@ -66,11 +68,11 @@ pub fn command_with_spec(args: &[String], spec: &str) -> String {
         if arg == "--spec" {
             rest.next();
         } else if !arg.starts_with("--spec=") {
-            words.push(crate::sh(arg));
+            words.push(runner::sh(arg));
         }
     }
     words.push("--spec".into());
-    words.push(crate::sh(spec));
+    words.push(runner::sh(spec));
     words.join(" ")
 }
 

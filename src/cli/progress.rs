@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::engine::progress::{Progress, ProgressSink};
+use runner::engine::progress::{Progress, ProgressSink};
 
 pub struct TerminalProgress {
     /// Whether stderr is a terminal: a bar then, plain lines otherwise.
@@ -51,7 +51,7 @@ impl Default for TerminalProgress {
 pub fn plain_line(event: &Progress<'_>) -> Option<String> {
     match event {
         Progress::Line(text) | Progress::Notice(text) => {
-            Some(crate::text::for_terminal(text).into_owned())
+            Some(runner::text::for_terminal(text).into_owned())
         }
         Progress::Position { .. } | Progress::Waiting { .. } | Progress::Finished => None,
     }
@@ -72,7 +72,7 @@ fn waiting_message(until: &str, left_secs: u64) -> String {
         left => format!(
             "paused by a usage limit: {} left (until {})",
             countdown(left),
-            crate::text::for_terminal(until)
+            runner::text::for_terminal(until)
         ),
     }
 }
@@ -85,7 +85,7 @@ pub fn shown_when_quiet(event: &Progress<'_>) -> bool {
 
 impl ProgressSink for TerminalProgress {
     fn report(&self, event: Progress<'_>) {
-        if crate::output::quiet() && !shown_when_quiet(&event) {
+        if runner::output::quiet() && !shown_when_quiet(&event) {
             return;
         }
         let mut bar = self.bar.borrow_mut();
@@ -101,7 +101,7 @@ impl ProgressSink for TerminalProgress {
                 let bar = bar.get_or_insert_with(TerminalProgress::new_bar);
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
-                bar.set_message(crate::text::for_terminal(current).into_owned());
+                bar.set_message(runner::text::for_terminal(current).into_owned());
             }
             (Progress::Waiting { until, left_secs }, _) if self.bar_allowed => {
                 let bar = bar.get_or_insert_with(TerminalProgress::new_bar);
@@ -133,7 +133,7 @@ pub struct EventsProgress;
 
 impl ProgressSink for EventsProgress {
     fn report(&self, event: Progress<'_>) {
-        eprintln!("{}", crate::engine::jobs::wire::encode(&event));
+        eprintln!("{}", runner::engine::jobs::wire::encode(&event));
     }
 }
 
@@ -164,7 +164,7 @@ impl JobsProgress {
     /// The sink of one spec's run.
     pub fn job(&self, spec: &str) -> Rc<dyn ProgressSink> {
         Rc::new(JobProgress {
-            spec: Some(crate::text::for_terminal(spec).into_owned()),
+            spec: Some(runner::text::for_terminal(spec).into_owned()),
             multi: self.multi.clone(),
             bar: RefCell::new(None),
         })
@@ -194,7 +194,7 @@ impl JobProgress {
 
 impl ProgressSink for JobProgress {
     fn report(&self, event: Progress<'_>) {
-        if crate::output::quiet() && !shown_when_quiet(&event) {
+        if runner::output::quiet() && !shown_when_quiet(&event) {
             return;
         }
         let mut bar = self.bar.borrow_mut();
@@ -210,7 +210,7 @@ impl ProgressSink for JobProgress {
                 let bar = bar.get_or_insert_with(|| self.new_bar(multi));
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
-                bar.set_message(crate::text::for_terminal(current).into_owned());
+                bar.set_message(runner::text::for_terminal(current).into_owned());
             }
             (Progress::Waiting { until, left_secs }, Some(multi)) => {
                 let bar = bar.get_or_insert_with(|| self.new_bar(multi));
@@ -245,14 +245,14 @@ impl ProgressSink for JobProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::progress::{Event, Recorded, Reporter};
+    use runner::engine::progress::{Event, Recorded, Reporter};
     use std::rc::Rc;
 
     #[test]
     fn a_line_is_shown_made_safe_and_positions_only_on_a_bar() {
         assert_eq!(
             plain_line(&Progress::Line("Chunk 1-1 done ✓ \u{1b}[2J")).as_deref(),
-            Some(crate::text::for_terminal("Chunk 1-1 done ✓ \u{1b}[2J").as_ref())
+            Some(runner::text::for_terminal("Chunk 1-1 done ✓ \u{1b}[2J").as_ref())
         );
         assert!(
             !plain_line(&Progress::Line("\u{1b}[2J"))

@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::ops::recover::{RecoverRequest, recover, render};
+use runner::ops::recover::{RecoverRequest, recover, render};
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -27,7 +27,7 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
     // Resolved here, so that several matches list the command as typed (never a question).
     let spec = match &args.spec {
         Some(q) => Some(super::pick::named(
-            &crate::store::Workspace::open(cwd)?,
+            &runner::store::Workspace::open(cwd)?,
             cwd,
             q,
         )?),
@@ -47,19 +47,19 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
         .filter(|s| s.outcome == "invalid_plan" || s.outcome == "refused")
     {
         for a in &spec.actions {
-            eprintln!("runner: {}", crate::text::for_terminal(&a.detail));
+            eprintln!("runner: {}", runner::text::for_terminal(&a.detail));
         }
     }
     if args.json {
         super::print_json(&report)?;
     } else {
-        print!("{}", crate::text::for_terminal(&render(&report)));
+        print!("{}", runner::text::for_terminal(&render(&report)));
     }
     Ok(if report.needs_human() {
-        crate::error::exit::NEEDS_HUMAN
+        runner::error::exit::NEEDS_HUMAN
     } else if report.has_invalid_plan() {
-        crate::error::exit::BAD_INPUT
+        runner::error::exit::BAD_INPUT
     } else {
-        crate::error::exit::OK
+        runner::error::exit::OK
     })
 }

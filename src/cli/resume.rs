@@ -14,11 +14,11 @@ use super::interact::{ask, can_ask};
 use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
 use super::style::{Style, for_stdout};
-use crate::engine::run::{RunOptions, RunSummary};
-use crate::error::RunnerError;
-use crate::ops::resume::{Match, ResumeRequest, ResumeSummary, Target};
-use crate::policy::resolve::Candidate;
-use crate::store::Workspace;
+use runner::engine::run::{RunOptions, RunSummary};
+use runner::error::RunnerError;
+use runner::ops::resume::{Match, ResumeRequest, ResumeSummary, Target};
+use runner::policy::resolve::Candidate;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -86,7 +86,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
         chunk: args.chunk.clone(),
         choice: args.choice,
     };
-    let target = match crate::ops::resume::resolve(&ws, &req, now)? {
+    let target = match runner::ops::resume::resolve(&ws, &req, now)? {
         Target::One(c) => c,
         Target::Ambiguous { matches, user_hint } => {
             if args.json {
@@ -97,7 +97,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
                     "user_hint": user_hint,
                 });
                 println!("{}", serde_json::to_string_pretty(&list)?);
-                return Ok(crate::error::exit::BAD_INPUT);
+                return Ok(runner::error::exit::BAD_INPUT);
             }
             if !can_ask() {
                 return Err(ambiguous(user_hint.as_deref(), &matches).into());
@@ -108,7 +108,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
             let chosen = matches
                 .iter()
                 .find(|m| m.choice == picked)
-                .ok_or_else(|| crate::error::RunnerError::bad_input("no such choice"))?;
+                .ok_or_else(|| runner::error::RunnerError::bad_input("no such choice"))?;
             let again = match &chosen.run_id {
                 Some(id) => ResumeRequest {
                     run: Some(id.clone()),
@@ -119,7 +119,7 @@ pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
                     ..ResumeRequest::default()
                 },
             };
-            match crate::ops::resume::resolve(&ws, &again, now)? {
+            match runner::ops::resume::resolve(&ws, &again, now)? {
                 Target::One(c) => c,
                 Target::Ambiguous { matches, .. } => {
                     return Err(ambiguous(Some(&chosen.spec), &matches).into());
@@ -175,7 +175,7 @@ pub(super) fn resume_spec(
         spec: Some(spec.to_string()),
         ..ResumeRequest::default()
     };
-    let target = match crate::ops::resume::resolve(&ws, &req, now)? {
+    let target = match runner::ops::resume::resolve(&ws, &req, now)? {
         Target::One(c) => c,
         Target::Ambiguous { matches, .. } => return Err(ambiguous(Some(spec), &matches).into()),
     };
@@ -197,10 +197,10 @@ fn continue_with(
     how: Going,
     go: ContinueArgs,
 ) -> anyhow::Result<(ResumeSummary, Option<RunSummary>)> {
-    let mut summary = crate::ops::resume::summary_of(ws, target, now)?;
+    let mut summary = runner::ops::resume::summary_of(ws, target, now)?;
     let mut handoff = None;
     if how.handoff || handoff_configured(ws)? {
-        let path = crate::ops::resume::handoff::write(ws, &summary, now)?;
+        let path = runner::ops::resume::handoff::write(ws, &summary, now)?;
         summary.handoff_document = Some(path.display().to_string());
         handoff = Some(path);
     }
@@ -216,19 +216,19 @@ fn continue_with(
         resumed_from: target.run_id.clone(),
         ..RunOptions::default()
     });
-    let done = crate::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
+    let done = runner::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
         .inspect_err(|e| {
-            // The handoff was written before the run's own checks (a budget spent, a busy
-            // slot): say in it that the run did not go on.
-            let Some(path) = &handoff else { return };
-            let code = crate::error::exit_code_of(e);
-            let why = format!("{e:#}");
-            if let Err(w) =
-                crate::ops::resume::handoff::note_not_continued(path, &summary, now, code, &why)
-            {
-                crate::output::warn(&format!("the handoff document was not updated: {w}"));
-            }
-        })?;
+        // The handoff was written before the run's own checks (a budget spent, a busy
+        // slot): say in it that the run did not go on.
+        let Some(path) = &handoff else { return };
+        let code = runner::error::exit_code_of(e);
+        let why = format!("{e:#}");
+        if let Err(w) =
+            runner::ops::resume::handoff::note_not_continued(path, &summary, now, code, &why)
+        {
+            runner::output::warn(&format!("the handoff document was not updated: {w}"));
+        }
+    })?;
     Ok((summary, Some(done)))
 }
 
@@ -252,7 +252,7 @@ fn ambiguous(hint: Option<&str>, matches: &[Match]) -> RunnerError {
 
 /// `1. r3f9a0c4  spec 001-add-login  chunk subtask-1-2  last active 2026-11-23T20:30:00Z`.
 fn line(m: &Match) -> String {
-    let t = |s: &str| crate::text::for_terminal(s).into_owned();
+    let t = |s: &str| runner::text::for_terminal(s).into_owned();
     format!(
         "{}. {}  spec {}  chunk {}  last active {}",
         m.choice,
@@ -267,7 +267,7 @@ fn line(m: &Match) -> String {
 /// The numbered list on a terminal; returns the number picked (Esc: exit 130).
 fn choose(hint: Option<&str>, matches: &[Match]) -> anyhow::Result<usize> {
     let title = match hint {
-        Some(h) => format!("'{}' matches several runs:", crate::text::for_terminal(h)),
+        Some(h) => format!("'{}' matches several runs:", runner::text::for_terminal(h)),
         None => "Which run?".to_string(),
     };
     let lines: Vec<String> = matches.iter().map(line).collect();
@@ -278,7 +278,7 @@ fn choose(hint: Option<&str>, matches: &[Match]) -> anyhow::Result<usize> {
 /// The summary for a person.
 pub fn render(s: &ResumeSummary, style: Style) -> String {
     use std::fmt::Write as _;
-    let t = |s: &str| crate::text::for_terminal(s).into_owned();
+    let t = |s: &str| runner::text::for_terminal(s).into_owned();
     let sum = &s.summary;
     let mut out = String::new();
     let _ = writeln!(
@@ -289,7 +289,7 @@ pub fn render(s: &ResumeSummary, style: Style) -> String {
         t(&s.spec)
     );
     let confidence = format!("{}/100", s.confidence_score);
-    let confidence = if s.confidence_score < crate::ops::resume::summary::LOW_CONFIDENCE {
+    let confidence = if s.confidence_score < runner::ops::resume::summary::LOW_CONFIDENCE {
         style.warn(&confidence)
     } else {
         style.ok(&confidence)

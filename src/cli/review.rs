@@ -6,8 +6,8 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use crate::ops::review::Review;
-use crate::store::Workspace;
+use runner::ops::review::Review;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
@@ -24,7 +24,7 @@ pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
     let name = super::pick::spec(&ws, cwd, args.spec.as_deref())?;
     let paths = ws.spec(&name)?;
-    let r = crate::ops::review::review(&ws, &paths)?;
+    let r = runner::ops::review::review(&ws, &paths)?;
     if args.json {
         let mut v = serde_json::to_value(&r)?;
         if args.diff {
@@ -42,13 +42,13 @@ pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
 
 fn patch(ws: &Workspace, r: &Review) -> anyhow::Result<String> {
     let from = r.merge_base.unwrap_or(r.tip);
-    crate::git::merge::patch_text(&ws.main.repo, from, r.tip)
+    runner::git::merge::patch_text(&ws.main.repo, from, r.tip)
 }
 
 /// Through $PAGER on a terminal (default `less -R`), else straight to stdout; coloured as
 /// `--color` says (made safe for the terminal first, so only the colour's escapes remain).
 fn show_patch(text: &str) -> anyhow::Result<()> {
-    let text = for_stdout().diff(&crate::text::for_terminal(text));
+    let text = for_stdout().diff(&runner::text::for_terminal(text));
     if std::io::stdout().is_terminal() {
         let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
         if let Ok(argv) = shell_words::split(&pager)
@@ -72,7 +72,7 @@ fn show_patch(text: &str) -> anyhow::Result<()> {
 
 /// Plan, agent and file text made safe for the terminal, piece by piece, before colour.
 fn t(text: &str) -> String {
-    crate::text::for_terminal(text).into_owned()
+    runner::text::for_terminal(text).into_owned()
 }
 
 /// The human form: the spec's commits, the files they change (the stat), the plan's progress,
@@ -98,7 +98,7 @@ pub fn render(r: &Review, style: Style) -> String {
     );
     out.push_str(&format!("\n{}\n", style.bold(&header)));
     for c in &r.commits {
-        let id = style.warn(crate::git::short_id(&c.commit));
+        let id = style.warn(runner::git::short_id(&c.commit));
         out.push_str(&format!("  {id} {}\n", t(&c.summary)));
     }
     render_stat(&mut out, r, style);
@@ -149,7 +149,7 @@ fn render_stat(out: &mut String, r: &Review, style: Style) {
 
 /// What each chunk (and the planner) cost, when any session recorded dollars or tokens.
 fn render_cost(out: &mut String, r: &Review, style: Style) {
-    use crate::policy::budget::dollars;
+    use runner::policy::budget::dollars;
     let c = &r.cost;
     if c.total.usd <= 0.0 && c.total.tokens == 0 {
         return;

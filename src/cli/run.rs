@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::ask::TerminalAsker;
 use super::progress::TerminalProgress;
-use crate::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted, run_jobs};
+use runner::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted, run_jobs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -69,8 +69,8 @@ impl ContinueArgs {
     /// Refuse a bad `--slot` name before anything is read.
     pub fn check(&self) -> anyhow::Result<()> {
         if let Some(slot) = &self.slot {
-            crate::store::spec::check_name(slot)
-                .map_err(|e| crate::error::RunnerError::bad_input(format!("--slot: {e}")))?;
+            runner::store::spec::check_name(slot)
+                .map_err(|e| runner::error::RunnerError::bad_input(format!("--slot: {e}")))?;
         }
         Ok(())
     }
@@ -107,7 +107,7 @@ fn parse_max_usd(text: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("{text:?} is not a number of dollars"))?;
-    crate::config::check_max_usd(usd)
+    runner::config::check_max_usd(usd)
 }
 
 pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
@@ -116,10 +116,10 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
     // be asked.
     check_jobs(&args)?;
-    let ws = crate::store::Workspace::open(cwd)?;
+    let ws = runner::store::Workspace::open(cwd)?;
     let many = args.spec.is_none()
         && args.auto_continue
-        && crate::store::spec::slot_spec(&ws, cwd).is_none();
+        && runner::store::spec::slot_spec(&ws, cwd).is_none();
     if args.jobs.is_some() && !many {
         return Err(jobs_usage(
             "not inside a spec's slot (it resumes every interrupted spec)",
@@ -139,7 +139,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         yes: args.yes,
         ..RunOptions::default()
     });
-    let progress: Rc<dyn crate::ops::run::ProgressSink> = if args.progress_events {
+    let progress: Rc<dyn runner::ops::run::ProgressSink> = if args.progress_events {
         Rc::new(super::progress::EventsProgress)
     } else {
         Rc::new(TerminalProgress::new())
@@ -147,7 +147,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     let summaries = if many {
         let all = if jobs > 1 {
             let shown = super::progress::JobsProgress::new();
-            let options = crate::engine::jobs::JobsOptions {
+            let options = runner::engine::jobs::JobsOptions {
                 jobs,
                 program: std::env::current_exe().map_err(|e| {
                     anyhow::anyhow!("--jobs: cannot find runner's own program to start: {e}")
@@ -185,7 +185,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
 fn check_jobs(args: &RunArgs) -> anyhow::Result<()> {
     match args.jobs {
         None => Ok(()),
-        Some(0) => Err(crate::error::RunnerError::bad_input(
+        Some(0) => Err(runner::error::RunnerError::bad_input(
             "--jobs 0 would resume nothing; give 1 or more (1: one spec after the other)",
         )
         .into()),
@@ -200,7 +200,7 @@ fn check_jobs(args: &RunArgs) -> anyhow::Result<()> {
 }
 
 fn jobs_usage(when: &str) -> anyhow::Error {
-    crate::error::RunnerError::bad_input(format!(
+    runner::error::RunnerError::bad_input(format!(
         "--jobs resumes several interrupted specs at once: it is used {when}"
     ))
     .with_hint("runner run --auto-continue --jobs N")
@@ -231,10 +231,10 @@ fn job_args(args: &RunArgs) -> Vec<std::ffi::OsString> {
             out.push(name.into());
         }
     }
-    if crate::output::quiet() {
+    if runner::output::quiet() {
         out.push("-q".into());
     }
-    for _ in 0..crate::output::verbosity() {
+    for _ in 0..runner::output::verbosity() {
         out.push("-v".into());
     }
     out

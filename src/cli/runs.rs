@@ -6,9 +6,9 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::ops::runs::{RunDetails, RunInfo, details, kind_word, list};
-use crate::policy::runs::RunState;
-use crate::store::Workspace;
+use runner::ops::runs::{RunDetails, RunInfo, details, kind_word, list};
+use runner::policy::runs::RunState;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -94,7 +94,7 @@ pub fn show_cmd(cwd: &Path, args: ShowArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(cwd)?;
     let d = details(&ws, &args.run, chrono::Utc::now())?;
     for w in &d.warnings {
-        crate::output::warn(w);
+        runner::output::warn(w);
     }
     if args.json {
         super::print_json(&details_json(&d))?;
@@ -246,5 +246,5 @@ fn age(secs: i64) -> String {
 
 /// Record and journal text made safe for the terminal.
 fn t(text: &str) -> String {
-    crate::text::for_terminal(text).into_owned()
+    runner::text::for_terminal(text).into_owned()
 }

@@ -5,9 +5,9 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use crate::ops::status::{SpecStatus, StatusReport, status};
-use crate::policy::spec_choice::SpecChoice;
-use crate::store::Workspace;
+use runner::ops::status::{SpecStatus, StatusReport, status};
+use runner::policy::spec_choice::SpecChoice;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -25,7 +25,7 @@ pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     // the spec of the slot status runs in (or the only one), else every spec.
     let only = match &args.spec {
         Some(q) => Some(super::pick::named(&ws, cwd, q)?),
-        None => match crate::store::spec::choose(&ws, cwd, None)? {
+        None => match runner::store::spec::choose(&ws, cwd, None)? {
             SpecChoice::One(name) => Some(name),
             _ => None,
         },
@@ -42,7 +42,7 @@ pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
 /// Plan and agent text made safe for the terminal; done on each piece, before colour is
 /// added, so the only escapes printed are the colour's own.
 fn t(text: &str) -> String {
-    crate::text::for_terminal(text).into_owned()
+    runner::text::for_terminal(text).into_owned()
 }
 
 /// The colour of a spec's status word: done green, broken red, needing a look yellow.
@@ -60,7 +60,7 @@ fn paint_status(style: Style, status: &str, padded: &str) -> String {
 /// `, spent $0.12 of $0.50, 1200 tokens`: what the ledger knows (nothing without a cost or
 /// tokens recorded), and the budget.
 fn spent_words(s: &SpecStatus) -> String {
-    use crate::policy::budget::dollars;
+    use runner::policy::budget::dollars;
     let mut parts = Vec::new();
     if s.spent.usd > 0.0 || s.budget.max_usd.is_some() {
         let of = s
@@ -136,7 +136,7 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
         out.push_str(&format!(
             "    {} {}\n",
             style.bad("failed chunks:"),
-            t(&crate::engine::run::retry_failed_hint(&s.spec, None))
+            t(&runner::engine::run::retry_failed_hint(&s.spec, None))
         ));
     }
     if let Some(r) = &s.running {
@@ -153,7 +153,9 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
             "    {} by a usage limit until {}; `{}` goes on after it (or pass --wait)\n",
             style.warn("paused:"),
             t(until),
-            t(&crate::engine::run::run_again_command(&s.spec, None, false))
+            t(&runner::engine::run::run_again_command(
+                &s.spec, None, false
+            ))
         ));
     }
     if let Some(wt) = &s.worktree {

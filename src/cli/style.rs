@@ -87,9 +87,11 @@ pub struct Style {
 }
 
 impl Style {
-    /// No colour at all (JSON, files, tests of the plain text).
+    /// No colour at all (the tests of the plain text).
+    #[cfg(test)]
     pub const PLAIN: Style = Style { color: false };
-    /// Colour always (tests of the coloured text).
+    /// Colour always (the tests of the coloured text).
+    #[cfg(test)]
     pub const COLOR: Style = Style { color: true };
 
     /// Whether this stream takes colour (the log's subscriber asks, to follow `--color`).
@@ -190,7 +192,7 @@ fn is_file_header(line: &str) -> bool {
 /// Print a warning on stderr (`runner: warning: …`): the front end's sink for
 /// `output::warn`, so a lower layer never prints.
 pub fn print_warning(message: &str) {
-    let text = crate::text::for_terminal(message);
+    let text = runner::text::for_terminal(message);
     let label = for_stderr().warn("warning:");
     eprintln!("runner: {label} {text}");
 }

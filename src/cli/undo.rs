@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::locked::locked_spec;
-use crate::store::Workspace;
+use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
@@ -25,7 +25,7 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
             Some(q) => Some(super::pick::named(&ws, cwd, q)?),
             None => None,
         };
-        let backups = crate::git::backup::list(&ws.main.repo, spec.as_deref());
+        let backups = runner::git::backup::list(&ws.main.repo, spec.as_deref());
         if args.json {
             super::print_json(&backups)?;
         } else if backups.is_empty() {
@@ -41,7 +41,7 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "undo")?;
-    let outcome = crate::ops::undo::undo(&ws, &paths, &journal)?;
+    let outcome = runner::ops::undo::undo(&ws, &paths, &journal)?;
     if args.json {
         super::print_json(&outcome)?;
     } else {

@@ -9,11 +9,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Server, answer, with_spec};
-use crate::engine::report::Mark;
-use crate::ops::chunk::{ChunkView, locate_spec, mark, show};
-use crate::ops::status::{StatusReport, status};
-use crate::policy::spec_choice::SpecChoice;
-use crate::store::Workspace;
+use runner::engine::report::Mark;
+use runner::ops::chunk::{ChunkView, locate_spec, mark, show};
+use runner::ops::status::{StatusReport, status};
+use runner::policy::spec_choice::SpecChoice;
+use runner::store::Workspace;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -77,13 +77,13 @@ impl Server {
         answer(move || {
             let ws = Workspace::open(&cwd)?;
             let only = match &input.spec {
-                Some(q) => Some(crate::store::spec::choose_or_explain(
+                Some(q) => Some(runner::store::spec::choose_or_explain(
                     &ws,
                     &cwd,
                     Some(q),
                     &with_spec("status"),
                 )?),
-                None => match crate::store::spec::choose(&ws, &cwd, None)? {
+                None => match runner::store::spec::choose(&ws, &cwd, None)? {
                     SpecChoice::One(name) => Some(name),
                     _ => None,
                 },

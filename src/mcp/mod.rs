@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::{Json, ServerHandler, ServiceExt, tool_handler};
 
-use crate::error::ErrorReport;
+use runner::error::ErrorReport;
 
 /// The server: the folder it was started in (each call opens the repository from there, so it
 /// sees what changed since) and its tools.
@@ -44,7 +44,7 @@ impl Server {
 
 /// Serve MCP on stdin/stdout until stdin closes. Returns the exit code.
 pub fn serve(cwd: PathBuf) -> anyhow::Result<i32> {
-    crate::engine::block_on(async move {
+    runner::engine::block_on(async move {
         let service = Server::new(cwd)
             .serve(rmcp::transport::stdio())
             .await

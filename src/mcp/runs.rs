@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use super::{Server, answer};
 use crate::cli::runs::{details_json, run_json};
-use crate::ops::resume::{ResumeOutcome, ResumeRequest, summarize};
-use crate::policy::runs::RunState;
-use crate::store::Workspace;
+use runner::ops::resume::{ResumeOutcome, ResumeRequest, summarize};
+use runner::policy::runs::RunState;
+use runner::store::Workspace;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +79,7 @@ impl Server {
         let cwd = self.cwd.clone();
         answer(move || {
             let ws = Workspace::open(&cwd)?;
-            let details = crate::ops::runs::details(&ws, &input.run_id, chrono::Utc::now())?;
+            let details = runner::ops::runs::details(&ws, &input.run_id, chrono::Utc::now())?;
             Ok(details_json(&details))
         })
         .await
@@ -98,7 +98,7 @@ impl Server {
             let ws = Workspace::open(&cwd)?;
             let stale_after = ws.config()?.resume.stale_after();
             let runs: Vec<Value> =
-                crate::ops::runs::list(&ws, None, chrono::Utc::now(), stale_after)?
+                runner::ops::runs::list(&ws, None, chrono::Utc::now(), stale_after)?
                     .iter()
                     .filter(|r| r.state == RunState::Stale)
                     .map(run_json)
