@@ -3,6 +3,9 @@
 
 use super::interact::{ask, can_ask, confirm, confirm_by_name};
 use runner::engine::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
+use runner::ops::Person;
+use runner::ops::person::Shown;
+use runner::ops::resume::Match;
 
 pub struct TerminalAsker;
 
@@ -38,7 +41,7 @@ impl Asker for TerminalAsker {
             match picked {
                 CONTINUE => return Ok(WorkAnswer::Continue),
                 REVIEW => {
-                    let review = runner::ops::review::review(q.ws, q.paths)?;
+                    let review = runner::ops::review::review_of(q.ws, q.paths)?;
                     eprintln!(
                         "{}",
                         super::review::render(&review, super::style::for_stderr())
@@ -55,5 +58,101 @@ impl Asker for TerminalAsker {
             &format!("Discard the build of {spec}? (it can be undone)"),
             spec,
         )
+    }
+}
+
+impl Person for TerminalAsker {
+    /// A numbered choice on a terminal (Esc: exit 130, nothing changed).
+    fn pick_spec(&self, title: &str, candidates: &[String]) -> anyhow::Result<Option<usize>> {
+        if !can_ask() {
+            return Ok(None);
+        }
+        let numbered: Vec<String> = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("{}. {m}", i + 1))
+            .collect();
+        let picked = ask(|| inquire::Select::new(title, numbered).raw_prompt())?;
+        Ok(Some(picked.index))
+    }
+
+    fn pick_run(&self, hint: Option<&str>, matches: &[Match]) -> anyhow::Result<Option<usize>> {
+        if !can_ask() {
+            return Ok(None);
+        }
+        let title = match hint {
+            Some(h) => format!("'{}' matches several runs:", runner::text::for_terminal(h)),
+            None => "Which run?".to_string(),
+        };
+        let lines: Vec<String> = matches
+            .iter()
+            .map(runner::ops::resume::match_line)
+            .collect();
+        let picked = ask(|| inquire::Select::new(&title, lines).raw_prompt())?;
+        Ok(Some(picked.index + 1))
+    }
+
+    fn similar_work(
+        &self,
+        found: &[runner::ops::detect::Candidate],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<Option<Option<usize>>> {
+        if !can_ask() {
+            return Ok(None);
+        }
+        super::new::ask_similar(found, now).map(Some)
+    }
+
+    fn show(&self, shown: Shown<'_>) {
+        let t = |s: &str| runner::text::for_terminal(s).into_owned();
+        match shown {
+            Shown::Resume(summary) => print!(
+                "{}",
+                super::resume::render(summary, super::style::for_stdout())
+            ),
+            Shown::Created { spec } => println!("{}", super::new::created_line(spec)),
+            Shown::Continuing {
+                spec,
+                identical: true,
+            } => println!(
+                "Identical spec found — resuming {} (pass --new-spec to start fresh)",
+                t(spec)
+            ),
+            Shown::Continuing { spec, .. } => println!("Resuming {}", t(spec)),
+        }
+    }
+}
+
+/// `--json`: the run's questions as on a terminal, but nothing shown on stdout and no choice
+/// among candidates asked (the JSON lists them).
+pub struct JsonAsker;
+
+impl Asker for JsonAsker {
+    fn can_ask(&self) -> bool {
+        TerminalAsker.can_ask()
+    }
+
+    fn confirm_repin(&self, q: &RepinQuestion<'_>) -> anyhow::Result<bool> {
+        TerminalAsker.confirm_repin(q)
+    }
+
+    fn existing_work(&self, q: &WorkQuestion<'_>) -> anyhow::Result<WorkAnswer> {
+        TerminalAsker.existing_work(q)
+    }
+
+    fn confirm_discard(&self, spec: &str) -> anyhow::Result<bool> {
+        TerminalAsker.confirm_discard(spec)
+    }
+}
+
+impl Person for JsonAsker {
+    fn pick_spec(&self, title: &str, candidates: &[String]) -> anyhow::Result<Option<usize>> {
+        TerminalAsker.pick_spec(title, candidates)
+    }
+
+    fn show(&self, shown: Shown<'_>) {
+        if let Shown::Created { spec } = shown {
+            super::info(&super::new::created_line(spec));
+        }
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use runner::config::{Config, Setting, Source, UnknownKey, settings, unknown_keys};
-use runner::store::Workspace;
+use runner::config::{Setting, Source, UnknownKey};
+use runner::ops::config::ConfigOptions;
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
@@ -16,22 +16,20 @@ pub struct ConfigArgs {
 }
 
 pub fn run(cwd: &Path, args: ConfigArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let path = ws.config_path();
-    let (config, table) = Config::load_with_table(&path)?;
-    let all = settings(&config, table.as_ref(), &path);
-    let unknown = table.as_ref().map(unknown_keys).unwrap_or_default();
+    let ctx = super::open(cwd)?;
+    let r = runner::ops::config::config(&ctx, ConfigOptions::default())?;
     if args.json {
-        super::print_json(&serde_json::json!({
-            "file": path.display().to_string(),
-            "file_exists": table.is_some(),
-            "settings": all,
-            "unknown_keys": unknown,
-        }))?;
+        super::print_json(&r)?;
     } else {
         print!(
             "{}",
-            render(&path, table.is_some(), &all, &unknown, for_stdout())
+            render(
+                &r.path,
+                r.file_exists,
+                &r.settings,
+                &r.unknown_keys,
+                for_stdout()
+            )
         );
     }
     Ok(0)

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::ask::TerminalAsker;
 use super::interact::{can_ask, confirm_by_name, needs_flag};
-use super::locked::locked_spec;
+use runner::ops::discard::{DiscardOptions, discard};
 
 #[derive(Debug, Args)]
 pub struct DiscardArgs {
@@ -19,20 +20,21 @@ pub struct DiscardArgs {
 }
 
 pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
-    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "discard")?;
+    let ctx = super::open(cwd)?;
+    let name = ctx.spec_name(args.spec.as_deref(), &TerminalAsker)?;
     if !args.yes {
         if !can_ask() {
             return Err(needs_flag("discard", "--yes"));
         }
         if !confirm_by_name(
-            &format!("Discard the build of {}? (it can be undone)", paths.name),
-            &paths.name,
+            &format!("Discard the build of {name}? (it can be undone)"),
+            &name,
         )? {
             super::info("Not discarded.");
             return Ok(0);
         }
     }
-    let outcome = runner::ops::discard::discard(&ws, &paths, &journal)?;
+    let outcome = discard(&ctx, DiscardOptions { spec: Some(name) }, &TerminalAsker)?;
     if args.json {
         super::print_json(&outcome)?;
     } else {

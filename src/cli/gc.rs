@@ -4,7 +4,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use runner::store::Workspace;
+use runner::ops::undo::{GcOptions, gc};
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
@@ -18,12 +18,13 @@ pub struct GcArgs {
 }
 
 pub fn gc_cmd(cwd: &Path, args: GcArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let days = match args.older_than {
-        Some(d) => d,
-        None => ws.config()?.backup.keep_days,
+    let ctx = super::open(cwd)?;
+    let opts = GcOptions {
+        older_than: args.older_than,
+        dry_run: args.dry_run,
     };
-    let outcome = runner::ops::undo::gc(&ws, days, args.dry_run)?;
+    let outcome = gc(&ctx, opts)?;
+    let days = outcome.days;
     if args.json {
         super::print_json(&outcome)?;
     } else {

@@ -4,9 +4,8 @@ use std::path::Path;
 
 use clap::Args;
 
-use runner::error::RunnerError;
+use runner::ops::config::InitOptions;
 use runner::policy::invocation::Preset;
-use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -38,25 +37,15 @@ fn chosen_preset(args: &InitArgs) -> anyhow::Result<Option<Preset>> {
 }
 
 pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let path = ws.config_path();
-    // symlink_metadata: a link (even a dangling one) counts as a file already there.
-    if !args.force && std::fs::symlink_metadata(&path).is_ok() {
-        return Err(RunnerError::bad_input(format!(
-            "{} exists already; nothing was changed",
-            path.display()
-        ))
-        .with_hint("`runner config` shows what it sets")
-        .with_hint("`runner init --force` replaces it with every key at its default")
-        .into());
-    }
+    let ctx = super::open(cwd)?;
+    runner::ops::config::refuse_existing(&ctx, args.force)?;
     // Asked before anything is written: a cancelled question changes nothing.
     let preset = chosen_preset(&args)?;
-    runner::store::safe::create_dirs(&ws.state_dir)?;
-    // Atomic and resolved from the folder's handle: a link at the config's place is replaced,
-    // never written through.
-    let text = runner::config::example_with_preset(preset);
-    runner::store::atomic::write_atomic(&path, text.as_bytes())?;
+    let opts = InitOptions {
+        force: args.force,
+        preset,
+    };
+    let report = runner::ops::config::init(&ctx, opts)?;
     let agent = match preset {
         Some(p) => format!(" The agent is {p} ([agent] preset)."),
         None => String::new(),
@@ -64,7 +53,7 @@ pub fn run(cwd: &Path, args: InitArgs) -> anyhow::Result<i32> {
     println!(
         "Wrote {}: every key commented out at its default. Uncomment what you change; \
          `runner config` shows the values in effect.{agent}",
-        runner::text::for_terminal(&path.display().to_string())
+        runner::text::for_terminal(&report.file.display().to_string())
     );
     Ok(0)
 }

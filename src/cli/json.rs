@@ -6,14 +6,14 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use super::Command;
-use runner::engine::run::RunSummary;
+use runner::engine::run::RunReport;
 use runner::error::ErrorReport;
 use runner::git::backup::Backup;
-use runner::ops::discard::DiscardOutcome;
-use runner::ops::merge::MergeOutcome;
+use runner::ops::discard::DiscardReport;
+use runner::ops::merge::MergeReport;
 use runner::ops::recover::RecoverReport;
 use runner::ops::status::StatusReport;
-use runner::ops::undo::{GcOutcome, UndoOutcome};
+use runner::ops::undo::{GcReport, UndoReport};
 
 /// The version of every JSON shape. Fields are added without a bump; a field renamed or
 /// removed, or a meaning changed, bumps it.
@@ -27,15 +27,19 @@ pub trait JsonOutput: Serialize {
 }
 
 impl JsonOutput for StatusReport {}
-impl JsonOutput for RunSummary {}
+impl JsonOutput for RunReport {}
 impl JsonOutput for RecoverReport {}
-impl JsonOutput for MergeOutcome {}
-impl JsonOutput for DiscardOutcome {}
-impl JsonOutput for UndoOutcome {}
-impl JsonOutput for GcOutcome {}
+impl JsonOutput for MergeReport {}
+impl JsonOutput for DiscardReport {}
+impl JsonOutput for UndoReport {}
+impl JsonOutput for GcReport {}
+impl JsonOutput for runner::ops::review::ReviewReport {}
+impl JsonOutput for runner::ops::config::ConfigReport {}
+impl JsonOutput for runner::ops::new::NewReport {}
+impl JsonOutput for runner::ops::resume::ResumeReport {}
 /// Built by the command (`review` with `--diff`, `chunk show`): must be an object.
 impl JsonOutput for serde_json::Value {}
-impl JsonOutput for Vec<RunSummary> {
+impl JsonOutput for Vec<RunReport> {
     const LIST_KEY: Option<&'static str> = Some("runs");
 }
 impl JsonOutput for Vec<Backup> {
@@ -127,7 +131,7 @@ mod tests {
 
     #[test]
     fn an_object_gets_the_schema_first_and_keeps_its_fields() {
-        let v = parsed(&GcOutcome {
+        let v = parsed(&GcReport {
             removed: vec!["refs/auto-claude/backup/001/1".into()],
             kept: 2,
         });
@@ -143,7 +147,7 @@ mod tests {
     fn a_list_goes_under_its_plural_key() {
         let v = parsed(&Vec::<Backup>::new());
         assert_eq!(v, json!({"schema": 1, "backups": []}));
-        let v = parsed(&Vec::<RunSummary>::new());
+        let v = parsed(&Vec::<RunReport>::new());
         assert_eq!(v, json!({"schema": 1, "runs": []}));
     }
 

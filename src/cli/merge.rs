@@ -4,9 +4,9 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::ask::TerminalAsker;
 use super::interact::{can_ask, confirm, needs_flag};
-use super::locked::locked_spec;
-use runner::ops::merge::{MergeMode, merge};
+use runner::ops::merge::{MergeMode, MergeOptions, merge};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
@@ -29,7 +29,8 @@ pub struct MergeArgs {
 }
 
 pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
-    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "merge")?;
+    let ctx = super::open(cwd)?;
+    let name = ctx.spec_name(args.spec.as_deref(), &TerminalAsker)?;
     let mode = if args.squash {
         MergeMode::Squash
     } else if args.no_commit {
@@ -41,18 +42,18 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
         if !can_ask() {
             return Err(needs_flag("merge", "--yes"));
         }
-        let plan = paths.plan.load().ok().flatten();
-        let base = runner::engine::lifecycle::base_branch(&ws, plan.as_ref())?;
-        if !confirm(&format!(
-            "Merge {} into {base} ({})?",
-            paths.name,
-            mode.as_str()
-        ))? {
+        let base = runner::ops::merge::base_of(&ctx, &name)?;
+        if !confirm(&format!("Merge {name} into {base} ({})?", mode.as_str()))? {
             super::info("Not merged.");
             return Ok(runner::error::exit::OK);
         }
     }
-    let outcome = merge(&ws, &paths, mode, args.keep_worktree, &journal)?;
+    let opts = MergeOptions {
+        spec: Some(name),
+        mode,
+        keep_worktree: args.keep_worktree,
+    };
+    let outcome = merge(&ctx, opts, &TerminalAsker)?;
     if args.json {
         super::print_json(&outcome)?;
         return Ok(0);
@@ -60,7 +61,7 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     if outcome.already_merged {
         println!(
             "{} is already merged into {}: nothing to do.",
-            paths.name, outcome.target
+            outcome.spec, outcome.target
         );
         return Ok(0);
     }

@@ -13,7 +13,6 @@ mod hint;
 mod init;
 pub mod interact;
 mod json;
-mod locked;
 mod merge;
 mod new;
 mod pick;
@@ -179,6 +178,12 @@ pub fn error_report(err: &anyhow::Error) -> runner::error::ErrorReport {
             });
     }
     report
+}
+
+/// The context of a command, opened once: the repository `cwd` is in, and specs named in
+/// messages as the command typed, with `--spec <name>` (`pick::typed_with_spec`).
+fn open(cwd: &std::path::Path) -> anyhow::Result<runner::ops::Ctx> {
+    Ok(runner::ops::Ctx::open(cwd)?.with_spec_command(Box::new(pick::typed_with_spec)))
 }
 
 /// An informational line on stderr, left out with `-q/--quiet`.

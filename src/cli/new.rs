@@ -1,23 +1,19 @@
-//! `runner new DESCRIPTION`: look for unfinished work like it first (`ops::detect`), let the
-//! person continue that instead (asked on a terminal; `--choice N`/`--new-spec` without one),
-//! else create the spec (`ops::new`); with `--run`, go straight on, in this process, as
-//! `runner resume <spec>` or `runner run --spec <spec>` would.
+//! `runner new DESCRIPTION`: the arguments, the one question (continue an unfinished spec
+//! like it, or start fresh) and the rendering; the workflow is `ops::new`.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 use clap::Args;
-use serde::Serialize;
 
-use super::ask::TerminalAsker;
-use super::interact::{ask, can_ask};
+use super::ask::{JsonAsker, TerminalAsker};
+use super::interact::ask;
 use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
-use runner::engine::run::{RunOptions, RunSummary};
-use runner::error::RunnerError;
-use runner::ops::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
-use runner::store::Workspace;
+use runner::engine::run::RunOptions;
+use runner::ops::detect::Candidate;
+use runner::ops::new::{NewOptions, NewReport};
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -48,155 +44,58 @@ pub struct NewArgs {
     pub json: bool,
 }
 
-/// `--json`: `{"schema":1,"created","resumed","candidates",…}` (README "runner new").
-#[derive(Serialize)]
-struct NewReport<'a> {
-    created: Option<&'a str>,
-    resumed: Option<&'a str>,
-    candidates: &'a [Candidate],
-    /// An unfinished spec with the same description.
-    identical: Option<&'a Candidate>,
-    /// Detection ran past its bound and was given up (as if nothing matched).
-    timed_out: bool,
-    /// The command that continues the chosen spec, or runs the one created.
-    next_command: Option<String>,
-    /// With `--run`: the run's summary.
-    run: Option<&'a RunSummary>,
-    /// Exit 2 because a choice is needed: the error, as `{"error":…}` has it (message, and a
-    /// hint with the command of each choice).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<runner::error::ErrorReport>,
-}
-
-impl super::json::JsonOutput for NewReport<'_> {}
-
-/// What happens after detection.
-enum Decision {
-    Create,
-    /// Continue this candidate; `identical`: it has the very same description.
-    Continue {
-        spec: Candidate,
-        identical: bool,
-    },
-}
-
 /// `directory`: `-C`'s, carried into the commands of the hints printed in JSON (as `main`
 /// does for the others).
 pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Result<i32> {
-    // Every refusal before anything is read or written.
     args.go.check()?;
-    runner::ops::new::check_description(&args.description)?;
-    if let Some(name) = &args.name {
-        runner::ops::new::check_name(name)?;
-    }
-    if args.choice == Some(0) {
-        return Err(
-            RunnerError::bad_input("--choice 0: the candidates are numbered from 1")
-                .with_hint("run without --choice to see them")
-                .into(),
-        );
-    }
-    let ws = Workspace::open(cwd)?;
-    let spec_text = match &args.spec_file {
-        Some(file) => Some(runner::store::new_spec::read_spec_file(&ws.root, file)?),
-        None => None,
+    let ctx = super::open(cwd)?.with_progress(Rc::new(TerminalProgress::new()));
+    let json = args.json;
+    let opts = NewOptions {
+        description: args.description,
+        name: args.name,
+        spec_file: args.spec_file,
+        new_spec: args.new_spec,
+        choice: args.choice,
+        run: args.run,
+        go: args.go.options(RunOptions::default()),
     };
-    let now = Utc::now();
-    // Listed before detection, so that a spec another `runner new` makes meanwhile is seen
-    // under the lock (`ops::new::NewRequest::seen_specs`).
-    let seen_specs = (!args.new_spec).then(|| runner::store::spec::list(&ws.specs_dir));
-    let mut detection = if args.new_spec {
-        Detection::default()
-    } else {
-        runner::ops::detect::detect(&ws, &args.description, now, DETECTION_BOUND)
-    };
+    let person: &dyn runner::ops::Person = if json { &JsonAsker } else { &TerminalAsker };
+    let mut report = runner::ops::new::new(&ctx, opts, person)?;
     // The commands shown go on from where the user typed: with `-C DIR`, they carry it.
-    for candidate in detection
-        .candidates
-        .iter_mut()
-        .chain(&mut detection.identical)
-    {
+    for candidate in report.candidates.iter_mut().chain(&mut report.identical) {
         super::carry_directory(
             std::slice::from_mut(&mut candidate.continue_command),
             directory,
         );
     }
-    if detection.timed_out {
-        tracing::info!(
-            "looking for unfinished specs like this one took over {} ms ({} scanned); going on as if none matched",
-            DETECTION_BOUND.as_millis(),
-            detection.scanned
-        );
+    if let Some(next) = &mut report.next_command {
+        super::carry_directory(std::slice::from_mut(next), directory);
     }
-    // The same description as a spec being built right now: nothing to continue or create.
-    if let Some(same) = detection
-        .identical
-        .as_ref()
-        .filter(|c| c.is_busy() && args.choice.is_none())
-    {
-        return refuse(args.json, &detection, being_run(same), directory);
-    }
-    let decision = match decide(&args, &detection, now)? {
-        Some(d) => d,
-        // Candidates, and nobody to ask: each choice's command, exit 2, nothing created.
-        None => {
-            let e = choice_needed(&args.description, &detection.candidates);
-            return refuse(args.json, &detection, e, directory);
-        }
-    };
-    let json = args.json;
-    let mut outcome = match decision {
-        Decision::Continue { spec, identical } => continue_chosen(cwd, args, &spec, identical)?,
-        Decision::Create => {
-            let req = runner::ops::new::NewRequest {
-                description: args.description.clone(),
-                spec_text,
-                name: args.name.clone(),
-                seen_specs,
-            };
-            create_spec(cwd, &ws, &req, args, now)?
-        }
-    };
-    super::carry_directory(std::slice::from_mut(&mut outcome.next_command), directory);
-    // The run stopped (needs a person, budget, interrupted): its error and code, and in JSON
-    // still the spec created or continued.
-    if let Some(e) = outcome.failed.take() {
+    // Stopped (a choice needed, the same spec being run, the run stopped): its error and
+    // code, and in JSON still the spec created or continued.
+    if let Some(e) = report.stopped.take() {
         if !json {
             return Err(e);
         }
-        return stop_json(&detection, &outcome, e, directory);
+        return stop_json(report, e, directory);
     }
+    let next = report.next_command.as_deref().map(t).unwrap_or_default();
     if json {
-        super::print_json(&report(&detection, &outcome))?;
-    } else if let Some(done) = &outcome.run {
+        super::print_json(&report)?;
+    } else if let Some(done) = &report.run {
         println!("{}", super::run::summary_line(done));
-    } else if outcome.created.is_some() {
-        println!("Next: {}", t(&outcome.next_command));
+    } else if report.created.is_some() {
+        println!("Next: {next}");
     } else {
-        println!("Continue it with: {}", t(&outcome.next_command));
+        println!("Continue it with: {next}");
     }
     Ok(0)
-}
-
-/// Stop with `e`, nothing created; with `--json` the report (the candidates, the identical
-/// spec) carries the error, and the exit code is the error's.
-fn refuse(
-    json: bool,
-    detection: &Detection,
-    e: RunnerError,
-    directory: Option<&Path>,
-) -> anyhow::Result<i32> {
-    if !json {
-        return Err(e.into());
-    }
-    stop_json(detection, &Outcome::default(), e.into(), directory)
 }
 
 /// With `--json`, stop with `e`: its text on stderr (as every error), the report with the
 /// error on stdout; returns the error's exit code.
 fn stop_json(
-    detection: &Detection,
-    outcome: &Outcome,
+    mut report: NewReport,
     e: anyhow::Error,
     directory: Option<&Path>,
 ) -> anyhow::Result<i32> {
@@ -207,166 +106,23 @@ fn stop_json(
         format_args!("{}", runner::text::for_terminal(&error.to_text())),
     );
     let code = error.code;
-    super::print_json(&NewReport {
-        error: Some(error),
-        ..report(detection, outcome)
-    })?;
+    report.error = Some(error);
+    super::print_json(&report)?;
     Ok(code)
 }
 
-/// A live run holds the spec with the same description (exit 4).
-fn being_run(same: &Candidate) -> RunnerError {
-    let spec = t(&same.spec);
-    RunnerError::Busy(format!(
-        "spec {spec} has this description and is being run right now; nothing was created"
-    ))
-    .with_hint(format!(
-        "follow it with `runner status --spec {}`",
-        runner::sh(&same.spec)
-    ))
-    .with_hint("pass --new-spec to start another spec anyway")
-}
-
-/// Where `runner new` ended: the spec created or continued, the command that goes on with
-/// it, and with `--run` the run's summary.
-#[derive(Default)]
-struct Outcome {
-    created: Option<String>,
-    resumed: Option<String>,
-    next_command: String,
-    run: Option<RunSummary>,
-    /// With `--run`: the run stopped with this error.
-    failed: Option<anyhow::Error>,
-}
-
-fn report<'a>(d: &'a Detection, o: &'a Outcome) -> NewReport<'a> {
-    NewReport {
-        created: o.created.as_deref(),
-        resumed: o.resumed.as_deref(),
-        candidates: &d.candidates,
-        identical: d.identical.as_ref(),
-        timed_out: d.timed_out,
-        next_command: (!o.next_command.is_empty()).then(|| o.next_command.clone()),
-        run: o.run.as_ref(),
-        error: None,
-    }
-}
-
-/// The candidate chosen (or the identical one): said, then with `--run` continued here.
-fn continue_chosen(
-    cwd: &Path,
-    args: NewArgs,
-    spec: &Candidate,
-    identical: bool,
-) -> anyhow::Result<Outcome> {
-    if !args.json {
-        let shown = t(&spec.spec);
-        if identical {
-            println!("Identical spec found — resuming {shown} (pass --new-spec to start fresh)");
-        } else {
-            println!("Resuming {shown}");
-        }
-    }
-    let (run, failed) = match args.run {
-        true => split(continue_spec(cwd, spec, args.go, args.json)),
-        false => (None, None),
-    };
-    Ok(Outcome {
-        resumed: Some(spec.spec.clone()),
-        next_command: spec.continue_command.clone(),
-        run,
-        failed,
-        ..Outcome::default()
-    })
-}
-
-/// Create the spec, say so, and with `--run` run it here as `runner run --spec` does.
-fn create_spec(
-    cwd: &Path,
-    ws: &Workspace,
-    req: &runner::ops::new::NewRequest,
-    args: NewArgs,
-    now: DateTime<Utc>,
-) -> anyhow::Result<Outcome> {
-    let created = runner::ops::new::create(ws, req, now)?;
-    let line = format!(
+/// "Created spec X in .auto-claude/specs/X".
+pub fn created_line(spec: &str) -> String {
+    format!(
         "Created spec {0} in {1}/specs/{0}",
-        created.spec,
+        t(spec),
         runner::store::workspace::STATE_DIR
-    );
-    if args.json {
-        super::info(&line);
-    } else {
-        println!("{line}");
-    }
-    let (run, failed) = if args.run {
-        let opts = args.go.options(RunOptions {
-            spec: Some(created.spec.clone()),
-            ..RunOptions::default()
-        });
-        let progress = Rc::new(TerminalProgress::new());
-        split(runner::ops::run::run(cwd, opts, progress, &TerminalAsker))
-    } else {
-        (None, None)
-    };
-    Ok(Outcome {
-        next_command: format!("runner run --spec {}", runner::sh(&created.spec)),
-        created: Some(created.spec),
-        run,
-        failed,
-        ..Outcome::default()
-    })
+    )
 }
 
-/// A run's result as `Outcome` keeps it.
-fn split(result: anyhow::Result<RunSummary>) -> (Option<RunSummary>, Option<anyhow::Error>) {
-    match result {
-        Ok(done) => (Some(done), None),
-        Err(e) => (None, Some(e)),
-    }
-}
-
-/// Create, continue a candidate, or (`None`) a choice is needed and cannot be asked.
-fn decide(
-    args: &NewArgs,
-    detection: &Detection,
-    now: DateTime<Utc>,
-) -> anyhow::Result<Option<Decision>> {
-    let found = &detection.candidates;
-    // An identical spec is continued, unless --choice names one of the candidates (the
-    // identical one is among them, first).
-    if let Some(same) = detection
-        .identical
-        .as_ref()
-        .filter(|_| args.choice.is_none())
-    {
-        return Ok(Some(Decision::Continue {
-            spec: same.clone(),
-            identical: true,
-        }));
-    }
-    if let Some(n) = args.choice {
-        return match found.get(n - 1) {
-            Some(c) => Ok(Some(Decision::Continue {
-                spec: c.clone(),
-                identical: false,
-            })),
-            None => Err(RunnerError::bad_input(format!(
-                "--choice {n}: {} unfinished spec{} like this one {} found",
-                found.len(),
-                if found.len() == 1 { "" } else { "s" },
-                if found.len() == 1 { "was" } else { "were" }
-            ))
-            .with_hint("run without --choice to see them, or pass --new-spec to start fresh")
-            .into()),
-        };
-    }
-    if found.is_empty() {
-        return Ok(Some(Decision::Create));
-    }
-    if args.json || !can_ask() {
-        return Ok(None);
-    }
+/// The candidates shown, then the question: `Some(i)` continues `found[i]`, `None` starts a
+/// new spec.
+pub fn ask_similar(found: &[Candidate], now: DateTime<Utc>) -> anyhow::Result<Option<usize>> {
     eprint!("{}", render_candidates(found, now));
     let picked = if found.len() == 1 {
         question("Resume it? [Y/n]", 1, true)?
@@ -375,13 +131,7 @@ fn decide(
         let text = format!("Resume which? [{}/n — start fresh]", numbers.join("/"));
         question(&text, found.len(), false)?
     };
-    Ok(Some(match picked {
-        Some(n) => Decision::Continue {
-            spec: found[n - 1].clone(),
-            identical: false,
-        },
-        None => Decision::Create,
-    }))
+    Ok(picked.map(|n| n - 1))
 }
 
 /// Ask `text` until the answer is a number 1..=`count` (or, with `yes`, empty/y/yes: 1) or
@@ -414,48 +164,6 @@ fn question(text: &str, count: usize, yes: bool) -> anyhow::Result<Option<usize>
             .prompt()
     })?;
     Ok(read(&answer).flatten())
-}
-
-/// Continue `c` in this process as its `continue_with` says: `runner resume <spec>`, or
-/// `runner run --spec <spec>` (a spec planned but never started has no run to resume).
-fn continue_spec(
-    cwd: &Path,
-    c: &Candidate,
-    go: ContinueArgs,
-    json: bool,
-) -> anyhow::Result<RunSummary> {
-    if c.continue_with == ContinueWith::Resume {
-        return Ok(super::resume::resume_spec(cwd, &c.spec, go, json)?.1);
-    }
-    let opts = go.options(RunOptions {
-        spec: Some(c.spec.clone()),
-        auto_continue: true,
-        ..RunOptions::default()
-    });
-    runner::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
-}
-
-/// Candidates and no way to ask: exit 2 with the command of each choice.
-fn choice_needed(description: &str, found: &[Candidate]) -> RunnerError {
-    let base = format!("runner new {}", runner::sh(description));
-    let mut e = RunnerError::bad_input(format!(
-        "found {} unfinished spec{} like this one; say which to continue, or start fresh",
-        found.len(),
-        if found.len() == 1 { "" } else { "s" }
-    ));
-    for (i, c) in found.iter().enumerate() {
-        e = e.with_hint(format!(
-            "{}. {} ({}, {}/{} chunks, score {:.2}): {base} --choice {}",
-            i + 1,
-            t(&c.spec),
-            t(&c.status),
-            c.chunks.completed,
-            c.chunks.total,
-            c.score,
-            i + 1
-        ));
-    }
-    e.with_hint(format!("start fresh: {base} --new-spec"))
 }
 
 /// The candidates for a person: one in detail, several as a numbered list with progress bars.

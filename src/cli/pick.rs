@@ -4,47 +4,7 @@
 
 use std::path::Path;
 
-use super::interact::{ask, can_ask};
-use runner::policy::spec_choice::SpecChoice;
 use runner::store::Workspace;
-
-/// The spec `query` (`--spec`), the slot `cwd` is in, or the only spec names; with several
-/// and no way to tell, the user picks one on a terminal (Esc: exit 130, nothing changed).
-pub fn spec(ws: &Workspace, cwd: &Path, query: Option<&str>) -> anyhow::Result<String> {
-    let choice = runner::store::spec::choose(ws, cwd, query)?;
-    let (title, candidates) = match &choice {
-        SpecChoice::One(name) => return Ok(name.clone()),
-        SpecChoice::SeveralMatch { query, candidates } if can_ask() => {
-            (format!("{query:?} matches several specs:"), candidates)
-        }
-        SpecChoice::NotSaid { candidates } if can_ask() => {
-            ("Which spec? (--spec names one)".to_string(), candidates)
-        }
-        other => {
-            return Err(
-                runner::store::spec::explain(&ws.specs_dir, other, &typed_with_spec).into(),
-            );
-        }
-    };
-    let numbered: Vec<String> = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, m)| format!("{}. {m}", i + 1))
-        .collect();
-    let picked = ask(|| inquire::Select::new(&title, numbered).raw_prompt())?;
-    Ok(candidates[picked.index].clone())
-}
-
-/// The spec `query` names, for a command that lists rather than acts (`status`, `undo
-/// --list`): it never asks; several matches are an error listing the command for each.
-pub fn named(ws: &Workspace, cwd: &Path, query: &str) -> anyhow::Result<String> {
-    Ok(runner::store::spec::choose_or_explain(
-        ws,
-        cwd,
-        Some(query),
-        &typed_with_spec,
-    )?)
-}
 
 /// The command this process was started with, naming `spec`: what a person types to run the
 /// same command on that spec.

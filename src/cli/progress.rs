@@ -160,15 +160,6 @@ impl JobsProgress {
             bar: RefCell::new(None),
         })
     }
-
-    /// The sink of one spec's run.
-    pub fn job(&self, spec: &str) -> Rc<dyn ProgressSink> {
-        Rc::new(JobProgress {
-            spec: Some(runner::text::for_terminal(spec).into_owned()),
-            multi: self.multi.clone(),
-            bar: RefCell::new(None),
-        })
-    }
 }
 
 struct JobProgress {
@@ -193,6 +184,15 @@ impl JobProgress {
 }
 
 impl ProgressSink for JobProgress {
+    /// Each job's runs show on a line of their own, under the same display.
+    fn job(&self, spec: &str) -> Rc<dyn ProgressSink> {
+        Rc::new(JobProgress {
+            spec: Some(runner::text::for_terminal(spec).into_owned()),
+            multi: self.multi.clone(),
+            bar: RefCell::new(None),
+        })
+    }
+
     fn report(&self, event: Progress<'_>) {
         if runner::output::quiet() && !shown_when_quiet(&event) {
             return;

@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use runner::ops::recover::{RecoverRequest, recover, render};
+use runner::ops::recover::{RecoverOptions, recover, render};
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -24,19 +24,11 @@ pub struct RecoverArgs {
 }
 
 pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
-    // Resolved here, so that several matches list the command as typed (never a question).
-    let spec = match &args.spec {
-        Some(q) => Some(super::pick::named(
-            &runner::store::Workspace::open(cwd)?,
-            cwd,
-            q,
-        )?),
-        None => None,
-    };
+    let ctx = super::open(cwd)?;
     let report = recover(
-        cwd,
-        RecoverRequest {
-            spec,
+        &ctx,
+        RecoverOptions {
+            spec: args.spec,
             dry_run: args.dry_run,
             retry_failed: args.retry_failed,
         },

@@ -5,20 +5,14 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use chrono::Utc;
 use clap::Args;
-use serde::Serialize;
 
-use super::ask::TerminalAsker;
-use super::interact::{ask, can_ask};
+use super::ask::{JsonAsker, TerminalAsker};
 use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
-use super::style::{Style, for_stdout};
-use runner::engine::run::{RunOptions, RunSummary};
-use runner::error::RunnerError;
-use runner::ops::resume::{Match, ResumeRequest, ResumeSummary, Target};
-use runner::policy::resolve::Candidate;
-use runner::store::Workspace;
+use super::style::Style;
+use runner::engine::run::RunOptions;
+use runner::ops::resume::{ResumeOptions, ResumeReport, ResumeSummary};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -54,225 +48,41 @@ pub struct ResumeArgs {
 }
 
 /// The summary, and the run that continued it.
-#[derive(Serialize)]
-struct Resumed<'a> {
-    #[serde(flatten)]
-    summary: &'a ResumeSummary,
-    run: Option<&'a RunSummary>,
-}
-
-impl super::json::JsonOutput for Resumed<'_> {}
-
 pub fn run(cwd: &Path, args: ResumeArgs) -> anyhow::Result<i32> {
     args.go.check()?;
-    for (flag, value) in [
-        ("the hint", &args.hint),
-        ("--run", &args.run),
-        ("--spec", &args.spec),
-        ("--chunk", &args.chunk),
-    ] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            return Err(RunnerError::bad_input(format!("{flag} is empty"))
-                .with_hint("leave the hint out to resume the most recent run: runner resume")
-                .into());
-        }
-    }
-    let ws = Workspace::open(cwd)?;
-    let now = Utc::now();
-    let req = ResumeRequest {
-        hint: args.hint.clone(),
-        run: args.run.clone(),
-        spec: args.spec.clone(),
-        chunk: args.chunk.clone(),
-        choice: args.choice,
-    };
-    let target = match runner::ops::resume::resolve(&ws, &req, now)? {
-        Target::One(c) => c,
-        Target::Ambiguous { matches, user_hint } => {
-            if args.json {
-                let list = serde_json::json!({
-                    "schema": super::json::SCHEMA,
-                    "success": false,
-                    "matches": matches,
-                    "user_hint": user_hint,
-                });
-                println!("{}", serde_json::to_string_pretty(&list)?);
-                return Ok(runner::error::exit::BAD_INPUT);
-            }
-            if !can_ask() {
-                return Err(ambiguous(user_hint.as_deref(), &matches).into());
-            }
-            let picked = choose(user_hint.as_deref(), &matches)?;
-            // Resolve again by what was picked (its full run id, else its exact spec name),
-            // never by its position: the list may have changed while the person chose.
-            let chosen = matches
-                .iter()
-                .find(|m| m.choice == picked)
-                .ok_or_else(|| runner::error::RunnerError::bad_input("no such choice"))?;
-            let again = match &chosen.run_id {
-                Some(id) => ResumeRequest {
-                    run: Some(id.clone()),
-                    ..ResumeRequest::default()
-                },
-                None => ResumeRequest {
-                    spec: Some(chosen.spec.clone()),
-                    ..ResumeRequest::default()
-                },
-            };
-            match runner::ops::resume::resolve(&ws, &again, now)? {
-                Target::One(c) => c,
-                Target::Ambiguous { matches, .. } => {
-                    return Err(ambiguous(Some(&chosen.spec), &matches).into());
-                }
-            }
-        }
-    };
+    let ctx = super::open(cwd)?.with_progress(Rc::new(TerminalProgress::new()));
     let json = args.json;
-    let how = Going::from(&args);
-    let resumed = continue_with(cwd, &ws, &target, now, how, args.go)?;
-    if json {
-        super::print_json(&Resumed {
-            summary: &resumed.0,
-            run: resumed.1.as_ref(),
-        })?;
-    } else if let Some(done) = &resumed.1 {
-        println!("{}", super::run::summary_line(done));
-    }
-    Ok(0)
-}
-
-/// How a resolved target goes on: its summary (printed as text unless `json`), the handoff
-/// document if asked for, then (unless `no_run`) the continued run.
-struct Going {
-    handoff: bool,
-    no_run: bool,
-    json: bool,
-}
-
-impl From<&ResumeArgs> for Going {
-    fn from(args: &ResumeArgs) -> Going {
-        Going {
-            handoff: args.handoff,
-            no_run: args.no_run,
-            json: args.json,
+    let opts = ResumeOptions {
+        hint: args.hint,
+        run: args.run,
+        spec: args.spec,
+        chunk: args.chunk,
+        choice: args.choice,
+        handoff: args.handoff,
+        no_run: args.no_run,
+        go: args.go.options(RunOptions::default()),
+    };
+    let person: &dyn runner::ops::Person = if json { &JsonAsker } else { &TerminalAsker };
+    let report = runner::ops::resume::resume(&ctx, opts, person)?;
+    match &report {
+        ResumeReport::ChoiceNeeded {
+            matches, user_hint, ..
+        } if !json => Err(runner::ops::resume::ambiguous(user_hint.as_deref(), matches).into()),
+        ResumeReport::ChoiceNeeded { .. } => {
+            super::print_json(&report)?;
+            Ok(runner::error::exit::BAD_INPUT)
+        }
+        ResumeReport::Resumed { .. } if json => {
+            super::print_json(&report)?;
+            Ok(0)
+        }
+        ResumeReport::Resumed { run, .. } => {
+            if let Some(done) = run {
+                println!("{}", super::run::summary_line(done));
+            }
+            Ok(0)
         }
     }
-}
-
-/// `runner resume --spec SPEC` for `runner new`, which found the spec: the same resolution,
-/// summary and continued run (the summary printed unless `json`); returns the summary and the
-/// run's.
-pub(super) fn resume_spec(
-    cwd: &Path,
-    spec: &str,
-    go: ContinueArgs,
-    json: bool,
-) -> anyhow::Result<(ResumeSummary, RunSummary)> {
-    go.check()?;
-    let ws = Workspace::open(cwd)?;
-    let now = Utc::now();
-    let req = ResumeRequest {
-        spec: Some(spec.to_string()),
-        ..ResumeRequest::default()
-    };
-    let target = match runner::ops::resume::resolve(&ws, &req, now)? {
-        Target::One(c) => c,
-        Target::Ambiguous { matches, .. } => return Err(ambiguous(Some(spec), &matches).into()),
-    };
-    let how = Going {
-        handoff: false,
-        no_run: false,
-        json,
-    };
-    let (summary, done) = continue_with(cwd, &ws, &target, now, how, go)?;
-    let done = done.ok_or_else(|| anyhow::anyhow!("resuming {spec} started no run"))?;
-    Ok((summary, done))
-}
-
-fn continue_with(
-    cwd: &Path,
-    ws: &Workspace,
-    target: &Candidate,
-    now: chrono::DateTime<Utc>,
-    how: Going,
-    go: ContinueArgs,
-) -> anyhow::Result<(ResumeSummary, Option<RunSummary>)> {
-    let mut summary = runner::ops::resume::summary_of(ws, target, now)?;
-    let mut handoff = None;
-    if how.handoff || handoff_configured(ws)? {
-        let path = runner::ops::resume::handoff::write(ws, &summary, now)?;
-        summary.handoff_document = Some(path.display().to_string());
-        handoff = Some(path);
-    }
-    if !how.json {
-        print!("{}", render(&summary, for_stdout()));
-    }
-    if how.no_run {
-        return Ok((summary, None));
-    }
-    let opts = go.options(RunOptions {
-        spec: Some(target.spec.clone()),
-        auto_continue: true,
-        resumed_from: target.run_id.clone(),
-        ..RunOptions::default()
-    });
-    let done = runner::ops::run::run(cwd, opts, Rc::new(TerminalProgress::new()), &TerminalAsker)
-        .inspect_err(|e| {
-        // The handoff was written before the run's own checks (a budget spent, a busy
-        // slot): say in it that the run did not go on.
-        let Some(path) = &handoff else { return };
-        let code = runner::error::exit_code_of(e);
-        let why = format!("{e:#}");
-        if let Err(w) =
-            runner::ops::resume::handoff::note_not_continued(path, &summary, now, code, &why)
-        {
-            runner::output::warn(&format!("the handoff document was not updated: {w}"));
-        }
-    })?;
-    Ok((summary, Some(done)))
-}
-
-/// `[resume] handoff`.
-fn handoff_configured(ws: &Workspace) -> anyhow::Result<bool> {
-    Ok(ws.config()?.resume.handoff)
-}
-
-/// Several matches and no terminal: exit 2 with each match and its command.
-fn ambiguous(hint: Option<&str>, matches: &[Match]) -> RunnerError {
-    let what = hint.map_or("The hint".to_string(), |h| format!("'{h}'"));
-    let mut e = RunnerError::bad_input(format!(
-        "{what} matches {} resumable runs; name one",
-        matches.len()
-    ));
-    for m in matches {
-        e = e.with_hint(format!("{}: {}", line(m), m.command));
-    }
-    e.with_hint("or pass --choice N to take the Nth")
-}
-
-/// `1. r3f9a0c4  spec 001-add-login  chunk subtask-1-2  last active 2026-11-23T20:30:00Z`.
-fn line(m: &Match) -> String {
-    let t = |s: &str| runner::text::for_terminal(s).into_owned();
-    format!(
-        "{}. {}  spec {}  chunk {}  last active {}",
-        m.choice,
-        m.shown.as_deref().unwrap_or("(no run record)"),
-        t(&m.spec),
-        m.chunk.as_deref().map_or("-".into(), t),
-        m.last_activity.map_or("unknown".into(), |a| a
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-    )
-}
-
-/// The numbered list on a terminal; returns the number picked (Esc: exit 130).
-fn choose(hint: Option<&str>, matches: &[Match]) -> anyhow::Result<usize> {
-    let title = match hint {
-        Some(h) => format!("'{}' matches several runs:", runner::text::for_terminal(h)),
-        None => "Which run?".to_string(),
-    };
-    let lines: Vec<String> = matches.iter().map(line).collect();
-    let picked = ask(|| inquire::Select::new(&title, lines).raw_prompt())?;
-    Ok(picked.index + 1)
 }
 
 /// The summary for a person.

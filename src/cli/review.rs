@@ -6,8 +6,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use runner::ops::review::Review;
-use runner::store::Workspace;
+use runner::ops::review::{ReviewOptions, ReviewReport};
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
@@ -21,28 +20,21 @@ pub struct ReviewArgs {
 }
 
 pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let name = super::pick::spec(&ws, cwd, args.spec.as_deref())?;
-    let paths = ws.spec(&name)?;
-    let r = runner::ops::review::review(&ws, &paths)?;
+    let ctx = super::open(cwd)?;
+    let opts = ReviewOptions {
+        spec: args.spec,
+        diff: args.diff,
+    };
+    let r = runner::ops::review::review(&ctx, opts, &super::ask::TerminalAsker)?;
     if args.json {
-        let mut v = serde_json::to_value(&r)?;
-        if args.diff {
-            v["diff"] = patch(&ws, &r)?.into();
-        }
-        super::print_json(&v)?;
+        super::print_json(&r)?;
         return Ok(0);
     }
     print!("{}", render(&r, for_stdout()));
-    if args.diff {
-        show_patch(&patch(&ws, &r)?)?;
+    if let Some(diff) = &r.diff {
+        show_patch(diff)?;
     }
     Ok(0)
-}
-
-fn patch(ws: &Workspace, r: &Review) -> anyhow::Result<String> {
-    let from = r.merge_base.unwrap_or(r.tip);
-    runner::git::merge::patch_text(&ws.main.repo, from, r.tip)
 }
 
 /// Through $PAGER on a terminal (default `less -R`), else straight to stdout; coloured as
@@ -77,7 +69,7 @@ fn t(text: &str) -> String {
 
 /// The human form: the spec's commits, the files they change (the stat), the plan's progress,
 /// the last verifications, uncommitted files, and whether it merges cleanly.
-pub fn render(r: &Review, style: Style) -> String {
+pub fn render(r: &ReviewReport, style: Style) -> String {
     let mut out = format!(
         "{} on {} (base {}",
         style.bold(&format!("Spec {}", t(&r.spec))),
@@ -129,7 +121,7 @@ pub fn render(r: &Review, style: Style) -> String {
 }
 
 /// The files changed, with their added (green) and removed (red) line counts.
-fn render_stat(out: &mut String, r: &Review, style: Style) {
+fn render_stat(out: &mut String, r: &ReviewReport, style: Style) {
     let (adds, dels) = r
         .files
         .iter()
@@ -148,7 +140,7 @@ fn render_stat(out: &mut String, r: &Review, style: Style) {
 }
 
 /// What each chunk (and the planner) cost, when any session recorded dollars or tokens.
-fn render_cost(out: &mut String, r: &Review, style: Style) {
+fn render_cost(out: &mut String, r: &ReviewReport, style: Style) {
     use runner::policy::budget::dollars;
     let c = &r.cost;
     if c.total.usd <= 0.0 && c.total.tokens == 0 {
@@ -174,7 +166,7 @@ fn render_cost(out: &mut String, r: &Review, style: Style) {
 }
 
 /// Plan progress by phase and the last verification of each chunk.
-fn render_progress(out: &mut String, r: &Review, style: Style) {
+fn render_progress(out: &mut String, r: &ReviewReport, style: Style) {
     if !r.progress.is_empty() {
         out.push_str(&format!("\n{}\n", style.bold("Plan progress:")));
         for p in &r.progress {

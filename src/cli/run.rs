@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::ask::TerminalAsker;
 use super::progress::TerminalProgress;
-use runner::ops::run::{RunOptions, RunSummary, run as run_op, run_interrupted, run_jobs};
+use runner::ops::run::{RunOptions, RunReport, run as run_op, run_interrupted, run_jobs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -90,7 +90,7 @@ impl ContinueArgs {
 }
 
 /// `001-a: complete — 3/3 chunks on auto-claude/001-a (3 sessions)`.
-pub fn summary_line(summary: &RunSummary) -> String {
+pub fn summary_line(summary: &RunReport) -> String {
     format!(
         "{}: {} — {}/{} chunks on {} ({} sessions)",
         summary.spec,
@@ -116,10 +116,10 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
     // be asked.
     check_jobs(&args)?;
-    let ws = runner::store::Workspace::open(cwd)?;
+    let ctx = super::open(cwd)?;
     let many = args.spec.is_none()
         && args.auto_continue
-        && runner::store::spec::slot_spec(&ws, cwd).is_none();
+        && runner::store::spec::slot_spec(&ctx.ws, cwd).is_none();
     if args.jobs.is_some() && !many {
         return Err(jobs_usage(
             "not inside a spec's slot (it resumes every interrupted spec)",
@@ -127,13 +127,8 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     }
     let job_args = job_args(&args);
     let jobs = args.jobs.unwrap_or(1);
-    let spec = if many {
-        None
-    } else {
-        Some(super::pick::spec(&ws, cwd, args.spec.as_deref())?)
-    };
     let opts = args.go.options(RunOptions {
-        spec,
+        spec: args.spec,
         auto_continue: args.auto_continue,
         base_branch: args.base_branch,
         yes: args.yes,
@@ -144,9 +139,11 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     } else {
         Rc::new(TerminalProgress::new())
     };
+    let ctx = ctx.with_progress(progress);
     let summaries = if many {
         let all = if jobs > 1 {
             let shown = super::progress::JobsProgress::new();
+            let ctx = ctx.with_progress(shown.own());
             let options = runner::engine::jobs::JobsOptions {
                 jobs,
                 program: std::env::current_exe().map_err(|e| {
@@ -155,16 +152,16 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
                 cwd: cwd.to_path_buf(),
                 args: job_args,
             };
-            run_jobs(cwd, &options, shown.own(), &|spec| shown.job(spec))?
+            run_jobs(&ctx, &options)?
         } else {
-            run_interrupted(cwd, opts, progress, &TerminalAsker)?
+            run_interrupted(&ctx, opts, &TerminalAsker)?
         };
         if all.is_empty() && !args.json {
             println!("No interrupted spec to resume.");
         }
         all
     } else {
-        vec![run_op(cwd, opts, progress, &TerminalAsker)?]
+        vec![run_op(&ctx, opts, &TerminalAsker)?]
     };
     if args.json {
         if many {

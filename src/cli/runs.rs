@@ -6,7 +6,7 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{Value, json};
 
-use runner::ops::runs::{RunDetails, RunInfo, details, kind_word, list};
+use runner::ops::runs::{RunInfo, ShowReport, details, kind_word, list};
 use runner::policy::runs::RunState;
 use runner::store::Workspace;
 
@@ -127,7 +127,7 @@ pub(crate) fn run_json(r: &RunInfo) -> Value {
     })
 }
 
-pub(crate) fn details_json(d: &RunDetails) -> Value {
+pub(crate) fn details_json(d: &ShowReport) -> Value {
     let mut v = run_json(&d.info);
     v["branch"] = json!(d.branch);
     v["checkpoint"] = json!(d.checkpoint);
@@ -136,7 +136,7 @@ pub(crate) fn details_json(d: &RunDetails) -> Value {
 }
 
 /// `runner show`'s text.
-fn render(d: &RunDetails) -> String {
+fn render(d: &ShowReport) -> String {
     let r = &d.info.record;
     let time = |t: &chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
     let mut out = format!(

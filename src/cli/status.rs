@@ -5,9 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use runner::ops::status::{SpecStatus, StatusReport, status};
-use runner::policy::spec_choice::SpecChoice;
-use runner::store::Workspace;
+use runner::ops::status::{SpecStatus, StatusOptions, StatusReport, status};
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -20,17 +18,8 @@ pub struct StatusArgs {
 }
 
 pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    // `--spec` names one spec (an open choice is an error: status never asks); without it,
-    // the spec of the slot status runs in (or the only one), else every spec.
-    let only = match &args.spec {
-        Some(q) => Some(super::pick::named(&ws, cwd, q)?),
-        None => match runner::store::spec::choose(&ws, cwd, None)? {
-            SpecChoice::One(name) => Some(name),
-            _ => None,
-        },
-    };
-    let report = status(&ws, only.as_deref())?;
+    let ctx = super::open(cwd)?;
+    let report = status(&ctx, StatusOptions { spec: args.spec })?;
     if args.json {
         super::print_json(&report)?;
     } else {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::locked::locked_spec;
-use runner::store::Workspace;
+use super::ask::TerminalAsker;
+use runner::ops::undo::{BackupsOptions, UndoOptions, backups, undo};
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
@@ -20,12 +20,8 @@ pub struct UndoArgs {
 
 pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
     if args.list {
-        let ws = Workspace::open(cwd)?;
-        let spec = match &args.spec {
-            Some(q) => Some(super::pick::named(&ws, cwd, q)?),
-            None => None,
-        };
-        let backups = runner::git::backup::list(&ws.main.repo, spec.as_deref());
+        let ctx = super::open(cwd)?;
+        let backups = backups(&ctx, BackupsOptions { spec: args.spec })?.0;
         if args.json {
             super::print_json(&backups)?;
         } else if backups.is_empty() {
@@ -40,8 +36,8 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
-    let (ws, paths, _lock, journal) = locked_spec(cwd, args.spec.as_deref(), "undo")?;
-    let outcome = runner::ops::undo::undo(&ws, &paths, &journal)?;
+    let ctx = super::open(cwd)?;
+    let outcome = undo(&ctx, UndoOptions { spec: args.spec }, &TerminalAsker)?;
     if args.json {
         super::print_json(&outcome)?;
     } else {

@@ -32,6 +32,12 @@ pub enum Progress<'a> {
 /// Where progress goes. Called on the run's thread; a sink must not block for long.
 pub trait ProgressSink {
     fn report(&self, event: Progress<'_>);
+
+    /// The sink of one of several runs at once (`run --jobs`), working on `spec`: nobody
+    /// watches it unless the sink says otherwise.
+    fn job(&self, _spec: &str) -> Rc<dyn ProgressSink> {
+        Rc::new(Silent)
+    }
 }
 
 /// Progress nobody watches.

@@ -11,9 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{Server, answer, with_spec};
 use runner::engine::report::Mark;
 use runner::ops::chunk::{ChunkView, locate_spec, mark, show};
-use runner::ops::status::{StatusReport, status};
-use runner::policy::spec_choice::SpecChoice;
-use runner::store::Workspace;
+use runner::ops::status::{StatusOptions, StatusReport, status};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,20 +73,9 @@ impl Server {
     ) -> Result<Json<StatusReport>, String> {
         let cwd = self.cwd.clone();
         answer(move || {
-            let ws = Workspace::open(&cwd)?;
-            let only = match &input.spec {
-                Some(q) => Some(runner::store::spec::choose_or_explain(
-                    &ws,
-                    &cwd,
-                    Some(q),
-                    &with_spec("status"),
-                )?),
-                None => match runner::store::spec::choose(&ws, &cwd, None)? {
-                    SpecChoice::One(name) => Some(name),
-                    _ => None,
-                },
-            };
-            status(&ws, only.as_deref())
+            let ctx =
+                runner::ops::Ctx::open(&cwd)?.with_spec_command(Box::new(with_spec("status")));
+            status(&ctx, StatusOptions { spec: input.spec })
         })
         .await
     }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::{Server, answer};
 use crate::cli::runs::{details_json, run_json};
-use runner::ops::resume::{ResumeOutcome, ResumeRequest, summarize};
+use runner::ops::resume::{ResumeOptions, ResumeOutcome, summarize};
 use runner::policy::runs::RunState;
 use runner::store::Workspace;
 
@@ -53,10 +53,10 @@ impl Server {
         let cwd = self.cwd.clone();
         answer(move || {
             let ws = Workspace::open(&cwd)?;
-            let req = ResumeRequest {
+            let req = ResumeOptions {
                 hint: input.hint,
                 choice: input.choice,
-                ..ResumeRequest::default()
+                ..ResumeOptions::default()
             };
             Ok(match summarize(&ws, &req, chrono::Utc::now())? {
                 ResumeOutcome::Summary(summary) => serde_json::to_value(&summary)?,

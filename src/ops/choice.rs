@@ -59,7 +59,7 @@ pub enum Choice {
 /// Settle the existing work of a prepared run (which holds the spec's run lock: merge and
 /// discard need it). `--auto-continue` continues; `--yes` never asks, so it refuses.
 pub fn settle_existing_work(
-    prepared: &Prepared,
+    prepared: &Prepared<'_>,
     opts: &RunOptions,
     asker: &dyn Asker,
 ) -> anyhow::Result<Choice> {
@@ -103,8 +103,14 @@ pub fn settle_existing_work(
             WorkAnswer::Merge => {
                 // The work merges into the confirmed base.
                 prepared.write_repin()?;
-                let mode = super::merge::MergeMode::Merge;
-                let outcome = super::merge::merge(ws, paths, mode, false, prepared.journal())?;
+                let mode = crate::engine::lifecycle::merge::MergeMode::Merge;
+                let outcome = crate::engine::lifecycle::merge::merge(
+                    ws,
+                    paths,
+                    mode,
+                    false,
+                    prepared.journal(),
+                )?;
                 reporter.line(match &outcome.commit {
                     Some(c) => format!(
                         "Merged {spec} into {} ({}); undo with `runner undo --spec {}`.",
@@ -119,7 +125,8 @@ pub fn settle_existing_work(
             WorkAnswer::Discard => {
                 if asker.confirm_discard(spec)? {
                     prepared.write_repin()?;
-                    let outcome = super::discard::discard(ws, paths, prepared.journal())?;
+                    let outcome =
+                        crate::engine::lifecycle::discard::discard(ws, paths, prepared.journal())?;
                     reporter.line(format!(
                         "Discarded; backup {}. Undo with `runner undo --spec {}`. Starting fresh.",
                         outcome.backup,

@@ -1,15 +1,23 @@
-//! Operations: what each command does, over the workspace. Commands in `cli` only call these.
-//! An operation takes typed options and returns data; it never prints and never asks: progress
-//! goes to the sink it is given (`engine::progress::ProgressSink`), questions to the asker
-//! (`engine::ask::Asker`).
+//! Operations: one door per command. Every one has the shape
+//! `ops::<command>(&Ctx, <Command>Options[, person]) -> Result<<Command>Report>`: the front end
+//! opens the context once (`context::Ctx`: the workspace, the clock, the progress sink), builds
+//! the options, calls one operation and renders its report. An operation never prints and
+//! never asks: progress goes to the context's sink, questions to the `person::Person` it is
+//! given (the terminal's, or `Nobody`). The front ends are the binary's (`src/main.rs`).
+
+pub use context::Ctx;
+pub use person::{Nobody, Person};
 
 pub mod choice;
 pub mod chunk;
+pub mod config;
+pub mod context;
 pub mod demo;
 pub mod detect;
 pub mod discard;
 pub mod merge;
 pub mod new;
+pub mod person;
 pub mod recover;
 pub mod resume;
 pub mod review;

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::engine::recovery::quiet::{QuietLook, on_every_core};
-use crate::engine::recovery::{RecoverOptions, SpecRecovery, recover_spec, repair};
+use crate::engine::recovery::{RecoverySettings, SpecRecovery, recover_spec, repair};
 use crate::engine::run::recover_options;
 use crate::error::RunnerError;
 use crate::git::Slot;
@@ -14,7 +14,7 @@ use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{FileLock, Holder, Journal};
 
 #[derive(Debug, Clone, Default)]
-pub struct RecoverRequest {
+pub struct RecoverOptions {
     pub spec: Option<String>,
     pub dry_run: bool,
     pub retry_failed: bool,
@@ -41,21 +41,17 @@ impl RecoverReport {
     }
 }
 
-pub fn recover(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
-    crate::engine::block_on(recover_async(cwd, req))
+/// `runner recover`: every spec (or `spec`, named as `status --spec` names one: never asked).
+pub fn recover(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<RecoverReport> {
+    crate::engine::block_on(recover_async(ctx, req))
 }
 
-async fn recover_async(cwd: &Path, req: RecoverRequest) -> anyhow::Result<RecoverReport> {
-    let started = chrono::Utc::now();
-    let ws = Workspace::open(cwd)?;
+async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<RecoverReport> {
+    let started = ctx.now();
+    let ws = &ctx.ws;
     let config = ws.config()?;
     let names = match &req.spec {
-        Some(q) => vec![crate::store::spec::choose_or_explain(
-            &ws,
-            cwd,
-            Some(q),
-            &|n| format!("runner recover --spec {}", crate::sh(n)),
-        )?],
+        Some(q) => vec![ctx.spec_name(Some(q), &super::Nobody)?],
         None => crate::store::spec::list(&ws.specs_dir),
     };
     let agent = config
@@ -221,9 +217,9 @@ fn skipped(spec: &str, outcome: &str, detail: Option<String>) -> SpecRecovery {
 async fn recover_one(
     ws: &Workspace,
     name: &str,
-    req: &RecoverRequest,
+    req: &RecoverOptions,
     holder: &Holder,
-    opts: &RecoverOptions,
+    opts: &RecoverySettings,
 ) -> anyhow::Result<Result<SpecRecovery, SpecRecovery>> {
     let one = req.spec.is_some();
     let paths = match ws.spec(name) {
@@ -272,7 +268,7 @@ async fn recover_one(
 fn lock_spec(
     ws: &Workspace,
     paths: &SpecPaths,
-    req: &RecoverRequest,
+    req: &RecoverOptions,
     holder: &Holder,
 ) -> anyhow::Result<Option<Vec<FileLock>>> {
     let (one, name) = (req.spec.is_some(), &paths.name);

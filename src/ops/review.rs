@@ -11,7 +11,7 @@ use crate::plan::Status;
 use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
-pub struct Review {
+pub struct ReviewReport {
     pub spec: String,
     pub branch: String,
     pub base_branch: String,
@@ -27,6 +27,9 @@ pub struct Review {
     pub last_activity: Option<String>,
     /// The cost ledger: the planner's sessions, then each chunk's (`store::ledger`).
     pub cost: Cost,
+    /// With `diff`: the whole patch from the merge base to the branch's tip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
     #[serde(skip)]
     pub merge_base: Option<Oid>,
     #[serde(skip)]
@@ -86,7 +89,35 @@ pub struct MergeCheck {
     pub conflicts: Vec<String>,
 }
 
-pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
+#[derive(Debug, Clone, Default)]
+pub struct ReviewOptions {
+    pub spec: Option<String>,
+    /// Add the whole patch (`diff`).
+    pub diff: bool,
+}
+
+/// `runner review`: the spec's work, read-only.
+pub fn review(
+    ctx: &super::Ctx,
+    opts: ReviewOptions,
+    person: &dyn super::Person,
+) -> anyhow::Result<ReviewReport> {
+    let name = ctx.spec_name(opts.spec.as_deref(), person)?;
+    let paths = ctx.ws.spec(&name)?;
+    let mut report = review_of(&ctx.ws, &paths)?;
+    if opts.diff {
+        let from = report.merge_base.unwrap_or(report.tip);
+        report.diff = Some(crate::git::merge::patch_text(
+            &ctx.ws.main.repo,
+            from,
+            report.tip,
+        )?);
+    }
+    Ok(report)
+}
+
+/// The review of the spec at `paths` (for a run's question about existing work, the demo).
+pub fn review_of(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<ReviewReport> {
     let plan = paths.plan.load()?;
     let branch = branch_for(&paths.name);
     let tip = ws.main.branch_tip(&branch).ok_or_else(|| {
@@ -152,7 +183,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
     }
     let last_activity = last_activity(paths);
     let cost = cost(paths, plan.as_ref());
-    Ok(Review {
+    Ok(ReviewReport {
         cost,
         spec: paths.name.clone(),
         branch,
@@ -169,6 +200,7 @@ pub fn review(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<Review> {
         uncommitted,
         worktree: slot.map(|s| s.path.display().to_string()),
         last_activity,
+        diff: None,
         merge_base,
         tip,
     })

@@ -4,23 +4,26 @@
 //! interrupted spec for `run --auto-continue` without `--spec`. Progress goes to the sink it is
 //! given; nothing here prints or asks.
 
-use std::path::Path;
-use std::rc::Rc;
-
 pub use crate::engine::ask::{Asker, NeverAsk};
+pub use crate::engine::jobs::JobsOptions;
 pub use crate::engine::progress::{Progress, ProgressSink};
-pub use crate::engine::run::{RunOptions, RunSummary};
-use crate::store::workspace::Workspace;
+pub use crate::engine::run::{RunOptions, RunReport};
 
-/// Run one spec (`opts.spec`, or the only one there is).
-pub fn run(
-    cwd: &Path,
-    opts: RunOptions,
-    progress: Rc<dyn ProgressSink>,
-    asker: &dyn Asker,
-) -> anyhow::Result<RunSummary> {
+use super::{Ctx, Person};
+
+/// Run one spec: `opts.spec` (fuzzy; several matches are asked of `person` where it can ask),
+/// the slot's, or the only one there is.
+pub fn run(ctx: &Ctx, mut opts: RunOptions, person: &dyn Person) -> anyhow::Result<RunReport> {
+    opts.spec = Some(ctx.spec_name(opts.spec.as_deref(), person)?);
+    run_spec(ctx, opts, person)
+}
+
+/// Run the spec `opts.spec` names exactly.
+fn run_spec(ctx: &Ctx, opts: RunOptions, asker: &dyn Asker) -> anyhow::Result<RunReport> {
+    let progress = ctx.progress().clone();
     crate::engine::block_on(async {
-        let prepared = crate::engine::run::prepare(cwd, &opts, progress, asker).await?;
+        let prepared =
+            crate::engine::run::prepare(&ctx.ws, &ctx.cwd, &opts, progress, asker).await?;
         match super::choice::settle_existing_work(&prepared, &opts, asker) {
             Ok(super::choice::Choice::Merged) => prepared.merged(),
             Ok(_) => prepared.execute().await,
@@ -41,13 +44,12 @@ pub fn run(
 /// others (its error is reported as progress and the first one returned at the end); an
 /// interruption stops them all.
 pub fn run_interrupted(
-    cwd: &Path,
+    ctx: &Ctx,
     opts: RunOptions,
-    progress: Rc<dyn ProgressSink>,
     asker: &dyn Asker,
-) -> anyhow::Result<Vec<RunSummary>> {
-    let ws = Workspace::open(cwd)?;
-    let found = crate::engine::run::interrupted_specs(&ws);
+) -> anyhow::Result<Vec<RunReport>> {
+    let progress = ctx.progress().clone();
+    let found = crate::engine::run::interrupted_specs(&ctx.ws);
     let mut summaries = Vec::new();
     let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
     for spec in found.specs {
@@ -56,7 +58,7 @@ pub fn run_interrupted(
             spec: Some(spec),
             ..opts.clone()
         };
-        match run(cwd, one, progress.clone(), asker) {
+        match run_spec(ctx, one, asker) {
             Ok(summary) => summaries.push(summary),
             Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::INTERRUPTED => {
                 return Err(e);
@@ -75,18 +77,14 @@ pub fn run_interrupted(
 /// (`engine::jobs`). Exit as `run_interrupted`: the first error (a skipped pause counting
 /// least), interrupted when stopped — once every job has drained. A spec another runner took
 /// meanwhile is skipped, never run twice.
-pub fn run_jobs(
-    cwd: &Path,
-    jobs: &crate::engine::jobs::JobsOptions,
-    progress: Rc<dyn ProgressSink>,
-    job_progress: &dyn Fn(&str) -> Rc<dyn ProgressSink>,
-) -> anyhow::Result<Vec<RunSummary>> {
+pub fn run_jobs(ctx: &Ctx, jobs: &JobsOptions) -> anyhow::Result<Vec<RunReport>> {
     use crate::engine::jobs::JobEnd;
-    let ws = Workspace::open(cwd)?;
-    let found = crate::engine::run::interrupted_specs(&ws);
+    let progress = ctx.progress().clone();
+    let found = crate::engine::run::interrupted_specs(&ctx.ws);
     let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
+    let job_progress = |spec: &str| progress.job(spec);
     let report =
-        crate::engine::jobs::run_jobs(&ws, found.specs, jobs, progress.clone(), job_progress)?;
+        crate::engine::jobs::run_jobs(&ctx.ws, found.specs, jobs, progress.clone(), &job_progress)?;
     let mut interrupted = report.interrupted;
     let mut summaries = Vec::new();
     for (_, end) in report.ends {
@@ -135,7 +133,7 @@ impl FirstError {
         }
     }
 
-    fn or(self, summaries: Vec<RunSummary>) -> anyhow::Result<Vec<RunSummary>> {
+    fn or(self, summaries: Vec<RunReport>) -> anyhow::Result<Vec<RunReport>> {
         match self.0 {
             Some(e) => Err(e),
             None => Ok(summaries),

@@ -44,7 +44,7 @@ pub struct CheckpointNote {
 
 /// One run in detail: what `runner show` prints.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunDetails {
+pub struct ShowReport {
     #[serde(flatten)]
     pub info: RunInfo,
     /// `auto-claude/<spec>`.
@@ -80,7 +80,7 @@ pub fn list(
 
 /// The run `run` names (a whole run id, or a prefix of 4 characters or more): unknown or
 /// ambiguous is bad input (exit 2), an ambiguous one listing the candidates.
-pub fn details(ws: &Workspace, run: &str, now: DateTime<Utc>) -> anyhow::Result<RunDetails> {
+pub fn details(ws: &Workspace, run: &str, now: DateTime<Utc>) -> anyhow::Result<ShowReport> {
     let stale_after = ws
         .config()
         .map(|c| c.resume.stale_after())
@@ -135,7 +135,7 @@ pub fn details(ws: &Workspace, run: &str, now: DateTime<Utc>) -> anyhow::Result<
         &since,
         SHOWN_EVENTS,
     );
-    Ok(RunDetails {
+    Ok(ShowReport {
         branch: crate::git::branch_for(&info.record.spec),
         checkpoint,
         events,

@@ -100,7 +100,27 @@ pub struct SlotStatus {
 /// it recorded, else the light read of `plan::summary`, the full parser for a plan it is not
 /// sure of) run on every core, the git questions after, in order. The cache is written back
 /// when an entry changed (best effort: see `store::status_cache`).
-pub fn status(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport> {
+#[derive(Debug, Clone, Default)]
+pub struct StatusOptions {
+    /// Only this spec (never asked: several matches are an error listing each); none: the
+    /// spec of the slot the command runs in (or the only one), else every spec.
+    pub spec: Option<String>,
+}
+
+/// `runner status`.
+pub fn status(ctx: &super::Ctx, opts: StatusOptions) -> anyhow::Result<StatusReport> {
+    let only = match &opts.spec {
+        Some(q) => Some(ctx.spec_name(Some(q), &super::Nobody)?),
+        None => match crate::store::spec::choose(&ctx.ws, &ctx.cwd, None)? {
+            crate::policy::spec_choice::SpecChoice::One(name) => Some(name),
+            _ => None,
+        },
+    };
+    status_of(&ctx.ws, only.as_deref())
+}
+
+/// The status of every spec (or only `only`), and of every slot.
+pub fn status_of(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusReport> {
     let names: Vec<String> = crate::store::spec::list(&ws.specs_dir)
         .into_iter()
         .filter(|name| only.is_none_or(|o| o == name))

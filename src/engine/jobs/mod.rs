@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use crate::agent::Interrupt;
 use crate::engine::progress::{Progress, ProgressSink};
-use crate::engine::run::RunSummary;
+use crate::engine::run::RunReport;
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for, slot_holding};
 use crate::store::lock::{self, LockState};
@@ -41,7 +41,7 @@ pub struct JobsOptions {
 /// How one spec's job ended.
 #[derive(Debug)]
 pub enum JobEnd {
-    Ran(RunSummary),
+    Ran(RunReport),
     Failed(anyhow::Error),
     /// Not started: another runner holds it, or it is no longer interrupted.
     Skipped(String),

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::engine::progress::{Event, Progress};
-use crate::engine::run::RunSummary;
+use crate::engine::run::RunReport;
 use crate::error::{RunnerError, exit};
 
 /// Starts every line of progress a job writes; any other line on its stderr is text (an error,
@@ -94,11 +94,11 @@ pub fn as_progress(event: &Event) -> Progress<'_> {
 
 /// How a job ended, from its exit code and what it printed on stdout: its summary (exit 0), or
 /// its error as the error of the same exit code, naming the spec.
-pub fn result(spec: &str, code: i32, stdout: &str) -> anyhow::Result<RunSummary> {
+pub fn result(spec: &str, code: i32, stdout: &str) -> anyhow::Result<RunReport> {
     let value: Option<Value> = serde_json::from_str(stdout.trim()).ok();
     if code == 0 {
         return value
-            .and_then(|v| serde_json::from_value::<RunSummary>(v).ok())
+            .and_then(|v| serde_json::from_value::<RunReport>(v).ok())
             .ok_or_else(|| {
                 anyhow::anyhow!("spec {spec}: its run ended well but printed no summary")
             });

@@ -15,7 +15,7 @@ use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
-pub struct DiscardOutcome {
+pub struct DiscardReport {
     pub spec: String,
     pub backup: String,
     pub branch_tip: Option<String>,
@@ -35,7 +35,7 @@ pub fn discard(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
-) -> anyhow::Result<DiscardOutcome> {
+) -> anyhow::Result<DiscardReport> {
     let op = || discard_unrecorded(ws, paths, journal);
     let (dir, id) = (&paths.dir, journal.run_id());
     RunTrack::around(dir, id, &paths.name, RunKind::Discard, op, |_| {
@@ -47,7 +47,7 @@ fn discard_unrecorded(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
-) -> anyhow::Result<DiscardOutcome> {
+) -> anyhow::Result<DiscardReport> {
     lifecycle::finish_interrupted(ws, paths, journal, false)?;
     let repo = &ws.main.repo;
     // An invalid plan stops the discard before anything is touched (it is reset at the end).
@@ -129,7 +129,7 @@ fn discard_unrecorded(
     crate::failpoint::hit("discard_after_backup");
     let late_changes = finish(ws, paths, &intent, journal)?;
     lifecycle::clear(paths)?;
-    Ok(DiscardOutcome {
+    Ok(DiscardReport {
         late_changes,
         spec: paths.name.clone(),
         backup: prefix,

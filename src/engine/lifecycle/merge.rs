@@ -19,9 +19,10 @@ use crate::plan::{Plan, Status};
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MergeMode {
+    #[default]
     Merge,
     Squash,
     NoCommit,
@@ -47,7 +48,7 @@ impl MergeMode {
 }
 
 #[derive(Debug, Serialize)]
-pub struct MergeOutcome {
+pub struct MergeReport {
     pub spec: String,
     pub target: String,
     pub mode: MergeMode,
@@ -74,7 +75,7 @@ pub fn merge(
     mode: MergeMode,
     keep_worktree: bool,
     journal: &Journal,
-) -> anyhow::Result<MergeOutcome> {
+) -> anyhow::Result<MergeReport> {
     let op = || merge_unrecorded(ws, paths, mode, keep_worktree, journal);
     let (dir, id) = (&paths.dir, journal.run_id());
     RunTrack::around(dir, id, &paths.name, RunKind::Merge, op, |o| {
@@ -88,7 +89,7 @@ fn merge_unrecorded(
     mode: MergeMode,
     keep_worktree: bool,
     journal: &Journal,
-) -> anyhow::Result<MergeOutcome> {
+) -> anyhow::Result<MergeReport> {
     // One merge or undo at a time changes the main worktree (held until this one returns).
     let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
     // A merge of this spec cut off past its point of no return is finished: that is this one.
@@ -117,7 +118,7 @@ fn merge_unrecorded(
     refuse_lost_work(ws, paths, journal, plan.as_ref(), slot.as_ref())?;
     let checked_out = refuse_unsafe_places(ws, paths, &target, mode, keep_worktree, slot.as_ref())?;
     if history::contains(repo, target_tip, branch_tip)? {
-        return Ok(MergeOutcome {
+        return Ok(MergeReport {
             spec: paths.name.clone(),
             target,
             mode,
@@ -184,7 +185,7 @@ fn merge_unrecorded(
     finish(ws, paths, &intent, journal)?;
     lifecycle::clear(paths)?;
     let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
-    Ok(MergeOutcome {
+    Ok(MergeReport {
         freed_worktree: slot
             .filter(|_| cleaned_up)
             .map(|s| s.path.display().to_string()),
@@ -206,7 +207,7 @@ fn outcome_of_finished(
     ws: &Workspace,
     paths: &SpecPaths,
     intent: &Intent,
-) -> anyhow::Result<MergeOutcome> {
+) -> anyhow::Result<MergeReport> {
     let cleaned_up = intent.mode.as_deref() != Some("no-commit") && !intent.keep_worktree;
     let oid = |s: &Option<String>| s.as_deref().and_then(commit_id);
     let (landed, files) = match (oid(&intent.target_before), oid(&intent.branch_tip)) {
@@ -216,7 +217,7 @@ fn outcome_of_finished(
         }
         _ => (Vec::new(), 0),
     };
-    Ok(MergeOutcome {
+    Ok(MergeReport {
         spec: paths.name.clone(),
         target: intent.target.clone().unwrap_or_default(),
         mode: MergeMode::from_name(intent.mode.as_deref()),

@@ -16,7 +16,7 @@ use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
 #[derive(Debug, Serialize)]
-pub struct UndoOutcome {
+pub struct UndoReport {
     pub spec: String,
     pub kind: String,
     pub backup: String,
@@ -33,7 +33,7 @@ pub struct UndoOutcome {
 /// done, so that `runner recover` (see `recovery::lifecycle`) finishes an undo cut off anywhere.
 /// The backup stays in `backup/` until the last step moves it to `undone/`. An undo leaves a
 /// run record (`Undo`).
-pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Result<UndoOutcome> {
+pub fn undo(ws: &Workspace, paths: &SpecPaths, journal: &Journal) -> anyhow::Result<UndoReport> {
     let op = || undo_unrecorded(ws, paths, journal);
     let (dir, id) = (&paths.dir, journal.run_id());
     RunTrack::around(dir, id, &paths.name, RunKind::Undo, op, |_| Some("undone"))
@@ -43,7 +43,7 @@ fn undo_unrecorded(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
-) -> anyhow::Result<UndoOutcome> {
+) -> anyhow::Result<UndoReport> {
     // A merge or discard cut off before its point of no return is rolled back: that is its
     // undo, and nothing older is undone with it.
     // An undo cut off is finished: that is what was asked again.
@@ -51,7 +51,7 @@ fn undo_unrecorded(
     if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
         && (done.op == Op::Undo || done.rolled_back)
     {
-        return Ok(UndoOutcome {
+        return Ok(UndoReport {
             spec: paths.name.clone(),
             kind: match done.op {
                 Op::Merge => "merge",
@@ -151,7 +151,7 @@ fn undo_backup(
     journal: &Journal,
     b: &Backup,
     intent: &mut Intent,
-) -> anyhow::Result<UndoOutcome> {
+) -> anyhow::Result<UndoReport> {
     let repo = &ws.main.repo;
     let mut notes = Vec::new();
     let mut reset_target = None;
@@ -238,7 +238,7 @@ fn undo_backup(
         restored_branch: restored_branch.clone(),
         reset_target: reset_target.clone(),
     }))?;
-    Ok(UndoOutcome {
+    Ok(UndoReport {
         spec: paths.name.clone(),
         kind: b.meta.kind.clone(),
         backup: b
@@ -480,13 +480,16 @@ fn restore_worktree(
 }
 
 #[derive(Debug, Serialize)]
-pub struct GcOutcome {
+pub struct GcReport {
     pub removed: Vec<String>,
     pub kept: usize,
+    /// The age limit applied, in days (the text says it; the JSON never had it).
+    #[serde(skip)]
+    pub days: u64,
 }
 
 /// Remove backups (and undone backups) older than `days`.
-pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome> {
+pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcReport> {
     let repo = &ws.main.repo;
     // Days beyond what a date can hold mean "nothing is that old".
     let Some(cutoff) = i64::try_from(days)
@@ -494,9 +497,10 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
         .and_then(chrono::TimeDelta::try_days)
         .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
     else {
-        return Ok(GcOutcome {
+        return Ok(GcReport {
             removed: Vec::new(),
             kept: backup::list(repo, None).len(),
+            days,
         });
     };
     let pending = pending_backups(ws);
@@ -532,7 +536,11 @@ pub fn gc(ws: &Workspace, days: u64, dry_run: bool) -> anyhow::Result<GcOutcome>
             }
         }
     }
-    Ok(GcOutcome { removed, kept })
+    Ok(GcReport {
+        removed,
+        kept,
+        days,
+    })
 }
 
 /// The backups named by an interrupted merge, discard or undo still pending (any spec's

@@ -12,7 +12,7 @@ pub async fn recover_chunk(
     journal: &Journal,
     chunk: &Chunk,
     wt: Option<&crate::git::Repository>,
-    opts: &RecoverOptions,
+    opts: &RecoverySettings,
     why: &str,
 ) -> anyhow::Result<Action> {
     let facts = inspect::chunk_facts(&ws.main, &paths.name, chunk, wt);
@@ -71,7 +71,7 @@ async fn decide_chunk(
     facts: &ChunkFacts,
     verified: Option<bool>,
     wt: Option<&crate::git::Repository>,
-    opts: &RecoverOptions,
+    opts: &RecoverySettings,
 ) -> anyhow::Result<Decided> {
     let id = chunk.id.as_str();
     let (rule_decision, rule_reason) = decide::decide(facts, verified);
@@ -308,7 +308,7 @@ pub(super) async fn run_check(
     paths: &SpecPaths,
     chunk: &Chunk,
     wt: &crate::git::Repository,
-    opts: &RecoverOptions,
+    opts: &RecoverySettings,
 ) -> anyhow::Result<Option<bool>> {
     let Some(check) = verification::command_check(chunk) else {
         return Ok(None);

@@ -35,7 +35,7 @@ use crate::store::{SpecPaths, Workspace};
 const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Default)]
-pub struct RecoverOptions {
+pub struct RecoverySettings {
     pub dry_run: bool,
     pub retry_failed: bool,
     pub verification_timeout: Duration,

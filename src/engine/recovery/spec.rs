@@ -13,7 +13,7 @@ struct Steps<'a> {
     ws: &'a Workspace,
     paths: &'a SpecPaths,
     journal: &'a Journal,
-    opts: &'a RecoverOptions,
+    opts: &'a RecoverySettings,
     actions: Vec<Action>,
     plan_source: Option<String>,
 }
@@ -23,7 +23,7 @@ pub async fn recover_spec(
     ws: &Workspace,
     paths: &SpecPaths,
     journal: &Journal,
-    opts: &RecoverOptions,
+    opts: &RecoverySettings,
 ) -> anyhow::Result<SpecRecovery> {
     let mut s = Steps {
         ws,

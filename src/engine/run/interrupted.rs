@@ -9,7 +9,7 @@ pub fn recover_options(
     agent: Option<&crate::agent::AgentSetup>,
     dry_run: bool,
     retry_failed: bool,
-) -> crate::engine::recovery::RecoverOptions {
+) -> crate::engine::recovery::RecoverySettings {
     let evaluator = agent
         .filter(|_| config.recovery.evaluator == crate::config::Evaluator::Agent)
         .map(|agent| crate::engine::recovery::evaluator::AgentEvaluator {
@@ -18,7 +18,7 @@ pub fn recover_options(
             timeout: config.run.session_timeout(),
             max_log_bytes: config.agent.max_log_bytes,
         });
-    crate::engine::recovery::RecoverOptions {
+    crate::engine::recovery::RecoverySettings {
         dry_run,
         retry_failed,
         verification_timeout: config.run.verification_timeout(),

@@ -71,7 +71,7 @@ pub struct RunOptions {
 
 /// What a finished run reports (`--json`; read back by `run --jobs` from each spec's run).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct RunSummary {
+pub struct RunReport {
     pub spec: String,
     pub outcome: String,
     pub branch: String,

@@ -25,7 +25,7 @@ impl Run {
                 .filter(|c| c.status == Status::InProgress);
             if let Some(chunk) = chunk {
                 let wt = self.open_worktree()?;
-                let opts = crate::engine::recovery::RecoverOptions {
+                let opts = crate::engine::recovery::RecoverySettings {
                     // The user asked to stop: the check gets no longer than the drain, and
                     // a second Ctrl-C stops it at once. Cut short, it decides nothing.
                     verification_timeout: self.drain.min(self.config.run.verification_timeout()),

@@ -15,8 +15,8 @@ use crate::store::{FileLock, Holder};
 
 /// A run that has its locks, was recovered, and knows its base: what `ops::run` looks at
 /// before the run goes ahead ([`Prepared::execute`]).
-pub struct Prepared {
-    ws: Workspace,
+pub struct Prepared<'a> {
+    ws: &'a Workspace,
     config: Config,
     paths: SpecPaths,
     agent: AgentSetup,
@@ -42,8 +42,8 @@ pub struct Prepared {
 }
 
 /// What the run will work on, resolved before anything is written.
-struct Resolved {
-    ws: Workspace,
+struct Resolved<'a> {
+    ws: &'a Workspace,
     config: Config,
     paths: SpecPaths,
     agent: AgentSetup,
@@ -61,12 +61,13 @@ struct Locks {
 
 /// Everything up to the question about existing work: resolve, lock, recover, choose the base
 /// (a re-pin is confirmed through `asker`).
-pub async fn prepare(
+pub async fn prepare<'a>(
+    ws: &'a Workspace,
     cwd: &Path,
     opts: &RunOptions,
     progress: Rc<dyn ProgressSink>,
     asker: &dyn Asker,
-) -> anyhow::Result<Prepared> {
+) -> anyhow::Result<Prepared<'a>> {
     let interrupt = Interrupt::install()?;
     let Resolved {
         ws,
@@ -74,7 +75,7 @@ pub async fn prepare(
         paths,
         agent,
         memory,
-    } = resolve(cwd, opts)?;
+    } = resolve(ws, cwd, opts)?;
     ws.main.ensure_excluded()?;
     let reporter = Reporter::new(progress);
     let locks = take_locks(&ws, &paths, opts, &reporter)?;
@@ -140,14 +141,13 @@ pub async fn prepare(
 
 /// The spec, its feature text and the agent: a spec.md that cannot be read, or no agent,
 /// stops the run here, before anything is changed.
-fn resolve(cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved> {
-    let ws = Workspace::open(cwd)?;
+fn resolve<'a>(ws: &'a Workspace, cwd: &Path, opts: &RunOptions) -> anyhow::Result<Resolved<'a>> {
     let mut config = ws.config()?;
     if opts.max_usd.is_some() {
         config.budget.max_usd = opts.max_usd;
     }
     // The front end asked already where it could; here an open choice is an error (exit 2).
-    let spec_name = crate::store::spec::choose_or_explain(&ws, cwd, opts.spec.as_deref(), &|n| {
+    let spec_name = crate::store::spec::choose_or_explain(ws, cwd, opts.spec.as_deref(), &|n| {
         run_again_command(n, opts.agent_command.as_deref(), false)
     })?;
     let paths = ws.spec(&spec_name)?;
@@ -340,7 +340,7 @@ fn runnable_plan(paths: &SpecPaths) -> anyhow::Result<Option<Plan>> {
     Ok(existing)
 }
 
-impl Prepared {
+impl Prepared<'_> {
     pub fn workspace(&self) -> &Workspace {
         &self.ws
     }
@@ -393,10 +393,10 @@ impl Prepared {
     }
 
     /// The existing work was merged instead of built on: the run ends here.
-    pub fn merged(self) -> anyhow::Result<RunSummary> {
+    pub fn merged(self) -> anyhow::Result<RunReport> {
         self.keeper.track.end("merged");
         let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
-        Ok(RunSummary {
+        Ok(RunReport {
             spec: self.paths.name.clone(),
             outcome: "merged".into(),
             branch: branch_for(&self.paths.name),
@@ -410,7 +410,7 @@ impl Prepared {
     }
 
     /// Prepare the slot, drive the plan to its end, and say how it ended.
-    pub async fn execute(self) -> anyhow::Result<RunSummary> {
+    pub async fn execute(self) -> anyhow::Result<RunReport> {
         if let Err(e) = prepare_slot(
             &self.ws,
             &self.locks.slot,
@@ -527,7 +527,7 @@ impl Run {
         mut self,
         result: anyhow::Result<()>,
         locks: Arc<Vec<FileLock>>,
-    ) -> anyhow::Result<RunSummary> {
+    ) -> anyhow::Result<RunReport> {
         self.reporter.finish();
         let outcome = match &result {
             Ok(()) => "complete".to_string(),
@@ -560,7 +560,7 @@ impl Run {
         drop(locks);
         result?;
         let plan = plan?.unwrap_or_else(empty_plan);
-        Ok(RunSummary {
+        Ok(RunReport {
             spec: self.paths.name.clone(),
             outcome,
             branch: branch_for(&self.paths.name),

@@ -99,7 +99,7 @@ pub fn demo(opts: DemoOptions, sink: &mut dyn FnMut(DemoEvent)) -> anyhow::Resul
     let ws = Workspace::open(&dir)?;
     let paths = ws.spec(DEMO_SPEC)?;
     let partial_work = follow_partial_work(&ws, &paths)?;
-    let commits = crate::ops::review::review(&ws, &paths)?.commits;
+    let commits = crate::ops::review::review_of(&ws, &paths)?.commits;
     let commands = suggestions(&runner, partial_work.saved_ref.as_deref());
     Ok(DemoReport {
         dir,

@@ -1,13 +1,14 @@
 //! `runner resume`: which run the user means (`policy::resolve` over `facts`), what it was
 //! doing and what to do next (`summary`, from `engine::resume::reconstruct`), optionally as a
-//! handoff document (`handoff`). Continuing the run is `ops::run`'s (the front end calls it
-//! with `resumed_from`). Nothing here starts an agent: the MCP server's `resume_run` calls
-//! [`summarize`] as is.
+//! handoff document (`handoff`), and the whole operation (`go`: continuing the run is
+//! `ops::run`'s, with `resumed_from`). [`summarize`] starts nothing.
 
 pub mod facts;
+mod go;
 pub mod handoff;
 pub mod summary;
 
+pub use go::{ResumeReport, ambiguous, match_line, resume, resume_spec};
 pub use summary::ResumeSummary;
 
 use chrono::{DateTime, Utc};
@@ -19,7 +20,7 @@ use crate::store::workspace::Workspace;
 
 /// What the user asked to resume: a hint read every way, or one forced reading.
 #[derive(Debug, Clone, Default)]
-pub struct ResumeRequest {
+pub struct ResumeOptions {
     pub hint: Option<String>,
     /// `--run ID`: the hint read as a run id or prefix only.
     pub run: Option<String>,
@@ -29,6 +30,13 @@ pub struct ResumeRequest {
     pub chunk: Option<String>,
     /// `--choice N`: the Nth of several matches (1-based).
     pub choice: Option<usize>,
+    /// Write the handoff document (also when `[resume] handoff` says so).
+    pub handoff: bool,
+    /// Summarise only: continue nothing.
+    pub no_run: bool,
+    /// The run that continues it: agent, slot, budget, drain (spec and `resumed_from` are
+    /// the resolved run's).
+    pub go: crate::engine::run::RunOptions,
 }
 
 /// One of several matches: what the disambiguation list shows, and the command that picks it.
@@ -57,7 +65,7 @@ pub enum Target {
     },
 }
 
-impl ResumeRequest {
+impl ResumeOptions {
     /// The hint and how to read it; two of them at once is a usage error.
     fn reading(&self) -> anyhow::Result<(Option<&str>, Reading)> {
         let given = [
@@ -92,7 +100,7 @@ pub enum ResumeOutcome {
 /// nothing but the resolution cache (the handoff document is `handoff::write`'s).
 pub fn summarize(
     ws: &Workspace,
-    req: &ResumeRequest,
+    req: &ResumeOptions,
     now: DateTime<Utc>,
 ) -> anyhow::Result<ResumeOutcome> {
     Ok(match resolve(ws, req, now)? {
@@ -123,7 +131,7 @@ pub fn summary_of(
 
 /// Resolve `req` to one candidate or the list to choose from (`--choice` applied); the errors
 /// carry their exit codes: no match 2, an active run 4, nothing to resume 3.
-pub fn resolve(ws: &Workspace, req: &ResumeRequest, now: DateTime<Utc>) -> anyhow::Result<Target> {
+pub fn resolve(ws: &Workspace, req: &ResumeOptions, now: DateTime<Utc>) -> anyhow::Result<Target> {
     let (hint, reading) = req.reading()?;
     let facts = facts::DiskFacts::new(ws, now, stale_after(ws));
     let resolved = resolve::resolve(hint, reading, &facts);

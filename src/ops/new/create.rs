@@ -1,5 +1,5 @@
-//! `runner new`: make a spec from a description, as Auto-Claude lays one out. The front end
-//! runs detection (`ops::detect`) first and decides with the person; this operation only checks
+//! `runner new`, the creation: make a spec from a description, as Auto-Claude lays one out.
+//! Detection and the decision come first (`super`); this only checks
 //! the input and creates the folder (`store::new_spec`: numbered under a lock, built hidden and
 //! renamed into place).
 
@@ -13,7 +13,7 @@ use crate::store::Workspace;
 
 /// What to create.
 #[derive(Debug, Clone, Default)]
-pub struct NewRequest {
+pub struct NewSpec {
     /// The feature in a sentence or more: `requirements.json`'s `task_description`, the slug,
     /// the keywords, and `spec.md` unless `spec_text` is given.
     pub description: String,
@@ -78,7 +78,7 @@ pub fn requirements(description: &str, keywords: &[String], now: DateTime<Utc>) 
 }
 
 /// Create the spec (see the module comment); nothing is written on a refusal.
-pub fn create(ws: &Workspace, req: &NewRequest, now: DateTime<Utc>) -> anyhow::Result<Created> {
+pub fn create(ws: &Workspace, req: &NewSpec, now: DateTime<Utc>) -> anyhow::Result<Created> {
     check_description(&req.description)?;
     let slug = match &req.name {
         Some(name) => {
