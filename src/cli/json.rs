@@ -134,6 +134,7 @@ mod tests {
         let v = parsed(&GcReport {
             removed: vec!["refs/auto-claude/backup/001/1".into()],
             kept: 2,
+            days: 30,
         });
         assert_eq!(
             v,

@@ -2,10 +2,6 @@
 //! (`store::spec::choose`) decides; on a terminal an open choice becomes a numbered question,
 //! otherwise an error (exit 2) listing, for each spec, the command to type.
 
-use std::path::Path;
-
-use runner::store::Workspace;
-
 /// The command this process was started with, naming `spec`: what a person types to run the
 /// same command on that spec.
 pub fn typed_with_spec(spec: &str) -> String {

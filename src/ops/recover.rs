@@ -58,7 +58,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
         .agent
         .choice()
         .and_then(|c| crate::agent::AgentSetup::resolve_or_as_given(c, &ws.root));
-    let mut opts = recover_options(&ws, &config, agent.as_ref(), req.dry_run, req.retry_failed);
+    let mut opts = recover_options(ws, &config, agent.as_ref(), req.dry_run, req.retry_failed);
     opts.interrupt = crate::agent::Interrupt::install()?;
 
     let run_id = crate::store::ids::run_id();
@@ -77,22 +77,22 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
         Some(_) => {
             let paths: Vec<Option<SpecPaths>> = names.iter().map(|n| ws.spec(n).ok()).collect();
             let pairs: Vec<_> = names.iter().zip(paths.iter().map(Option::as_ref)).collect();
-            crate::engine::recovery::lifecycle::finish_all(&ws, &pairs, &run_id, req.dry_run)?
+            crate::engine::recovery::lifecycle::finish_all(ws, &pairs, &run_id, req.dry_run)?
         }
         None => {
             let pairs: Vec<_> = names
                 .iter()
                 .zip(opened.iter().map(Option::as_ref))
                 .collect();
-            crate::engine::recovery::lifecycle::finish_all(&ws, &pairs, &run_id, req.dry_run)?
+            crate::engine::recovery::lifecycle::finish_all(ws, &pairs, &run_id, req.dry_run)?
         }
     };
-    let slots = repair_slots(&ws, req.dry_run)?;
+    let slots = repair_slots(ws, req.dry_run)?;
     let holder = new_holder(&run_id, None);
     // Every spec with certainly nothing to do is reported clean without a lock taken or
     // written (a write and an fdatasync per spec); any doubt takes the locked path. The
     // questions that need no git are asked on every core.
-    let quiet = QuietLook::new(&ws);
+    let quiet = QuietLook::new(ws);
     let pairs: Vec<(&String, Option<SpecPaths>)> = names.iter().zip(opened).collect();
     let looked_at = std::time::Instant::now();
     let (opened, prepared): (Vec<Option<SpecPaths>>, Vec<_>) =
@@ -111,7 +111,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
         // A look more than a moment old is taken again before it is reported.
         let look_again = went_slow || looked_at.elapsed() > LOOK_STANDS_FOR;
         if let (Some(paths), Some(prepared)) = (paths, prepared)
-            && quiet.decide(&ws, &paths, prepared, req.retry_failed, look_again)
+            && quiet.decide(ws, &paths, prepared, req.retry_failed, look_again)
         {
             specs.push(SpecRecovery {
                 spec: name,
@@ -121,7 +121,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
             continue;
         }
         went_slow = true;
-        let mut recovery = match recover_one(&ws, &name, &req, &holder, &opts).await? {
+        let mut recovery = match recover_one(ws, &name, &req, &holder, &opts).await? {
             Ok(recovery) => recovery,
             Err(skipped) => {
                 specs.push(skipped);

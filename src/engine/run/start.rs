@@ -78,7 +78,7 @@ pub async fn prepare<'a>(
     } = resolve(ws, cwd, opts)?;
     ws.main.ensure_excluded()?;
     let reporter = Reporter::new(progress);
-    let locks = take_locks(&ws, &paths, opts, &reporter)?;
+    let locks = take_locks(ws, &paths, opts, &reporter)?;
     let journal = Journal::new(&paths.dir, &locks.run_id);
     let keeper = keep::Keeper::start(
         &paths,
@@ -92,10 +92,8 @@ pub async fn prepare<'a>(
         // Every process the agents start stays our descendant, even after `setsid` (see
         // `agent::ancestry`).
         crate::agent::ancestry::become_subreaper();
-        let recovered = recover_first(
-            &ws, &config, &paths, &agent, &journal, &interrupt, &reporter,
-        )
-        .await?;
+        let recovered =
+            recover_first(ws, &config, &paths, &agent, &journal, &interrupt, &reporter).await?;
         let existing = runnable_plan(&paths)?;
         if recovered && let Some(plan) = &existing {
             let tip = ws.main.branch_tip(&branch_for(&paths.name));
@@ -107,8 +105,8 @@ pub async fn prepare<'a>(
                 plan.str_field("base_branch"),
             );
         }
-        let (base, repinned_from) = choose_base(&ws, &config, &paths, &existing, opts, asker)?;
-        let base_tip = base_tip(&ws, &paths, &existing, &base)?;
+        let (base, repinned_from) = choose_base(ws, &config, &paths, &existing, opts, asker)?;
+        let base_tip = base_tip(ws, &paths, &existing, &base)?;
         anyhow::Ok((person, existing, base, repinned_from, base_tip))
     };
     let (person, existing, base, repinned_from, base_tip) = match steps.await {
@@ -342,7 +340,7 @@ fn runnable_plan(paths: &SpecPaths) -> anyhow::Result<Option<Plan>> {
 
 impl Prepared<'_> {
     pub fn workspace(&self) -> &Workspace {
-        &self.ws
+        self.ws
     }
 
     pub fn paths(&self) -> &SpecPaths {
@@ -412,7 +410,7 @@ impl Prepared<'_> {
     /// Prepare the slot, drive the plan to its end, and say how it ended.
     pub async fn execute(self) -> anyhow::Result<RunReport> {
         if let Err(e) = prepare_slot(
-            &self.ws,
+            self.ws,
             &self.locks.slot,
             &self.paths.name,
             self.base_tip,
@@ -494,7 +492,7 @@ impl Prepared<'_> {
             None,
         );
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
-        let result = run.drive(&ws).await;
+        let result = run.drive(ws).await;
         heartbeat.abort();
         run.end(result, locks)
     }
