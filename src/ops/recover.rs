@@ -1,5 +1,6 @@
 //! `runner recover`: put interrupted state right without running a coder, and report.
 
+use crate::policy::outcome::RecoveryOutcome;
 use std::path::Path;
 
 use serde::Serialize;
@@ -35,9 +36,12 @@ impl RecoverReport {
 
     /// A spec whose plan or folder runner could not work with (exit 2; the why is on stderr).
     pub fn has_invalid_plan(&self) -> bool {
-        self.specs
-            .iter()
-            .any(|s| s.outcome == "invalid_plan" || s.outcome == "refused")
+        self.specs.iter().any(|s| {
+            matches!(
+                s.outcome,
+                RecoveryOutcome::InvalidPlan | RecoveryOutcome::Refused
+            )
+        })
     }
 }
 
@@ -115,7 +119,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
         {
             specs.push(SpecRecovery {
                 spec: name,
-                outcome: "clean".into(),
+                outcome: RecoveryOutcome::Clean,
                 ..SpecRecovery::default()
             });
             continue;
@@ -142,7 +146,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
                 &name,
                 crate::store::runs::RunKind::Recover,
                 started,
-                &recovery.outcome,
+                recovery.outcome.as_str(),
             );
         }
         specs.push(recovery);
@@ -196,13 +200,13 @@ fn repair_slots(ws: &Workspace, dry_run: bool) -> anyhow::Result<Vec<String>> {
 
 /// A spec that was not recovered, as the report shows it: `outcome` and, for a refusal or an
 /// invalid plan, the why.
-fn skipped(spec: &str, outcome: &str, detail: Option<String>) -> SpecRecovery {
+fn skipped(spec: &str, outcome: RecoveryOutcome, detail: Option<String>) -> SpecRecovery {
     SpecRecovery {
         spec: spec.to_string(),
         outcome: outcome.into(),
         actions: detail
             .map(|detail| crate::engine::recovery::Action {
-                kind: outcome.into(),
+                kind: outcome.as_str().into(),
                 detail,
                 ..Default::default()
             })
@@ -228,18 +232,18 @@ async fn recover_one(
         // and the others are recovered.
         Err(e) if !one => {
             let detail = crate::error::ErrorReport::inline(&e.into());
-            return Ok(Err(skipped(name, "refused", Some(detail))));
+            return Ok(Err(skipped(name, RecoveryOutcome::Refused, Some(detail))));
         }
         Err(e) => return Err(e.into()),
     };
     let locks = match lock_spec(ws, &paths, req, holder) {
         Ok(Some(locks)) => locks,
-        Ok(None) => return Ok(Err(skipped(name, "busy", None))),
+        Ok(None) => return Ok(Err(skipped(name, RecoveryOutcome::Busy, None))),
         // With several specs, one whose lock cannot be taken (a folder in its lock file's
         // place) is refused with the reason, and the others are recovered.
         Err(e) if !one => {
             let detail = crate::error::ErrorReport::inline(&e);
-            return Ok(Err(skipped(name, "refused", Some(detail))));
+            return Ok(Err(skipped(name, RecoveryOutcome::Refused, Some(detail))));
         }
         Err(e) => return Err(e),
     };
@@ -250,7 +254,7 @@ async fn recover_one(
         Err(e) if !one && crate::error::exit_code_of(&e) == crate::error::exit::BAD_INPUT => {
             Err(skipped(
                 name,
-                "invalid_plan",
+                RecoveryOutcome::InvalidPlan,
                 Some(crate::error::ErrorReport::inline(&e)),
             ))
         }

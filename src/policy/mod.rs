@@ -9,6 +9,7 @@ pub mod budget;
 pub mod confidence;
 pub mod invocation;
 pub mod new_spec;
+pub mod outcome;
 pub mod pause;
 pub mod recovery;
 pub mod resolve;

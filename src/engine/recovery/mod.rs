@@ -102,8 +102,7 @@ impl Action {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct SpecRecovery {
     pub spec: String,
-    /// `clean`, `recovered`, `needs_human`, `busy`
-    pub outcome: String,
+    pub outcome: crate::policy::outcome::RecoveryOutcome,
     pub actions: Vec<Action>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_source: Option<String>,
@@ -111,7 +110,7 @@ pub struct SpecRecovery {
 
 impl SpecRecovery {
     pub fn needs_human(&self) -> bool {
-        self.outcome == "needs_human"
+        self.outcome == crate::policy::outcome::RecoveryOutcome::NeedsHuman
     }
 }
 

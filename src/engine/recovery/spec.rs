@@ -419,22 +419,23 @@ impl Steps<'_> {
     }
 
     fn finish(self, needs_human: bool) -> anyhow::Result<SpecRecovery> {
+        use crate::policy::outcome::RecoveryOutcome;
         let outcome = if needs_human {
-            "needs_human"
+            RecoveryOutcome::NeedsHuman
         } else if self.actions.is_empty() {
-            "clean"
+            RecoveryOutcome::Clean
         } else {
-            "recovered"
+            RecoveryOutcome::Recovered
         };
         if !self.opts.dry_run && !self.actions.is_empty() {
             self.journal.write(&Event::Recovered(ev::Recovered {
-                outcome: outcome.into(),
+                outcome: outcome.as_str().into(),
                 actions: serde_json::to_value(&self.actions)?,
             }))?;
         }
         Ok(SpecRecovery {
             spec: self.paths.name.clone(),
-            outcome: outcome.into(),
+            outcome,
             actions: self.actions,
             plan_source: self.plan_source,
         })

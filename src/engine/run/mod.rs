@@ -73,7 +73,7 @@ pub struct RunOptions {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunReport {
     pub spec: String,
-    pub outcome: String,
+    pub outcome: crate::policy::outcome::RunOutcome,
     pub branch: String,
     pub worktree: PathBuf,
     pub base_branch: String,

@@ -3,6 +3,7 @@
 //! the base; then (after the operation has settled any existing work) prepare the slot, drive
 //! the plan and say how it ended.
 
+use crate::policy::outcome::RunOutcome;
 use std::rc::Rc;
 
 use super::*;
@@ -396,7 +397,7 @@ impl Prepared<'_> {
         let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
         Ok(RunReport {
             spec: self.paths.name.clone(),
-            outcome: "merged".into(),
+            outcome: RunOutcome::Merged,
             branch: branch_for(&self.paths.name),
             worktree: self.locks.slot.path.clone(),
             base_branch: self.base,
@@ -528,17 +529,17 @@ impl Run {
     ) -> anyhow::Result<RunReport> {
         self.reporter.finish();
         let outcome = match &result {
-            Ok(()) => "complete".to_string(),
+            Ok(()) => RunOutcome::Complete,
             Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
-                Some(RunnerError::Interrupted) => "interrupted".into(),
-                Some(RunnerError::NeedsHuman(_)) => "needs_human".into(),
-                Some(RunnerError::BudgetSpent(_)) => "budget_spent".into(),
-                Some(RunnerError::UsageLimited(_)) => "usage_limited".into(),
-                _ => "error".into(),
+                Some(RunnerError::Interrupted) => RunOutcome::Interrupted,
+                Some(RunnerError::NeedsHuman(_)) => RunOutcome::NeedsHuman,
+                Some(RunnerError::BudgetSpent(_)) => RunOutcome::BudgetSpent,
+                Some(RunnerError::UsageLimited(_)) => RunOutcome::UsageLimited,
+                _ => RunOutcome::Error,
             },
         };
         let _ = self.journal.write(&Event::RunEnd(ev::RunEnd {
-            outcome: outcome.clone(),
+            outcome: outcome.as_str().into(),
             sessions: self.sessions,
         }));
         // The checkpoint and the record say how it ended (the plan read once, for both the
@@ -550,9 +551,10 @@ impl Run {
             let facts = keep::PlanFacts::of(plan);
             self.checkpoint(crate::store::checkpoint::Trigger::RunEnd, Some(facts), None);
         }
-        self.keeper
-            .track
-            .end(&crate::engine::track::outcome_word(&result, &outcome));
+        self.keeper.track.end(&crate::engine::track::outcome_word(
+            &result,
+            outcome.as_str(),
+        ));
         // The socket goes before the locks: it must never outlive them into another run's time.
         self.person.take();
         drop(locks);

@@ -1,6 +1,7 @@
 //! Finishing or rolling back an interrupted merge, discard or undo, under the main worktree's lock.
 
 use super::*;
+use crate::policy::outcome::RecoveryOutcome;
 
 /// Take the main worktree's lock (see `Workspace::main_worktree_lock`) for `spec`, or refuse
 /// at once (exit 4) naming its holder: runner never waits.
@@ -253,11 +254,11 @@ pub fn add_to_report(
     action: crate::engine::recovery::Action,
 ) {
     if action.kind == "lifecycle_needs_human" {
-        report.outcome = "needs_human".into();
+        report.outcome = RecoveryOutcome::NeedsHuman;
     } else if action.kind == "lifecycle_busy" {
-        report.outcome = "busy".into();
-    } else if report.outcome == "clean" {
-        report.outcome = "recovered".into();
+        report.outcome = RecoveryOutcome::Busy;
+    } else if report.outcome == RecoveryOutcome::Clean {
+        report.outcome = RecoveryOutcome::Recovered;
     }
     report.actions.insert(0, action);
 }
