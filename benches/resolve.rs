@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use runner::ops::resume::{ResumeRequest, Target, resolve};
+use runner::ops::resume::{ResumeOptions, Target, resolve};
 use runner::store::Workspace;
 use runner::store::runs::{RunKind, RunRecord};
 
@@ -126,21 +126,21 @@ fn bench(specs: usize, runs_each: usize, rounds: usize, full: bool) -> anyhow::R
     let spec = spec_name(1);
     let id = ids[1].last().cloned().unwrap_or_default();
     let number = spec[..3].to_string();
-    let cases: Vec<(&str, ResumeRequest)> = vec![
+    let cases: Vec<(&str, ResumeOptions)> = vec![
         ("exact run id", hint(&id)),
         ("run id prefix (6)", hint(&id[..6])),
         ("exact spec name", hint(&spec)),
         ("spec number", hint(&number)),
         (
             "chunk id (--chunk)",
-            ResumeRequest {
+            ResumeOptions {
                 chunk: Some("core-b".into()),
                 choice: Some(1),
                 ..Default::default()
             },
         ),
         ("part of a name", hint("feature-2")),
-        ("no hint", ResumeRequest::default()),
+        ("no hint", ResumeOptions::default()),
     ];
     println!(
         "resolve: {} specs × {} runs = {} run records; workspace open {open_ms:.2} ms (once per command, not counted)",
@@ -189,8 +189,8 @@ fn bench(specs: usize, runs_each: usize, rounds: usize, full: bool) -> anyhow::R
     Ok(!full || all_met)
 }
 
-fn hint(text: &str) -> ResumeRequest {
-    ResumeRequest {
+fn hint(text: &str) -> ResumeOptions {
+    ResumeOptions {
         hint: Some(text.to_string()),
         ..Default::default()
     }
@@ -198,8 +198,8 @@ fn hint(text: &str) -> ResumeRequest {
 
 /// Several matches (a part of a name, a chunk id shared by many specs) are timed to the
 /// answer: the first of the list.
-fn with_choice(req: &ResumeRequest) -> ResumeRequest {
-    ResumeRequest {
+fn with_choice(req: &ResumeOptions) -> ResumeOptions {
+    ResumeOptions {
         choice: req.choice.or(Some(1)),
         ..req.clone()
     }

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 use runner::engine::resume::{Reconstruction, Source, reconstruct};
-use runner::ops::resume::{ResumeOutcome, ResumeRequest};
+use runner::ops::resume::{ResumeOptions, ResumeOutcome};
 use runner::store::checkpoint::{self, Checkpoint, ChunkState, Trigger};
 use runner::store::{Journal, Workspace};
 use serde_json::{Value, json};
@@ -135,9 +135,9 @@ fn main() -> ExitCode {
 /// `runner resume --spec 001-bench --no-run`'s work, in process: the source it used.
 fn summarize(root: &Path) -> Option<Source> {
     let ws = Workspace::open(root).ok()?;
-    let req = ResumeRequest {
+    let req = ResumeOptions {
         spec: Some(SPEC.to_string()),
-        ..ResumeRequest::default()
+        ..ResumeOptions::default()
     };
     match runner::ops::resume::summarize(&ws, &req, Utc::now()).ok()? {
         ResumeOutcome::Summary(s) => Some(s.source),

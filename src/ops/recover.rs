@@ -203,7 +203,7 @@ fn repair_slots(ws: &Workspace, dry_run: bool) -> anyhow::Result<Vec<String>> {
 fn skipped(spec: &str, outcome: RecoveryOutcome, detail: Option<String>) -> SpecRecovery {
     SpecRecovery {
         spec: spec.to_string(),
-        outcome: outcome.into(),
+        outcome,
         actions: detail
             .map(|detail| crate::engine::recovery::Action {
                 kind: outcome.as_str().into(),
