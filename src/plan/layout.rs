@@ -406,3 +406,16 @@ fn identical(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 #[path = "layout_tests.rs"]
 pub(super) mod tests;
+
+// A plan writes its levels' fields with each chunk's text at its place (`layout`).
+impl Serialize for Plan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Layout::plain(self).serialize(s)
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        PhaseLayout::plain(self).serialize(s)
+    }
+}

@@ -2,6 +2,7 @@
 
 mod attempt;
 mod canonical;
+mod checks;
 mod fields;
 mod file;
 mod layout;
@@ -16,10 +17,11 @@ mod validate;
 pub mod verification;
 
 pub use attempt::Attempt;
+pub use checks::MAX_ID_BYTES;
 pub use file::{LAST_GOOD_FILE, PLAN_DRAFT, PLAN_FILE, PlanFile, draft_path, read_regular};
 pub use model::{Chunk, ChunkPos, Phase, PhaseKey, PhaseRef, Plan, PlanShape, chunk_id_of_commit};
 pub use next::{NextStep, next_chunk_id, next_step};
-pub use parse::{MAX_ID_BYTES, PlanError, parse_plan, plan_to_bytes};
+pub use parse::{PlanError, parse_plan, plan_to_bytes};
 pub use status::Status;
 pub use validate::check_planner_output;
 

@@ -132,19 +132,6 @@ impl PartialEq for Chunk {
     }
 }
 
-// A plan writes its levels' fields with each chunk's text at its place (`layout`).
-impl Serialize for Plan {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        super::layout::Layout::plain(self).serialize(s)
-    }
-}
-
-impl Serialize for Phase {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        super::layout::PhaseLayout::plain(self).serialize(s)
-    }
-}
-
 impl Serialize for Chunk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match &self.body {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::checks::{check_id, kind, short};
 use super::fields::{self, Level};
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::parse_chunk::{read_chunk, same_json};
@@ -457,61 +458,4 @@ fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String 
         show(x.get(field)),
         show(y.get(field))
     )
-}
-
-/// `text` cut to at most `max` characters, with `…` when cut.
-pub(super) fn short(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
-}
-
-/// Longest chunk or phase id, in bytes. Ids reach environment variables, git refs, file names
-/// and commit subjects; a page of text is not an id.
-pub const MAX_ID_BYTES: usize = 200;
-
-/// Ids must be printable: they reach environment variables (where NUL cannot go), ref and file
-/// names, commit subjects and the terminal (where control characters, line breaks and
-/// direction overrides would forge or hide text).
-pub(super) fn check_id(at: &dyn fmt::Display, what: &str, id: &str, problems: &mut Vec<String>) {
-    let problem = if id.len() > MAX_ID_BYTES {
-        Some(format!(
-            "is {} bytes long; at most {MAX_ID_BYTES} are allowed",
-            id.len()
-        ))
-    } else {
-        id.chars().find(|&c| !is_printable(c)).map(|c| {
-            format!(
-                "contains {} (U+{:04X}); use printable characters only",
-                if c.is_control() {
-                    "a control character"
-                } else {
-                    "an invisible or direction-changing character"
-                },
-                c as u32
-            )
-        })
-    };
-    if let Some(problem) = problem {
-        let shown = short(&format!("{id:?}"), 60);
-        problems.push(format!(
-            "{at}: {what} id {shown} {problem} (ids reach environment variables, git refs and file names)"
-        ));
-    }
-}
-
-fn is_printable(c: char) -> bool {
-    !c.is_control() && !crate::text::is_invisible(c)
-}
-
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }

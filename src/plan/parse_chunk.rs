@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::Attempt;
+use super::checks::{check_id, kind, short};
 use super::model::{Chunk, spell_status};
-use super::parse::{check_id, kind, short};
 use super::{Status, canonical, fields, verification};
 
 /// A chunk's id: `id`, else Auto-Claude's alias `subtask_id`, trimmed, when `id` is missing,

@@ -13,8 +13,8 @@
 
 use serde_json::{Map, Value};
 
+use super::checks::kind;
 use super::model::Chunk;
-use super::parse::kind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandCheck {
