@@ -155,12 +155,12 @@ pub struct AgentConfig {
     /// Extra arguments for the preset's command line: a list, or a string split like a shell.
     #[serde(deserialize_with = "args_string_or_list")]
     pub args: Vec<String>,
-    /// What the agent may do without asking: `safe` (default), `full` or `own` (see README).
+    /// What the agent may do without asking: `safe` (default), `full` or `own` (see docs/agents.md, "Permissions and their risks").
     #[serde(deserialize_with = "permission_name")]
     pub permission: Permission,
     /// Continue an interrupted chunk's agent session where the preset can (used by resume).
     pub resume_sessions: bool,
-    /// claude: hand each session runner's MCP server (`runner mcp`, README "runner mcp"),
+    /// claude: hand each session runner's MCP server (`runner mcp`, docs/commands.md),
     /// through `--mcp-config <session folder>/mcp.json --strict-mcp-config`.
     pub mcp: bool,
     /// The agent's argv, e.g. `["claude", "-p", "--dangerously-skip-permissions"]`; in the

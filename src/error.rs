@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use crate::policy::transition::IllegalTransition;
 
-/// Exit codes, documented in the README. Scripts depend on them: never renumber.
+/// Exit codes, documented in the README and docs/commands.md ("Exit codes"). Scripts depend on them: never renumber.
 pub mod exit {
     pub const OK: i32 = 0;
     pub const INTERNAL: i32 = 1;
@@ -202,7 +202,7 @@ pub fn exit_code_of(err: &anyhow::Error) -> i32 {
 /// with `--json` (docs/json.md).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ErrorReport {
-    /// The exit code (README "Exit codes").
+    /// The exit code (docs/commands.md, "Exit codes").
     pub code: i32,
     /// `bad_input`, `invalid_plan`, `needs_human`, `busy`, `budget_spent`, `usage_limited`,
     /// `interrupted`, `cancelled` or `internal`.

@@ -10,7 +10,7 @@
 //!   behind outlives the settle of the plan.
 //!
 //! Elsewhere than Linux there is no `/proc` tree and no subreaper: both checks find nothing and
-//! runner falls back on the session's process group (see README "Recovery").
+//! runner falls back on the session's process group (see docs/recovery.md).
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -93,7 +93,7 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print runner's man page (roff) on stdout.
     Man,
-    /// Serve runner's tools over MCP on stdin/stdout (for agents and IDEs; README "runner mcp").
+    /// Serve runner's tools over MCP on stdin/stdout (for agents and IDEs; see docs/commands.md).
     Mcp,
     /// Show runner at work on a throw-away repository with a built-in scripted agent.
     Demo(demo::DemoArgs),

@@ -229,7 +229,7 @@ fn a_failure_not_in_the_journal_gets_no_record() {
 #[test]
 fn a_failure_line_runner_did_not_write_reaches_only_the_scan() {
     // An agent appends an attempt_failed of an earlier session to the journal itself: it has
-    // no record, so the records' answer (which the README documents) leaves it out; the scan,
+    // no record, so the records' answer (which docs/state.md documents) leaves it out; the scan,
     // used when the records cannot answer, reads it as any line.
     let (dir, _) = spec_with_failures();
     let mut forged = serde_json::to_vec(&failed("c1", "s1", 1)).unwrap();

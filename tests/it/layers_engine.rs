@@ -4,7 +4,7 @@
 use crate::common::*;
 use serde_json::Value;
 
-/// `r` and 12 lowercase hex digits (README, "The journal").
+/// `r` and 12 lowercase hex digits (docs/state.md, "The journal").
 fn is_run_id(id: &str) -> bool {
     id.len() == 13
         && id.starts_with('r')

@@ -12,6 +12,7 @@ mod cli_conventions;
 mod crash;
 mod demo;
 mod detect;
+mod docs;
 mod fake_cli;
 mod fake_drift;
 mod file_safety;

@@ -1,6 +1,6 @@
 //! Agent presets end to end: for each preset a stand-in program named like the real CLI (put
 //! first on PATH) records its command line and its prompt, then lets `fixtures/fake-agent` do
-//! the chunk's work and report it. The command lines must be the README's, the prompt must
+//! the chunk's work and report it. The command lines must be docs/agents.md's, the prompt must
 //! arrive, and the chunks must complete. Also: a missing program, `[agent] program`, the agent
 //! a spec remembers, and unknown preset names.
 
@@ -133,7 +133,7 @@ fn session_starts(repo: &TestRepo, spec: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The command line each preset's session gets, without the program (README "Agents"):
+/// The command line each preset's session gets, without the program (docs/agents.md, "Presets"):
 /// `start` is the session's `session_start` event.
 fn expected_args(
     preset: &str,

@@ -1495,7 +1495,7 @@ fn ctrl_c_during_a_session_puts_the_chunk_through_the_recovery_rules() {
 #[test]
 fn the_evaluator_cannot_complete_a_chunk_whose_verification_fails() {
     // "A chunk is completed when the agent reports it done *and* its verification command (if
-    // any) passes" (README); the rules never make such a chunk `next`.
+    // any) passes" (docs/commands.md, `runner run`); the rules never make such a chunk `next`.
     let spec = "074-eval-unverified";
     let repo = repo_with_fixture_plan(spec);
     repo.write_config(&format!(

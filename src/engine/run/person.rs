@@ -10,7 +10,7 @@
 //! lock open and does not descend from a process that does.
 //!
 //! Linux only (`SO_PEERCRED`, `/proc`); elsewhere `runner chunk` edits the plan directly and the
-//! settle trusts the journal's record of it (see README "Recovery").
+//! settle trusts the journal's record of it (see docs/recovery.md).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
