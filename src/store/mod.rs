@@ -7,19 +7,16 @@ pub mod agent_memory;
 pub mod atomic;
 pub mod checkpoint;
 pub mod event;
-pub mod failures;
 pub mod guard;
 pub mod ids;
 pub mod journal;
 pub mod ledger;
-pub mod lines;
 pub mod lock;
 pub mod new_spec;
 pub mod pause;
 pub mod resolve_cache;
 pub mod runs;
 pub mod safe;
-pub mod segments;
 pub mod spec;
 pub mod spec_text;
 pub mod status_cache;
@@ -27,7 +24,7 @@ pub mod watch;
 pub mod workspace;
 
 pub use atomic::{is_temp_file, write_atomic, write_atomic_swapping};
-pub use journal::{Event, Journal, read_entries, read_typed};
+pub use journal::{Event, Journal, failures, lines, read_entries, read_typed, segments};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};
 

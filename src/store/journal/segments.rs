@@ -24,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::journal::JOURNAL_FILE;
+use super::entry::JOURNAL_FILE;
 
 /// The size at which the live journal is rotated, unless [`SEGMENT_BYTES_ENV`] says otherwise.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 4 * 1024 * 1024;
@@ -102,7 +102,7 @@ pub fn rotate_if_full(spec_dir: &Path, limit: u64) -> std::io::Result<bool> {
         if live_size(&live).is_none_or(|len| len < limit) {
             return Ok(false);
         }
-        if super::safe::rename_new(&live, &spec_dir.join(segment_name(next)))? {
+        if crate::store::safe::rename_new(&live, &spec_dir.join(segment_name(next)))? {
             return Ok(true);
         }
     }
@@ -128,7 +128,7 @@ fn read_segment(path: &Path) -> Option<Vec<u8>> {
 
 /// The live file's bytes (as runner always read it: never a FIFO), `None` if there is none.
 fn read_live(spec_dir: &Path) -> Option<Vec<u8>> {
-    super::safe::read(spec_dir.join(JOURNAL_FILE)).ok()
+    crate::store::safe::read(spec_dir.join(JOURNAL_FILE)).ok()
 }
 
 /// Every file of the journal that can be read, oldest first: the segments, then the live

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{AttemptFailed, Event};
+use crate::store::event::{AttemptFailed, Event};
 
 /// The file, in a session's folder, that holds where the session's `attempt_failed` lines are.
 pub const RECORD_FILE: &str = "failures.jsonl";
@@ -42,7 +42,7 @@ fn plain_name(id: &str) -> bool {
 
 fn record_path(spec_dir: &Path, session: &str) -> PathBuf {
     spec_dir
-        .join(super::workspace::SESSIONS_DIR)
+        .join(crate::store::workspace::SESSIONS_DIR)
         .join(session)
         .join(RECORD_FILE)
 }
@@ -55,7 +55,7 @@ pub(super) fn record(spec_dir: &Path, session: &str, at: LineAt) {
     }
     if let Ok(mut line) = serde_json::to_vec(&at) {
         line.push(b'\n');
-        let _ = super::safe::append(&record_path(spec_dir, session), &line, false);
+        let _ = crate::store::safe::append(&record_path(spec_dir, session), &line, false);
     }
 }
 
@@ -79,7 +79,7 @@ pub fn previous(spec_dir: &Path, chunk: &str, attempts: &[AttemptRef]) -> Vec<At
 /// The slow path and the reference: every `attempt_failed` of `chunk` in the whole journal
 /// whose session is one of `sessions`.
 pub fn scanned(spec_dir: &Path, chunk: &str, sessions: &[&str]) -> Vec<AttemptFailed> {
-    super::journal::read_typed_containing(spec_dir, "\"attempt_failed\"")
+    super::read::read_typed_containing(spec_dir, "\"attempt_failed\"")
         .into_iter()
         .filter_map(|e| match e {
             Event::AttemptFailed(f) if f.chunk == chunk => Some(f),
@@ -201,7 +201,7 @@ impl<'a> JournalFiles<'a> {
 
     fn file(&mut self, ino: u64) -> Option<&std::fs::File> {
         if self.open.is_empty() {
-            self.add(&self.spec_dir.join(super::journal::JOURNAL_FILE));
+            self.add(&self.spec_dir.join(super::entry::JOURNAL_FILE));
         }
         if !self.open.iter().any(|(i, _)| *i == ino) && !self.segments_listed {
             self.segments_listed = true;
@@ -235,7 +235,7 @@ impl<'a> JournalFiles<'a> {
         }
         let text = crate::store::lossy(bytes);
         let value = serde_json::from_str::<serde_json::Value>(text.trim_end()).ok()?;
-        match super::journal::entry(value)?.event {
+        match super::entry::entry(value)?.event {
             Event::AttemptFailed(f) if f.chunk == chunk && f.session_id == session => Some(f),
             _ => None,
         }

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::journal::{Entry, Event, entry};
+use super::entry::{Entry, entry};
+use crate::store::event::Event;
 
 /// One pass over the journal (see `segments::fold`: one file in memory at a time): `visit`
 /// gets, in order, each line that contains one of `needles` (a cheap filter before parsing; an
@@ -73,7 +74,7 @@ pub fn parse_line_of(line: &str, kinds: Option<&[&str]>) -> Option<Entry> {
         }
         let event = match head.event.as_deref() {
             Some("chunk_status") => serde_json::from_str(line).ok().map(|change| {
-                Event::ChunkStatus(super::event::ChunkStatus {
+                Event::ChunkStatus(crate::store::event::ChunkStatus {
                     chunk: head.chunk.clone().unwrap_or_default(),
                     change,
                 })
@@ -145,7 +146,7 @@ impl StatusLine {
         Entry {
             time: text(self.time),
             run_id: text(self.run_id),
-            event: Event::ChunkStatus(super::event::ChunkStatus {
+            event: Event::ChunkStatus(crate::store::event::ChunkStatus {
                 chunk: self.chunk.unwrap_or_default(),
                 change,
             }),

@@ -7,10 +7,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-pub use super::event::Event;
-pub use super::lines::{parse_line, parse_line_of, scan_lines};
+mod entry;
+pub mod failures;
+pub mod lines;
+mod read;
+pub mod segments;
 
-pub const JOURNAL_FILE: &str = "events.jsonl";
+pub use crate::store::event::Event;
+pub use entry::{Entry, JOURNAL_FILE, entry};
+pub use lines::{parse_line, parse_line_of, scan_lines};
+pub use read::*;
+
 
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -26,7 +33,7 @@ impl Journal {
             dir: spec_dir.to_path_buf(),
             path: spec_dir.join(JOURNAL_FILE),
             run_id: run_id.to_string(),
-            segment_bytes: super::segments::segment_bytes(),
+            segment_bytes: segments::segment_bytes(),
         }
     }
 
@@ -51,7 +58,7 @@ impl Journal {
         chunk: &str,
         change: crate::policy::transition::StatusChange,
     ) -> std::io::Result<()> {
-        self.write(&Event::ChunkStatus(super::event::ChunkStatus {
+        self.write(&Event::ChunkStatus(crate::store::event::ChunkStatus {
             chunk: chunk.to_string(),
             change,
         }))
@@ -65,13 +72,13 @@ impl Journal {
             _ => return Err(std::io::Error::other("a journal event is not an object")),
         };
         if let Event::AttemptFailed(failed) = event {
-            super::failures::record(&self.dir, &failed.session_id, at);
+            failures::record(&self.dir, &failed.session_id, at);
         }
         Ok(())
     }
 
     /// Write one line: the time, the run id, then `fields`. Returns where the line went.
-    fn append(&self, fields: Map<String, Value>) -> std::io::Result<super::failures::LineAt> {
+    fn append(&self, fields: Map<String, Value>) -> std::io::Result<failures::LineAt> {
         let mut line = Map::new();
         line.insert("time".into(), json!(crate::clock::now()));
         line.insert("run_id".into(), json!(self.run_id));
@@ -79,7 +86,7 @@ impl Journal {
         // The live file rotated first if it is full (one lstat otherwise). A rotation that fails
         // (a file system without RENAME_NOREPLACE, a link at the live file's name) leaves the
         // live file growing: the append below decides, as it always did.
-        let _ = super::segments::rotate_if_full(&self.dir, self.segment_bytes);
+        let _ = segments::rotate_if_full(&self.dir, self.segment_bytes);
         let mut bytes = Vec::with_capacity(256);
         // A torn last line (runner killed mid-write) would swallow this event: start afresh.
         if ends_torn(&self.path) {
@@ -94,9 +101,9 @@ impl Journal {
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
         let (ino, end) =
-            super::safe::append_located(&self.path, &bytes).map_err(super::at(&self.path))?;
+            crate::store::safe::append_located(&self.path, &bytes).map_err(crate::store::at(&self.path))?;
         let len = bytes.len() as u64 - u64::from(bytes.first() == Some(&b'\n'));
-        Ok(super::failures::LineAt {
+        Ok(failures::LineAt {
             ino,
             offset: end.saturating_sub(len),
             len,
@@ -120,204 +127,9 @@ fn ends_torn(path: &Path) -> bool {
     len > 0 && file.read_at(&mut last, len - 1).is_ok_and(|n| n == 1) && last[0] != b'\n'
 }
 
-/// One journal line, typed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub time: Option<String>,
-    pub run_id: Option<String>,
-    pub event: Event,
-}
-
-/// Every event this runner knows, in order. A line that does not parse (torn, not JSON) or
-/// whose event is unknown (a newer runner's, a hand-written one) is skipped, never an error,
-/// and stays in the file.
-pub fn read_entries(spec_dir: &Path) -> Vec<Entry> {
-    read_entries_containing(spec_dir, "")
-}
-
-/// The known events whose line contains `needle` (cheap pre-filter before parsing).
-pub fn read_entries_containing(spec_dir: &Path, needle: &str) -> Vec<Entry> {
-    read_events_containing(spec_dir, needle)
-        .into_iter()
-        .filter_map(entry)
-        .collect()
-}
-
-/// One line's JSON as a known event, or `None`.
-pub(super) fn entry(mut line: Value) -> Option<Entry> {
-    let text = |key: &str| line[key].as_str().map(str::to_string);
-    let (time, run_id) = (text("time"), text("run_id"));
-    // A null reads as a missing field, which takes its default: one null (an older or
-    // hand-written line) does not make the whole line unreadable.
-    if let Value::Object(fields) = &mut line {
-        fields.retain(|_, v| !v.is_null());
-    }
-    match serde_json::from_value::<Event>(line) {
-        Ok(Event::Unknown) | Err(_) => None,
-        Ok(event) => Some(Entry {
-            time,
-            run_id,
-            event,
-        }),
-    }
-}
-
-/// The last known event whose line contains `needle` and that `wanted` accepts: the same as
-/// the last such event of [`read_typed_containing`], but read from the newest file back, only
-/// as far as needed (the live file alone, mostly).
-pub fn last_event_containing(
-    spec_dir: &Path,
-    needle: &str,
-    wanted: impl Fn(&Event) -> bool,
-) -> Option<Event> {
-    super::segments::read_newest_first(spec_dir, |bytes| {
-        let text = crate::store::lossy(bytes);
-        text.lines()
-            .rev()
-            .filter(|l| l.contains(needle))
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object)
-            .filter_map(entry)
-            .map(|e| e.event)
-            .find(|e| wanted(e))
-    })
-}
-
-/// The last `n` known events, oldest first: the same as the end of [`read_entries`], read
-/// from the newest file only when it holds `n` of them (the whole journal otherwise: a journal
-/// just rotated, or a short one).
-pub fn last_entries(spec_dir: &Path, n: usize) -> Vec<Entry> {
-    let newest = super::segments::read_newest_first(spec_dir, |bytes| {
-        let text = crate::store::lossy(bytes);
-        let found: Vec<Entry> = text
-            .lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object)
-            .filter_map(entry)
-            .take(n)
-            .collect();
-        // Only the newest file is looked at: `None` sends the reader to the whole journal.
-        Some((found.len() >= n).then_some(found))
-    });
-    let mut found = match newest.flatten() {
-        Some(found) => found,
-        None => {
-            let all = read_entries(spec_dir);
-            all.into_iter().rev().take(n).collect()
-        }
-    };
-    found.reverse();
-    found
-}
-
-/// The last `max` lines (JSON objects, newest first) whose `run_id` is `run_id`, read from the
-/// newest file back: a file whose first line is older than `since` (the run's start, as runner
-/// writes times) ends the search, and no more than [`MAX_FILES_BACK`] files are read, so a
-/// long journal is never read whole.
-pub fn last_lines_of_run(spec_dir: &Path, run_id: &str, since: &str, max: usize) -> Vec<Value> {
-    let found = std::cell::RefCell::new(Vec::new());
-    let files = std::cell::Cell::new(0);
-    super::segments::read_newest_first(spec_dir, |bytes| {
-        let text = crate::store::lossy(bytes);
-        let mut found = found.borrow_mut();
-        for line in text.lines().rev().filter(|l| l.contains(run_id)) {
-            if found.len() >= max {
-                break;
-            }
-            if let Ok(v) = serde_json::from_str::<Value>(line)
-                && v.is_object()
-                && v["run_id"] == run_id
-            {
-                found.push(v);
-            }
-        }
-        files.set(files.get() + 1);
-        let first_time = text
-            .lines()
-            .find_map(|l| serde_json::from_str::<Value>(l).ok())
-            .and_then(|v| v["time"].as_str().map(str::to_string));
-        let older = first_time.is_some_and(|t| t.as_str() < since);
-        (found.len() >= max || older || files.get() >= MAX_FILES_BACK).then_some(())
-    });
-    found.into_inner()
-}
-
-/// How many of the journal's files [`last_lines_of_run`] reads at most (4 MiB each by default).
-pub const MAX_FILES_BACK: usize = 4;
-
-/// The `time` of the journal's last line that parses as JSON: the same as reading
-/// [`read_text`]'s last such line, from the newest file back only as far as needed.
-pub fn last_time(spec_dir: &Path) -> Option<String> {
-    super::segments::read_newest_first(spec_dir, |bytes| {
-        crate::store::lossy(bytes)
-            .lines()
-            .rev()
-            .find_map(|l| serde_json::from_str::<Value>(l).ok())
-    })
-    .and_then(|v| v["time"].as_str().map(str::to_string))
-}
-
-/// The events alone (see [`read_entries`]).
-pub fn read_typed(spec_dir: &Path) -> Vec<Event> {
-    read_typed_containing(spec_dir, "")
-}
-
-/// The known events whose line contains `needle`, alone.
-pub fn read_typed_containing(spec_dir: &Path, needle: &str) -> Vec<Event> {
-    read_entries_containing(spec_dir, needle)
-        .into_iter()
-        .map(|e| e.event)
-        .collect()
-}
-
-/// Every line that parses as a JSON object, in order, untyped (the file as it is, for the
-/// tests of reading it). Lines that do not parse (a torn last line) are skipped.
-#[cfg(test)]
-fn read_events(spec_dir: &Path) -> Vec<Value> {
-    read_events_containing(spec_dir, "")
-}
-
-/// The lines, as JSON objects, that contain `needle` (cheap pre-filter before parsing a long
-/// journal); the typed readers above parse them into events.
-fn read_events_containing(spec_dir: &Path, needle: &str) -> Vec<Value> {
-    // File by file: a torn last line of a segment stays a line of its own.
-    let mut events = Vec::new();
-    for bytes in super::segments::read_all(spec_dir) {
-        let text = crate::store::lossy(bytes);
-        events.extend(
-            text.lines()
-                .filter(|l| !l.trim().is_empty() && l.contains(needle))
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(Value::is_object),
-        );
-    }
-    events
-}
-
-/// The journal's text (segments in order, then the live file; a newline is added after a
-/// file's torn last line, so it never joins the next file's first line), read as bytes: a byte
-/// that is not UTF-8 (an agent's output quoted in a reason, a hand edit) spoils only its own
-/// line, which then fails to parse and is skipped like a torn one, never the whole journal.
-/// `None` if there is no journal.
-pub fn read_text(spec_dir: &Path) -> Option<String> {
-    // Never through a FIFO or a link an agent planted (see `store::safe`, `segments`).
-    let files = super::segments::read_all(spec_dir);
-    if files.is_empty() {
-        return None;
-    }
-    let mut text = String::new();
-    for bytes in files {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&crate::store::lossy(bytes));
-    }
-    Some(text)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::read::read_events;
     use super::*;
     use crate::store::event::{Empty, RunEnd, RunStart};
     use std::fs::OpenOptions;
@@ -424,7 +236,7 @@ mod tests {
                 .write(&run_start(&format!("s{n}")))
                 .unwrap();
         }
-        assert!(super::super::segments::list(dir.path()).len() > 5);
+        assert!(super::segments::list(dir.path()).len() > 5);
         for id in ids {
             let mut slow: Vec<Value> = read_events(dir.path())
                 .into_iter()
