@@ -7,6 +7,7 @@
 //! passed in by the front end (the terminal's are in `cli::progress` and `cli::ask`).
 
 pub mod ask;
+pub mod integrity;
 pub mod jobs;
 pub mod lifecycle;
 pub mod progress;

@@ -7,6 +7,7 @@ pub mod backup;
 pub mod commit;
 pub mod history;
 pub mod init;
+pub mod locks;
 pub mod merge;
 pub mod refs;
 pub mod repo;

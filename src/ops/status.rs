@@ -362,7 +362,7 @@ fn spec_status(
         .as_ref()
         .and_then(|s| s.with_recorded_work.as_ref())
         .filter(|_| has_branch)
-        .and_then(|p| crate::engine::recovery::integrity::missing_work(&ws.main, &name, p))
+        .and_then(|p| crate::engine::integrity::missing_work(&ws.main, &name, p))
         .map(|b| b.describe(&branch));
     let mut state = spec_state(shown.as_ref(), error.is_some(), running.is_some());
     if problem.is_some() && running.is_none() {
@@ -433,7 +433,7 @@ fn slot_status((slot, state): (Slot, SlotState)) -> SlotStatus {
         SlotState::Broken { reason } => (
             None,
             Some(
-                crate::engine::recovery::integrity::unreadable_folder(&slot.path)
+                crate::engine::integrity::unreadable_folder(&slot.path)
                     .unwrap_or_else(|| reason.clone()),
             ),
         ),

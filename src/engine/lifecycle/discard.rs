@@ -5,7 +5,7 @@ use crate::engine::track::RunTrack;
 use crate::store::runs::RunKind;
 use serde::Serialize;
 
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
+use super::intent::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::{branch_for, dirty_paths, slot_holding};
@@ -48,7 +48,7 @@ fn discard_unrecorded(
     paths: &SpecPaths,
     journal: &Journal,
 ) -> anyhow::Result<DiscardReport> {
-    lifecycle::finish_interrupted(ws, paths, journal, false)?;
+    intent::finish_interrupted(ws, paths, journal, false)?;
     let repo = &ws.main.repo;
     // An invalid plan stops the discard before anything is touched (it is reset at the end).
     paths.plan.load()?;
@@ -115,20 +115,20 @@ fn discard_unrecorded(
             branch.clone(),
         )
     };
-    lifecycle::record(paths, &intent)?;
+    intent::record(paths, &intent)?;
     crate::failpoint::hit("discard_intent_recorded");
     let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
     let prefix = match backup::write(repo, &meta, &refs, plan_bytes.as_deref()) {
         Ok(prefix) => prefix,
         Err(e) => {
             // Nothing removed yet: forget the partial backup (recover would too).
-            let _ = backup::delete(repo, &intent.backup).and_then(|_| lifecycle::clear(paths));
+            let _ = backup::delete(repo, &intent.backup).and_then(|_| intent::clear(paths));
             return Err(e.context("writing the backup; nothing was changed"));
         }
     };
     crate::failpoint::hit("discard_after_backup");
     let late_changes = finish(ws, paths, &intent, journal)?;
-    lifecycle::clear(paths)?;
+    intent::clear(paths)?;
     Ok(DiscardReport {
         late_changes,
         spec: paths.name.clone(),
@@ -149,7 +149,7 @@ pub fn finish(
     journal: &Journal,
 ) -> anyhow::Result<Option<String>> {
     let repo = &ws.main.repo;
-    let saved = lifecycle::remove_own_slot(ws, intent)?;
+    let saved = intent::remove_own_slot(ws, intent)?;
     crate::failpoint::hit("discard_worktree_removed");
     let tip = ws.main.branch_tip(&intent.branch);
     let backed_up = intent.branch_tip.as_deref().and_then(crate::git::commit_id);

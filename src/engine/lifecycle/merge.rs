@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::base_branch;
 use super::discard::refuse_if_index_locked;
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
+use super::intent::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, BackupMeta};
 use crate::git::merge::{CheckedOut, preview, where_checked_out};
@@ -91,9 +91,9 @@ fn merge_unrecorded(
     journal: &Journal,
 ) -> anyhow::Result<MergeReport> {
     // One merge or undo at a time changes the main worktree (held until this one returns).
-    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
+    let _main_lock = intent::lock_main_worktree(ws, &paths.name)?;
     // A merge of this spec cut off past its point of no return is finished: that is this one.
-    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
+    if let Some(done) = intent::finish_interrupted_holding_main(ws, paths, journal)?
         && done.op == Op::Merge
         && !done.rolled_back
     {
@@ -183,7 +183,7 @@ fn merge_unrecorded(
     crate::failpoint::hit("merge_after_ref");
 
     finish(ws, paths, &intent, journal)?;
-    lifecycle::clear(paths)?;
+    intent::clear(paths)?;
     let cleaned_up = mode != MergeMode::NoCommit && !keep_worktree;
     Ok(MergeReport {
         freed_worktree: slot
@@ -246,11 +246,11 @@ fn refuse_lost_work(
     slot: Option<&crate::git::Slot>,
 ) -> anyhow::Result<()> {
     let Some(plan) = plan else { return Ok(()) };
-    if crate::engine::recovery::integrity::missing_work(&ws.main, &paths.name, plan).is_none() {
+    if crate::engine::integrity::missing_work(&ws.main, &paths.name, plan).is_none() {
         return Ok(());
     }
     let wt = slot.and_then(|s| s.open(&ws.main).ok());
-    if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
+    if let Some(guarded) = crate::engine::integrity::guard_history(
         &ws.main,
         paths,
         journal,
@@ -369,7 +369,7 @@ fn record_and_back_up(
         uncommitted: None,
     };
     let plan_bytes = crate::store::safe::read(paths.plan.path()).ok();
-    lifecycle::record(paths, intent)?;
+    intent::record(paths, intent)?;
     crate::failpoint::hit("merge_intent_recorded");
     match backup::write(
         repo,
@@ -462,7 +462,7 @@ fn roll_back_refused(
 ) -> anyhow::Result<Option<String>> {
     let saved = roll_back(ws, intent)?;
     backup::delete(&ws.main.repo, &intent.backup)?;
-    lifecycle::clear(paths)?;
+    intent::clear(paths)?;
     Ok(saved)
 }
 
@@ -513,7 +513,7 @@ pub fn finish(
     let cleaned_up = mode != MergeMode::NoCommit && !intent.keep_worktree;
     let mut saved = None;
     if cleaned_up {
-        saved = lifecycle::remove_own_slot(ws, intent)?;
+        saved = intent::remove_own_slot(ws, intent)?;
         crate::failpoint::hit("merge_worktree_removed");
         if ws.main.branch_tip(&intent.branch) == Some(branch_tip) {
             crate::git::refs::delete_branch(repo, &intent.branch)?;

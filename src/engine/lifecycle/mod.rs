@@ -3,6 +3,7 @@
 //! finishes or rolls back after a crash. The operations in `ops/` call these.
 
 pub mod discard;
+pub mod intent;
 pub mod merge;
 pub mod undo;
 

@@ -6,7 +6,7 @@ use crate::store::runs::RunKind;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::engine::recovery::lifecycle::{self, Intent, Op};
+use super::intent::{self, Intent, Op};
 use crate::error::RunnerError;
 use crate::git::backup::{self, Backup};
 use crate::git::merge::{CheckedOut, where_checked_out};
@@ -47,8 +47,8 @@ fn undo_unrecorded(
     // A merge or discard cut off before its point of no return is rolled back: that is its
     // undo, and nothing older is undone with it.
     // An undo cut off is finished: that is what was asked again.
-    let _main_lock = lifecycle::lock_main_worktree(ws, &paths.name)?;
-    if let Some(done) = lifecycle::finish_interrupted_holding_main(ws, paths, journal)?
+    let _main_lock = intent::lock_main_worktree(ws, &paths.name)?;
+    if let Some(done) = intent::finish_interrupted_holding_main(ws, paths, journal)?
         && (done.op == Op::Undo || done.rolled_back)
     {
         return Ok(UndoReport {
@@ -94,10 +94,10 @@ fn undo_unrecorded(
             b.meta.branch.clone(),
         )
     };
-    lifecycle::record(paths, &intent)?;
+    intent::record(paths, &intent)?;
     crate::failpoint::hit("undo_intent_recorded");
     let outcome = undo_backup(ws, paths, journal, &b, &mut intent)?;
-    lifecycle::clear(paths)?;
+    intent::clear(paths)?;
     Ok(outcome)
 }
 
@@ -135,7 +135,7 @@ pub fn finish(
                 ))
                 .with_hint(format!(
                     "check `runner undo --list`, then delete {}",
-                    crate::sh(lifecycle::intent_path(paths).display().to_string())
+                    crate::sh(intent::intent_path(paths).display().to_string())
                 ))
                 .into());
             }
@@ -160,7 +160,7 @@ fn undo_backup(
         if matches!(action, TargetUndo::CheckoutThenRef { .. }) && !intent.resetting_target {
             // From here on a cut-off undo resumes the checkout, whatever it left.
             intent.resetting_target = true;
-            lifecycle::record(paths, intent)?;
+            intent::record(paths, intent)?;
         }
         let (target, saved) = apply_target_undo(ws, b, action)?;
         if let Some(r) = saved {
@@ -461,7 +461,7 @@ fn restore_worktree(
     }
     if !resuming {
         intent.creating_slot = true;
-        lifecycle::record(paths, intent)?;
+        intent::record(paths, intent)?;
     }
     if !matches!(slot.inspect(&ws.main), SlotState::Ready { .. }) {
         crate::git::slot::remove_worktree(&ws.main, &slot)?;
@@ -549,7 +549,7 @@ fn pending_backups(ws: &Workspace) -> std::collections::BTreeSet<String> {
     crate::store::spec::list(&ws.specs_dir)
         .iter()
         .filter_map(|name| ws.spec(name).ok())
-        .filter_map(|paths| crate::store::safe::read(lifecycle::intent_path(&paths)).ok())
+        .filter_map(|paths| crate::store::safe::read(intent::intent_path(&paths)).ok())
         .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .filter_map(|v| v.get("backup")?.as_str().map(str::to_string))
         .collect()

@@ -5,8 +5,8 @@ mod chunk;
 
 pub mod evaluator;
 pub mod inspect;
-pub mod integrity;
 pub mod interrupted;
+use crate::engine::integrity;
 pub mod lifecycle;
 pub mod procs;
 pub mod quiet;

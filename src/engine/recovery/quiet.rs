@@ -9,9 +9,9 @@
 //! branch, failed chunks to retry. A spec someone holds (its run lock, its slot's lock) is
 //! left to the full path too, which reports it busy.
 
-use super::integrity;
 use super::procs;
 use super::repair;
+use crate::engine::integrity;
 use std::path::PathBuf;
 
 use crate::git::{Slot, SlotState, branch_for};
@@ -34,7 +34,7 @@ pub struct QuietLook {
     /// `status`'s cache of plan digests, read only (recovery writes nothing it need not).
     cache: StatusCache,
     /// The ref lock files of every spec, listed once (`None`: looked for per spec).
-    ref_locks: Option<repair::RefLocks>,
+    ref_locks: Option<crate::git::locks::RefLocks>,
 }
 
 /// What the look found without git (`QuietLook::prepare`, on any thread).
@@ -70,7 +70,7 @@ impl QuietLook {
             common_dir: main.common_dir().to_path_buf(),
             live_sessions: procs::live_sessions(),
             cache: StatusCache::load(&ws.state_dir),
-            ref_locks: repair::RefLocks::list(main.common_dir()),
+            ref_locks: crate::git::locks::RefLocks::list(main.common_dir()),
         }
     }
 
@@ -102,7 +102,7 @@ impl QuietLook {
             // Any git lock file where recovery looks for stale ones, stale or not.
             || match &self.ref_locks {
                 Some(locks) => locks.any_for(name),
-                None => !repair::lock_candidates(&self.common_dir, None, name).is_empty(),
+                None => !crate::git::locks::lock_candidates(&self.common_dir, None, name).is_empty(),
             };
         let summary = (!doubt)
             .then(|| self.cache.find(name, &paths.plan).digest)
@@ -153,7 +153,7 @@ impl QuietLook {
         if let Some(i) = prepared.slot {
             let wt = self.slots[i].0.open(&ws.main).ok();
             let git_dir = wt.as_ref().map(crate::git::repo::git_folder);
-            if !repair::lock_candidates(&self.common_dir, git_dir, name).is_empty() {
+            if !crate::git::locks::lock_candidates(&self.common_dir, git_dir, name).is_empty() {
                 return Some(false);
             }
         }

@@ -251,13 +251,13 @@ impl Steps<'_> {
     }
 
     fn remove_stale_git_locks(&mut self, wt: Option<&crate::git::Repository>) {
-        let candidates = repair::lock_candidates(
+        let candidates = crate::git::locks::lock_candidates(
             self.ws.main.common_dir(),
             wt.map(crate::git::repo::git_folder),
             &self.paths.name,
         );
         for candidate in candidates {
-            if let Some(lock) = repair::stale_lock(&candidate, self.opts.dry_run) {
+            if let Some(lock) = crate::git::locks::stale_lock(&candidate, self.opts.dry_run) {
                 let detail = format!(
                     "{} a stale {} left by a killed git write",
                     self.said("removed", "would remove"),

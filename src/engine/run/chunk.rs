@@ -119,7 +119,7 @@ impl Run {
     /// Put the plan right after `taken`'s session (the agent may have edited, replaced or
     /// deleted it): only its own report stands on what runner wrote at the take.
     pub(super) fn settle_plan_after_session(&self, taken: &Taken) -> anyhow::Result<()> {
-        use crate::engine::recovery::integrity;
+        use crate::engine::integrity;
         let by_person = match &self.person {
             Some(listener) => listener.take_changes(),
             None => integrity::changed_by_person(
@@ -156,7 +156,7 @@ impl Run {
         ws: &Workspace,
         taken: &Taken,
     ) -> anyhow::Result<(Plan, crate::git::Repository)> {
-        use crate::engine::recovery::integrity;
+        use crate::engine::integrity;
         let id = taken.chunk.id.as_str();
         self.settle_plan_after_session(taken)?;
         let wt = match self.open_worktree() {
@@ -364,7 +364,7 @@ impl Run {
                 ),
             };
             if let Some(change) =
-                crate::engine::recovery::integrity::block_chunk(&self.paths, id, &reason, &reason)?
+                crate::engine::integrity::block_chunk(&self.paths, id, &reason, &reason)?
             {
                 self.journal.status(id, change)?;
             }

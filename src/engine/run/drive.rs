@@ -128,7 +128,7 @@ impl Run {
     /// Every chunk is completed: "completed" only with every chunk's commit still on the branch.
     fn all_completed(&self, ws: &Workspace, total: usize) -> anyhow::Result<()> {
         let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
-        if let Some(guarded) = crate::engine::recovery::integrity::guard_history(
+        if let Some(guarded) = crate::engine::integrity::guard_history(
             &ws.main,
             &self.paths,
             &self.journal,

@@ -115,7 +115,7 @@ struct Run {
     /// plan changes during a session that the settle trusts.
     person: Option<person::Listener>,
     /// The last branch tip whose history passed the check: the next check starts from it.
-    history: crate::engine::recovery::integrity::HistoryMemo,
+    history: crate::engine::integrity::HistoryMemo,
     /// The coder prompt's progress of the phases it did not change.
     progress: prompt::ProgressMemo,
     /// Wait for usage limits to reset (`--wait`, `run.wait_for_limits`) instead of exit 6.

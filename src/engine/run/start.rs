@@ -224,7 +224,7 @@ fn take_locks(
     let spec = guard::take(&paths.run_lock, &holder, Patience::Moment, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
-    if let Some(done) = crate::engine::recovery::lifecycle::finish_interrupted(
+    if let Some(done) = crate::engine::lifecycle::intent::finish_interrupted(
         ws,
         paths,
         &Journal::new(&paths.dir, &run_id),

@@ -34,4 +34,3 @@ pub fn entry(mut line: Value) -> Option<Entry> {
         }),
     }
 }
-

@@ -18,7 +18,6 @@ pub use entry::{Entry, JOURNAL_FILE, entry};
 pub use lines::{parse_line, parse_line_of, scan_lines};
 pub use read::*;
 
-
 #[derive(Debug, Clone)]
 pub struct Journal {
     dir: PathBuf,
@@ -100,8 +99,8 @@ impl Journal {
         // groups of running agents) only matters after runner itself was killed, when the
         // page cache still holds every line; after a power cut those processes are gone too.
         // (An fsync per event cost about 2 ms a chunk on our CI disk.)
-        let (ino, end) =
-            crate::store::safe::append_located(&self.path, &bytes).map_err(crate::store::at(&self.path))?;
+        let (ino, end) = crate::store::safe::append_located(&self.path, &bytes)
+            .map_err(crate::store::at(&self.path))?;
         let len = bytes.len() as u64 - u64::from(bytes.first() == Some(&b'\n'));
         Ok(failures::LineAt {
             ino,

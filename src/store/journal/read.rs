@@ -176,4 +176,3 @@ pub fn read_text(spec_dir: &Path) -> Option<String> {
     }
     Some(text)
 }
-

@@ -169,7 +169,7 @@ fn save_late_changes(
     Ok(name)
 }
 
-fn op_name(op: Op) -> &'static str {
+pub(crate) fn op_name(op: Op) -> &'static str {
     match op {
         Op::Merge => "merge",
         Op::Discard => "discard",
