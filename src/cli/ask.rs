@@ -2,10 +2,9 @@
 //! both must be one) every question is refused the way [`NeverAsk`] refuses it.
 
 use super::interact::{ask, can_ask, confirm, confirm_by_name};
-use runner::engine::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
+use runner::engine::run::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
 use runner::ops::Person;
-use runner::ops::person::Shown;
-use runner::ops::resume::Match;
+use runner::ops::resume::{Match, ResumeAsker, ResumeSummary};
 
 pub struct TerminalAsker;
 
@@ -44,7 +43,7 @@ impl Asker for TerminalAsker {
                     let review = runner::ops::review::review_of(q.ws, q.paths)?;
                     eprintln!(
                         "{}",
-                        super::review::render(&review, super::style::for_stderr())
+                        super::view::review::render(&review, super::style::for_stderr())
                     );
                 }
                 MERGE => return Ok(WorkAnswer::Merge),
@@ -75,7 +74,9 @@ impl Person for TerminalAsker {
         let picked = ask(|| inquire::Select::new(title, numbered).raw_prompt())?;
         Ok(Some(picked.index))
     }
+}
 
+impl ResumeAsker for TerminalAsker {
     fn pick_run(&self, hint: Option<&str>, matches: &[Match]) -> anyhow::Result<Option<usize>> {
         if !can_ask() {
             return Ok(None);
@@ -92,34 +93,11 @@ impl Person for TerminalAsker {
         Ok(Some(picked.index + 1))
     }
 
-    fn similar_work(
-        &self,
-        found: &[runner::ops::detect::Candidate],
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> anyhow::Result<Option<Option<usize>>> {
-        if !can_ask() {
-            return Ok(None);
-        }
-        super::new::ask_similar(found, now).map(Some)
-    }
-
-    fn show(&self, shown: Shown<'_>) {
-        let t = |s: &str| runner::text::for_terminal(s).into_owned();
-        match shown {
-            Shown::Resume(summary) => print!(
-                "{}",
-                super::resume::render(summary, super::style::for_stdout())
-            ),
-            Shown::Created { spec } => println!("{}", super::new::created_line(spec)),
-            Shown::Continuing {
-                spec,
-                identical: true,
-            } => println!(
-                "Identical spec found — resuming {} (pass --new-spec to start fresh)",
-                t(spec)
-            ),
-            Shown::Continuing { spec, .. } => println!("Resuming {}", t(spec)),
-        }
+    fn show_summary(&self, summary: &ResumeSummary) {
+        print!(
+            "{}",
+            super::view::resume::render(summary, super::style::for_stdout())
+        );
     }
 }
 
@@ -149,10 +127,7 @@ impl Person for JsonAsker {
     fn pick_spec(&self, title: &str, candidates: &[String]) -> anyhow::Result<Option<usize>> {
         TerminalAsker.pick_spec(title, candidates)
     }
-
-    fn show(&self, shown: Shown<'_>) {
-        if let Shown::Created { spec } = shown {
-            super::info(&super::new::created_line(spec));
-        }
-    }
 }
+
+/// No run picked, no summary shown: the JSON has them.
+impl ResumeAsker for JsonAsker {}

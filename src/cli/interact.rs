@@ -1,5 +1,5 @@
 //! Questions on a terminal, and the rule for when runner may ask at all. Only the front end
-//! asks: operations and the engine get their answers through `engine::ask::Asker`.
+//! asks: operations and the engine get their answers through `engine::run::ask::Asker`.
 //!
 //! runner asks only when stdin and stderr are both terminals and no `--yes`/`--auto-continue`
 //! says not to. inquire would otherwise still reach `/dev/tty` with stdin redirected, so the

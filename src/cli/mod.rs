@@ -25,6 +25,7 @@ pub(crate) mod runs;
 mod status;
 pub mod style;
 mod undo;
+mod view;
 
 pub use hint::carry_directory;
 pub use json::{print_error_json, wants_json};

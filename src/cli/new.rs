@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::ask::{JsonAsker, TerminalAsker};
-use super::interact::ask;
+use super::interact::{ask, can_ask};
 use super::progress::TerminalProgress;
 use super::run::ContinueArgs;
 use runner::engine::run::RunOptions;
 use runner::ops::detect::Candidate;
-use runner::ops::new::{NewOptions, NewReport};
+use runner::ops::new::{NewAsker, NewOptions, NewReport};
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -59,7 +59,7 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
         run: args.run,
         go: args.go.options(RunOptions::default()),
     };
-    let person: &dyn runner::ops::Person = if json { &JsonAsker } else { &TerminalAsker };
+    let person: &dyn runner::ops::new::NewAsker = if json { &JsonAsker } else { &TerminalAsker };
     let mut report = runner::ops::new::new(&ctx, opts, person)?;
     // The commands shown go on from where the user typed: with `-C DIR`, they carry it.
     for candidate in report.candidates.iter_mut().chain(&mut report.identical) {
@@ -132,6 +132,39 @@ pub fn ask_similar(found: &[Candidate], now: DateTime<Utc>) -> anyhow::Result<Op
         question(&text, found.len(), false)?
     };
     Ok(picked.map(|n| n - 1))
+}
+
+/// The question and what `runner new` says on a terminal.
+impl NewAsker for TerminalAsker {
+    fn similar_work(
+        &self,
+        found: &[runner::ops::detect::Candidate],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<Option<Option<usize>>> {
+        if !can_ask() {
+            return Ok(None);
+        }
+        ask_similar(found, now).map(Some)
+    }
+
+    fn show_created(&self, spec: &str) {
+        println!("{}", created_line(spec));
+    }
+
+    fn show_continuing(&self, spec: &str, identical: bool) {
+        let spec = runner::text::for_terminal(spec);
+        if identical {
+            println!("Identical spec found — resuming {spec} (pass --new-spec to start fresh)");
+        } else {
+            println!("Resuming {spec}");
+        }
+    }
+}
+
+impl NewAsker for JsonAsker {
+    fn show_created(&self, spec: &str) {
+        super::info(&created_line(spec));
+    }
 }
 
 /// Ask `text` until the answer is a number 1..=`count` (or, with `yes`, empty/y/yes: 1) or

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::style::{Style, for_stdout};
-use runner::ops::review::{ReviewOptions, ReviewReport};
+use super::style::for_stdout;
+use runner::ops::review::ReviewOptions;
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
@@ -30,7 +30,7 @@ pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
         super::print_json(&r)?;
         return Ok(0);
     }
-    print!("{}", render(&r, for_stdout()));
+    print!("{}", super::view::review::render(&r, for_stdout()));
     if let Some(diff) = &r.diff {
         show_patch(diff)?;
     }
@@ -60,139 +60,4 @@ fn show_patch(text: &str) -> anyhow::Result<()> {
     }
     print!("\n{text}");
     Ok(())
-}
-
-/// Plan, agent and file text made safe for the terminal, piece by piece, before colour.
-fn t(text: &str) -> String {
-    runner::text::for_terminal(text).into_owned()
-}
-
-/// The human form: the spec's commits, the files they change (the stat), the plan's progress,
-/// the last verifications, uncommitted files, and whether it merges cleanly.
-pub fn render(r: &ReviewReport, style: Style) -> String {
-    let mut out = format!(
-        "{} on {} (base {}",
-        style.bold(&format!("Spec {}", t(&r.spec))),
-        t(&r.branch),
-        t(&r.base_branch)
-    );
-    if r.base_moved > 0 {
-        out.push_str(&format!(
-            ", which moved {} commit(s) since the spec started",
-            r.base_moved
-        ));
-    }
-    out.push_str(")\n");
-    let header = format!(
-        "{} commit(s) ahead of {}:",
-        r.commits.len(),
-        t(&r.base_branch)
-    );
-    out.push_str(&format!("\n{}\n", style.bold(&header)));
-    for c in &r.commits {
-        let id = style.warn(runner::git::short_id(&c.commit));
-        out.push_str(&format!("  {id} {}\n", t(&c.summary)));
-    }
-    render_stat(&mut out, r, style);
-    render_progress(&mut out, r, style);
-    render_cost(&mut out, r, style);
-    if !r.uncommitted.is_empty() {
-        let header = format!(
-            "Uncommitted in {}:",
-            t(r.worktree.as_deref().unwrap_or("the worktree"))
-        );
-        out.push_str(&format!("\n{}\n", style.bold(&header)));
-        for p in &r.uncommitted {
-            out.push_str(&format!("  {}\n", t(p)));
-        }
-    }
-    if r.merge.clean {
-        let line = format!("It merges cleanly into {}.", t(&r.base_branch));
-        out.push_str(&format!("\n{}\n", style.ok(&line)));
-    } else {
-        let line = format!(
-            "It would NOT merge cleanly into {}: conflicts in {}",
-            t(&r.base_branch),
-            t(&r.merge.conflicts.join(", "))
-        );
-        out.push_str(&format!("\n{}\n", style.bad(&line)));
-    }
-    out
-}
-
-/// The files changed, with their added (green) and removed (red) line counts.
-fn render_stat(out: &mut String, r: &ReviewReport, style: Style) {
-    let (adds, dels) = r
-        .files
-        .iter()
-        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
-    let header = format!("{} file(s) changed, +{adds} -{dels}:", r.files.len());
-    out.push_str(&format!("\n{}\n", style.bold(&header)));
-    for f in &r.files {
-        out.push_str(&format!(
-            "  {:<9} {} ({} {})\n",
-            t(&f.change),
-            t(&f.path),
-            style.ok(&format!("+{}", f.additions)),
-            style.bad(&format!("-{}", f.deletions))
-        ));
-    }
-}
-
-/// What each chunk (and the planner) cost, when any session recorded dollars or tokens.
-fn render_cost(out: &mut String, r: &ReviewReport, style: Style) {
-    use runner::policy::budget::dollars;
-    let c = &r.cost;
-    if c.total.usd <= 0.0 && c.total.tokens == 0 {
-        return;
-    }
-    let header = format!(
-        "Cost: ${}, {} tokens, {} sessions (dollars as the agents reported them; notional for a subscription login):",
-        dollars(c.total.usd),
-        c.total.tokens,
-        c.total.sessions
-    );
-    out.push_str(&format!("\n{}\n", style.bold(&header)));
-    for i in c.items.iter().filter(|i| i.sessions > 0) {
-        let what = i.chunk.as_deref().map_or("planner".to_string(), t);
-        out.push_str(&format!(
-            "  {what}: ${}, {} tokens, {} session{}\n",
-            dollars(i.usd),
-            i.tokens,
-            i.sessions,
-            if i.sessions == 1 { "" } else { "s" }
-        ));
-    }
-}
-
-/// Plan progress by phase and the last verification of each chunk.
-fn render_progress(out: &mut String, r: &ReviewReport, style: Style) {
-    if !r.progress.is_empty() {
-        out.push_str(&format!("\n{}\n", style.bold("Plan progress:")));
-        for p in &r.progress {
-            let name = p.name.as_deref().map(|n| format!(" ({})", t(n)));
-            out.push_str(&format!(
-                "  {}{}: {}/{}\n",
-                t(&p.phase),
-                name.unwrap_or_default(),
-                p.completed,
-                p.total
-            ));
-        }
-    }
-    if !r.verifications.is_empty() {
-        out.push_str(&format!("\n{}\n", style.bold("Last verifications:")));
-        for v in &r.verifications {
-            let verdict = if v["passed"] == true {
-                style.ok("pass")
-            } else {
-                style.bad("FAIL")
-            };
-            out.push_str(&format!(
-                "  {verdict} {}: {}\n",
-                t(v["chunk"].as_str().unwrap_or("?")),
-                t(v["command"].as_str().unwrap_or("?"))
-            ));
-        }
-    }
 }

@@ -6,7 +6,6 @@
 //! to tell goes to a `progress::ProgressSink`, what it needs answered to an `ask::Asker`, both
 //! passed in by the front end (the terminal's are in `cli::progress` and `cli::ask`).
 
-pub mod ask;
 pub mod integrity;
 pub mod jobs;
 pub mod lifecycle;

@@ -3,7 +3,7 @@
 //! `--auto-continue` continues and anything else is a usage error that names the command for
 //! each choice ([`NeverAsk`]).
 
-use crate::engine::ask::{Asker, ExistingWork, NeverAsk, WorkAnswer, WorkQuestion};
+use crate::engine::run::ask::{Asker, ExistingWork, NeverAsk, WorkAnswer, WorkQuestion};
 use crate::engine::run::{Prepared, RunOptions};
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;

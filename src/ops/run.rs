@@ -4,9 +4,9 @@
 //! interrupted spec for `run --auto-continue` without `--spec`. Progress goes to the sink it is
 //! given; nothing here prints or asks.
 
-pub use crate::engine::ask::{Asker, NeverAsk};
 pub use crate::engine::jobs::JobsOptions;
 pub use crate::engine::progress::{Progress, ProgressSink};
+pub use crate::engine::run::ask::{Asker, NeverAsk};
 pub use crate::engine::run::{RunOptions, RunReport};
 
 use super::{Ctx, Person};

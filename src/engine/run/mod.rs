@@ -9,6 +9,7 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub mod ask;
 mod base;
 mod budget;
 mod chunk;
@@ -28,8 +29,8 @@ mod start;
 
 use crate::agent::{ChildSpec, Ended, Interrupt, Prompts, run_child};
 use crate::config::{Config, parse_agent_command};
-use crate::engine::ask::{Asker, RepinQuestion};
 use crate::engine::progress::Reporter;
+use crate::engine::run::ask::{Asker, RepinQuestion};
 use crate::error::RunnerError;
 use crate::git::{Slot, SlotState, branch_for, dirty_paths, head_commit, slot_holding};
 use crate::plan::{

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::detect::{Candidate, ContinueWith, DETECTION_BOUND, Detection};
-use super::person::Shown;
-use super::{Ctx, Person};
+use super::resume::ResumeAsker;
+use super::{Ctx, Nobody};
 use crate::engine::run::{RunOptions, RunReport};
 use crate::error::RunnerError;
 
@@ -58,6 +58,28 @@ pub struct NewReport {
     pub stopped: Option<anyhow::Error>,
 }
 
+/// The person `runner new` meets: which unfinished spec like the new one to continue, and
+/// what was decided, shown before a run goes on.
+pub trait NewAsker: ResumeAsker {
+    /// Unfinished specs look like the new one: `Some(Some(i))` continues `found[i]`,
+    /// `Some(None)` starts a new spec, `None` when nobody can be asked.
+    fn similar_work(
+        &self,
+        _found: &[Candidate],
+        _now: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<Option<Option<usize>>> {
+        Ok(None)
+    }
+
+    /// The spec was created.
+    fn show_created(&self, _spec: &str) {}
+
+    /// The unfinished spec `spec` is the one to go on with (`identical`: same description).
+    fn show_continuing(&self, _spec: &str, _identical: bool) {}
+}
+
+impl NewAsker for Nobody {}
+
 /// What happens after detection.
 enum Decision {
     Create,
@@ -68,7 +90,7 @@ enum Decision {
     },
 }
 
-pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn Person) -> anyhow::Result<NewReport> {
+pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn NewAsker) -> anyhow::Result<NewReport> {
     // Every refusal before anything is read or written.
     check_description(&opts.description)?;
     if let Some(name) = &opts.name {
@@ -129,10 +151,7 @@ pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn Person) -> anyhow::Result<N
     let run = opts.run;
     let result = match decision {
         Decision::Continue { spec, identical } => {
-            person.show(Shown::Continuing {
-                spec: &spec.spec,
-                identical,
-            });
+            person.show_continuing(&spec.spec, identical);
             report.resumed = Some(spec.spec.clone());
             report.next_command = Some(spec.continue_command.clone());
             run.then(|| continue_spec(ctx, &spec, go, person))
@@ -145,9 +164,7 @@ pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn Person) -> anyhow::Result<N
                 seen_specs,
             };
             let created = create(ws, &request, now)?;
-            person.show(Shown::Created {
-                spec: &created.spec,
-            });
+            person.show_created(&created.spec);
             report.next_command = Some(format!("runner run --spec {}", crate::sh(&created.spec)));
             report.created = Some(created.spec.clone());
             let opts = RunOptions {
@@ -170,7 +187,7 @@ fn decide(
     opts: &NewOptions,
     detection: &Detection,
     now: chrono::DateTime<chrono::Utc>,
-    person: &dyn Person,
+    person: &dyn NewAsker,
 ) -> anyhow::Result<Option<Decision>> {
     let found = &detection.candidates;
     // An identical spec is continued, unless --choice names one of the candidates (the
@@ -220,7 +237,7 @@ fn continue_spec(
     ctx: &Ctx,
     c: &Candidate,
     go: RunOptions,
-    person: &dyn Person,
+    person: &dyn NewAsker,
 ) -> anyhow::Result<RunReport> {
     if c.continue_with == ContinueWith::Resume {
         return Ok(super::resume::resume_spec(ctx, &c.spec, go, person)?.1);

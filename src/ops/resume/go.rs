@@ -8,9 +8,23 @@ use serde::Serialize;
 use super::{Match, ResumeOptions, ResumeSummary, Target, handoff, resolve, summary_of};
 use crate::engine::run::{RunOptions, RunReport};
 use crate::error::RunnerError;
-use crate::ops::person::Shown;
-use crate::ops::{Ctx, Person};
+use crate::ops::{Ctx, Nobody, Person};
 use crate::policy::resolve::Candidate;
+
+/// The person `runner resume` meets: which of several runs, and where the run stood, shown
+/// before it goes on.
+pub trait ResumeAsker: Person {
+    /// Several runs could be resumed: the `choice` number of the one picked, or `None` when
+    /// nobody can be asked (the report then lists them).
+    fn pick_run(&self, _hint: Option<&str>, _matches: &[Match]) -> anyhow::Result<Option<usize>> {
+        Ok(None)
+    }
+
+    /// Where the run being resumed stood, before it continues.
+    fn show_summary(&self, _summary: &ResumeSummary) {}
+}
+
+impl ResumeAsker for Nobody {}
 
 /// Where `runner resume` ended.
 #[derive(Debug, Serialize)]
@@ -33,7 +47,11 @@ pub enum ResumeReport {
 }
 
 /// `runner resume`.
-pub fn resume(ctx: &Ctx, opts: ResumeOptions, person: &dyn Person) -> anyhow::Result<ResumeReport> {
+pub fn resume(
+    ctx: &Ctx,
+    opts: ResumeOptions,
+    person: &dyn ResumeAsker,
+) -> anyhow::Result<ResumeReport> {
     for (flag, value) in [
         ("the hint", &opts.hint),
         ("--run", &opts.run),
@@ -90,7 +108,7 @@ pub fn resume_spec(
     ctx: &Ctx,
     spec: &str,
     run: RunOptions,
-    person: &dyn Person,
+    person: &dyn ResumeAsker,
 ) -> anyhow::Result<(ResumeSummary, RunReport)> {
     let opts = ResumeOptions {
         spec: Some(spec.to_string()),
@@ -116,7 +134,7 @@ fn continue_with(
     ctx: &Ctx,
     target: &Candidate,
     opts: &ResumeOptions,
-    person: &dyn Person,
+    person: &dyn ResumeAsker,
 ) -> anyhow::Result<ResumeReport> {
     let now = ctx.now();
     let mut summary = summary_of(&ctx.ws, target, now)?;
@@ -126,7 +144,7 @@ fn continue_with(
         summary.handoff_document = Some(path.display().to_string());
         written = Some(path);
     }
-    person.show(Shown::Resume(&summary));
+    person.show_summary(&summary);
     if opts.no_run {
         return Ok(ResumeReport::Resumed {
             summary: Box::new(summary),

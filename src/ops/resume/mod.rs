@@ -8,7 +8,7 @@ mod go;
 pub mod handoff;
 pub mod summary;
 
-pub use go::{ResumeReport, ambiguous, match_line, resume, resume_spec};
+pub use go::{ResumeAsker, ResumeReport, ambiguous, match_line, resume, resume_spec};
 pub use summary::ResumeSummary;
 
 use chrono::{DateTime, Utc};
