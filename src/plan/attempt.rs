@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::agent::report::{AgentReport, CostSource, Tokens};
+use super::report::{AgentReport, CostSource, Tokens};
 
 /// One try at a chunk, recorded by runner in the chunk's `attempts` list. Read and written by
 /// hand (not through serde's `flatten`, which loses the exact text of numbers): a record runner

@@ -10,6 +10,7 @@ mod model;
 mod next;
 mod parse;
 mod parse_chunk;
+pub mod report;
 mod reread;
 mod status;
 pub mod summary;

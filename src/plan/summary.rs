@@ -25,7 +25,7 @@ use de::{
     PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
 
-use crate::agent::report::Tokens;
+use super::report::Tokens;
 use crate::policy::budget::Spent;
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
