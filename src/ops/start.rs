@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::{Ctx, Person};
 use crate::error::RunnerError;
 use crate::store::runs;
-use crate::store::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::SpecPaths;
 use crate::store::{LockState, lock};
 
 /// How long `start` waits for the run to take its spec.
@@ -25,6 +26,8 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// How the run goes (the flags `runner run` takes).
 #[derive(Debug, Clone, Default)]
 pub struct StartOptions {
+    /// The spec (fuzzy, as everywhere); none: the slot's, or the only one.
+    pub spec: Option<String>,
     /// runner's own program (`std::env::current_exe`).
     pub program: PathBuf,
     pub agent_command: Option<String>,
@@ -50,13 +53,17 @@ pub struct StartReport {
     pub state: String,
 }
 
-/// Start the run of `paths` in the background (see the module comment). A spec a runner holds
-/// is refused (exit 4), as is a run that stops at once (its error, with its exit code).
-pub fn start(
-    ws: &Workspace,
-    paths: &SpecPaths,
-    opts: &StartOptions,
-) -> anyhow::Result<StartReport> {
+/// Start the run of the spec `opts` names in the background (see the module comment). A spec a
+/// runner holds is refused (exit 4), as is a run that stops at once (its error, with its exit
+/// code).
+pub fn start(ctx: &Ctx, opts: StartOptions, person: &dyn Person) -> anyhow::Result<StartReport> {
+    if let Some(slot) = &opts.slot {
+        crate::store::spec::check_name(slot)
+            .map_err(|e| RunnerError::bad_input(format!("slot: {e}")))?;
+    }
+    let name = ctx.spec_name(opts.spec.as_deref(), person)?;
+    let paths = &ctx.ws.spec(&name)?;
+    let opts = &opts;
     refuse_if_held(paths)?;
     let run_id = crate::store::ids::run_id();
     let dir = crate::store::safe::create_real_dirs(&paths.dir, &[runs::RUNS_DIR])?;
@@ -77,7 +84,7 @@ pub fn start(
     ])
     .args(["--run-id", &run_id])
     .args(flags(opts))
-    .current_dir(&ws.root)
+    .current_dir(&ctx.ws.root)
     .stdin(std::process::Stdio::null())
     .stdout(log.try_clone()?)
     .stderr(log);

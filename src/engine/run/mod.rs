@@ -74,7 +74,7 @@ pub struct RunOptions {
 }
 
 /// What a finished run reports (`--json`; read back by `run --jobs` from each spec's run).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub spec: String,
     pub outcome: crate::policy::outcome::RunOutcome,
