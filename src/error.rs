@@ -200,7 +200,7 @@ pub fn exit_code_of(err: &anyhow::Error) -> i32 {
 
 /// An error as the user meets it: rendered as text on stderr, or as `{"schema":1,"error":…}`
 /// with `--json` (docs/json.md).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ErrorReport {
     /// The exit code (docs/commands.md, "Exit codes").
     pub code: i32,

@@ -37,6 +37,9 @@ pub struct RunArgs {
     /// (`--jobs`).
     #[arg(long, hide = true)]
     pub progress_events: bool,
+    /// The run id to take (with --spec; for the MCP server's start_run, which chooses it).
+    #[arg(long, hide = true, value_name = "ID", requires = "spec")]
+    pub run_id: Option<String>,
 }
 
 /// How a run goes on: the flags `runner resume` shares with `runner run`.
@@ -132,6 +135,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         auto_continue: args.auto_continue,
         base_branch: args.base_branch,
         yes: args.yes,
+        run_id: args.run_id,
         ..RunOptions::default()
     });
     let progress: Rc<dyn runner::ops::run::ProgressSink> = if args.progress_events {

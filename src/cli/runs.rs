@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use runner::ops::runs::{RunInfo, ShowReport, details, kind_word, list};
+use runner::ops::runs::{
+    RunDetailsView, RunView, RunsView, ShowReport, details, kind_word, list, state_word,
+};
 use runner::policy::runs::RunState;
 use runner::store::Workspace;
 
@@ -41,8 +43,10 @@ pub fn runs_cmd(cwd: &Path, args: RunsArgs) -> anyhow::Result<i32> {
         found.retain(|r| r.state == RunState::Stale);
     }
     if args.json {
-        let runs: Vec<Value> = found.iter().map(run_json).collect();
-        super::print_json(&json!({ "runs": runs }))?;
+        let runs = RunsView {
+            runs: found.iter().map(RunView::of).collect(),
+        };
+        super::print_json(&serde_json::to_value(&runs)?)?;
         return Ok(0);
     }
     if found.is_empty() {
@@ -97,42 +101,11 @@ pub fn show_cmd(cwd: &Path, args: ShowArgs) -> anyhow::Result<i32> {
         runner::output::warn(w);
     }
     if args.json {
-        super::print_json(&details_json(&d))?;
+        super::print_json(&serde_json::to_value(RunDetailsView::of(&d))?)?;
         return Ok(0);
     }
     print!("{}", render(&d));
     Ok(0)
-}
-
-/// One run as `runs --json` lists it (and `show --json` starts with).
-pub(crate) fn run_json(r: &RunInfo) -> Value {
-    let rec = &r.record;
-    json!({
-        "run_id": rec.run_id,
-        "shown": r.shown,
-        "spec": rec.spec,
-        "kind": rec.kind,
-        "state": r.state,
-        "started": rec.started,
-        "ended": rec.ended,
-        "outcome": rec.outcome,
-        "heartbeat": rec.heartbeat,
-        "heartbeat_age_secs": r.heartbeat_age_secs,
-        "chunk": rec.chunk,
-        "agent": rec.agent,
-        "resumed_from": rec.resumed_from,
-        "host": rec.host,
-        "pid": rec.pid,
-        "slot": rec.slot,
-    })
-}
-
-pub(crate) fn details_json(d: &ShowReport) -> Value {
-    let mut v = run_json(&d.info);
-    v["branch"] = json!(d.branch);
-    v["checkpoint"] = json!(d.checkpoint);
-    v["events"] = json!(d.events);
-    v
 }
 
 /// `runner show`'s text.
@@ -224,14 +197,6 @@ fn event_line(e: &Value) -> String {
         line = line.chars().take(159).collect::<String>() + "…";
     }
     t(line.trim_end())
-}
-
-fn state_word(s: RunState) -> &'static str {
-    match s {
-        RunState::Active => "active",
-        RunState::Stale => "stale",
-        RunState::Ended => "ended",
-    }
 }
 
 /// `12s ago`, `5m ago`, `3h ago`, `2d ago`.

@@ -255,7 +255,7 @@ fn save_paths(
     Ok(name)
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FileChange {
     pub path: String,
     /// added, modified, deleted, renamed, …

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{MainRepo, branch_for, slot_holding};
 
 /// The files and commits of a spec's work.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WorkStatus {
     pub branch: String,
     pub branch_exists: bool,

@@ -8,7 +8,7 @@ use rmcp::{Json, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Server, answer, with_spec};
+use super::{Server, ToolError, answer, with_spec};
 use runner::engine::report::Mark;
 use runner::ops::chunk::{ChunkView, locate_spec, mark, show};
 use runner::ops::status::{StatusOptions, StatusReport, status};
@@ -65,12 +65,13 @@ pub struct ChunkReport {
 #[tool_router(router = chunk_tools, vis = "pub(super)")]
 impl Server {
     #[tool(
-        description = "Every spec (or one): its status, progress, branch, worktree, current and next chunk, who runs it, what it cost; and the worktree slots. What `runner status --json` prints."
+        description = "Every spec (or one): its status, progress, branch, worktree, current and next chunk, who runs it, what it cost; and the worktree slots. What `runner status --json` prints.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(
         &self,
         Parameters(input): Parameters<StatusInput>,
-    ) -> Result<Json<StatusReport>, String> {
+    ) -> Result<Json<StatusReport>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
             let ctx =
@@ -81,12 +82,13 @@ impl Server {
     }
 
     #[tool(
-        description = "One chunk of the plan (default: this session's, else the one in progress, else the next) with the plan's progress. What `runner chunk show --json` prints."
+        description = "One chunk of the plan (default: this session's, else the one in progress, else the next) with the plan's progress. What `runner chunk show --json` prints.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn chunk_show(
         &self,
         Parameters(input): Parameters<ChunkShowInput>,
-    ) -> Result<Json<ChunkView>, String> {
+    ) -> Result<Json<ChunkView>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
             let (_, paths) = locate_spec(&cwd, input.spec.as_deref(), &with_spec("chunk_show"))?;
@@ -96,12 +98,18 @@ impl Server {
     }
 
     #[tool(
-        description = "Report your chunk done: runner verifies and commits it when the session ends. The same rules as `runner chunk done`: a session may report only its own chunk."
+        description = "Report your chunk done: runner verifies and commits it when the session ends. The same rules as `runner chunk done`: a session may report only its own chunk.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn chunk_done(
         &self,
         Parameters(input): Parameters<ChunkDoneInput>,
-    ) -> Result<Json<ChunkReport>, String> {
+    ) -> Result<Json<ChunkReport>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
             report(
@@ -116,12 +124,18 @@ impl Server {
     }
 
     #[tool(
-        description = "Report that your chunk could not be done, and why. The same rules as `runner chunk fail`: a session may report only its own chunk."
+        description = "Report that your chunk could not be done, and why. The same rules as `runner chunk fail`: a session may report only its own chunk.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn chunk_fail(
         &self,
         Parameters(input): Parameters<ChunkFailInput>,
-    ) -> Result<Json<ChunkReport>, String> {
+    ) -> Result<Json<ChunkReport>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
             report(

@@ -21,7 +21,7 @@ pub struct RecoverOptions {
     pub retry_failed: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RecoverReport {
     pub dry_run: bool,
     /// Repairs of worktree slots (not tied to one spec).

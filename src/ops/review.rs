@@ -10,7 +10,7 @@ use crate::git::{Oid, branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;
 use crate::store::workspace::{SpecPaths, Workspace};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ReviewReport {
     pub spec: String,
     pub branch: String,
@@ -36,7 +36,7 @@ pub struct ReviewReport {
     pub tip: Oid,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PhaseProgress {
     pub phase: String,
     pub name: Option<String>,
@@ -46,14 +46,14 @@ pub struct PhaseProgress {
 
 /// What the spec's sessions cost: dollars as the agents reported them (notional for a
 /// subscription login) or runner computed, tokens, sessions.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Cost {
     pub total: CostLine,
     /// The planner first (`chunk` null), then each chunk with attempt records, in plan order.
     pub items: Vec<CostLine>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CostLine {
     pub chunk: Option<String>,
     pub usd: f64,
@@ -83,7 +83,7 @@ fn cost(paths: &SpecPaths, plan: Option<&crate::plan::Plan>) -> Cost {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MergeCheck {
     pub clean: bool,
     pub conflicts: Vec<String>,

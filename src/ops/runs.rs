@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -55,6 +56,121 @@ pub struct ShowReport {
     pub events: Vec<Value>,
     /// Records that could not be read on the way (each names its file).
     pub warnings: Vec<String>,
+}
+
+/// One run as `runner runs --json` lists it and the MCP server's `list_runs` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunView {
+    pub run_id: String,
+    /// The shortest prefix that names the run (8 or more characters).
+    pub shown: String,
+    pub spec: String,
+    /// run, recover, merge, discard or undo.
+    pub kind: String,
+    /// active, stale or ended.
+    pub state: String,
+    pub started: DateTime<Utc>,
+    /// When it ended; null while it has not.
+    pub ended: Option<DateTime<Utc>>,
+    /// How it ended (complete, failed, interrupted, merged …); null while it has not.
+    pub outcome: Option<String>,
+    pub heartbeat: DateTime<Utc>,
+    /// Seconds since its last heartbeat.
+    pub heartbeat_age_secs: i64,
+    /// The chunk it was working on.
+    pub chunk: Option<String>,
+    /// The agent preset or command.
+    pub agent: Option<String>,
+    /// The run it resumed.
+    pub resumed_from: Option<String>,
+    pub host: String,
+    pub pid: u32,
+    /// The worktree slot it ran in (null: the default one).
+    pub slot: Option<String>,
+}
+
+impl RunView {
+    pub fn of(r: &RunInfo) -> RunView {
+        let rec = &r.record;
+        RunView {
+            run_id: rec.run_id.clone(),
+            shown: r.shown.clone(),
+            spec: rec.spec.clone(),
+            kind: kind_word(rec).to_string(),
+            state: state_word(r.state).to_string(),
+            started: rec.started,
+            ended: rec.ended,
+            outcome: rec.outcome.clone(),
+            heartbeat: rec.heartbeat,
+            heartbeat_age_secs: r.heartbeat_age_secs,
+            chunk: rec.chunk.clone(),
+            agent: rec.agent.clone(),
+            resumed_from: rec.resumed_from.clone(),
+            host: rec.host.clone(),
+            pid: rec.pid,
+            slot: rec.slot.clone(),
+        }
+    }
+}
+
+/// The runs as `runner runs --json` prints them (after `schema`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunsView {
+    pub runs: Vec<RunView>,
+}
+
+/// One run in detail as `runner show --json` prints it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunDetailsView {
+    #[serde(flatten)]
+    pub run: RunView,
+    /// `auto-claude/<spec>`.
+    pub branch: String,
+    /// The spec's checkpoint when this run or a later one wrote it.
+    pub checkpoint: Option<CheckpointView>,
+    /// The run's last journal lines, newest first.
+    pub events: Vec<Value>,
+}
+
+/// The spec's checkpoint as `runner show --json` tells of it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CheckpointView {
+    pub id: String,
+    pub time: DateTime<Utc>,
+    /// What made runner write it.
+    pub trigger: String,
+    /// The run that wrote it (this one, or a later run of the spec).
+    pub run_id: String,
+    pub by_this_run: bool,
+}
+
+impl RunDetailsView {
+    pub fn of(d: &ShowReport) -> RunDetailsView {
+        RunDetailsView {
+            run: RunView::of(&d.info),
+            branch: d.branch.clone(),
+            checkpoint: d.checkpoint.as_ref().map(|c| CheckpointView {
+                id: c.id.clone(),
+                time: c.time,
+                trigger: serde_json::to_value(c.trigger)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                run_id: c.run_id.clone(),
+                by_this_run: c.by_this_run,
+            }),
+            events: d.events.clone(),
+        }
+    }
+}
+
+/// A run's state in a word.
+pub fn state_word(s: RunState) -> &'static str {
+    match s {
+        RunState::Active => "active",
+        RunState::Stale => "stale",
+        RunState::Ended => "ended",
+    }
 }
 
 /// The runs of every spec (or of the spec `spec` names, resolved as `--spec` is everywhere),

@@ -10,24 +10,33 @@ pub enum Resolution {
     Many(Vec<String>),
 }
 
-/// Exact name, else the unique folder starting with `X-`, else a unique substring.
+/// Exact name, else the unique folder starting with `X-`, else a unique substring; else, as a
+/// person or a model writes a name loosely (`sign_many`, `Sign Many` for
+/// `007-add-a-sign-many-helper`), the query in lower case with `_`, spaces and dots read as
+/// `-`, as a substring, else all its words in the name.
 pub fn resolve_among(names: &[String], query: &str) -> Resolution {
     if names.iter().any(|n| n == query) {
         return Resolution::One(query.to_string());
     }
     let prefix = format!("{query}-");
-    for matches in [
-        names
-            .iter()
-            .filter(|n| n.starts_with(&prefix))
-            .cloned()
-            .collect::<Vec<_>>(),
-        names
-            .iter()
-            .filter(|n| n.contains(query))
-            .cloned()
-            .collect(),
-    ] {
+    let loose: String = query
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if matches!(c, '_' | ' ' | '.') { '-' } else { c })
+        .collect();
+    let words: Vec<&str> = loose.split('-').filter(|w| !w.is_empty()).collect();
+    let steps: [&dyn Fn(&str) -> bool; 4] = [
+        &|n| n.starts_with(&prefix),
+        &|n| n.contains(query),
+        &|n| !loose.is_empty() && n.to_lowercase().contains(&loose),
+        &|n| {
+            let lower = n.to_lowercase();
+            !words.is_empty() && words.iter().all(|w| lower.contains(w))
+        },
+    ];
+    for step in steps {
+        let matches: Vec<String> = names.iter().filter(|n| step(n)).cloned().collect();
         match matches.len() {
             0 => continue,
             1 => return Resolution::One(matches.into_iter().next().unwrap_or_default()),
@@ -121,6 +130,22 @@ mod tests {
         assert_eq!(resolve_among(&n, "zzz"), Resolution::None);
         // "00" is no exact name and no folder starts with "00-": substring matches all three.
         assert!(matches!(resolve_among(&n, "00"), Resolution::Many(m) if m.len() == 2));
+    }
+
+    #[test]
+    fn a_loosely_written_name_finds_the_spec_when_nothing_closer_does() {
+        let n = names(&["007-add-a-sign-many-helper", "008-sign-one", "009-login"]);
+        let one = |q: &str| resolve_among(&n, q);
+        assert_eq!(one("sign_many"), Resolution::One(n[0].clone()));
+        assert_eq!(one("Sign Many"), Resolution::One(n[0].clone()));
+        assert_eq!(one("many_sign"), Resolution::One(n[0].clone()));
+        assert_eq!(one("helper_add"), Resolution::One(n[0].clone()));
+        // A closer reading wins: `sign` is a substring of two, so both are listed.
+        assert_eq!(
+            one("sign"),
+            Resolution::Many(vec![n[0].clone(), n[1].clone()])
+        );
+        assert_eq!(one("logout_x"), Resolution::None);
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub const FILE_NAME: &str = "checkpoint.json";
 const MAX_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Why the checkpoint was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     RunStart,
@@ -42,7 +42,7 @@ pub struct ChunkState {
     pub commit: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LastVerification {
     pub chunk: String,
     pub passed: bool,

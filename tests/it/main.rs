@@ -26,6 +26,7 @@ mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
 mod mcp;
+mod mcp_tools;
 mod new;
 mod output;
 mod plan_compat;

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, ()>;
 
 /// A spec whose run was killed after its second coder session: core-a is committed, core-b is
 /// in progress (its session reported done, nothing verified yet), polish is pending. Returns
 /// the repository and the session id of core-b's attempt.
-fn interrupted_spec(spec: &str) -> (TestRepo, String) {
+pub fn interrupted_spec(spec: &str) -> (TestRepo, String) {
     let repo = TestRepo::new();
     repo.add_spec(spec);
     run_killed_at(&repo, spec, "after_coder_session@2");
@@ -35,7 +35,7 @@ fn interrupted_spec(spec: &str) -> (TestRepo, String) {
 
 /// `runner mcp` started by the rmcp client in the repository, with `env` (the variables an agent
 /// session hands its tools) and none of the test process's own RUNNER_* variables.
-async fn start(repo: &TestRepo, env: &[(&str, &str)]) -> Client {
+pub async fn start(repo: &TestRepo, env: &[(&str, &str)]) -> Client {
     let mut cmd = tokio::process::Command::new(RUNNER);
     cmd.arg("mcp")
         .current_dir(&repo.root)
@@ -53,7 +53,7 @@ async fn start(repo: &TestRepo, env: &[(&str, &str)]) -> Client {
     ().serve(transport).await.expect("initializing the session")
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
+pub async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
     let args = args.as_object().expect("arguments are an object").clone();
     client
         .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
@@ -63,7 +63,7 @@ async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult
 
 /// A successful call's structured output (the same JSON as its text content).
 #[track_caller]
-fn ok(result: Result<CallToolResult, String>) -> Value {
+pub fn ok(result: Result<CallToolResult, String>) -> Value {
     let result = result.expect("the call is answered");
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let structured = result
@@ -81,7 +81,7 @@ fn ok(result: Result<CallToolResult, String>) -> Value {
 
 /// A refused call: a tool result marked isError, with runner's message as its text.
 #[track_caller]
-fn refused(result: Result<CallToolResult, String>) -> String {
+pub fn refused(result: Result<CallToolResult, String>) -> String {
     let result = result.expect("a refusal is a tool result, not a protocol error");
     assert_eq!(result.is_error, Some(true), "{result:?}");
     result.content[0]
@@ -127,7 +127,7 @@ fn conforms(tools: &[rmcp::model::Tool], tool: &str, value: &Value) {
     }
 }
 
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+pub fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -161,10 +161,18 @@ fn every_tool_answers_with_structured_output_and_refuses_as_runner_chunk_does() 
                 "chunk_done",
                 "chunk_fail",
                 "chunk_show",
-                "get_run_details",
-                "list_stale_runs",
-                "resume_run",
-                "status"
+                "create_spec",
+                "discard_spec",
+                "list_runs",
+                "merge_spec",
+                "recover",
+                "review_spec",
+                "show_plan",
+                "show_run",
+                "start_run",
+                "status",
+                "summarize_interrupted_run",
+                "undo_last",
             ]
         );
         for tool in &tools {
@@ -360,9 +368,9 @@ fn the_run_tools_answer_as_runs_show_and_resume_do_and_start_nothing() {
         let client = start(&repo, &[]).await;
         let tools = client.list_all_tools().await.unwrap();
 
-        // list_stale_runs: both killed runs, as `runner runs --stale --json` lists them.
-        let stale = ok(call(&client, "list_stale_runs", json!({})).await);
-        conforms(&tools, "list_stale_runs", &stale);
+        // list_runs: both killed runs, as `runner runs --stale --json` lists them.
+        let stale = ok(call(&client, "list_runs", json!({"stale": true})).await);
+        conforms(&tools, "list_runs", &stale);
         let runs = stale["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{stale}");
         for run in runs {
@@ -373,28 +381,30 @@ fn the_run_tools_answer_as_runs_show_and_resume_do_and_start_nothing() {
             cli_json(&repo, &["runs", "--stale", "--json"])
         );
 
-        // get_run_details: `runner show RUN --json`, by a prefix.
+        // show_run: `runner show RUN --json`, by a prefix.
         let run_a = runs.iter().find(|r| r["spec"] == "001-mcp-a").unwrap();
         let id = run_a["run_id"].as_str().unwrap();
-        let details = ok(call(&client, "get_run_details", json!({"run_id": &id[..6]})).await);
-        conforms(&tools, "get_run_details", &details);
+        let details = ok(call(&client, "show_run", json!({"run_id": &id[..6]})).await);
+        conforms(&tools, "show_run", &details);
         assert_eq!(details["run_id"], id);
         assert_eq!(details["branch"], "auto-claude/001-mcp-a");
         assert_eq!(
             without_ages(details.clone()),
             cli_json(&repo, &["show", id, "--json"])
         );
-        let unknown = refused(call(&client, "get_run_details", json!({"run_id": "rzzzz"})).await);
+        let unknown = refused(call(&client, "show_run", json!({"run_id": "rzzzz"})).await);
         assert!(
             unknown.contains("No run found matching 'rzzzz'"),
             "{unknown}"
         );
-        let bad = refused(call(&client, "get_run_details", json!({})).await);
+        let bad = refused(call(&client, "show_run", json!({})).await);
         assert!(bad.contains("failed to deserialize parameters"), "{bad}");
 
-        // resume_run: the summary of the run the hint names, as `runner resume --no-run --json`.
-        let summary = ok(call(&client, "resume_run", json!({"hint": "001"})).await);
-        conforms(&tools, "resume_run", &summary);
+        // summarize_interrupted_run: the summary of the run the hint names, as `runner resume
+        // --no-run --json`.
+        let answer = ok(call(&client, "summarize_interrupted_run", json!({"hint": "001"})).await);
+        conforms(&tools, "summarize_interrupted_run", &answer);
+        let summary = answer["summary"].clone();
         assert_eq!(summary["success"], true);
         assert_eq!(summary["run_id"], id);
         assert_eq!(summary["spec"], "001-mcp-a");
@@ -411,28 +421,56 @@ fn the_run_tools_answer_as_runs_show_and_resume_do_and_start_nothing() {
             assert_eq!(summary[key], cli[key], "{key}");
         }
         // A hint that matches both: the list to choose from, then the choice.
-        let both = ok(call(&client, "resume_run", json!({"hint": "mcp"})).await);
-        conforms(&tools, "resume_run", &both);
-        assert_eq!(both["success"], false, "{both}");
+        let both = ok(call(&client, "summarize_interrupted_run", json!({"hint": "mcp"})).await);
+        conforms(&tools, "summarize_interrupted_run", &both);
+        assert_eq!(both["summary"], Value::Null, "{both}");
         assert_eq!(both["user_hint"], "mcp");
         let matches = both["matches"].as_array().unwrap();
         assert_eq!(matches.len(), 2);
         let second = &matches[1];
         let picked = ok(call(
             &client,
-            "resume_run",
+            "summarize_interrupted_run",
             json!({"hint": "mcp", "choice": second["choice"]}),
         )
         .await);
-        assert_eq!(picked["success"], true);
-        assert_eq!(picked["spec"], second["spec"]);
-        let none = refused(call(&client, "resume_run", json!({"hint": "zzz-nothing"})).await);
+        assert_eq!(picked["summary"]["success"], true);
+        assert_eq!(picked["summary"]["spec"], second["spec"]);
+        // The choice as a string of digits, as a model may write it.
+        let by_text = ok(call(
+            &client,
+            "summarize_interrupted_run",
+            json!({"hint": "mcp", "choice": second["choice"].to_string()}),
+        )
+        .await);
+        assert_eq!(by_text["summary"]["spec"], second["spec"]);
+        let none = refused(
+            call(
+                &client,
+                "summarize_interrupted_run",
+                json!({"hint": "zzz-nothing"}),
+            )
+            .await,
+        );
         assert!(
             none.contains("No run found matching 'zzz-nothing'"),
             "{none}"
         );
-        let bad = refused(call(&client, "resume_run", json!({"choice": -1})).await);
-        assert!(bad.contains("failed to deserialize parameters"), "{bad}");
+        for choice in [json!(-1), json!("one")] {
+            let bad = refused(
+                call(
+                    &client,
+                    "summarize_interrupted_run",
+                    json!({ "choice": choice }),
+                )
+                .await,
+            );
+            assert!(
+                bad.contains("expected a whole number of 0 or more"),
+                "{bad}"
+            );
+            assert!(!bad.contains("usize"), "{bad}");
+        }
         client.cancel().await.unwrap();
     });
     // Nothing was started or written: no new run record, the plans as the runs left them.
@@ -488,7 +526,7 @@ fn the_server_skips_garbage_prints_only_protocol_and_ends_with_stdin() {
         .collect();
     assert_eq!(rest.len(), 2, "{rest:?}");
     assert_eq!(rest[0]["id"], 2);
-    assert_eq!(rest[0]["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(rest[0]["result"]["tools"].as_array().unwrap().len(), 15);
     assert_eq!(rest[1]["id"], 3);
     assert_eq!(rest[1]["result"]["isError"], true, "{}", rest[1]);
     let status = child.wait().unwrap();
@@ -580,5 +618,12 @@ fn the_claude_preset_hands_each_session_runners_mcp_server() {
     // Off by default: no MCP flags.
     let plain = FakeCli::new("claude", "");
     assert_exit(&plain.run(&[]), 0);
-    assert!(!plain.argv_log().iter().flatten().any(|a| a.contains("mcp")));
+    // (Not any word with `mcp` in it: runner's own path, in the tools rule, may have one.)
+    assert!(
+        !plain
+            .argv_log()
+            .iter()
+            .flatten()
+            .any(|a| a.contains("--mcp-config") || a.contains("mcp__runner"))
+    );
 }

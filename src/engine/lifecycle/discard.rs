@@ -14,7 +14,7 @@ use crate::policy::transition::{self, ChunkEvent, IllegalTransition, StatusChang
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct DiscardReport {
     pub spec: String,
     pub backup: String,

@@ -19,7 +19,7 @@ use crate::plan::{Plan, Status};
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MergeMode {
     #[default]
@@ -47,7 +47,7 @@ impl MergeMode {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MergeReport {
     pub spec: String,
     pub target: String,

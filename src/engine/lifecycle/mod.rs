@@ -41,7 +41,7 @@ pub fn base_branch(ws: &Workspace, plan: Option<&Plan>) -> anyhow::Result<String
 
 /// A commit as every command lists it (`review`, `merge`): its id, subject, and the chunk it
 /// belongs to, if any.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CommitLine {
     pub commit: String,
     pub summary: String,

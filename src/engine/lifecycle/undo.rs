@@ -15,7 +15,7 @@ use crate::plan::parse_plan;
 use crate::store::Journal;
 use crate::store::workspace::{SpecPaths, Workspace};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct UndoReport {
     pub spec: String,
     pub kind: String,

@@ -51,7 +51,7 @@ pub struct RecoverySettings {
 }
 
 /// One thing recovery found and did (or, in a dry run, would do).
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default, schemars::JsonSchema)]
 pub struct Action {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,7 +67,7 @@ pub struct Action {
 
 /// What recovery will decide for a chunk whose verification a dry run did not run (a check may
 /// change files, and a dry run changes nothing).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct IfVerification {
     pub passes: Decision,
     pub fails: Decision,
@@ -99,7 +99,7 @@ impl Action {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, schemars::JsonSchema)]
 pub struct SpecRecovery {
     pub spec: String,
     pub outcome: crate::policy::outcome::RecoveryOutcome,

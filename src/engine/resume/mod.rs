@@ -21,7 +21,7 @@ use crate::store::checkpoint::{ChunkState, LastVerification, Trigger};
 pub use reconstruct::reconstruct;
 
 /// Which source the chunk statuses were rebuilt from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     Checkpoint,

@@ -68,10 +68,14 @@ pub struct RunOptions {
     pub wait: bool,
     /// The run this one continues (`runner resume`): kept in its run record.
     pub resumed_from: Option<String>,
+    /// The id this run takes (`--run-id`, hidden: chosen by whoever started it in the
+    /// background, `ops::start`), instead of a new one. Must have the form of a run id and be
+    /// unused for the spec.
+    pub run_id: Option<String>,
 }
 
 /// What a finished run reports (`--json`; read back by `run --jobs` from each spec's run).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub spec: String,
     pub outcome: crate::policy::outcome::RunOutcome,

@@ -219,11 +219,20 @@ fn take_locks(
     reporter: &Reporter,
 ) -> anyhow::Result<Locks> {
     let spec_name = &paths.name;
-    let run_id = crate::store::ids::run_id();
+    let run_id = match &opts.run_id {
+        Some(id) => given_run_id(paths, id)?,
+        None => crate::store::ids::run_id(),
+    };
     let holder = new_holder(&run_id, Some(spec_name));
     let spec = guard::take(&paths.run_lock, &holder, Patience::Moment, || {
         format!("spec {spec_name} is being run by another runner")
     })?;
+    if opts.run_id.is_some() && crate::store::runs::path(&paths.dir, &run_id).exists() {
+        return Err(RunnerError::bad_input(format!(
+            "--run-id {run_id}: spec {spec_name} already has a run of that id"
+        ))
+        .into());
+    }
     if let Some(done) = crate::engine::lifecycle::intent::finish_interrupted(
         ws,
         paths,
@@ -251,6 +260,18 @@ fn take_locks(
         slot,
         slot_lock,
     })
+}
+
+/// `--run-id`: a run id (`r` and 12 lowercase hex digits), else bad input.
+fn given_run_id(paths: &SpecPaths, id: &str) -> anyhow::Result<String> {
+    if !crate::store::ids::is_run_id(id) {
+        return Err(RunnerError::bad_input(format!(
+            "--run-id {id:?} is not a run id (r and 12 lowercase hex digits); spec {} was not run",
+            paths.name
+        ))
+        .into());
+    }
+    Ok(id.to_string())
 }
 
 /// May the recovery evaluator (an agent session) start: budget left, and no usage limit's

@@ -36,7 +36,7 @@ pub struct NewOptions {
 }
 
 /// Where `runner new` ended (`--json`: `{"schema":1,"created","resumed","candidates",…}`).
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct NewReport {
     pub created: Option<String>,
     pub resumed: Option<String>,

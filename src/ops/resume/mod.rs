@@ -40,7 +40,7 @@ pub struct ResumeOptions {
 }
 
 /// One of several matches: what the disambiguation list shows, and the command that picks it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Match {
     /// Its number for `--choice`.
     pub choice: usize,
@@ -86,7 +86,36 @@ impl ResumeOptions {
     }
 }
 
-/// What `runner resume` (and the MCP server's `resume_run`) answers without starting anything.
+/// [`ResumeOutcome`] as one object (the MCP server's `summarize_interrupted_run`): the summary,
+/// or the matches to choose from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SummaryReport {
+    /// Where the run stands and what to do next; null when the hint matched several.
+    pub summary: Option<Box<ResumeSummary>>,
+    /// The runs the hint matched, when it matched several: call again with `choice`.
+    pub matches: Vec<Match>,
+    /// The hint that matched several.
+    pub user_hint: Option<String>,
+}
+
+impl From<ResumeOutcome> for SummaryReport {
+    fn from(outcome: ResumeOutcome) -> SummaryReport {
+        match outcome {
+            ResumeOutcome::Summary(summary) => SummaryReport {
+                summary: Some(summary),
+                matches: Vec::new(),
+                user_hint: None,
+            },
+            ResumeOutcome::Ambiguous { matches, user_hint } => SummaryReport {
+                summary: None,
+                matches,
+                user_hint,
+            },
+        }
+    }
+}
+
+/// What `runner resume` (and the MCP server's `summarize_interrupted_run`) answers without starting anything.
 #[derive(Debug, Clone)]
 pub enum ResumeOutcome {
     Summary(Box<ResumeSummary>),

@@ -22,7 +22,7 @@ pub const LOW_CONFIDENCE_WARNING: &str = "Low confidence recovery. Verify manual
 const RECENT: usize = 8;
 
 /// The issue's JSON object (`schema` is added in front when printed).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ResumeSummary {
     pub success: bool,
     /// The run being resumed (null for a spec with no run record); the new run's id is
@@ -39,7 +39,7 @@ pub struct ResumeSummary {
     pub handoff_document: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub current_chunk: Option<CurrentChunk>,
     pub progress: Progress,
@@ -50,7 +50,7 @@ pub struct Summary {
     pub next_steps: Vec<NextStep>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CurrentChunk {
     pub id: String,
     pub description: String,
@@ -59,7 +59,7 @@ pub struct CurrentChunk {
     pub attempts: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Progress {
     pub done: usize,
     pub total: usize,
@@ -68,7 +68,7 @@ pub struct Progress {
     pub cost_usd: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PhaseProgress {
     pub phase: String,
     pub done: usize,
@@ -76,7 +76,7 @@ pub struct PhaseProgress {
 }
 
 /// Where the state was rebuilt from, and the checkpoint's identity and age when it was one.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CheckpointSummary {
     #[serde(rename = "type")]
     pub source: Source,
@@ -87,7 +87,7 @@ pub struct CheckpointSummary {
 }
 
 /// One thing to do next: what, and the exact command (null when it is not a command).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NextStep {
     pub text: String,
     pub command: Option<String>,
