@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Subcommand;
 
 use runner::engine::report::Mark;
-use runner::ops::chunk::{locate_spec, mark, show};
+use runner::ops::chunk::{ChunkShowOptions, MarkOptions, mark_chunk, show_chunk};
 
 #[derive(Debug, Subcommand)]
 pub enum ChunkCommand {
@@ -49,30 +49,38 @@ impl ChunkCommand {
 }
 
 pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
-    let (message, spec, id, json) = match cmd {
+    let ctx = super::open(cwd)?;
+    let (opts, json) = match cmd {
         ChunkCommand::Done {
             id,
             notes,
             spec,
             json,
-        } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            let message = mark(&paths, &id, Mark::Done, notes.as_deref())?;
-            (message, paths.name, id, json)
-        }
+        } => (
+            MarkOptions {
+                spec,
+                id,
+                mark: Mark::Done,
+                text: notes,
+            },
+            json,
+        ),
         ChunkCommand::Fail {
             id,
             reason,
             spec,
             json,
-        } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            let message = mark(&paths, &id, Mark::Fail, Some(&reason))?;
-            (message, paths.name, id, json)
-        }
+        } => (
+            MarkOptions {
+                spec,
+                id,
+                mark: Mark::Fail,
+                text: Some(reason),
+            },
+            json,
+        ),
         ChunkCommand::Show { id, spec, json } => {
-            let (_, paths) = locate_spec(cwd, spec.as_deref(), &super::pick::typed_with_spec)?;
-            let value = serde_json::to_value(show(&paths, id.as_deref())?)?;
+            let value = serde_json::to_value(show_chunk(&ctx, ChunkShowOptions { spec, id })?)?;
             if json {
                 super::print_json(&value)?;
             } else {
@@ -85,12 +93,11 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             return Ok(0);
         }
     };
+    let report = mark_chunk(&ctx, opts)?;
     if json {
-        super::print_json(
-            &serde_json::json!({"ok": true, "spec": spec, "chunk": id, "message": message}),
-        )?;
+        super::print_json(&serde_json::to_value(&report)?)?;
     } else {
-        println!("{}", runner::text::for_terminal(&message));
+        println!("{}", runner::text::for_terminal(&report.message));
     }
     Ok(0)
 }

@@ -7,10 +7,9 @@ use clap::Args;
 use serde_json::Value;
 
 use runner::ops::runs::{
-    RunDetailsView, RunView, RunsView, ShowReport, details, kind_word, list, state_word,
+    RunDetailsView, RunView, RunsOptions, RunsView, ShowOptions, ShowReport, kind_word, runs, show,
+    state_word,
 };
-use runner::policy::runs::RunState;
-use runner::store::Workspace;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -35,13 +34,12 @@ pub struct ShowArgs {
 }
 
 pub fn runs_cmd(cwd: &Path, args: RunsArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let stale_after = ws.config()?.resume.stale_after();
-    let now = chrono::Utc::now();
-    let mut found = list(&ws, args.spec.as_deref(), now, stale_after)?;
-    if args.stale {
-        found.retain(|r| r.state == RunState::Stale);
-    }
+    let ctx = super::open(cwd)?;
+    let opts = RunsOptions {
+        spec: args.spec,
+        stale: args.stale,
+    };
+    let found = runs(&ctx, opts)?;
     if args.json {
         let runs = RunsView {
             runs: found.iter().map(RunView::of).collect(),
@@ -95,8 +93,8 @@ pub fn runs_cmd(cwd: &Path, args: RunsArgs) -> anyhow::Result<i32> {
 }
 
 pub fn show_cmd(cwd: &Path, args: ShowArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(cwd)?;
-    let d = details(&ws, &args.run, chrono::Utc::now())?;
+    let ctx = super::open(cwd)?;
+    let d = show(&ctx, ShowOptions { run: args.run })?;
     for w in &d.warnings {
         runner::output::warn(w);
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Server, ToolError, answer, with_spec};
 use runner::engine::report::Mark;
-use runner::ops::chunk::{ChunkView, locate_spec, mark, show};
+use runner::ops::chunk::{ChunkShowOptions, ChunkView, MarkOptions, mark_chunk, show_chunk};
 use runner::ops::status::{StatusOptions, StatusReport, status};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -91,8 +91,12 @@ impl Server {
     ) -> Result<Json<ChunkView>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
-            let (_, paths) = locate_spec(&cwd, input.spec.as_deref(), &with_spec("chunk_show"))?;
-            show(&paths, input.chunk.as_deref())
+            let ctx = super::ctx(&cwd, "chunk_show")?;
+            let opts = ChunkShowOptions {
+                spec: input.spec,
+                id: input.chunk,
+            };
+            show_chunk(&ctx, opts)
         })
         .await
     }
@@ -162,11 +166,17 @@ fn report(
         Mark::Done => "chunk_done",
         Mark::Fail => "chunk_fail",
     };
-    let (_, paths) = locate_spec(cwd, spec, &with_spec(tool))?;
-    let message = mark(&paths, &chunk, how, text)?;
+    let ctx = super::ctx(cwd, tool)?;
+    let opts = MarkOptions {
+        spec: spec.map(str::to_string),
+        id: chunk,
+        mark: how,
+        text: text.map(str::to_string),
+    };
+    let done = mark_chunk(&ctx, opts)?;
     Ok(ChunkReport {
-        spec: paths.name,
-        chunk,
-        message,
+        spec: done.spec,
+        chunk: done.chunk,
+        message: done.message,
     })
 }

@@ -9,9 +9,7 @@ use serde::Deserialize;
 
 use super::{Server, ToolError, answer, number};
 use runner::ops::resume::{ResumeOptions, SummaryReport, summarize};
-use runner::ops::runs::{RunDetailsView, RunView, RunsView};
-use runner::policy::runs::RunState;
-use runner::store::Workspace;
+use runner::ops::runs::{RunDetailsView, RunView, RunsOptions, RunsView, ShowOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -55,12 +53,13 @@ impl Server {
     ) -> Result<Json<RunsView>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
-            let ws = Workspace::open(&cwd)?;
-            let stale_after = ws.config()?.resume.stale_after();
-            let now = chrono::Utc::now();
-            let runs = runner::ops::runs::list(&ws, input.spec.as_deref(), now, stale_after)?
+            let ctx = super::ctx(&cwd, "list_runs")?;
+            let opts = RunsOptions {
+                spec: input.spec,
+                stale: input.stale,
+            };
+            let runs = runner::ops::runs::runs(&ctx, opts)?
                 .iter()
-                .filter(|r| !input.stale || r.state == RunState::Stale)
                 .map(RunView::of)
                 .collect();
             Ok(RunsView { runs })
@@ -78,8 +77,8 @@ impl Server {
     ) -> Result<Json<RunDetailsView>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
-            let ws = Workspace::open(&cwd)?;
-            let details = runner::ops::runs::details(&ws, &input.run_id, chrono::Utc::now())?;
+            let ctx = super::ctx(&cwd, "show_run")?;
+            let details = runner::ops::runs::show(&ctx, ShowOptions { run: input.run_id })?;
             Ok(RunDetailsView::of(&details))
         })
         .await
@@ -95,13 +94,13 @@ impl Server {
     ) -> Result<Json<SummaryReport>, ToolError> {
         let cwd = self.cwd.clone();
         answer(move || {
-            let ws = Workspace::open(&cwd)?;
+            let ctx = super::ctx(&cwd, "summarize_interrupted_run")?;
             let req = ResumeOptions {
                 hint: input.hint,
                 choice: input.choice,
                 ..ResumeOptions::default()
             };
-            Ok(summarize(&ws, &req, chrono::Utc::now())?.into())
+            Ok(summarize(&ctx.ws, &req, ctx.now())?.into())
         })
         .await
     }

@@ -10,21 +10,16 @@ use serde_json::{Map, Value};
 use crate::engine::report::{Mark, mark_as, unknown_chunk};
 use crate::error::RunnerError;
 use crate::plan::{Status, next_chunk_id};
-use crate::store::workspace::{SpecPaths, Workspace};
+use crate::store::workspace::SpecPaths;
 
 /// Which spec a `runner chunk` call is about: `--spec`, else `RUNNER_SPEC_DIR`, else (as for
 /// every command) the slot it is called from, else the only spec. `command(name)` is what to
 /// type for each spec when that does not tell.
-pub fn locate_spec(
-    cwd: &Path,
-    spec: Option<&str>,
-    command: &dyn Fn(&str) -> String,
-) -> anyhow::Result<(Workspace, SpecPaths)> {
-    let ws = Workspace::open(cwd)?;
+pub fn locate_spec(ctx: &super::Ctx, spec: Option<&str>) -> anyhow::Result<SpecPaths> {
+    let ws = &ctx.ws;
     if let Some(q) = spec {
-        let name = crate::store::spec::choose_or_explain(&ws, cwd, Some(q), command)?;
-        let paths = ws.spec(&name)?;
-        return Ok((ws, paths));
+        let name = ctx.spec_name(Some(q), &super::Nobody)?;
+        return Ok(ws.spec(&name)?);
     }
     if let Some(dir) = std::env::var_os("RUNNER_SPEC_DIR") {
         let dir = Path::new(&dir);
@@ -41,11 +36,53 @@ pub fn locate_spec(
             ))
             .into());
         }
-        return Ok((ws, paths));
+        return Ok(paths);
     }
-    let name = crate::store::spec::choose_or_explain(&ws, cwd, None, command)?;
-    let paths = ws.spec(&name)?;
-    Ok((ws, paths))
+    let name = ctx.spec_name(None, &super::Nobody)?;
+    Ok(ws.spec(&name)?)
+}
+
+/// `runner chunk done|fail`.
+#[derive(Debug, Clone)]
+pub struct MarkOptions {
+    pub spec: Option<String>,
+    pub id: String,
+    pub mark: Mark,
+    /// The notes (done) or the reason (fail).
+    pub text: Option<String>,
+}
+
+/// What `runner chunk done|fail --json` prints.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MarkReport {
+    pub ok: bool,
+    pub spec: String,
+    pub chunk: String,
+    pub message: String,
+}
+
+pub fn mark_chunk(ctx: &super::Ctx, opts: MarkOptions) -> anyhow::Result<MarkReport> {
+    let paths = locate_spec(ctx, opts.spec.as_deref())?;
+    let message = mark(&paths, &opts.id, opts.mark, opts.text.as_deref())?;
+    Ok(MarkReport {
+        ok: true,
+        spec: paths.name,
+        chunk: opts.id,
+        message,
+    })
+}
+
+/// `runner chunk show`.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkShowOptions {
+    pub spec: Option<String>,
+    /// The chunk; none: this session's, else the one in progress, else the next.
+    pub id: Option<String>,
+}
+
+pub fn show_chunk(ctx: &super::Ctx, opts: ChunkShowOptions) -> anyhow::Result<ChunkView> {
+    let paths = locate_spec(ctx, opts.spec.as_deref())?;
+    show(&paths, opts.id.as_deref())
 }
 
 /// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends

@@ -173,6 +173,39 @@ pub fn state_word(s: RunState) -> &'static str {
     }
 }
 
+#[derive(Debug, Clone, Default)]
+pub struct RunsOptions {
+    /// Only this spec's runs (named as `status --spec` names one: never asked).
+    pub spec: Option<String>,
+    /// Only the stale ones (killed: nobody runs them, their end never written).
+    pub stale: bool,
+}
+
+/// `runner runs`: every run the records tell of, newest first.
+pub fn runs(ctx: &super::Ctx, opts: RunsOptions) -> anyhow::Result<Vec<RunInfo>> {
+    let stale_after = ctx.ws.config()?.resume.stale_after();
+    let spec = match &opts.spec {
+        Some(q) => Some(ctx.spec_name(Some(q), &super::Nobody)?),
+        None => None,
+    };
+    let mut found = list(&ctx.ws, spec.as_deref(), ctx.now(), stale_after)?;
+    if opts.stale {
+        found.retain(|r| r.state == RunState::Stale);
+    }
+    Ok(found)
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ShowOptions {
+    /// A whole run id, or a prefix of 4 characters or more.
+    pub run: String,
+}
+
+/// `runner show RUN`: one run in detail.
+pub fn show(ctx: &super::Ctx, opts: ShowOptions) -> anyhow::Result<ShowReport> {
+    details(&ctx.ws, &opts.run, ctx.now())
+}
+
 /// The runs of every spec (or of the spec `spec` names, resolved as `--spec` is everywhere),
 /// newest first. `shown` tells each apart from every run of every spec.
 pub fn list(

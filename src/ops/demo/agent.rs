@@ -55,7 +55,7 @@ pub fn demo_agent(say: &mut dyn FnMut(&str)) -> anyhow::Result<i32> {
         .ok()
         .and_then(|a| a.parse().ok())
         .unwrap_or(1);
-    let (_, paths) = locate_spec(&cwd, None, &|name| name.to_string())?;
+    let paths = locate_spec(&crate::ops::Ctx::open(&cwd)?, None)?;
     match chunk.as_str() {
         "add-greet-script" => write(
             &cwd,
