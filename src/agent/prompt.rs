@@ -10,7 +10,7 @@ pub const PLANNER: &str = "planner.md";
 pub const CODER: &str = "coder.md";
 pub const CODER_RETRY: &str = "coder_retry.md";
 pub const RECOVERY: &str = "recovery.md";
-/// The short prompt of a resumed agent session (`engine::run::resume`).
+/// The short prompt of a resumed agent session (`engine::run::reattach`).
 pub const CODER_RESUME: &str = "coder_resume.md";
 
 const EMBEDDED: [(&str, &str); 5] = [

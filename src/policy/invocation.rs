@@ -145,7 +145,7 @@ pub enum SessionMode {
     /// if its preset takes one.
     Fresh { session_id: Option<String> },
     /// Continue the agent's own session `agent_session_id`.
-    Resume { agent_session_id: String },
+    Reattach { agent_session_id: String },
 }
 
 /// The facts one invocation is built from.
@@ -203,7 +203,7 @@ pub fn invocation(f: &InvocationFacts) -> Invocation {
     let mut push = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
     let mut prompt_on_stdin = true;
     let resume_id = match f.mode {
-        SessionMode::Resume { agent_session_id } => Some(agent_session_id.as_str()),
+        SessionMode::Reattach { agent_session_id } => Some(agent_session_id.as_str()),
         SessionMode::Fresh { .. } => None,
     };
     match f.preset {
@@ -314,7 +314,7 @@ fn claude_args(f: &InvocationFacts) -> Vec<String> {
     let mut push = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
     push(&["-p", "--output-format", "stream-json", "--verbose"]);
     match f.mode {
-        SessionMode::Resume { agent_session_id } => push(&["--resume", agent_session_id]),
+        SessionMode::Reattach { agent_session_id } => push(&["--resume", agent_session_id]),
         SessionMode::Fresh {
             session_id: Some(id),
         } => push(&["--session-id", id]),
@@ -443,7 +443,7 @@ mod tests {
     }
 
     fn resume(id: &str) -> SessionMode {
-        SessionMode::Resume {
+        SessionMode::Reattach {
             agent_session_id: id.to_string(),
         }
     }

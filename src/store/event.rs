@@ -192,7 +192,7 @@ pub struct Session {
     pub resumed: Option<bool>,
 }
 
-/// A resumed agent session failed at once (`policy::resume::failed_at_once`): the same attempt
+/// A resumed agent session failed at once (`policy::reattach::failed_at_once`): the same attempt
 /// goes on with a fresh session (`fresh_session_id`) and the full prompt; not a failed attempt.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]

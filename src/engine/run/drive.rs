@@ -19,13 +19,13 @@ impl Run {
         }
         if self.paths.plan.load()?.is_none() {
             let planner = resume.iter().find(|r| r.role == "planner");
-            let prompt = planner.and_then(|r| self.resume_prompt(r));
+            let prompt = planner.and_then(|r| self.reattach_prompt(r));
             self.plan_feature(prompt).await?;
         } else {
             self.pin_base()?;
         }
         self.refuse_blocked_chunks()?;
-        self.resume_cut_off_sessions(ws, &resume).await?;
+        self.reattach_cut_off_sessions(ws, &resume).await?;
         // A chunk's completion takes the next one in the same plan write (see `complete`).
         let mut next = None;
         loop {
@@ -85,7 +85,7 @@ impl Run {
     }
 
     /// Coder sessions the last shutdown cut off go first, with the prompt they were given.
-    async fn resume_cut_off_sessions(
+    async fn reattach_cut_off_sessions(
         &mut self,
         ws: &Workspace,
         resume: &[crate::engine::recovery::interrupted::InterruptedSession],
@@ -101,7 +101,7 @@ impl Run {
             let pending = plan
                 .find_chunk(chunk_id)
                 .is_some_and(|pos| plan.chunk(pos).status == Status::Pending);
-            let Some(prompt) = self.resume_prompt(entry).filter(|_| pending) else {
+            let Some(prompt) = self.reattach_prompt(entry).filter(|_| pending) else {
                 tracing::debug!(
                     chunk = chunk_id,
                     "interrupted session skipped: its chunk is gone or no longer pending"
@@ -184,7 +184,7 @@ impl Run {
     }
 
     /// The original prompt of an interrupted session, with a note on what happened since.
-    pub(super) fn resume_prompt(
+    pub(super) fn reattach_prompt(
         &self,
         entry: &crate::engine::recovery::interrupted::InterruptedSession,
     ) -> Option<String> {

@@ -32,7 +32,7 @@ pub fn recover_options(
 /// What `run --auto-continue` without `--spec` finds: the specs to resume, and those it
 /// skips because a usage limit still pauses them (with the time).
 #[derive(Debug, Default)]
-pub struct ToResume {
+pub struct ToContinue {
     pub specs: Vec<String>,
     pub paused: Vec<(String, chrono::DateTime<chrono::Utc>)>,
 }
@@ -40,7 +40,7 @@ pub struct ToResume {
 /// Specs nobody is running whose last run did not end cleanly: a chunk left in progress, a
 /// session cut off by a shutdown, a `run_start` with no `run_end` or a `run_end` of a run that
 /// was interrupted, or a usage limit's pause that is over. Most recent first. A spec still paused is skipped (listed in `paused`).
-pub fn interrupted_specs(ws: &Workspace) -> ToResume {
+pub fn interrupted_specs(ws: &Workspace) -> ToContinue {
     let listed = crate::engine::recovery::interrupted::specs(&ws.state_dir);
     let now = chrono::Utc::now();
     let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
@@ -53,7 +53,7 @@ pub fn interrupted_specs(ws: &Workspace) -> ToResume {
         }
     }
     found.sort_by_key(|(when, _)| std::cmp::Reverse(*when));
-    ToResume {
+    ToContinue {
         specs: found.into_iter().map(|(_, n)| n).collect(),
         paused,
     }

@@ -21,7 +21,7 @@ mod pause;
 pub mod person;
 mod planner;
 mod prompt;
-mod resume;
+mod reattach;
 mod session;
 mod shutdown;
 mod slot;
@@ -44,7 +44,7 @@ use crate::store::{Journal, LockState, lock};
 use base::{base_tip, choose_base, undo_repin, write_repin};
 pub use budget::EXHAUSTED_KEY;
 pub use hints::{resume_command, retry_failed_hint, run_again_command};
-pub use interrupted::{ToResume, interrupted_specs, recover_options, still_interrupted};
+pub use interrupted::{ToContinue, interrupted_specs, recover_options, still_interrupted};
 use session::read_report;
 use slot::prepare_slot;
 pub use start::{Prepared, prepare};
@@ -115,7 +115,7 @@ struct Run {
     resume: Vec<crate::engine::recovery::interrupted::InterruptedSession>,
     /// The mode of the next coder session, chosen as its chunk was taken (`resume`); the
     /// session takes it (`session_mode`), a planner's starts afresh.
-    next_session: Option<resume::NextSession>,
+    next_session: Option<reattach::NextSession>,
     /// Where a person's `runner chunk` reaches this run (Linux): the only record of a person's
     /// plan changes during a session that the settle trusts.
     person: Option<person::Listener>,
@@ -151,7 +151,7 @@ struct Taken {
     /// The plan as it was written when the chunk was taken.
     plan: Plan,
     /// How its session starts: afresh, or continuing the interrupted attempt's agent session.
-    session: resume::NextSession,
+    session: reattach::NextSession,
 }
 
 /// What the loop does next.

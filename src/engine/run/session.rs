@@ -231,10 +231,10 @@ impl Run {
             start_commit: Some(start_commit),
             command: Some(invocation.argv),
             preset: Some(self.agent.choice.preset.name().to_string()),
-            resumed: matches!(mode, SessionMode::Resume { .. }).then_some(true),
+            resumed: matches!(mode, SessionMode::Reattach { .. }).then_some(true),
             agent_session_id: match mode {
                 SessionMode::Fresh { session_id } => session_id,
-                SessionMode::Resume { agent_session_id } => Some(agent_session_id),
+                SessionMode::Reattach { agent_session_id } => Some(agent_session_id),
             },
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;

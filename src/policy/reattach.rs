@@ -37,7 +37,7 @@ pub struct LastAttempt<'a> {
 }
 
 /// Whether the presets can continue one of their sessions.
-pub fn can_resume(preset: Preset) -> bool {
+pub fn can_reattach(preset: Preset) -> bool {
     matches!(preset, Preset::Claude | Preset::Codex | Preset::Gemini)
 }
 
@@ -62,7 +62,7 @@ pub fn choose(
     if !enabled {
         return Err("agent.resume_sessions is false");
     }
-    if !can_resume(preset) {
+    if !can_reattach(preset) {
         return Err("the preset cannot resume a session");
     }
     let Some(last) = last else {
@@ -94,7 +94,7 @@ pub fn choose(
 
 /// How a resumed session ended, as the fallback rule needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ResumeEnd<'a> {
+pub struct ReattachEnd<'a> {
     pub ended: &'a Ended,
     pub duration: Duration,
     /// The agent reported through `runner chunk done|fail`.
@@ -117,7 +117,7 @@ pub struct ResumeEnd<'a> {
 /// leave the first one's cost off the record.
 /// Anything else (a signal, a timeout, an interruption, a session that worked) is judged as any
 /// session is.
-pub fn failed_at_once(end: &ResumeEnd) -> Option<String> {
+pub fn failed_at_once(end: &ReattachEnd) -> Option<String> {
     let Ended::Exited(code) = *end.ended else {
         return None;
     };
@@ -260,8 +260,8 @@ mod tests {
         assert!(fresh(true, Preset::Claude, "001-a", Some(no_preset)));
     }
 
-    fn end<'a>(ended: &'a Ended, secs: u64, tokens: u64, output: &'a str) -> ResumeEnd<'a> {
-        ResumeEnd {
+    fn end<'a>(ended: &'a Ended, secs: u64, tokens: u64, output: &'a str) -> ReattachEnd<'a> {
+        ReattachEnd {
             ended,
             duration: Duration::from_secs(secs),
             reported: false,
@@ -296,17 +296,17 @@ mod tests {
         assert_eq!(failed_at_once(&end(&Ended::Exited(0), 1, 0, "")), None);
         assert_eq!(failed_at_once(&end(&one, 1, 5, "")), None);
         assert_eq!(failed_at_once(&end(&one, 31, 0, "")), None);
-        let costly = ResumeEnd {
+        let costly = ReattachEnd {
             cost_usd: Some(0.2),
             ..end(&one, 1, 0, "")
         };
         assert_eq!(failed_at_once(&costly), None);
-        let reported = ResumeEnd {
+        let reported = ReattachEnd {
             reported: true,
             ..end(&one, 1, 0, "No conversation found with session ID: x")
         };
         assert_eq!(failed_at_once(&reported), None);
-        let limit = ResumeEnd {
+        let limit = ReattachEnd {
             usage_limit: true,
             ..end(&one, 1, 0, "")
         };

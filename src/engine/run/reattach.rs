@@ -1,6 +1,6 @@
 //! Continuing an interrupted attempt's own agent session (`agent.resume_sessions`): the choice,
 //! made as the chunk is taken and written with the take; the short prompt; and the fallback to
-//! a fresh session when the resume fails at once (`policy::resume`).
+//! a fresh session when the resume fails at once (`policy::reattach`).
 //!
 //! The attempt record says what was chosen, in the plan write that takes the chunk (so even a
 //! runner killed a moment later leaves it): `agent_preset` and `agent_spec` (what the next
@@ -11,7 +11,7 @@
 use super::*;
 use crate::agent::report::{AgentReport, Tokens};
 use crate::policy::invocation::SessionMode;
-use crate::policy::resume::{self as rules, LastAttempt};
+use crate::policy::reattach::{self as rules, LastAttempt};
 use crate::store::event::{self as ev, Event};
 
 /// How a coder session starts.
@@ -23,9 +23,9 @@ pub(super) struct NextSession {
 }
 
 impl NextSession {
-    pub fn resumes(&self) -> Option<&str> {
+    pub fn reattaches(&self) -> Option<&str> {
         match &self.mode {
-            SessionMode::Resume { agent_session_id } => Some(agent_session_id),
+            SessionMode::Reattach { agent_session_id } => Some(agent_session_id),
             SessionMode::Fresh { .. } => None,
         }
     }
@@ -77,7 +77,7 @@ impl Run {
     ) -> (NextSession, serde_json::Map<String, Value>) {
         let preset = self.agent.choice.preset;
         let mut record = serde_json::Map::new();
-        if !rules::can_resume(preset) {
+        if !rules::can_reattach(preset) {
             let mode = self.agent.fresh_mode();
             return (
                 NextSession {
@@ -122,7 +122,7 @@ impl Run {
                 record.insert("agent_session_id".into(), id.clone().into());
                 record.insert("resumed_from".into(), id.clone().into());
                 NextSession {
-                    mode: SessionMode::Resume {
+                    mode: SessionMode::Reattach {
                         agent_session_id: id,
                     },
                     thread_total: total,
@@ -265,7 +265,7 @@ impl Run {
         taken: &Taken,
         prompt_override: Option<String>,
     ) -> anyhow::Result<String> {
-        if taken.session.resumes().is_some() {
+        if taken.session.reattaches().is_some() {
             return self.short_prompt(taken);
         }
         let attempts = taken.chunk.attempts();
@@ -298,7 +298,7 @@ impl Run {
             "interrupted_at": at,
             "interrupted_attempt": last.map(|a| a.n),
             "what_happened": what,
-            "agent_session_id": taken.session.resumes(),
+            "agent_session_id": taken.session.reattaches(),
             "partial": crate::engine::recovery::partial_work_note(chunk),
             "check_command": verification::command_check(chunk).map(|c| c.command),
         });
@@ -316,10 +316,10 @@ impl Run {
     ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport, String)> {
         let start = taken.chunk.last_attempt().and_then(|a| a.start_commit);
         let (end, report) = self.taken_session(taken, &prompt, start.clone()).await?;
-        let Some(resumed) = taken.session.resumes().map(str::to_string) else {
+        let Some(resumed) = taken.session.reattaches().map(str::to_string) else {
             return Ok((end, report, prompt));
         };
-        let Some(reason) = self.resume_failed(taken, &end, &report) else {
+        let Some(reason) = self.reattach_failed(taken, &end, &report) else {
             return Ok((end, report, prompt));
         };
         let full = self.coder_prompt(&taken.plan, taken)?;
@@ -351,8 +351,8 @@ impl Run {
         .await
     }
 
-    /// Why the resumed session just ended failed at once (`policy::resume::failed_at_once`).
-    fn resume_failed(
+    /// Why the resumed session just ended failed at once (`policy::reattach::failed_at_once`).
+    fn reattach_failed(
         &self,
         taken: &Taken,
         end: &crate::agent::ChildEnd,
@@ -368,7 +368,7 @@ impl Run {
         });
         let dir = self.paths.sessions_dir.join(&taken.session_id);
         let output = crate::agent::report::read::output_tail(&dir, 64 * 1024);
-        rules::failed_at_once(&rules::ResumeEnd {
+        rules::failed_at_once(&rules::ReattachEnd {
             ended: &end.ended,
             duration: end.duration,
             reported,
