@@ -7,10 +7,10 @@ pub mod ancestry;
 pub mod capture;
 pub mod interrupt;
 pub mod mcp;
+pub mod output;
 pub mod preset;
 pub mod process;
 pub mod prompt;
-pub mod report;
 pub mod spawn;
 
 pub use interrupt::Interrupt;

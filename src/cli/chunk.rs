@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Subcommand;
 
-use runner::engine::report::Mark;
+use runner::engine::mark::Mark;
 use runner::ops::chunk::{ChunkShowOptions, MarkOptions, mark_chunk, show_chunk};
 
 #[derive(Debug, Subcommand)]

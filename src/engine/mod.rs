@@ -9,9 +9,9 @@
 pub mod integrity;
 pub mod jobs;
 pub mod lifecycle;
+pub mod mark;
 pub mod progress;
 pub mod recovery;
-pub mod report;
 pub mod resume;
 pub mod run;
 pub mod track;

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Server, ToolError, answer, with_spec};
-use runner::engine::report::Mark;
+use runner::engine::mark::Mark;
 use runner::ops::chunk::{ChunkShowOptions, ChunkView, MarkOptions, mark_chunk, show_chunk};
 use runner::ops::status::{StatusOptions, StatusReport, status};
 

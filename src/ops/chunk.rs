@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::engine::report::{Mark, mark_as, unknown_chunk};
+use crate::engine::mark::{Mark, mark_as, unknown_chunk};
 use crate::error::RunnerError;
 use crate::plan::{Status, next_chunk_id};
 use crate::store::workspace::SpecPaths;

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::report::{AgentReport, CostSource, Tokens};
+use super::session_facts::{CostSource, SessionFacts, Tokens};
 
 /// One try at a chunk, recorded by runner in the chunk's `attempts` list. Read and written by
 /// hand (not through serde's `flatten`, which loses the exact text of numbers): a record runner
@@ -151,7 +151,7 @@ impl Attempt {
     /// Keep what the agent's report said about this attempt's session on the record: the
     /// plan (not only the journal, which is advisory) is the cost ledger. Keys are written only
     /// for what the report knows; an empty report (the generic `command` preset) writes nothing.
-    pub fn record_report(&mut self, report: &AgentReport) {
+    pub fn record_report(&mut self, report: &SessionFacts) {
         let mut put = |key: &str, value: Option<Value>| {
             if let Some(value) = value {
                 self.extra.insert(key.to_string(), value);

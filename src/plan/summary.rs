@@ -25,7 +25,7 @@ use de::{
     PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
 
-use super::report::Tokens;
+use super::session_facts::Tokens;
 use crate::policy::budget::Spent;
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};

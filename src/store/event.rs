@@ -219,7 +219,7 @@ pub struct SessionEnd {
     /// What the agent said about the session in its output (its preset's parser); absent for
     /// the generic `command` preset, which says nothing runner reads.
     #[serde(skip_serializing_if = "none")]
-    pub report: Option<Box<crate::plan::report::AgentReport>>,
+    pub report: Option<Box<crate::plan::session_facts::SessionFacts>>,
 }
 
 /// An agent's (or a check's) process group, started or ended.

@@ -1,5 +1,5 @@
 //! The fake agent CLIs (`fixtures/fake-claude`, `fake-codex`, `fake-gemini`, `fake-aider`) run
-//! directly, their real output fed to the parsers of `runner::agent::report`: the report must
+//! directly, their real output fed to the parsers of `runner::agent::output`: the report must
 //! be the one the fake's script asked for. That proves the fakes and the parsers agree (the
 //! parsers are checked against the CLIs' documented shapes by their unit tests).
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use chrono::{DateTime, Local, Utc};
-use runner::agent::report::{self, AgentReport, CostSource, Tokens};
+use runner::agent::output::{self, CostSource, SessionFacts, Tokens};
 
 use crate::common::fixture;
 
@@ -93,7 +93,7 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn resets(r: &AgentReport) -> Option<DateTime<Utc>> {
+fn resets(r: &SessionFacts) -> Option<DateTime<Utc>> {
     r.usage_limit.expect("a usage limit").resets_at
 }
 
@@ -105,11 +105,11 @@ fn reset_epoch() -> i64 {
 const CLAUDE: [&str; 4] = ["-p", "--output-format", "stream-json", "--verbose"];
 const SID: &str = "3f0c2a8e-6b1d-4c51-9a57-1b2f8d9e0c11";
 
-fn claude(bench: &Bench, extra: &[&str]) -> (Output, AgentReport) {
+fn claude(bench: &Bench, extra: &[&str]) -> (Output, SessionFacts) {
     let mut args: Vec<&str> = CLAUDE.to_vec();
     args.extend_from_slice(extra);
     let out = bench.run("fake-claude", &args, "the prompt\n");
-    let r = report::claude::parse(&out.stdout);
+    let r = output::claude::parse(&out.stdout);
     (out, r)
 }
 
@@ -241,7 +241,7 @@ fn fake_codex_success_then_resumed_thread_counts_its_own_tokens() {
     let out = codex(&bench, None);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(bench.worked());
-    let first = report::codex::parse(&out.stdout, None, &Local::now());
+    let first = output::codex::parse(&out.stdout, None, &Local::now());
     let step = Tokens {
         input: 600,
         output: 200,
@@ -252,7 +252,7 @@ fn fake_codex_success_then_resumed_thread_counts_its_own_tokens() {
     let thread = first.agent_session_id.clone().unwrap();
     let out = codex(&bench, Some(&thread));
     assert!(out.status.success(), "{}", stderr(&out));
-    let second = report::codex::parse(&out.stdout, first.thread_total, &Local::now());
+    let second = output::codex::parse(&out.stdout, first.thread_total, &Local::now());
     assert_eq!(second.agent_session_id.as_deref(), Some(thread.as_str()));
     assert_eq!(second.tokens, step, "only this session's tokens");
     assert_eq!(second.thread_total.unwrap().input, 1200);
@@ -267,7 +267,7 @@ fn fake_codex_usage_limit_gives_the_reset_time() {
         let out = codex(&bench, None);
         assert_eq!(out.status.code(), Some(1));
         assert!(!bench.worked());
-        let r = report::codex::parse(&out.stdout, None, &Local::now());
+        let r = output::codex::parse(&out.stdout, None, &Local::now());
         // codex prints the minute (`at` is on one): the limit surely lifted at its end.
         assert_eq!(resets(&r), DateTime::from_timestamp(at + 60, 0), "{r:?}");
     }
@@ -283,13 +283,13 @@ fn fake_codex_unknown_thread_fails_at_once() {
     assert!(!bench.worked());
 }
 
-fn gemini(bench: &Bench, resume: Option<&str>) -> (Output, AgentReport) {
+fn gemini(bench: &Bench, resume: Option<&str>) -> (Output, SessionFacts) {
     let mut args = vec!["--output-format", "stream-json", "--approval-mode", "yolo"];
     if let Some(id) = resume {
         args.extend(["--resume", id]);
     }
     let out = bench.run("fake-gemini", &args, "the prompt\n");
-    let r = report::gemini::parse(&out.stdout);
+    let r = output::gemini::parse(&out.stdout);
     (out, r)
 }
 
@@ -331,7 +331,7 @@ fn fake_gemini_quota_errors_are_usage_limits() {
     let mut log = out.stdout.clone();
     log.extend_from_slice(&out.stderr);
     assert_eq!(
-        resets(&report::gemini::parse(&log)),
+        resets(&output::gemini::parse(&log)),
         DateTime::from_timestamp(at, 0)
     );
     // A per-minute quota: the delay is in the result.
@@ -345,7 +345,7 @@ fn fake_gemini_quota_errors_are_usage_limits() {
     );
 }
 
-fn aider(bench: &Bench) -> (Output, AgentReport) {
+fn aider(bench: &Bench) -> (Output, SessionFacts) {
     std::fs::write(bench.path("prompt.md"), "the prompt\n").unwrap();
     let message = bench.path("prompt.md").display().to_string();
     let log = bench.path("aider.jsonl").display().to_string();
@@ -360,7 +360,7 @@ fn aider(bench: &Bench) -> (Output, AgentReport) {
     ];
     let out = bench.run("fake-aider", &args, "");
     let analytics = std::fs::read(bench.path("aider.jsonl")).unwrap_or_default();
-    let r = report::aider::parse(&out.stdout, &analytics);
+    let r = output::aider::parse(&out.stdout, &analytics);
     (out, r)
 }
 

@@ -117,7 +117,7 @@ pub async fn ask(
     // string: that text is searched first, then the raw output.
     let bytes = crate::store::safe::read(&log_path).unwrap_or_default();
     let last_words =
-        crate::agent::report::answer::final_text(evaluator.agent.choice.preset, &bytes);
+        crate::agent::output::answer::final_text(evaluator.agent.choice.preset, &bytes);
     let output = String::from_utf8_lossy(&bytes).into_owned();
     last_words
         .as_deref()

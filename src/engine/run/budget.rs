@@ -4,7 +4,7 @@
 //! `policy::budget`).
 
 use super::*;
-use crate::agent::report::AgentReport;
+use crate::agent::output::SessionFacts;
 use crate::policy::budget::{self, Allowance, Spent};
 use crate::store::ledger;
 
@@ -42,7 +42,7 @@ impl Run {
     pub(super) fn note_session_cost(
         &mut self,
         role: &str,
-        report: &AgentReport,
+        report: &SessionFacts,
     ) -> anyhow::Result<()> {
         let spent = Spent::session(report.cost_usd, report.tokens.total());
         self.ledger_floor.add(&spent);
@@ -123,7 +123,7 @@ impl Run {
     /// claude stopped at its `--max-budget-usd` without the chunk done: not a failed attempt
     /// (it does not count toward run.max_attempts). The chunk goes back to pending, its
     /// attempt closed as `budget_exhausted` with the session's report.
-    pub(super) fn release_for_budget(&self, id: &str, report: &AgentReport) -> anyhow::Result<()> {
+    pub(super) fn release_for_budget(&self, id: &str, report: &SessionFacts) -> anyhow::Result<()> {
         self.release_chunk_with(
             id,
             EXHAUSTED_KEY,
@@ -137,9 +137,9 @@ impl Run {
     pub(super) fn record_session_cost(
         &self,
         taken: &Taken,
-        report: &AgentReport,
+        report: &SessionFacts,
     ) -> anyhow::Result<()> {
-        if *report == AgentReport::default() {
+        if *report == SessionFacts::default() {
             return Ok(());
         }
         let id = &taken.chunk.id;

@@ -1,7 +1,7 @@
 //! One chunk: take it, guard the worktree after its session, complete it or fail the attempt.
 
 use super::*;
-use crate::agent::report::AgentReport;
+use crate::agent::output::SessionFacts;
 use crate::policy::pause::LimitedAttempt;
 use crate::policy::transition::{ChunkEvent, StatusChange, apply};
 use crate::store::event::{self as ev, Event};
@@ -314,7 +314,7 @@ impl Run {
         chunk: &Chunk,
         wt: &crate::git::Repository,
         ended: &Ended,
-        agent_report: &AgentReport,
+        agent_report: &SessionFacts,
     ) -> anyhow::Result<Report> {
         let can_report = self.agent.choice.preset.can_report();
         // An agent that cannot report is judged by its exit only where there is something to
@@ -341,7 +341,7 @@ impl Run {
         check: Option<&CheckResult>,
         opened: Option<crate::git::Repository>,
         take_next: bool,
-        agent_report: &AgentReport,
+        agent_report: &SessionFacts,
     ) -> anyhow::Result<Option<Take>> {
         let id = &taken.chunk.id;
         let message = taken.chunk.commit_message();
@@ -474,7 +474,7 @@ impl Run {
         &self,
         taken: &Taken,
         reason: &str,
-        agent_report: &AgentReport,
+        agent_report: &SessionFacts,
     ) -> anyhow::Result<()> {
         let id = &taken.chunk.id;
         let max = self.config.run.max_attempts;
@@ -545,7 +545,7 @@ pub(super) fn end_last_attempt<'p>(
     id: &str,
     outcome: &str,
     reason: &str,
-    agent_report: &AgentReport,
+    agent_report: &SessionFacts,
 ) -> anyhow::Result<&'p mut Chunk> {
     let pos = plan
         .find_chunk(id)

@@ -5,7 +5,7 @@
 //! busy, exit 4), interruptible by Ctrl-C (exit 130; nothing is lost: the chunk is pending).
 
 use super::*;
-use crate::agent::report::AgentReport;
+use crate::agent::output::SessionFacts;
 use crate::policy::pause::{Basis, OnPause};
 use crate::policy::transition::{ChunkEvent, apply};
 use crate::store::pause::{self as store_pause, Found, Pause};
@@ -18,7 +18,7 @@ impl Run {
     /// (stored before anything else, so that a crash never loses it).
     pub(super) fn limit_hit(
         &mut self,
-        report: &AgentReport,
+        report: &SessionFacts,
         session_id: &str,
     ) -> anyhow::Result<()> {
         let now = chrono::Utc::now();
@@ -62,7 +62,7 @@ impl Run {
     pub(super) fn attempt_limited(
         &self,
         taken: &Taken,
-        agent_report: &AgentReport,
+        agent_report: &SessionFacts,
     ) -> anyhow::Result<()> {
         let id = &taken.chunk.id;
         let reason = match &agent_report.error {

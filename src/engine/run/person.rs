@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::agent::ancestry;
-use crate::engine::report::{Mark, mark_as};
+use crate::engine::mark::{Mark, mark_as};
 use crate::error::RunnerError;
 use crate::store::workspace::SpecPaths;
 

@@ -1,7 +1,7 @@
 //! The planner session: write a plan where there is none, retry an invalid one.
 
 use super::*;
-use crate::agent::report::AgentReport;
+use crate::agent::output::SessionFacts;
 use crate::store::event::{self as ev, Event};
 
 /// The largest plan draft runner reads (a plan of tens of thousands of chunks is a few tens of
@@ -169,7 +169,7 @@ impl Run {
     fn read_planner_output(
         &self,
         draft: &Path,
-        report: &AgentReport,
+        report: &SessionFacts,
     ) -> anyhow::Result<Vec<String>> {
         let mut errors = match self.install_draft(draft)? {
             Some(problems) => problems,

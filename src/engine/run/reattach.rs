@@ -9,7 +9,7 @@
 //! `resume_failed` after a fallback.
 
 use super::*;
-use crate::agent::report::{AgentReport, Tokens};
+use crate::agent::output::{SessionFacts, Tokens};
 use crate::policy::invocation::SessionMode;
 use crate::policy::reattach::{self as rules, LastAttempt};
 use crate::store::event::{self as ev, Event};
@@ -196,7 +196,7 @@ impl Run {
         let previous = a
             .agent_session_id()
             .and_then(|id| thread_total_before(attempts, i, id));
-        let report = crate::agent::report::read::read_session(
+        let report = crate::agent::output::read::read_session(
             preset,
             &self.paths.sessions_dir.join(folder),
             previous,
@@ -313,7 +313,7 @@ impl Run {
         &mut self,
         taken: &mut Taken,
         prompt: String,
-    ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport, String)> {
+    ) -> anyhow::Result<(crate::agent::ChildEnd, SessionFacts, String)> {
         let start = taken.chunk.last_attempt().and_then(|a| a.start_commit);
         let (end, report) = self.taken_session(taken, &prompt, start.clone()).await?;
         let Some(resumed) = taken.session.reattaches().map(str::to_string) else {
@@ -337,7 +337,7 @@ impl Run {
         taken: &Taken,
         prompt: &str,
         start: Option<String>,
-    ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport)> {
+    ) -> anyhow::Result<(crate::agent::ChildEnd, SessionFacts)> {
         self.next_session = Some(taken.session.clone());
         let id = taken.chunk.id.clone();
         self.session(
@@ -356,7 +356,7 @@ impl Run {
         &self,
         taken: &Taken,
         end: &crate::agent::ChildEnd,
-        report: &AgentReport,
+        report: &SessionFacts,
     ) -> Option<String> {
         // A plan the session broke is for the guard after the session to put right: no
         // fallback then.
@@ -367,7 +367,7 @@ impl Run {
                 || chunk.last_attempt().is_some_and(|a| a.reported.is_some())
         });
         let dir = self.paths.sessions_dir.join(&taken.session_id);
-        let output = crate::agent::report::read::output_tail(&dir, 64 * 1024);
+        let output = crate::agent::output::read::output_tail(&dir, 64 * 1024);
         rules::failed_at_once(&rules::ReattachEnd {
             ended: &end.ended,
             duration: end.duration,

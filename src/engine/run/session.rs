@@ -1,7 +1,7 @@
 //! One agent session: its environment, journaled start and end, verification.
 
 use super::*;
-use crate::agent::report::AgentReport;
+use crate::agent::output::SessionFacts;
 use crate::policy::invocation::{Preset, SessionMode};
 use crate::store::event::{self as ev, Event};
 
@@ -158,7 +158,7 @@ impl Run {
         session_id: &str,
         prompt: &str,
         start_commit: Option<String>,
-    ) -> anyhow::Result<(crate::agent::ChildEnd, AgentReport)> {
+    ) -> anyhow::Result<(crate::agent::ChildEnd, SessionFacts)> {
         // Chosen as the chunk was taken (`resume`); taken now, so none is left for another.
         let next = self.session_mode();
         // After Ctrl-C no new session starts.
@@ -260,7 +260,7 @@ impl Run {
             ended: self.describe_end(&end.ended),
             duration_ms: end.duration.as_millis() as u64,
             pgid: end.pgid,
-            report: (report != AgentReport::default()).then(|| Box::new(report.clone())),
+            report: (report != SessionFacts::default()).then(|| Box::new(report.clone())),
         }))?;
         self.note_session_cost(role, &report)?;
         Ok((end, report))
@@ -272,9 +272,9 @@ impl Run {
         &self,
         dir: &Path,
         ended: &Ended,
-        thread_total: Option<crate::agent::report::Tokens>,
-    ) -> AgentReport {
-        let mut report = crate::agent::report::read::read_session(
+        thread_total: Option<crate::agent::output::Tokens>,
+    ) -> SessionFacts {
+        let mut report = crate::agent::output::read::read_session(
             self.agent.choice.preset,
             dir,
             thread_total,
@@ -283,7 +283,7 @@ impl Run {
         // A CLI that failed without a word its parser reads still said something: keep its
         // last lines for the user (the planner's "did not write", a failed attempt's reason).
         if matches!(ended, Ended::Exited(c) if *c != 0) && report.failure().is_none() {
-            report.last_words = crate::agent::report::read::last_words_of(dir);
+            report.last_words = crate::agent::output::read::last_words_of(dir);
         }
         report
     }

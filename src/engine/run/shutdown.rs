@@ -107,7 +107,7 @@ impl Run {
         id: &str,
         outcome: &str,
         reason: &str,
-        report: Option<&crate::agent::report::AgentReport>,
+        report: Option<&crate::agent::output::SessionFacts>,
     ) -> anyhow::Result<()> {
         let event = crate::policy::transition::ChunkEvent::Release {
             why: outcome.to_string(),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 
-use crate::engine::report::Mark;
+use crate::engine::mark::Mark;
 use crate::ops::chunk::{locate_spec, mark};
 
 /// Set by the demo on the run it interrupts: the file the agent creates once the partial work

@@ -19,7 +19,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, CostSource, count, dollars, event, lines, name, text};
+use super::{CostSource, SessionFacts, count, dollars, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Entry {
@@ -48,15 +48,15 @@ const LIMITS: [&str; 6] = [
     "resource_exhausted",
 ];
 
-pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> AgentReport {
+pub fn parse(output: &[u8], analytics_jsonl: &[u8]) -> SessionFacts {
     parse_at(output, analytics_jsonl, Utc::now())
 }
 
 /// [`parse`], `now` being when the session ended: an OpenAI rate limit's message says when it
 /// lifts as a delay from the failed call, `Please try again in 2h9m53s.` (aider's last call
 /// comes right before it gives up and exits).
-pub fn parse_at(output: &[u8], analytics_jsonl: &[u8], now: DateTime<Utc>) -> AgentReport {
-    let mut report = AgentReport::default();
+pub fn parse_at(output: &[u8], analytics_jsonl: &[u8], now: DateTime<Utc>) -> SessionFacts {
+    let mut report = SessionFacts::default();
     let mut summed = 0.0;
     let mut total_cost = None;
     let mut any_cost = false;

@@ -46,7 +46,7 @@ fn tokens(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Tokens 
     }
 }
 
-fn resets_at(report: &AgentReport) -> Option<DateTime<Utc>> {
+fn resets_at(report: &SessionFacts) -> Option<DateTime<Utc>> {
     report
         .usage_limit
         .unwrap_or_else(|| panic!("no usage limit in {report:?}"))
@@ -165,7 +165,7 @@ fn claude_api_key_rate_limit_is_a_usage_limit_with_the_apis_words() {
         );
         assert_eq!(
             r.usage_limit,
-            Some(crate::agent::report::UsageLimit { resets_at: None }),
+            Some(crate::agent::output::UsageLimit { resets_at: None }),
             "{case}"
         );
         assert_eq!((r.cost_usd, r.tokens), (Some(0.0), Tokens::default()));
@@ -457,7 +457,7 @@ fn gemini_killed_session_is_unfinished_with_its_session_id() {
 fn gemini_untrusted_folder_prints_no_event_and_its_last_words_say_why() {
     let output = session("gemini", "untrusted");
     // Exit 55, nothing on stdout: the parser has nothing to read.
-    assert_eq!(gemini::parse(&output), AgentReport::default());
+    assert_eq!(gemini::parse(&output), SessionFacts::default());
     // gemini prints the trust message in red even into a pipe; its last words are the words,
     // without the colour codes.
     let text = String::from_utf8(output.clone()).unwrap();
@@ -563,7 +563,7 @@ fn aider_exhausted_quota_is_a_usage_limit_with_no_reset() {
 fn aider_killed_before_any_answer_reports_nothing() {
     let case = "killed";
     let r = aider::parse_at(&session("aider", case), &analytics(case), aider_ended(case));
-    assert_eq!(r, AgentReport::default());
+    assert_eq!(r, SessionFacts::default());
 }
 
 // ---- through the session folder ----

@@ -44,7 +44,7 @@ pub fn of(model: &str) -> Option<Prices> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::report::{Tokens, compute_cost};
+    use crate::agent::output::{Tokens, compute_cost};
 
     #[test]
     fn claude_models_are_priced_as_claude_code_prices_them() {

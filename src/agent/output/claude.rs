@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    AgentReport, CostSource, Tokens, count, dollars, epoch, event, folded, lines, name, number,
+    CostSource, SessionFacts, Tokens, count, dollars, epoch, event, folded, lines, name, number,
     text,
 };
 
@@ -155,15 +155,15 @@ fn is_uuid(id: &str) -> bool {
         })
 }
 
-pub fn parse(output: &[u8]) -> AgentReport {
+pub fn parse(output: &[u8]) -> SessionFacts {
     parse_unfinished(output).0
 }
 
 /// [`parse`], and for a session with no `result` (killed) where its transcript can be
 /// found. Its usage is then what its `assistant` events showed, at prices claude charges
 /// (`CostSource::Computed`): a crash must not make the ledger forget what a session spent.
-pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<Unfinished>) {
-    let mut report = AgentReport::default();
+pub fn parse_unfinished(output: &[u8]) -> (SessionFacts, Option<Unfinished>) {
+    let mut report = SessionFacts::default();
     let mut streamed = Streamed::default();
     let mut finished = false;
     let mut cwd = None;
@@ -220,7 +220,7 @@ pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<Unfinished>) {
     (report, unfinished)
 }
 
-fn result(report: &mut AgentReport, ev: &Event) {
+fn result(report: &mut SessionFacts, ev: &Event) {
     if let Some(id) = name(ev.session_id.as_ref()) {
         report.agent_session_id = Some(id);
     }

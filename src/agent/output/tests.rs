@@ -15,7 +15,7 @@ fn utc(seconds: i64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(seconds, 0)
 }
 
-fn limited_at(report: &AgentReport) -> Option<DateTime<Utc>> {
+fn limited_at(report: &SessionFacts) -> Option<DateTime<Utc>> {
     report
         .usage_limit
         .expect("a usage limit is reported")
@@ -324,7 +324,7 @@ fn gemini_ignores_unknown_events_garbage_and_a_cut_line() {
 
 // ---- aider ----
 
-fn aider_case(case: &str) -> AgentReport {
+fn aider_case(case: &str) -> SessionFacts {
     aider::parse(
         &fixture(&format!("aider/{case}.txt")),
         &fixture(&format!("aider/{case}.analytics.jsonl")),
@@ -421,7 +421,7 @@ fn report_round_trips_through_json_with_snake_case_source() {
     assert_eq!(json["cost_source"], "reported");
     assert_eq!(json["usage_limit"]["resets_at"], "2026-05-12T06:00:00Z");
     assert!(json.get("thread_total").is_none());
-    let back: AgentReport = serde_json::from_value(json).unwrap();
+    let back: SessionFacts = serde_json::from_value(json).unwrap();
     assert_eq!(back, r);
 }
 
@@ -601,7 +601,7 @@ fn a_killed_claude_sessions_transcript_can_raise_its_streamed_usage_never_lower_
     assert_eq!((report.tokens.input, report.tokens.output), (2000, 5001));
     assert_eq!(
         report.cost_source,
-        crate::agent::report::CostSource::Computed
+        crate::agent::output::CostSource::Computed
     );
     assert!((report.cost_usd.unwrap() - (0.006 + 5001.0 * 15.0 / 1e6)).abs() < 1e-9);
     assert_eq!(

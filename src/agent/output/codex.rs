@@ -17,7 +17,7 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, Tokens, count, event, lines, name, text};
+use super::{SessionFacts, Tokens, count, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Event {
@@ -36,8 +36,8 @@ pub fn parse<Tz: TimeZone>(
     output: &[u8],
     previous_thread_total: Option<Tokens>,
     now: &DateTime<Tz>,
-) -> AgentReport {
-    let mut report = AgentReport::default();
+) -> SessionFacts {
+    let mut report = SessionFacts::default();
     let mut total: Option<Tokens> = None;
     let mut failed: Option<String> = None;
     let mut stream_error: Option<String> = None;

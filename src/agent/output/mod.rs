@@ -1,6 +1,6 @@
 //! What an agent CLI said about its session, read from its output: one pure parser per preset
 //! (`claude`, `codex`, `gemini`, `aider`), each a function from the bytes the session printed
-//! (and, for aider, its analytics log) to an [`AgentReport`].
+//! (and, for aider, its analytics log) to an [`SessionFacts`].
 //!
 //! The parsers never fail and never panic: an unknown event type, a line that is not JSON, a
 //! line cut in its middle by a capped log, a byte that is not UTF-8 are all skipped. They read
@@ -19,10 +19,12 @@ pub mod read;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 
-pub use crate::plan::report::{AgentReport, CostSource, Prices, Tokens, UsageLimit, compute_cost};
+pub use crate::plan::session_facts::{
+    CostSource, Prices, SessionFacts, Tokens, UsageLimit, compute_cost,
+};
 
 // The parsers' own ways of filling a report in (the report is the plan's data).
-impl AgentReport {
+impl SessionFacts {
     /// Tokens of a session whose CLI said no cost (it was killed before its summary): the
     /// dollars computed at the model's known prices (`prices::of`), if any.
     pub fn set_tokens_priced(&mut self, tokens: Tokens) {

@@ -1,7 +1,7 @@
 //! What an agent session said about itself, as the plan keeps it with each attempt (and the
 //! journal and ledger with each session): tokens, dollars, the agent's own session id, a usage
 //! limit, its error. Plain data; the parsers that fill it in from a CLI's output are
-//! `agent::report`'s.
+//! `agent::output`'s.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -71,7 +71,7 @@ pub struct UsageLimit {
 
 /// What one agent session said about itself.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct AgentReport {
+pub struct SessionFacts {
     /// The agent's own session id (claude's `session_id`, codex's `thread_id`, gemini's
     /// `session_id`): what `--resume` takes.
     pub agent_session_id: Option<String>,
@@ -99,7 +99,7 @@ pub struct AgentReport {
     pub last_words: Option<String>,
 }
 
-impl AgentReport {
+impl SessionFacts {
     /// The agent said the session did not succeed (an error, or a usage limit).
     pub fn failed(&self) -> bool {
         self.error.is_some() || self.usage_limit.is_some()
@@ -125,7 +125,7 @@ impl AgentReport {
         }
     }
 
-    /// [`AgentReport::failure`], else the CLI's [`AgentReport::last_words`].
+    /// [`SessionFacts::failure`], else the CLI's [`SessionFacts::last_words`].
     pub fn said(&self) -> Option<String> {
         self.failure().or_else(|| self.last_words.clone())
     }

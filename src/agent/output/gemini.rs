@@ -18,7 +18,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentReport, Tokens, count, event, lines, name, text};
+use super::{SessionFacts, Tokens, count, event, lines, name, text};
 
 #[derive(Deserialize)]
 struct Event {
@@ -48,14 +48,14 @@ const QUOTA_WORDS: [&str; 5] = [
     "resource_exhausted",
 ];
 
-pub fn parse(output: &[u8]) -> AgentReport {
+pub fn parse(output: &[u8]) -> SessionFacts {
     parse_unfinished(output).0
 }
 
 /// [`parse`], and the session id of a session with no `result` (killed before gemini printed
 /// its stats): its tokens are then in gemini's chat file ([`chat_tokens`]).
-pub fn parse_unfinished(output: &[u8]) -> (AgentReport, Option<String>) {
-    let mut report = AgentReport::default();
+pub fn parse_unfinished(output: &[u8]) -> (SessionFacts, Option<String>) {
+    let mut report = SessionFacts::default();
     let mut ended_at = None;
     let mut finished = false;
     for line in lines(output) {
@@ -177,7 +177,7 @@ pub fn chat_tokens(chat: &[u8], session_id: &str) -> Option<Tokens> {
 }
 
 /// An error object `{"type","message"}` that ended the session.
-fn failure(report: &mut AgentReport, error: Option<&Value>, at: Option<DateTime<Utc>>) {
+fn failure(report: &mut SessionFacts, error: Option<&Value>, at: Option<DateTime<Utc>>) {
     let kind = error.and_then(|e| e.get("type")).and_then(Value::as_str);
     let message = error
         .and_then(|e| e.get("message"))

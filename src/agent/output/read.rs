@@ -10,7 +10,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::{AgentReport, Tokens};
+use super::{SessionFacts, Tokens};
 use crate::policy::invocation::Preset;
 
 /// The report of the session whose folder is `session_dir`, read by `preset`'s parser
@@ -21,10 +21,10 @@ pub fn read_session(
     session_dir: &Path,
     previous_thread_total: Option<Tokens>,
     limit: u64,
-) -> AgentReport {
+) -> SessionFacts {
     let output = || tail(&session_dir.join("output.log"), limit);
     match preset {
-        Preset::Command => AgentReport::default(),
+        Preset::Command => SessionFacts::default(),
         Preset::Claude => claude_session(&output()),
         Preset::Gemini => gemini_session(&output()),
         Preset::Codex => {
@@ -50,7 +50,7 @@ fn config_dir(var: &str, dot_folder: &str) -> Option<std::path::PathBuf> {
 /// A claude session's report; for one killed before its `result`, the usage of its
 /// transcript (the final figures of each message, where the stream showed only their start),
 /// if claude's config folder is where runner's environment says.
-fn claude_session(output: &[u8]) -> AgentReport {
+fn claude_session(output: &[u8]) -> SessionFacts {
     let (mut report, unfinished) = super::claude::parse_unfinished(output);
     if let (Some(unfinished), Some(dir)) = (unfinished, config_dir("CLAUDE_CONFIG_DIR", ".claude"))
     {
@@ -68,7 +68,7 @@ fn claude_session(output: &[u8]) -> AgentReport {
 /// minute, which `codex::parse` reads as that minute's end): looked for in `$CODEX_HOME` (else
 /// `~/.codex`), in the folders of today and the two days before (a thread started before
 /// midnight).
-fn codex_exact_reset(report: &mut AgentReport) {
+fn codex_exact_reset(report: &mut SessionFacts) {
     let (Some(limit), Some(thread)) = (report.usage_limit, report.agent_session_id.clone()) else {
         return;
     };
@@ -108,7 +108,7 @@ fn codex_exact_reset(report: &mut AgentReport) {
 /// A gemini session's report; for one killed before its `result`, the tokens its chat file
 /// records, found in gemini's folder (`$GEMINI_CLI_HOME`, else `$HOME`, then `.gemini/tmp/
 /// <project>/chats/`) by the file name's id prefix and its header's full id.
-fn gemini_session(output: &[u8]) -> AgentReport {
+fn gemini_session(output: &[u8]) -> SessionFacts {
     let (mut report, unfinished) = super::gemini::parse_unfinished(output);
     let Some(id) = unfinished else {
         return report;
@@ -240,7 +240,7 @@ mod tests {
         for preset in Preset::ALL {
             assert_eq!(
                 read_session(preset, dir.path(), None, 1 << 20),
-                AgentReport::default()
+                SessionFacts::default()
             );
         }
         let result = br#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.25,"num_turns":3,"session_id":"abc"}"#;
@@ -258,7 +258,7 @@ mod tests {
         // The generic command reads nothing.
         assert_eq!(
             read_session(Preset::Command, dir.path(), None, 1 << 20),
-            AgentReport::default()
+            SessionFacts::default()
         );
     }
 
@@ -287,7 +287,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("output.log")).unwrap();
         assert_eq!(
             read_session(Preset::Gemini, dir.path(), None, 1 << 20),
-            AgentReport::default()
+            SessionFacts::default()
         );
         let fifo = dir.path().join("aider.jsonl");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert_eq!(
             read_session(Preset::Aider, dir.path(), None, 1 << 20),
-            AgentReport::default()
+            SessionFacts::default()
         );
     }
 }
