@@ -446,3 +446,79 @@ fn the_function_measure_counts_a_body_to_its_closing_brace() {
     assert_eq!(found[1], (5, "d".to_string(), 1));
     assert_eq!(found[2], (6, "e".to_string(), 4));
 }
+
+// ---- The front ends stand outside the library ----
+
+#[test]
+fn the_library_exports_no_front_end_and_the_binary_holds_both() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let main = std::fs::read_to_string(root.join("main.rs")).unwrap();
+    for front in ["cli", "mcp"] {
+        assert!(
+            !lib.lines()
+                .any(|l| code(l).contains(&format!("mod {front};"))),
+            "lib.rs declares the front end `{front}`: it belongs to the binary (src/main.rs)"
+        );
+        assert!(
+            main.lines()
+                .any(|l| code(l).trim() == format!("mod {front};")),
+            "src/main.rs does not declare `mod {front};`"
+        );
+    }
+}
+
+#[test]
+fn the_mcp_server_builds_nothing_with_the_cli() {
+    let found = offending_lines("", |line| {
+        let code = code(line);
+        code.contains("crate::cli") || code.contains("super::super::cli")
+    })
+    .into_iter()
+    .filter(|l| l.starts_with("src/mcp/"))
+    .collect::<Vec<_>>();
+    assert!(
+        found.is_empty(),
+        "the MCP server uses the command line's code (move what both need into ops):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The plan's plain data that policy may decide over: its model's types, never its reading,
+/// writing or summaries.
+const PLAN_DATA: [&str; 8] = [
+    "Chunk", "Status", "Attempt", "Phase", "Plan", "PhaseKey", "PhaseRef", "ChunkPos",
+];
+
+#[test]
+fn policy_imports_only_plain_data() {
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        if module_of(&rel) != "policy" {
+            continue;
+        }
+        // Its tests may build a plan from text.
+        let text = text.split("#[cfg(test)]").next().unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = code(line);
+            let Some(at) = code.find("crate::plan::") else {
+                continue;
+            };
+            let rest = &code[at + "crate::plan::".len()..];
+            let names: Vec<&str> = rest
+                .trim_start_matches('{')
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .take_while(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+                .collect();
+            if names.is_empty() || names.iter().any(|w| !PLAN_DATA.contains(w)) {
+                wrong.push(format!("src/{rel}:{}: {}", n + 1, code.trim()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "policy names more of plan/ than its data:\n{}",
+        wrong.join("\n")
+    );
+}

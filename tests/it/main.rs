@@ -18,6 +18,7 @@ mod fake_drift;
 mod file_safety;
 mod git_speed;
 mod hostile;
+mod import_circles;
 mod jobs;
 mod journal_segments;
 mod json_shape;
