@@ -52,6 +52,8 @@ impl SpecPaths {
 
 impl Workspace {
     pub fn open(cwd: &Path) -> anyhow::Result<Workspace> {
+        // Counted by a test: every command opens its workspace once (`ops::Ctx`).
+        tracing::debug!("opening the workspace of {}", cwd.display());
         let main = MainRepo::discover(cwd)?;
         let root = main.root.clone();
         let state_dir = root.join(STATE_DIR);

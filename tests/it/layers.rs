@@ -522,3 +522,44 @@ fn policy_imports_only_plain_data() {
         wrong.join("\n")
     );
 }
+
+// ---- One door: the workspace opened once per command ----
+
+/// How many times the command `args` opened the workspace (its `-vv` log says each time),
+/// and its exit code.
+fn workspace_opens(repo: &crate::common::TestRepo, args: &[&str]) -> (usize, Option<i32>) {
+    let mut all = vec!["-vv"];
+    all.extend_from_slice(args);
+    let out = repo.cmd(&all).env_remove("RUST_LOG").output().unwrap();
+    let opens = String::from_utf8_lossy(&out.stderr)
+        .matches("opening the workspace of")
+        .count();
+    (opens, out.status.code())
+}
+
+#[test]
+fn every_command_opens_the_workspace_once() {
+    let repo = crate::common::TestRepo::new();
+    repo.add_spec("001-a");
+    let agent = crate::common::fixture("fake-agent").display().to_string();
+    let run = ["run", "--spec", "001-a", "--agent-command", agent.as_str()];
+    assert_eq!(workspace_opens(&repo, &run), (1, Some(0)), "run");
+    for args in [
+        &["status"][..],
+        &["review", "--spec", "001-a"],
+        &["runs"],
+        &["recover"],
+        &["config"],
+        &["chunk", "show", "--spec", "001-a"],
+        &["undo", "--list"],
+        &["gc", "--dry-run"],
+        &["merge", "--spec", "001-a", "--yes"],
+        &["undo", "--spec", "001-a"],
+        &["discard", "--spec", "001-a", "--yes"],
+    ] {
+        assert_eq!(workspace_opens(&repo, args), (1, Some(0)), "{args:?}");
+    }
+    // Nothing was interrupted: resume says so (exit 2) after one look.
+    let resume = ["resume", "001-a", "--no-run"];
+    assert_eq!(workspace_opens(&repo, &resume).0, 1, "resume");
+}
