@@ -21,14 +21,9 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-pub fn reference_plans_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/auto-claude-plans");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: the tests need ../shared beside the checkout (as CI has it)",
-        dir.display()
-    );
-    dir
+/// The real Auto-Claude plans' folder, or `None` when they are absent (see `corpus`).
+pub fn reference_plans_dir() -> Option<PathBuf> {
+    crate::corpus::dir()
 }
 
 pub struct TestRepo {
