@@ -71,6 +71,28 @@ fn review_reports_commits_files_progress_and_mergeability_without_changing_anyth
         text.contains("moved 1 commit(s)") && text.contains("merges cleanly"),
         "{text}"
     );
+    crate::assert_screen!(repo, text, @r#"
+        Spec 001-feature on auto-claude/001-feature (base main, which moved 1 commit(s) since the spec started)
+
+        3 commit(s) ahead of main:
+          [commit] auto-claude: polish - Polish it
+          [commit] auto-claude: core-b - Build part B
+          [commit] auto-claude: core-a - Build part A
+
+        3 file(s) changed, +3 -0:
+          added     work/core-a.txt (+1 -0)
+          added     work/core-b.txt (+1 -0)
+          added     work/polish.txt (+1 -0)
+
+        Plan progress:
+          phase-1 (Core): 2/2
+          phase-2 (Polish): 1/1
+
+        Last verifications:
+          pass core-b: test -f work/core-b.txt
+
+        It merges cleanly into main.
+        "#);
 }
 
 #[test]

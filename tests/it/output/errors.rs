@@ -46,6 +46,11 @@ fn a_deleted_pinned_base_branch_can_be_repinned_when_confirmed() {
         err.contains("no longer exists") && err.contains("--base-branch NAME"),
         "{err}"
     );
+    crate::assert_screen!(repo, err, @r#"
+        runner: the pinned base branch "dev" of spec 001-base no longer exists
+          hint: recreate it: git branch dev <commit>
+          hint: or re-pin the spec to another branch: runner run --spec 001-base --base-branch NAME (it asks to confirm; --yes without a terminal)
+        "#);
 
     // Re-pinning needs a confirmation: without a terminal, --yes. Nothing changes before.
     let before = std::fs::read(repo.plan_path("001-base")).unwrap();

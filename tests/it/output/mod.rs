@@ -189,8 +189,21 @@ fn a_chunk_failed_for_good_points_at_recover_retry_failed() {
         "no hand edit of the plan: {}",
         stderr(&again)
     );
+    crate::assert_screen!(repo, stderr(&again), @r#"
+        runner: spec 001-fail cannot go on:
+          - chunk core-b is failed
+          - phase-2 waits for phase-1
+          hint: look at the journal [repo]/.auto-claude/specs/001-fail/events.jsonl and the session logs in [repo]/.auto-claude/specs/001-fail/sessions
+          hint: for failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail --agent-command [checkout]/fixtures/fake-agent` again
+        "#);
     let text = stdout(&repo.runner(&["status"]));
     assert!(text.contains(hint), "{text}");
+    crate::assert_screen!(repo, text, @r#"
+        001-fail                         failed        1/3 chunks, 1 failed
+            failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail` again
+            worktree: [repo]/.worktrees/auto-claude
+        slot [repo]/.worktrees/auto-claude [ready] holds auto-claude/001-fail
+        "#);
     // And the hint works.
     repo.script("");
     assert_exit(

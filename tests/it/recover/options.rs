@@ -38,6 +38,11 @@ fn dry_run_reports_and_changes_nothing() {
         text.contains(".implementation_plan.json.tmp-999999999-0"),
         "{text}"
     );
+    crate::assert_screen!(repo, text, @r#"
+        020-dry: would be recovered
+          - would remove [repo]/.auto-claude/specs/020-dry/.implementation_plan.json.tmp-[commit]-0 left by an interrupted write
+          - chunk core-a: continue — partial work is there: uncommitted changes
+        "#);
     let report = recover_json(&repo, &["--dry-run"], 0);
     assert_eq!(report["dry_run"], true);
     let kinds: Vec<&str> = report["specs"][0]["actions"]
