@@ -169,6 +169,11 @@ fn status_names_the_chunk_being_worked_on_and_the_one_left_interrupted() {
     // The run is dead and core-a still in progress: it was left interrupted.
     let text = stdout(&repo.runner(&["status"]));
     assert!(text.contains("interrupted at: core-a"), "{text}");
+    crate::assert_screen!(repo, text, @r#"
+        001-now                          interrupted   0/3 chunks, interrupted at: core-a
+            worktree: [repo]/.worktrees/auto-claude
+        slot [repo]/.worktrees/auto-claude [ready] holds auto-claude/001-now
+        "#);
 }
 
 #[test]
