@@ -326,7 +326,10 @@ fn every_write_and_read_of_a_plan_file_life_is_what_the_slow_path_gives() {
 #[test]
 fn every_write_and_read_of_the_real_plans_lives_is_what_the_slow_path_gives() {
     let mut rng = Rng(0xbb67_ae85_84ca_a73b);
-    for path in reference_plans() {
+    let Some(plans) = reference_plans() else {
+        return;
+    };
+    for path in plans {
         let file = std::fs::read(&path).unwrap();
         for life in 0..10 {
             live(

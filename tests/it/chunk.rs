@@ -133,7 +133,9 @@ fn a_report_from_a_stale_session_is_refused() {
 
 #[test]
 fn real_auto_claude_plans_survive_a_write_through_the_binary() {
-    let dir = reference_plans_dir();
+    let Some(dir) = reference_plans_dir() else {
+        return;
+    };
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

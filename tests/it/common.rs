@@ -21,14 +21,9 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-pub fn reference_plans_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/auto-claude-plans");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: the tests need ../shared beside the checkout (as CI has it)",
-        dir.display()
-    );
-    dir
+/// The real Auto-Claude plans' folder, or `None` when they are absent (see `corpus`).
+pub fn reference_plans_dir() -> Option<PathBuf> {
+    crate::corpus::dir()
 }
 
 pub struct TestRepo {
@@ -342,4 +337,58 @@ pub fn repo_pinned_to_a_deleted_base(spec: &str) -> TestRepo {
     std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
     repo.git(&["branch", "-D", "dev"]);
     repo
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole screens as snapshots (`snapshots.rs` and `assert_screen!`).
+// ---------------------------------------------------------------------------------------------
+
+/// Output as it would be compared: run-to-run values replaced, the repository's folder named,
+/// and this checkout's folder (the fake agent's path) too.
+pub fn settled(repo: &TestRepo, text: &str) -> String {
+    let root = repo.root.to_string_lossy().into_owned();
+    let tmp = repo.tmp.path().to_string_lossy().into_owned();
+    text.replace(&root, "[repo]")
+        .replace(&tmp, "[tmp]")
+        .replace(env!("CARGO_MANIFEST_DIR"), "[checkout]")
+}
+
+pub fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        // Times: ISO 8601 with or without zone, and the compact stamps of backup refs.
+        (
+            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?",
+            "[time]",
+        ),
+        (r"\d{8}T\d{6}Z", "[stamp]"),
+        // A session id's random part, after its time.
+        (r"(\[stamp\])-[0-9a-f]{4}-", "$1-[hex]-"),
+        // Commit and object ids (abbreviated or full), and run ids (r + hex).
+        (r"\b[0-9a-f]{7,40}\b", "[commit]"),
+        (r"\br[0-9a-f]{8,}\b", "[run-id]"),
+        (r"\bpid \d+", "pid [pid]"),
+        (r#""pid": \d+"#, r#""pid": [pid]"#),
+        (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
+        (r#""(duration_ms|elapsed_ms|seconds)": \d+"#, r#""$1": [n]"#),
+    ]
+}
+
+/// insta's settings with [`filters`] applied.
+pub fn screen_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in filters() {
+        settings.add_filter(pattern, replacement);
+    }
+    settings
+}
+
+/// A whole screen the user reads, as an inline snapshot (jj's style): the text is `settled`
+/// (the repository's folder as `[repo]`, the temp folder as `[tmp]`) and filtered (times, ids,
+/// durations), then compared with the snapshot written in the test.
+#[macro_export]
+macro_rules! assert_screen {
+    ($repo:expr, $text:expr, @$snapshot:literal) => {{
+        let text = $crate::common::settled(&$repo, &$text);
+        $crate::common::screen_settings().bind(|| insta::assert_snapshot!(text, @$snapshot));
+    }};
 }

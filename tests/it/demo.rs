@@ -253,3 +253,93 @@ fn a_demo_folder_that_is_not_utf8_is_refused_before_anything_is_made() {
     assert!(stderr(&out).contains("is not UTF-8"), "{}", stderr(&out));
     assert!(!dir.exists());
 }
+
+/// A demo whose step fails (here every `sh` fails, so no verification passes) still ends with
+/// where its folder is and the command that removes it, working as printed.
+#[test]
+fn a_demo_that_fails_midway_says_how_to_remove_its_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("sh"), "#!/bin/bash\nexit 1\n").unwrap();
+    std::fs::set_permissions(bin.join("sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let dir = tmp.path().join("the demo 'x'");
+    let out = std::process::Command::new(RUNNER)
+        .args(["demo", "--dir"])
+        .arg(&dir)
+        .env("PATH", &path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.join(".git").exists(), "the demo's repository was made");
+    let remove = stderr(&out)
+        .lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix("remove it with: ")
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no command to remove the folder:\n{}", stderr(&out)));
+    let words = shell_words::split(&remove).unwrap();
+    assert_eq!(words[..2], ["rm", "-rf"], "{remove}");
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", &remove])
+        .current_dir("/")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(!dir.exists(), "{remove} did not remove {}", dir.display());
+}
+
+/// `runner …` started in a folder that was removed since (a shell left in a deleted temp
+/// folder): the demo needs no current folder and works; a command that does says what is
+/// wrong and what to do (it said only "No such file or directory").
+#[test]
+fn a_removed_current_folder_does_not_stop_the_demo_and_is_explained_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = tmp.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let in_removed_folder = |args: &str| {
+        std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("cd \"$1\" && rmdir \"$1\" && exec \"$2\" {args}"))
+            .args(["sh", gone.to_str().unwrap(), RUNNER])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let demo_dir = tmp.path().join("demo");
+    let out = in_removed_folder(&format!("demo --dir '{}'", demo_dir.display()));
+    assert_exit(&out, 0);
+    std::fs::create_dir(&gone).unwrap();
+    let out = in_removed_folder("status");
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("current folder"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+}
+
+/// `demo --dir` naming a file or a dangling link is bad input (exit 2) that says so, not an
+/// OS error ("File exists" for a dangling link) with exit 1; nothing is made.
+#[test]
+fn a_demo_dir_that_is_a_file_or_a_dangling_link_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a file");
+    std::fs::write(&file, "x").unwrap();
+    let link = tmp.path().join("a link");
+    std::os::unix::fs::symlink(tmp.path().join("nowhere"), &link).unwrap();
+    for dir in [&file, &link] {
+        let out = std::process::Command::new(RUNNER)
+            .args(["demo", "--dir"])
+            .arg(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains("is not a folder"), "{}", stderr(&out));
+    }
+    assert!(!tmp.path().join("nowhere").exists());
+}

@@ -71,6 +71,28 @@ fn review_reports_commits_files_progress_and_mergeability_without_changing_anyth
         text.contains("moved 1 commit(s)") && text.contains("merges cleanly"),
         "{text}"
     );
+    crate::assert_screen!(repo, text, @r#"
+        Spec 001-feature on auto-claude/001-feature (base main, which moved 1 commit(s) since the spec started)
+
+        3 commit(s) ahead of main:
+          [commit] auto-claude: polish - Polish it
+          [commit] auto-claude: core-b - Build part B
+          [commit] auto-claude: core-a - Build part A
+
+        3 file(s) changed, +3 -0:
+          added     work/core-a.txt (+1 -0)
+          added     work/core-b.txt (+1 -0)
+          added     work/polish.txt (+1 -0)
+
+        Plan progress:
+          phase-1 (Core): 2/2
+          phase-2 (Polish): 1/1
+
+        Last verifications:
+          pass core-b: test -f work/core-b.txt
+
+        It merges cleanly into main.
+        "#);
 }
 
 #[test]
@@ -845,4 +867,62 @@ fn an_ambiguous_spec_name_offers_a_numbered_choice_on_a_terminal() {
             .join("implementation_plan.json")
             .exists()
     );
+}
+
+fn agent() -> String {
+    fixture("fake-agent").display().to_string()
+}
+
+/// A signal (not a key press) at the existing-work question, after a re-pin was confirmed:
+/// "cancelled; nothing was changed" must hold, so the re-pin is put back.
+#[test]
+fn a_signal_at_the_work_question_after_a_repin_puts_the_pin_back() {
+    use expectrl::session::OsSession;
+    use expectrl::{Eof, Expect};
+    let repo = repo_pinned_to_a_deleted_base("001-ask");
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut cmd = std::process::Command::new(RUNNER);
+        cmd.args([
+            "run",
+            "--spec",
+            "001",
+            "--agent-command",
+            &agent(),
+            "--base-branch",
+            "main",
+        ])
+        .current_dir(&repo.root)
+        .env("TERM", "xterm");
+        let mut s = OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        s.expect("Re-pin 001-ask to \"main\"?").unwrap();
+        s.send("y\r").unwrap();
+        s.expect("What now?").unwrap();
+        let pid = s.get_process().pid().as_raw();
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid, sig) };
+        s.expect("cancelled; nothing was changed").unwrap();
+        let _ = s.expect(Eof);
+        let status = format!("{:?}", s.get_process_mut().wait().unwrap());
+        assert!(status.contains(", 130)"), "signal {sig}: {status}");
+        assert_eq!(
+            repo.plan("001-ask")["base_branch"],
+            "dev",
+            "signal {sig}: the re-pin stayed although nothing was to change"
+        );
+    }
+}
+
+/// `runner status` (or any probe) holds a spec's run lock for an instant: a merge started at
+/// that moment must not be refused as busy (exit 4, naming a run that ended long ago).
+#[test]
+fn a_probe_holding_the_run_lock_for_an_instant_does_not_refuse_a_merge() {
+    let repo = repo_with_fixture_plan("001-probe");
+    assert_exit(&repo.run_spec("001", &[]), 0);
+    let lock = repo.spec_dir("001-probe").join("run.lock");
+    // A probe's instant, drawn out a little so that the merge surely starts inside it.
+    let mut probe = hold_lock_for(&lock, "0.15");
+    let out = repo.runner(&["merge", "--spec", "001-probe", "--yes"]);
+    let _ = probe.wait();
+    assert_exit(&out, 0);
 }

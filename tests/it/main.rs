@@ -9,15 +9,19 @@ mod budget;
 mod calibration;
 mod chunk;
 mod cli_conventions;
+mod corpus;
 mod crash;
 mod demo;
 mod detect;
 mod docs;
 mod fake_cli;
 mod fake_drift;
+mod fast_path_equals_slow_git;
+mod fast_path_equals_slow_plan;
+mod fast_path_equals_slow_status;
 mod file_safety;
-mod git_speed;
 mod hostile;
+mod house;
 mod import_circles;
 mod jobs;
 mod journal_segments;
@@ -33,7 +37,6 @@ mod output;
 mod plan_compat;
 mod plan_draft;
 mod plan_reference;
-mod plan_speed;
 mod preset_runs;
 mod presets;
 #[cfg(feature = "real-clis")]
@@ -43,37 +46,45 @@ mod resolve_cache;
 mod resolver;
 mod resume;
 mod review_cli;
-mod review_layers;
-mod review_regress;
 mod run;
 mod runs;
 mod session_resume;
 mod shutdown;
-mod slotfix;
 mod snapshots;
 mod status_cache;
-mod status_speed;
 mod transitions;
 mod usage_limits;
 
-/// A file in `tests/it/` that no `mod` line names is never compiled, and its tests silently
-/// never run: fail instead.
+/// A file in `tests/it/` (or in a module's folder) that no `mod` line names is never compiled,
+/// and its tests silently never run: fail instead.
 #[test]
 fn every_test_file_is_a_module() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let Some(module) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        if module != "main" && !main.contains(&format!("\nmod {module};\n")) {
-            missing.push(name);
+    fn missing_in(dir: &std::path::Path, parent: &str, missing: &mut Vec<String>) {
+        let declares = std::fs::read_to_string(dir.join(parent)).unwrap();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let module = if entry.path().is_dir() {
+                if entry.path().join("mod.rs").is_file() {
+                    missing_in(&entry.path(), "mod.rs", missing);
+                }
+                name.clone()
+            } else {
+                match name.strip_suffix(".rs") {
+                    Some(module) if module != "main" && module != "mod" => module.to_string(),
+                    _ => continue,
+                }
+            };
+            if !declares.contains(&format!("\nmod {module};\n")) {
+                missing.push(entry.path().display().to_string());
+            }
         }
     }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut missing = Vec::new();
+    missing_in(&dir, "main.rs", &mut missing);
     assert!(
         missing.is_empty(),
-        "not declared in tests/it/main.rs: {missing:?}"
+        "not declared by a `mod` line: {missing:?}"
     );
 }

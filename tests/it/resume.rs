@@ -85,6 +85,10 @@ fn no_match_is_exit_2_and_names_the_hint() {
         "{}",
         stderr(&out)
     );
+    crate::assert_screen!(repo, stderr(&out), @r#"
+        runner: No run found matching 'xyz'
+          hint: `runner runs` lists the runs and `runner status` the specs; `runner resume` alone takes the most recent run
+        "#);
     // A run id prefix that matches no run, and a forced reading that does not fit.
     assert_exit(&resume(&repo, &["rfff", "--no-run"]), 2);
     assert_exit(&resume(&repo, &["--run", "001", "--no-run"]), 2);

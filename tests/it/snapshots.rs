@@ -30,38 +30,8 @@ fn two_specs() -> TestRepo {
     repo
 }
 
-/// Output as it would be compared: run-to-run values replaced, the repository's folder named.
-fn settled(repo: &TestRepo, text: &str) -> String {
-    let root = repo.root.to_string_lossy().into_owned();
-    let tmp = repo.tmp.path().to_string_lossy().into_owned();
-    text.replace(&root, "[repo]").replace(&tmp, "[tmp]")
-}
-
-fn filters() -> Vec<(&'static str, &'static str)> {
-    vec![
-        // Times: ISO 8601 with or without zone, and the compact stamps of backup refs.
-        (
-            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?",
-            "[time]",
-        ),
-        (r"\d{8}T\d{6}Z", "[stamp]"),
-        // A session id's random part, after its time.
-        (r"(\[stamp\])-[0-9a-f]{4}-", "$1-[hex]-"),
-        // Commit and object ids (abbreviated or full), and run ids (r + hex).
-        (r"\b[0-9a-f]{7,40}\b", "[commit]"),
-        (r"\br[0-9a-f]{8,}\b", "[run-id]"),
-        (r"\bpid \d+", "pid [pid]"),
-        (r#""pid": \d+"#, r#""pid": [pid]"#),
-        (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
-        (r#""(duration_ms|elapsed_ms|seconds)": \d+"#, r#""$1": [n]"#),
-    ]
-}
-
 fn snap(name: &str, text: &str) {
-    let mut settings = insta::Settings::clone_current();
-    for (pattern, replacement) in filters() {
-        settings.add_filter(pattern, replacement);
-    }
+    let mut settings = screen_settings();
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!(name, text));
 }

@@ -2,6 +2,10 @@
 
 use crate::common::*;
 use serde_json::Value;
+use serde_json::json;
+
+mod planning;
+mod slots;
 
 #[test]
 fn full_run_plans_builds_and_commits_every_chunk() {
@@ -332,492 +336,6 @@ fn uncommitted_work_is_committed_and_agent_commits_are_kept() {
 }
 
 #[test]
-fn planner_output_invalid_then_fixed() {
-    let repo = TestRepo::new();
-    repo.add_spec("007-plan");
-    repo.script("planner 1 garbage\n");
-    let out = repo.run_spec("007", &[]);
-    assert_exit(&out, 0);
-    assert!(
-        stderr(&out).contains("not a valid plan"),
-        "{}",
-        stderr(&out)
-    );
-    let second = std::fs::read_dir(repo.tmp.path().join("prompts"))
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .find(|t| t.contains("Your previous plan was rejected"))
-        .expect("the second planner prompt carries the errors");
-    assert!(second.contains("not valid JSON"), "{second}");
-    let rejected = repo
-        .events("007-plan")
-        .into_iter()
-        .filter(|e| e["event"] == "plan_rejected")
-        .count();
-    assert_eq!(rejected, 1);
-    assert!(
-        repo.statuses("007-plan")
-            .iter()
-            .all(|(_, s)| s == "completed")
-    );
-}
-
-#[test]
-fn a_draft_left_by_an_earlier_run_is_set_aside_and_a_plan_in_the_spec_folder_is_taken() {
-    let repo = TestRepo::new();
-    repo.add_spec("016-draft");
-    repo.write_config("[run]\nmax_attempts = 1\n");
-    // A first run's planner writes nothing: the worktree is there, no plan.
-    repo.script("planner * none\n");
-    assert_exit(&repo.run_spec("016", &[]), 3);
-    // A draft is left in the worktree (by a planner killed with its runner, say): a valid
-    // plan, but not the next planner's.
-    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
-    let stale = r#"{"phases": [{"id": "old", "subtasks": [{"id": "stale", "description": "x", "status": "pending"}]}]}"#;
-    std::fs::write(&draft, stale).unwrap();
-    // The next planner writes its plan straight into the spec folder (an agent that knows
-    // the Auto-Claude layout): with no draft of its own, that plan is taken.
-    let plan = fixture("plans/two-phases.json");
-    repo.script(&format!("planner * plan-in-spec {}\n", plan.display()));
-    assert_exit(&repo.run_spec("016", &[]), 0);
-    let statuses = repo.statuses("016-draft");
-    assert!(
-        !statuses.iter().any(|(id, _)| id == "stale"),
-        "{statuses:?}"
-    );
-    assert!(
-        statuses.iter().all(|(_, s)| s == "completed"),
-        "{statuses:?}"
-    );
-    let left: Vec<_> = std::fs::read_dir(repo.spec_dir("016-draft"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("plan-draft.json.left-")
-        })
-        .collect();
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!(std::fs::read_to_string(&left[0]).unwrap(), stale);
-    assert!(!draft.exists());
-}
-
-#[test]
-fn a_planner_whose_cli_fails_is_shown_in_the_clis_own_words() {
-    let repo = TestRepo::new();
-    repo.add_spec("008-login");
-    repo.write_config("[run]\nmax_attempts = 1\n");
-    repo.script("planner * exit 1 Error: not logged in. Run /login first.\n");
-    let out = repo.run_spec("008", &[]);
-    assert_exit(&out, 3);
-    let err = stderr(&out);
-    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
-    assert!(
-        err.contains(&format!("the planner did not write {}", draft.display())),
-        "{err}"
-    );
-    assert!(
-        err.contains("the agent's CLI said: Error: not logged in. Run /login first."),
-        "{err}"
-    );
-}
-
-#[test]
-fn planner_that_never_produces_a_plan_stops_with_exit_3_and_keeps_its_output() {
-    let repo = TestRepo::new();
-    repo.add_spec("008-noplan");
-    repo.write_config("[run]\nmax_attempts = 2\n");
-    repo.script("planner * invalid\n");
-    let out = repo.run_spec("008", &[]);
-    assert_exit(&out, 3);
-    let err = stderr(&out);
-    assert!(
-        err.contains("did not produce a valid plan in 2 attempts"),
-        "{err}"
-    );
-    assert!(err.contains("missing (every chunk needs an id)"), "{err}");
-    // Each rejected draft is kept in the spec folder for the user to look at, named in the
-    // problems; nothing is installed as the plan and no draft is left in the worktree.
-    let dir = repo.spec_dir("008-noplan");
-    let mut rejected: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("plan-draft.json.rejected-")
-        })
-        .collect();
-    rejected.sort();
-    assert_eq!(rejected.len(), 2, "{rejected:?}");
-    for kept in &rejected {
-        assert!(std::fs::read_to_string(kept).unwrap().contains("no id"));
-    }
-    assert!(
-        err.contains(&format!(
-            "the rejected plan is kept as {}",
-            rejected[1].display()
-        )),
-        "{err}"
-    );
-    assert!(err.contains("plan-draft.json.rejected-*"), "{err}");
-    assert!(!repo.plan_path("008-noplan").exists());
-    assert!(
-        !repo
-            .worktree()
-            .join(".auto-claude/plan-draft.json")
-            .exists()
-    );
-    assert_eq!(repo.agent_log().len(), 2);
-}
-
-#[test]
-fn a_corrupt_plan_is_reported_and_left_byte_for_byte() {
-    let repo = TestRepo::new();
-    repo.add_spec("009-corrupt");
-    let garbage = "{\n  \"phases\": [\n    {\"id\": \"p1\",, }\n  ]\n}\n";
-    repo.write_plan("009-corrupt", garbage);
-    let out = repo.run_spec("009", &[]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
-    assert!(
-        err.contains("implementation_plan.json:3:"),
-        "path and line: {err}"
-    );
-    assert!(err.contains("left untouched"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(repo.plan_path("009-corrupt")).unwrap(),
-        garbage
-    );
-    assert!(
-        repo.agent_log().is_empty(),
-        "no agent may run on a corrupt plan"
-    );
-    // status shows it too, without touching it.
-    let st = repo.runner(&["status", "--json"]);
-    assert_exit(&st, 0);
-    let v: Value = serde_json::from_str(&stdout(&st)).unwrap();
-    assert_eq!(v["specs"][0]["status"], "invalid_plan");
-    assert_eq!(
-        std::fs::read_to_string(repo.plan_path("009-corrupt")).unwrap(),
-        garbage
-    );
-}
-
-#[test]
-fn an_unknown_status_is_named_not_guessed() {
-    let repo = TestRepo::new();
-    repo.add_spec("010-status");
-    let text = r#"{"phases": [{"id": "p", "subtasks": [{"id": "c1", "description": "d", "status": "half-done"}]}]}"#;
-    repo.write_plan("010-status", text);
-    let out = repo.run_spec("010", &[]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
-    assert!(err.contains("\"half-done\"") && err.contains("c1"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(repo.plan_path("010-status")).unwrap(),
-        text
-    );
-}
-
-#[test]
-fn an_agent_that_breaks_the_plan_has_it_restored_and_the_broken_file_kept() {
-    // Issue 8: a plan broken during a run is restored at once from runner's last copy (the
-    // broken file kept aside), so the run stops only for the chunk's own failures.
-    let repo = TestRepo::new();
-    repo.add_spec("011-broken");
-    repo.script("core-a * garbage-plan\n");
-    let out = repo.run_spec("011", &[]);
-    assert_exit(&out, 3);
-    assert!(
-        stderr(&out).contains("The plan was broken during the session of core-a"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(repo.statuses("011-broken")[0].1, "failed");
-    let kept = std::fs::read_dir(repo.spec_dir("011-broken"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect::<Vec<_>>();
-    assert_eq!(kept, vec!["not json {"; 3]);
-}
-
-#[test]
-fn spec_names_resolve_by_number_and_substring_and_reject_escapes() {
-    let repo = TestRepo::new();
-    repo.add_spec("001-add-login");
-    repo.add_spec("002-add-logout");
-    repo.add_spec("010-login-page");
-
-    let ambiguous = repo.run_spec("login", &[]);
-    assert_exit(&ambiguous, 2);
-    let err = stderr(&ambiguous);
-    assert!(
-        err.contains("001-add-login") && err.contains("010-login-page"),
-        "{err}"
-    );
-
-    for bad in ["../etc", "/etc/passwd", "a/b", "..", "x\u{1}y"] {
-        let out = repo.run_spec(bad, &[]);
-        assert_exit(&out, 2);
-        assert!(
-            stderr(&out).contains("invalid spec name"),
-            "{bad}: {}",
-            stderr(&out)
-        );
-    }
-    let none = repo.run_spec("999", &[]);
-    assert_exit(&none, 2);
-    assert!(stderr(&none).contains("no spec matches"));
-    assert!(repo.agent_log().is_empty());
-
-    // A number finds its folder; a unique substring too.
-    assert_exit(&repo.run_spec("001", &[]), 0);
-    assert_exit(&repo.run_spec("logout", &["--slot", "b"]), 0);
-    assert_eq!(repo.statuses("002-add-logout").len(), 3);
-    assert!(
-        !repo
-            .spec_dir("010-login-page")
-            .join("implementation_plan.json")
-            .exists()
-    );
-}
-
-#[test]
-fn two_runs_of_one_spec_exactly_one_proceeds_the_other_exits_4() {
-    let repo = TestRepo::new();
-    repo.add_spec("012-busy");
-    repo.script("core-a 1 slow 3\n");
-    let agent = fixture("fake-agent").display().to_string();
-    let mut first = repo
-        .cmd(&["run", "--spec", "012", "--agent-command", &agent])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the first run is in its coder session.
-    wait_for("a coder session", || {
-        repo.agent_log().iter().any(|l| l.starts_with("coder"))
-    });
-    let second = repo.run_spec("012", &[]);
-    assert_exit(&second, 4);
-    let err = stderr(&second);
-    assert!(err.contains(&format!("pid {}", first.id())), "{err}");
-    let holder: Value = serde_json::from_str(
-        std::fs::read_to_string(repo.spec_dir("012-busy").join("run.lock"))
-            .unwrap()
-            .trim(),
-    )
-    .unwrap();
-    let run_id = holder["run_id"].as_str().unwrap();
-    assert!(run_id.starts_with('r') && run_id.len() == 13, "{run_id}");
-    assert!(
-        err.contains(&format!("run {run_id}")),
-        "names the run id: {err}"
-    );
-
-    // status sees who runs it.
-    let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
-    assert_eq!(st["specs"][0]["running"]["pid"], first.id());
-    assert_eq!(st["specs"][0]["status"], "running");
-
-    assert!(first.wait().unwrap().success());
-    // Only the first run's sessions happened.
-    assert_eq!(repo.agent_log().len(), 4);
-    let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
-    assert_eq!(st["specs"][0]["running"], Value::Null);
-}
-
-#[test]
-fn a_hanging_agent_is_killed_with_its_whole_process_group() {
-    let repo = TestRepo::new();
-    repo.add_spec("013-hang");
-    repo.write_config("[run]\nsession_timeout = 1\nmax_attempts = 1\n");
-    repo.script("core-a * hang\n");
-    let started = std::time::Instant::now();
-    let out = repo.run_spec("013", &[]);
-    assert_exit(&out, 3);
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
-    let reason = repo.chunk("013-hang", "core-a")["attempts"][0]["reason"].clone();
-    assert!(reason.as_str().unwrap().contains("timed out"), "{reason}");
-    // The agent's background child is gone too.
-    let pid: i32 = std::fs::read_to_string(repo.spec_dir("013-hang").join("fake-agent-child.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ");
-    assert!(!alive, "background child {pid} survived the timeout");
-}
-
-#[test]
-fn slot_switches_between_specs_and_saves_uncommitted_changes_first() {
-    let repo = TestRepo::new();
-    repo.add_spec("020-a");
-    repo.add_spec("021-b");
-    assert_exit(&repo.run_spec("020-a", &[]), 0);
-    let a_tip = repo.git(&["rev-parse", "auto-claude/020-a"]);
-
-    // Leftovers of A in the slot: saved to A's recovery ref before the slot switches to B.
-    std::fs::write(repo.worktree().join("scratch.txt"), "keep me").unwrap();
-    std::fs::write(repo.worktree().join("README.md"), "changed\n").unwrap();
-    let out = repo.run_spec("021-b", &[]);
-    assert_exit(&out, 0);
-    let err = stderr(&out);
-    assert!(
-        err.contains(
-            "uncommitted changes of spec 020-a: saved at refs/auto-claude/recovery/020-a/worktree/1"
-        ),
-        "{err}"
-    );
-    assert!(err.contains("Switched the slot"), "{err}");
-    assert_eq!(
-        git_in(&repo.worktree(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
-        "auto-claude/021-b"
-    );
-    assert!(!repo.worktree().join("scratch.txt").exists());
-    // Nothing lost: the ref holds both changes on top of A's tip.
-    let saved = "refs/auto-claude/recovery/020-a/worktree/1";
-    assert_eq!(
-        repo.git(&["show", &format!("{saved}:scratch.txt")]),
-        "keep me"
-    );
-    assert_eq!(
-        repo.git(&["show", &format!("{saved}:README.md")]),
-        "changed\n"
-    );
-    assert_eq!(repo.git(&["rev-parse", &format!("{saved}^")]), a_tip);
-    // A's branch is intact.
-    assert_eq!(repo.git(&["rev-parse", "auto-claude/020-a"]), a_tip);
-    assert_eq!(repo.branch_log("auto-claude/020-a").len(), 3);
-
-    // status reports which spec the slot holds.
-    let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
-    let specs = st["specs"].as_array().unwrap();
-    assert_eq!(specs[0]["worktree"], Value::Null);
-    assert_eq!(specs[0]["branch"], "auto-claude/020-a");
-    assert!(
-        specs[1]["worktree"]
-            .as_str()
-            .unwrap()
-            .ends_with(".worktrees/auto-claude")
-    );
-    assert_eq!(st["slots"][0]["spec"], "021-b");
-}
-
-#[test]
-fn a_slot_on_a_foreign_branch_with_changes_is_refused() {
-    let repo = TestRepo::new();
-    repo.add_spec("022-a");
-    assert_exit(&repo.run_spec("022-a", &[]), 0);
-    // Someone checked out their own branch in the slot and left work there.
-    git_in(&repo.worktree(), &["checkout", "-q", "-b", "my-experiment"]);
-    std::fs::write(repo.worktree().join("scratch.txt"), "mine").unwrap();
-    repo.add_spec("023-b");
-    let out = repo.run_spec("023-b", &[]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
-    assert!(
-        err.contains("uncommitted changes") && err.contains("scratch.txt"),
-        "{err}"
-    );
-    assert!(err.contains("--slot"), "says how to avoid it: {err}");
-    assert_eq!(
-        std::fs::read_to_string(repo.worktree().join("scratch.txt")).unwrap(),
-        "mine"
-    );
-}
-
-#[test]
-fn two_slots_build_two_specs_at_once() {
-    let repo = TestRepo::new();
-    repo.add_spec("030-a");
-    repo.add_spec("031-b");
-    repo.script("* * slow 1\n");
-    let agent = fixture("fake-agent").display().to_string();
-    let a = repo
-        .cmd(&["run", "--spec", "030", "--agent-command", &agent])
-        .spawn()
-        .unwrap();
-    let b = repo
-        .cmd(&[
-            "run",
-            "--spec",
-            "031",
-            "--agent-command",
-            &agent,
-            "--slot",
-            "two",
-        ])
-        .spawn()
-        .unwrap();
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert_exit(&a, 0);
-    assert_exit(&b, 0);
-    assert!(repo.path(".worktrees/auto-claude-two").is_dir());
-    assert_eq!(repo.branch_log("auto-claude/030-a").len(), 3);
-    assert_eq!(repo.branch_log("auto-claude/031-b").len(), 3);
-}
-
-#[test]
-fn a_second_spec_in_a_busy_slot_exits_4() {
-    let repo = TestRepo::new();
-    repo.add_spec("040-a");
-    repo.add_spec("041-b");
-    repo.script("core-a * slow 3\n");
-    let agent = fixture("fake-agent").display().to_string();
-    let mut first = repo
-        .cmd(&["run", "--spec", "040", "--agent-command", &agent])
-        .spawn()
-        .unwrap();
-    wait_for("a coder session", || {
-        repo.agent_log().iter().any(|l| l.starts_with("coder"))
-    });
-    let out = repo.run_spec("041", &[]);
-    assert_exit(&out, 4);
-    assert!(stderr(&out).contains("slot"), "{}", stderr(&out));
-    assert!(first.wait().unwrap().success());
-}
-
-#[test]
-fn a_worktree_whose_folder_is_gone_is_reported_and_recreated() {
-    let repo = TestRepo::new();
-    repo.add_spec("050-gone");
-    repo.script("polish * fail not yet\n");
-    repo.write_config("[run]\nmax_attempts = 1\n");
-    assert_exit(&repo.run_spec("050", &[]), 3);
-    std::fs::remove_dir_all(repo.worktree()).unwrap();
-
-    let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
-    assert_eq!(st["slots"][0]["state"], "broken");
-    assert!(st["slots"][0]["problem"].as_str().unwrap().contains("gone"));
-    assert_eq!(st["specs"][0]["worktree"], Value::Null);
-    assert_eq!(st["specs"][0]["status"], "failed");
-    assert_eq!(st["specs"][0]["chunks"]["completed"], 2);
-    assert_eq!(st["specs"][0]["chunks"]["failed"], 1);
-
-    // Put the chunk back and run: the slot is recreated from the branch, nothing lost.
-    let plan = std::fs::read_to_string(repo.plan_path("050-gone")).unwrap();
-    repo.write_plan(
-        "050-gone",
-        &plan.replace("\"status\": \"failed\"", "\"status\": \"pending\""),
-    );
-    repo.script("");
-    let out = repo.run_spec("050", &[]);
-    assert_exit(&out, 0);
-    assert!(stderr(&out).contains("recreating it"), "{}", stderr(&out));
-    assert!(repo.worktree().join("work/core-a.txt").is_file());
-    assert_eq!(repo.branch_log("auto-claude/050-gone").len(), 3);
-}
-
-#[test]
 fn status_json_has_the_documented_shape() {
     let repo = TestRepo::new();
     repo.add_spec("060-a");
@@ -955,48 +473,6 @@ fn the_session_budget_stops_a_run_with_exit_5() {
     assert_eq!(s.iter().filter(|(_, st)| st == "completed").count(), 1);
     assert_eq!(s.iter().filter(|(_, st)| st == "in_progress").count(), 0);
     assert_exit(&repo.run_spec("110", &[]), 0);
-}
-
-#[test]
-fn an_interrupted_planner_leaves_no_half_plan_in_the_way() {
-    let repo = TestRepo::new();
-    repo.add_spec("120-plan-int");
-    // The planner writes half a plan, then hangs; Ctrl-C arrives.
-    repo.script("planner 1 hang\n");
-    let agent = fixture("fake-agent").display().to_string();
-    let child = repo
-        .cmd(&["run", "--spec", "120", "--agent-command", &agent])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the planner", || !repo.agent_log().is_empty());
-    std::fs::write(repo.plan_path("120-plan-int"), "{\"phases\": [").unwrap();
-    // Its draft in the worktree is half written too.
-    let draft = repo.worktree().join(".auto-claude/plan-draft.json");
-    std::fs::write(&draft, "{\"phases\": [ {").unwrap();
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 130);
-    assert!(!repo.plan_path("120-plan-int").exists());
-    let named = |prefix: &str| -> Vec<_> {
-        std::fs::read_dir(repo.spec_dir("120-plan-int"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-            .collect()
-    };
-    let aside = named("implementation_plan.json.interrupted-");
-    assert_eq!(aside.len(), 1, "the partial plan is kept aside");
-    // The half draft too, out of the worktree: the next planner does not read it as its own.
-    let drafts = named("plan-draft.json.interrupted-");
-    assert_eq!(drafts.len(), 1, "the partial draft is kept aside");
-    assert_eq!(
-        std::fs::read_to_string(&drafts[0]).unwrap(),
-        "{\"phases\": [ {"
-    );
-    assert!(!draft.exists());
-    repo.script("");
-    assert_exit(&repo.run_spec("120", &[]), 0);
 }
 
 #[test]
@@ -1140,5 +616,84 @@ fn work_committed_off_the_spec_branch_is_not_counted_as_done() {
     assert!(
         holders.contains("refs/auto-claude/recovery/_detached/"),
         "{holders}"
+    );
+}
+
+/// Files named `pwned*` anywhere under `dir`: what a chunk id run as a command would make.
+fn pwned_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p);
+            } else if e.file_name().to_string_lossy().starts_with("pwned") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A hostile plan's chunk ids reach the agent's shell only as one quoted word: the coder's
+/// prompt quotes them in every command it gives, and an agent that runs the report command
+/// as told reports the right chunk (spaces, `;`, `$( )`, a quote, a leading dash) and runs
+/// nothing else.
+#[test]
+fn hostile_chunk_ids_are_quoted_in_the_commands_the_prompt_gives() {
+    let repo = TestRepo::new();
+    let spec = "001-hostile";
+    repo.add_spec(spec);
+    let ids = [
+        "x; touch pwned-semicolon",
+        "two words",
+        "it's $(touch pwned-subst)",
+        "-n `touch pwned-backtick`",
+    ];
+    let plan = json!({
+        "feature": "Hostile ids",
+        "phases": [{"id": "p", "name": "P", "subtasks": ids.iter().map(|id| json!({
+            "id": id, "description": "do it", "status": "pending"
+        })).collect::<Vec<_>>()}]
+    });
+    repo.write_plan(spec, &serde_json::to_string_pretty(&plan).unwrap());
+    repo.script("");
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo
+        .cmd(&["run", "--spec", spec, "--agent-command", &agent])
+        .env("FAKE_AGENT_DEFAULT", "as-told")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let statuses = repo.statuses(spec);
+    assert!(
+        statuses.iter().all(|(_, s)| s == "completed"),
+        "{statuses:?}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        pwned_files(repo.tmp.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
+
+    let prompts: Vec<String> = std::fs::read_dir(repo.tmp.path().join("prompts"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    // runner by its absolute path, one shell word.
+    let runner = runner_word();
+    let done = format!(
+        "- Report success with: `{runner} chunk done --notes \"what you did\" -- 'x; touch pwned-semicolon'`"
+    );
+    assert!(
+        prompts.iter().any(|p| p.contains(&done)),
+        "no prompt has the line {done}"
+    );
+    let fail = format!("`{runner} chunk fail --reason \"why\" -- 'it'\\''s $(touch pwned-subst)'`");
+    assert!(
+        prompts.iter().any(|p| p.contains(&fail)),
+        "no prompt has {fail}"
     );
 }

@@ -1,0 +1,77 @@
+//! House rules on the files themselves: no source file over 800 lines, no test file over 1,000.
+
+use std::path::{Path, PathBuf};
+
+const MAX_SOURCE_LINES: usize = 800;
+const MAX_TEST_LINES: usize = 1_000;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file of tests: everything under `tests/`, and in `src/` a `tests.rs`, a `*_tests.rs` or a
+/// file in a `tests/` folder (a source file's own `#[cfg(test)]` block counts as source).
+fn is_test_file(rel: &Path) -> bool {
+    let name = rel.file_name().unwrap().to_string_lossy();
+    rel.starts_with("tests")
+        || name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
+#[test]
+fn no_source_file_over_800_lines_and_no_test_file_over_1000() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut too_long = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(root).unwrap();
+        let lines = std::fs::read_to_string(path).unwrap().lines().count();
+        let max = if is_test_file(rel) {
+            MAX_TEST_LINES
+        } else {
+            MAX_SOURCE_LINES
+        };
+        if lines > max {
+            too_long.push(format!(
+                "{} has {lines} lines (at most {max})",
+                rel.display()
+            ));
+        }
+    }
+    assert!(files.len() > 100, "found only {} files", files.len());
+    assert!(
+        too_long.is_empty(),
+        "split these by subject:\n{}",
+        too_long.join("\n")
+    );
+}
+
+#[test]
+fn every_test_module_says_in_one_line_what_belongs_there() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            !text.starts_with("//! ")
+        })
+        .map(|path| path.strip_prefix(&dir).unwrap().display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "these tests/it files do not open with a `//!` line saying what belongs there: {silent:?}"
+    );
+}
