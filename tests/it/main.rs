@@ -48,7 +48,7 @@ mod resume;
 mod review_cli;
 mod run;
 mod runs;
-mod session_resume;
+mod reattach;
 mod shutdown;
 mod snapshots;
 mod status_cache;

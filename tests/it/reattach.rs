@@ -1,4 +1,4 @@
-//! Resuming the agent's own session (`agent.resume_sessions`): a chunk whose attempt was cut off
+//! Reattaching the agent's own session (`agent.resume_sessions`): a chunk whose attempt was cut off
 //! (a drain that ran out, runner killed) continues that agent session on the next run, through
 //! each fake CLI, with the short prompt; a resume the CLI refuses falls back to a fresh session
 //! with the full prompt in the same attempt.
