@@ -25,8 +25,6 @@
 
 use std::path::PathBuf;
 
-use crate::policy::transition::IllegalTransition;
-
 /// Exit codes, documented in the README and docs/commands.md ("Exit codes"). Scripts depend on them: never renumber.
 pub mod exit {
     pub const OK: i32 = 0;
@@ -48,7 +46,7 @@ pub enum RunnerError {
     /// (Not `#[from]`: that would also make the plan error this error's source, and it would
     /// be printed twice.)
     #[error("{0}")]
-    InvalidPlan(crate::plan::PlanError),
+    InvalidPlan(PlanError),
     /// The run cannot go on without a person: a chunk failed for good, the planner gave up.
     #[error("{0}")]
     NeedsHuman(String),
@@ -83,8 +81,8 @@ pub enum RunnerError {
     },
 }
 
-impl From<crate::plan::PlanError> for RunnerError {
-    fn from(e: crate::plan::PlanError) -> Self {
+impl From<PlanError> for RunnerError {
+    fn from(e: PlanError) -> Self {
         RunnerError::InvalidPlan(e)
     }
 }
@@ -170,7 +168,7 @@ fn classify(err: &anyhow::Error) -> (i32, &'static str) {
         if let Some(e) = runner_error_in(cause) {
             return (e.exit_code(), e.kind());
         }
-        if cause.downcast_ref::<crate::plan::PlanError>().is_some() {
+        if cause.downcast_ref::<PlanError>().is_some() {
             return (exit::BAD_INPUT, "invalid_plan");
         }
         // A status change the transition table refuses: the plan says something runner did
@@ -228,7 +226,7 @@ impl ErrorReport {
             .flat_map(|e| e.hints().iter().cloned())
             .collect();
         if kind == "invalid_plan" {
-            hints.push(crate::plan::PlanError::ADVICE.to_string());
+            hints.push(PlanError::ADVICE.to_string());
         }
         if err
             .chain()
@@ -277,6 +275,51 @@ impl ErrorReport {
 }
 
 pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
+
+/// Why a plan cannot be used. Carries everything the user needs to find the problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanError {
+    pub path: std::path::PathBuf,
+    /// Set for JSON syntax errors.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// Each problem, prefixed with its place in the plan (`phases[1].subtasks[0].status: …`).
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid plan {}", self.path.display())?;
+        if let (Some(line), Some(col)) = (self.line, self.column) {
+            write!(f, ":{line}:{col}")?;
+        }
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
+        }
+        write!(f, "\nThe file was left untouched.")
+    }
+}
+
+impl PlanError {
+    /// What to do about an invalid plan: the hint of every error that carries one.
+    pub const ADVICE: &str = "fix it by hand, or move it away to have the planner write a new one";
+}
+
+impl std::error::Error for PlanError {}
+
+/// An event the chunk status table has no edge for, from the chunk's status
+/// (`policy::transition`): the status and the event, named as the table names them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a chunk that is {from} cannot take the event {on} (no such transition)")]
+pub struct IllegalTransition {
+    pub from: String,
+    pub on: String,
+}
+
+impl IllegalTransition {
+    /// What a person can do when a change is refused (the error's hint).
+    pub const ADVICE: &'static str = "the chunk's status was left as it is; `runner status` shows each chunk's: set its \"status\" in the plan to what is true (\"pending\" to run it again), then run again";
+}
 
 #[cfg(test)]
 mod tests {
@@ -339,11 +382,9 @@ mod tests {
 
     #[test]
     fn a_refused_status_change_needs_a_person_and_says_what_to_do() {
-        use crate::plan::Status;
-        use crate::policy::transition::{EventKind, IllegalTransition};
         let refused = IllegalTransition {
-            from: Status::Failed,
-            on: EventKind::Complete,
+            from: "failed".into(),
+            on: "Complete".into(),
         };
         let err = anyhow::Error::from(refused).context("judging chunk c1");
         let report = ErrorReport::of(&err);

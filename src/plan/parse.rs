@@ -1,8 +1,7 @@
 //! Reading a plan: JSON syntax first (with line and column), then the shape of every variant
 //! Auto-Claude wrote, then the rules that make a plan runnable (see `validate`).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -13,36 +12,7 @@ use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::parse_chunk::{read_chunk, same_json};
 use super::validate;
 
-/// Why a plan cannot be used. Carries everything the user needs to find the problem.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanError {
-    pub path: PathBuf,
-    /// Set for JSON syntax errors.
-    pub line: Option<usize>,
-    pub column: Option<usize>,
-    /// Each problem, prefixed with its place in the plan (`phases[1].subtasks[0].status: …`).
-    pub problems: Vec<String>,
-}
-
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid plan {}", self.path.display())?;
-        if let (Some(line), Some(col)) = (self.line, self.column) {
-            write!(f, ":{line}:{col}")?;
-        }
-        for problem in &self.problems {
-            write!(f, "\n  - {problem}")?;
-        }
-        write!(f, "\nThe file was left untouched.")
-    }
-}
-
-impl PlanError {
-    /// What to do about an invalid plan: the hint of every error that carries one.
-    pub const ADVICE: &str = "fix it by hand, or move it away to have the planner write a new one";
-}
-
-impl std::error::Error for PlanError {}
+pub use crate::error::PlanError;
 
 /// Parse and validate plan bytes read from `path` (the path is only used in messages).
 ///

@@ -148,3 +148,50 @@ pub fn compute_cost(tokens: &Tokens, prices: &Prices) -> f64 {
         + tokens.cache_write as f64 * prices.cache_write)
         / 1_000_000.0
 }
+
+/// What was spent: dollars (as reported, or computed), tokens, sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spent {
+    pub usd: f64,
+    pub tokens: u64,
+    pub sessions: u64,
+}
+
+impl Spent {
+    /// One session's figures, cleaned.
+    pub fn session(usd: Option<f64>, tokens: u64) -> Spent {
+        Spent {
+            usd: usd.map_or(0.0, clean_usd),
+            tokens,
+            sessions: 1,
+        }
+    }
+
+    pub fn add(&mut self, other: &Spent) {
+        // Two huge figures stay huge (an overflow to infinity must not clean to nothing).
+        let sum = clean_usd(self.usd) + clean_usd(other.usd);
+        self.usd = if sum.is_finite() { sum } else { f64::MAX };
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.sessions = self.sessions.saturating_add(other.sessions);
+    }
+
+    /// Field by field the larger of the two: what the ledger says now, and what it said at
+    /// the run's start plus what this run saw (an edit cannot lower a run's spending).
+    pub fn at_least(&self, floor: &Spent) -> Spent {
+        Spent {
+            usd: self.usd.max(floor.usd),
+            tokens: self.tokens.max(floor.tokens),
+            sessions: self.sessions.max(floor.sessions),
+        }
+    }
+}
+
+/// A cost as the ledger counts it: a negative, NaN or infinite figure is nothing (an agent's
+/// garbage must not give it more budget: `Spent::at_least` keeps what runner saw).
+pub fn clean_usd(usd: f64) -> f64 {
+    if usd.is_finite() && usd > 0.0 {
+        usd
+    } else {
+        0.0
+    }
+}

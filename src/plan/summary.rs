@@ -25,8 +25,8 @@ use de::{
     PhaseRead, Picked, TWO_LISTS, Text, Top, VerificationFields,
 };
 
+use super::session_facts::Spent;
 use super::session_facts::Tokens;
-use crate::policy::budget::Spent;
 
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::{MAX_ID_BYTES, PlanFile, Status, validate, verification};

@@ -219,17 +219,14 @@ pub struct StatusChange {
     pub reason: Option<String>,
 }
 
-/// An event the table has no edge for, from the chunk's status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a chunk that is {from} cannot take the event {on:?} (no such transition)")]
-pub struct IllegalTransition {
-    pub from: Status,
-    pub on: EventKind,
-}
+pub use crate::error::IllegalTransition;
 
-impl IllegalTransition {
-    /// What a person can do when a change is refused (the error's hint).
-    pub const ADVICE: &'static str = "the chunk's status was left as it is; `runner status` shows each chunk's: set its \"status\" in the plan to what is true (\"pending\" to run it again), then run again";
+/// The refusal of the event `on` for a chunk that is `from`.
+fn illegal(from: Status, on: EventKind) -> IllegalTransition {
+    IllegalTransition {
+        from: from.to_string(),
+        on: format!("{on:?}"),
+    }
 }
 
 /// The status `event` moves a chunk in `status` to, with the journal's record of the change.
@@ -238,7 +235,7 @@ pub fn transition(status: Status, event: &ChunkEvent) -> Result<StatusChange, Il
     let edge = TABLE
         .iter()
         .find(|e| e.on == on && e.from.contains(&status))
-        .ok_or(IllegalTransition { from: status, on })?;
+        .ok_or_else(|| illegal(status, on))?;
     let mut change = StatusChange {
         from: status,
         to: edge.to,
@@ -384,7 +381,7 @@ mod tests {
                             .unwrap();
                         used[edge] += 1;
                     }
-                    None => assert_eq!(got, Err(IllegalTransition { from, on })),
+                    None => assert_eq!(got, Err(illegal(from, on))),
                 }
             }
         }

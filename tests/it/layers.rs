@@ -484,10 +484,20 @@ fn the_mcp_server_builds_nothing_with_the_cli() {
     );
 }
 
-/// The plan's plain data that policy may decide over: its model's types, never its reading,
-/// writing or summaries.
-const PLAN_DATA: [&str; 8] = [
-    "Chunk", "Status", "Attempt", "Phase", "Plan", "PhaseKey", "PhaseRef", "ChunkPos",
+/// The plan's plain data that policy may decide over: its model's types and what sessions
+/// said and spent (`session_facts`), never its reading, writing or summaries.
+const PLAN_DATA: [&str; 11] = [
+    "Chunk",
+    "Status",
+    "Attempt",
+    "Phase",
+    "Plan",
+    "PhaseKey",
+    "PhaseRef",
+    "ChunkPos",
+    "SessionFacts",
+    "Spent",
+    "clean_usd",
 ];
 
 #[test]
@@ -505,11 +515,14 @@ fn policy_imports_only_plain_data() {
                 continue;
             };
             let rest = &code[at + "crate::plan::".len()..];
+            let rest = rest.strip_prefix("session_facts::").unwrap_or(rest);
             let names: Vec<&str> = rest
                 .trim_start_matches('{')
                 .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .filter(|w| !w.is_empty())
-                .take_while(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+                .take_while(|w| {
+                    PLAN_DATA.contains(w) || w.starts_with(|c: char| c.is_ascii_uppercase())
+                })
                 .collect();
             if names.is_empty() || names.iter().any(|w| !PLAN_DATA.contains(w)) {
                 wrong.push(format!("src/{rel}:{}: {}", n + 1, code.trim()));

@@ -41,6 +41,7 @@ mod preset_runs;
 mod presets;
 #[cfg(feature = "real-clis")]
 mod real_clis;
+mod reattach;
 mod recover;
 mod resolve_cache;
 mod resolver;
@@ -48,7 +49,6 @@ mod resume;
 mod review_cli;
 mod run;
 mod runs;
-mod reattach;
 mod shutdown;
 mod snapshots;
 mod status_cache;

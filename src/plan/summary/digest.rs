@@ -24,7 +24,7 @@ pub struct Digest {
     /// runner's mark of a run stopped by the spec's budget (`budget_exhausted`).
     pub exhausted: bool,
     /// The attempt records summed as the cost ledger counts them (`PlanSummary::spent`).
-    pub spent: crate::policy::budget::Spent,
+    pub spent: crate::plan::session_facts::Spent,
 }
 
 impl Digest {
