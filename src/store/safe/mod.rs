@@ -36,9 +36,7 @@ use std::sync::{Arc, RwLock};
 use crate::error::RunnerError;
 
 mod journal_io;
-mod swap;
 pub use journal_io::{append_located, rename_new};
-pub use swap::{is_swap_file, write_atomic_swapping};
 
 fn refusal(err: RunnerError) -> std::io::Error {
     std::io::Error::other(err)
