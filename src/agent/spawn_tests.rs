@@ -171,8 +171,8 @@ fn a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve() {
             break status;
         }
         if Instant::now() > deadline {
-            // SAFETY: a signal to the storm's own group.
-            unsafe { libc::killpg(storm.id() as i32, libc::SIGKILL) };
+            let group = Pid::from_raw(storm.id() as i32).unwrap();
+            let _ = rustix::process::kill_process_group(group, Signal::KILL);
             let _ = storm.wait();
             panic!("a child started during a storm of SIGTSTP hung (stopped before execve)");
         }
@@ -194,8 +194,8 @@ fn stop_storm() {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // SAFETY: a signal to our own process group (a group of its own, see above).
-                unsafe { libc::kill(0, libc::SIGTSTP) };
+                // Our own process group (a group of its own, see above).
+                let _ = rustix::process::kill_current_process_group(Signal::TSTP);
                 std::thread::sleep(Duration::from_micros(20));
             }
         })
@@ -268,7 +268,6 @@ fn a_child_dropped_before_it_ended_is_killed_and_reaped() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Reaped: the pid is no child of ours any more.
-    // SAFETY: waitpid on a pid with WNOHANG.
-    let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-    assert_eq!(r, -1);
+    let r = rustix::process::waitpid(Pid::from_raw(pid), WaitOptions::NOHANG);
+    assert_eq!(r.err(), Some(rustix::io::Errno::CHILD));
 }
