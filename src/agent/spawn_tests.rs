@@ -181,14 +181,13 @@ fn a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve() {
     assert!(status.success(), "{status:?}");
 }
 
-extern "C" fn no_op(_: libc::c_int) {}
-
 /// SIGTSTP to this process's group, again and again, while children start. This process only
 /// catches it (a caught signal is pending, blocked, in a child that is still in the group).
 fn stop_storm() {
     let dir = tempfile::tempdir().unwrap();
-    // SAFETY: installing a handler that does nothing.
-    unsafe { libc::signal(libc::SIGTSTP, no_op as *const () as libc::sighandler_t) };
+    // A handler that only sets a flag nobody reads.
+    let caught = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(libc::SIGTSTP, caught).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopper = {
         let stop = Arc::clone(&stop);
