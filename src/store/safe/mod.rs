@@ -407,6 +407,7 @@ fn replace(
     let (dir, name) = parent(path)?;
     let result = (|| {
         let mut file = open_in(&dir, temp_name, Mode::New)?;
+        keep_mode(&dir, name, &file);
         file.write_all(bytes)?;
         let Some(advisory) = durable else {
             return rename_in(&dir, temp_name, &dir, name);
@@ -427,6 +428,14 @@ fn replace(
         let _ = unlink_in(&dir, temp_name);
     }
     result
+}
+
+/// The new file that replaces `name` takes its permissions, as an edit in place would; a file
+/// runner may not change (another owner's) keeps the default ones.
+fn keep_mode(dir: &Dir, name: &OsStr, new: &File) {
+    if let Some(old) = stat_at(dir.fd.as_fd(), name).filter(is_regular) {
+        let _ = rustix::fs::fchmod(new, Perm::from_raw_mode(old.st_mode as _));
+    }
 }
 
 fn rename_in(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> std::io::Result<()> {
