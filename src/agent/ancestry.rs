@@ -25,9 +25,7 @@ static REAPER: AtomicBool = AtomicBool::new(false);
 pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
-        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        if rc == 0 {
+        if rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok() {
             REAPER.store(true, Ordering::SeqCst);
         }
     }
@@ -194,17 +192,21 @@ pub fn kill_descendants() -> usize {
             .filter(|p| table.get(p).is_some_and(|&(_, s)| s != 'Z' && s != 'X'))
             .collect();
         for &pid in &live {
-            // SAFETY: kill has no memory effects; a process already gone gives ESRCH.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // A process already gone gives ESRCH.
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
             killed.insert(pid);
         }
         // Our own children that died (orphans re-parented to us) are reaped here: tokio waits
         // only for the children it started, which have all been waited for by now.
         for (&pid, &(ppid, state)) in &table {
             if ppid == me && (state == 'Z' || live.contains(&pid)) {
-                let mut status = 0;
-                // SAFETY: waitpid on a specific pid with WNOHANG only reaps that child.
-                unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                // WNOHANG on that pid only reaps that child.
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let nohang = rustix::process::WaitOptions::NOHANG;
+                    let _ = rustix::process::waitpid(Some(pid), nohang);
+                }
             }
         }
         if live.is_empty() || Instant::now() > deadline {
@@ -259,17 +261,10 @@ mod tests {
         assert_eq!(settled(), Some(true));
         live.kill().unwrap();
         // Wait for it to exit without reaping it: a zombie is still a child.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on this child's pid, writing into a zeroed siginfo_t we own.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                live.id(),
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        assert_eq!(rc, 0);
+        use rustix::process::{Pid, WaitId, WaitIdOptions};
+        let pid = Pid::from_raw(live.id() as i32).unwrap();
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+        assert!(rustix::process::waitid(WaitId::Pid(pid), options).is_ok());
         assert_eq!(settled(), Some(true));
         live.wait().unwrap();
     }

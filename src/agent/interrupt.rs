@@ -12,7 +12,8 @@ static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// Set by the signal handler itself, the moment a signal arrives: the task that counts signals
 /// runs only when the (single-threaded) runtime gets to it, which is not before the next
 /// `await`, and runner does much without one (a commit, plan writes, a session's start).
-static ARRIVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static ARRIVED: std::sync::LazyLock<Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::LazyLock::new(Arc::default);
 
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
@@ -40,10 +41,7 @@ impl Interrupt {
         // death that leaves the agent's work unjudged.
         let mut hup = signal(SignalKind::hangup())?;
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: the action is one atomic store (async-signal-safe).
-            unsafe {
-                signal_hook_registry::register(sig, || ARRIVED.store(true, Ordering::SeqCst))
-            }?;
+            signal_hook::flag::register(sig, Arc::clone(&ARRIVED))?;
         }
         let me = interrupt.clone();
         LISTENING.store(true, Ordering::SeqCst);

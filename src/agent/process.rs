@@ -208,34 +208,20 @@ async fn stop_group(
 }
 
 pub fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 0 {
-        // SAFETY: killpg has no memory effects; a group that is gone gives ESRCH, ignored.
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
+    // A group that is gone gives ESRCH, ignored.
+    if pgid > 0
+        && let (Some(group), Some(signal)) = (
+            rustix::process::Pid::from_raw(pgid),
+            rustix::process::Signal::from_named_raw(signal),
+        )
+    {
+        let _ = rustix::process::kill_process_group(group, signal);
     }
 }
 
-/// Have the child started by `cmd` get a SIGTERM when this process dies (Linux; elsewhere
-/// nothing): a spec's run under `run --jobs` is not left working behind a runner that crashed.
-/// (Agents are started by `spawn`, which does the same without `fork`.)
+/// Have the child started by `cmd` get a SIGTERM when this process dies: a spec's run under
+/// `run --jobs` is not left working behind a runner that crashed. (Agents are started by
+/// `spawn`, which does the same.)
 pub fn term_with_runner(cmd: &mut tokio::process::Command) {
-    #[cfg(target_os = "linux")]
-    {
-        let runner_pid = std::process::id() as libc::pid_t;
-        // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between
-        // fork and exec here.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-                // If runner died before the line above, the signal will never come: stop now.
-                if libc::getppid() != runner_pid {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
+    super::spawn::term_with_runner(cmd.as_std_mut());
 }

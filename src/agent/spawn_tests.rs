@@ -171,8 +171,8 @@ fn a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve() {
             break status;
         }
         if Instant::now() > deadline {
-            // SAFETY: a signal to the storm's own group.
-            unsafe { libc::killpg(storm.id() as i32, libc::SIGKILL) };
+            let group = Pid::from_raw(storm.id() as i32).unwrap();
+            let _ = rustix::process::kill_process_group(group, Signal::KILL);
             let _ = storm.wait();
             panic!("a child started during a storm of SIGTSTP hung (stopped before execve)");
         }
@@ -181,21 +181,20 @@ fn a_stop_sent_while_the_child_starts_does_not_stop_it_before_execve() {
     assert!(status.success(), "{status:?}");
 }
 
-extern "C" fn no_op(_: libc::c_int) {}
-
 /// SIGTSTP to this process's group, again and again, while children start. This process only
 /// catches it (a caught signal is pending, blocked, in a child that is still in the group).
 fn stop_storm() {
     let dir = tempfile::tempdir().unwrap();
-    // SAFETY: installing a handler that does nothing.
-    unsafe { libc::signal(libc::SIGTSTP, no_op as *const () as libc::sighandler_t) };
+    // A handler that only sets a flag nobody reads.
+    let caught = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(libc::SIGTSTP, caught).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopper = {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // SAFETY: a signal to our own process group (a group of its own, see above).
-                unsafe { libc::kill(0, libc::SIGTSTP) };
+                // Our own process group (a group of its own, see above).
+                let _ = rustix::process::kill_current_process_group(Signal::TSTP);
                 std::thread::sleep(Duration::from_micros(20));
             }
         })
@@ -268,7 +267,6 @@ fn a_child_dropped_before_it_ended_is_killed_and_reaped() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Reaped: the pid is no child of ours any more.
-    // SAFETY: waitpid on a pid with WNOHANG.
-    let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-    assert_eq!(r, -1);
+    let r = rustix::process::waitpid(Pid::from_raw(pid), WaitOptions::NOHANG);
+    assert_eq!(r.err(), Some(rustix::io::Errno::CHILD));
 }

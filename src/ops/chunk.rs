@@ -103,8 +103,7 @@ fn caller_session(paths: &SpecPaths) -> Option<String> {
         });
         return Some(current.unwrap_or_else(|| format!("inside-run-{run_pid}")));
     }
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    let own_group = unsafe { libc::getpgrp() };
+    let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
     let events = crate::store::journal::read_typed_containing(&paths.dir, "\"process_");
     crate::engine::recovery::procs::leftovers(&events)
         .into_iter()

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::layout::{self, Remembered};
 use super::{Plan, PlanError, parse_plan, plan_to_bytes};
-use crate::store::{FileLock, write_atomic_swapping};
+use crate::store::{FileLock, write_atomic};
 
 pub const PLAN_FILE: &str = "implementation_plan.json";
 pub const LAST_GOOD_FILE: &str = "implementation_plan.json.last-good";
@@ -170,8 +170,6 @@ impl PlanFile {
             let mut bytes = Vec::new();
             std::io::Read::read_to_end(&mut file, &mut bytes)
                 .with_context(|| format!("reading {}", self.path.display()))?;
-            // Closed before the write: the file it reads becomes the swap file the write after
-            // this one overwrites, which is done only while no one has it open.
             drop(file);
             // The bytes go before the plan is changed and written: a long plan is not held
             // three times (bytes, plan, new bytes).
@@ -225,13 +223,12 @@ impl PlanFile {
         Ok(out)
     }
 
-    /// Replace the file durably; the bytes written and their chunks' spans. Callers hold the
-    /// plan lock: the replace keeps the file it replaced as a swap file for the next write,
-    /// which must be the only one writing it (`store::safe::swap`).
+    /// Replace the file durably (temp file, fsync, rename, fsync of the folder); the bytes
+    /// written and their chunks' spans. Callers hold the plan lock.
     fn write(&self, plan: &Plan) -> anyhow::Result<(Vec<u8>, Vec<layout::Span>)> {
         tracing::debug!(path = %self.path.display(), chunks = plan.total(), "writing plan");
         let (bytes, spans) = self.bytes_to_write(plan);
-        write_atomic_swapping(&self.path, &bytes)
+        write_atomic(&self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))?;
         // The last-good copy is overwritten in place, without a rename or an fsync: replacing
         // a file frees its blocks, which doubled the cost of a plan write on our CI disk. A

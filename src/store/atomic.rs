@@ -22,14 +22,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     super::safe::write_atomic(path, bytes, temp.as_os_str()).map_err(super::at(path))
 }
 
-/// `write_atomic` for a file with one writer at a time (the plan, under its lock): the file it
-/// replaces is kept as a swap file for the next write, which overwrites it in place instead of
-/// making a new one (see `safe::swap`). As durable and as atomic for readers.
-pub fn write_atomic_swapping(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = temp_beside(path)?;
-    super::safe::write_atomic_swapping(path, bytes, temp.as_os_str()).map_err(super::at(path))
-}
-
 /// Write `bytes` durably as a new file in `dir`, under the first of `names` that is not taken:
 /// never replacing a file, not even one another process wrote a moment ago (the bytes are
 /// written to a temp file, fsynced, then renamed with `RENAME_NOREPLACE`, and the folder

@@ -49,20 +49,15 @@ pub fn process_gone(host: &str, pid: u32) -> bool {
     if pid <= 0 || pid as u32 == std::process::id() {
         return true;
     }
-    // SAFETY: signal 0 only checks for existence and permission; pid > 0 names one process.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    // Signal 0 only checks for existence and permission; pid > 0 names one process.
+    rustix::process::Pid::from_raw(pid)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
 }
 
 pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    // gethostname(2) on Linux is uname's node name.
+    let uname = rustix::system::uname();
+    String::from_utf8_lossy(uname.nodename().to_bytes()).into_owned()
 }
 
 /// The lock at `path` if it can be had within `patience`; `None` if somebody holds it. No

@@ -23,7 +23,7 @@ pub mod status_cache;
 pub mod watch;
 pub mod workspace;
 
-pub use atomic::{is_temp_file, write_atomic, write_atomic_swapping};
+pub use atomic::{is_temp_file, write_atomic};
 pub use journal::{Event, Journal, failures, lines, read_entries, read_typed, segments};
 pub use lock::{FileLock, Holder, LockState};
 pub use workspace::{SpecPaths, Workspace};

@@ -148,38 +148,20 @@ impl Folder {
     }
 
     /// What `symlink_metadata` says of `rel` below it (a link at its end not followed).
-    pub fn stat(&self, rel: &str) -> Option<libc::stat> {
-        let mut name = Vec::with_capacity(rel.len() + 1);
-        name.extend_from_slice(rel.as_bytes());
-        self.stat_c(&mut name)
-    }
-
-    /// [`Folder::stat`] of the name in `name` (a terminating NUL is added, `name`'s buffer
-    /// reused by the caller).
-    fn stat_c(&self, name: &mut Vec<u8>) -> Option<libc::stat> {
-        use std::os::fd::AsRawFd;
-        name.push(0);
-        let name = std::ffi::CStr::from_bytes_with_nul(name).ok()?;
-        // SAFETY: a zeroed `stat` is a valid value for fstatat to fill; `name` is a valid C
-        // string and the folder's descriptor is open for the call.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::fstatat(
-                self.0.as_raw_fd(),
-                name.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        (rc == 0).then_some(st)
+    pub fn stat(&self, rel: &str) -> Option<rustix::fs::Stat> {
+        rustix::fs::statat(&self.0, rel, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()
     }
 
     /// The identity of the folder `rel` below it (`None`: missing, a link, not a folder).
     pub fn dir_identity(&self, rel: &str) -> Option<super::status_cache::Identity> {
         let st = self.stat(rel)?;
-        (st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+        (file_type(&st) == rustix::fs::FileType::Directory)
             .then(|| super::status_cache::Identity::from_stat(&st))
     }
+}
+
+fn file_type(st: &rustix::fs::Stat) -> rustix::fs::FileType {
+    rustix::fs::FileType::from_raw_mode(st.st_mode as _)
 }
 
 /// What `symlink_metadata` of each record of `ids` in `spec_dir` says (`None`: it cannot be
@@ -193,15 +175,11 @@ pub fn stat_records(
     let Some(folder) = Folder::open(&dir(spec_dir)) else {
         return vec![None; ids.len()];
     };
-    let mut name = Vec::with_capacity(32);
     ids.iter()
         .map(|id| {
-            name.clear();
-            name.extend_from_slice(id.as_bytes());
-            name.extend_from_slice(b".json");
-            let st = folder.stat_c(&mut name)?;
+            let st = folder.stat(&format!("{id}.json"))?;
             let identity = super::status_cache::Identity::from_stat(&st);
-            let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+            let regular = file_type(&st) == rustix::fs::FileType::RegularFile;
             Some((identity.modified()?, regular.then_some(identity)))
         })
         .collect()

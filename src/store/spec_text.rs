@@ -224,8 +224,15 @@ mod tests {
                 .as_bytes(),
         )
         .unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            fifo.as_c_str(),
+            rustix::fs::FileType::Fifo,
+            fifo_mode,
+            0,
+        )
+        .unwrap();
         assert_eq!(said(dir.path()), Said::default());
     }
 

@@ -85,14 +85,14 @@ impl Identity {
     }
 
     /// The identity of what `st` describes (the caller checked its type).
-    pub fn from_stat(st: &libc::stat) -> Identity {
+    pub fn from_stat(st: &rustix::fs::Stat) -> Identity {
         Identity {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            mode: st.st_mode,
+            dev: st.st_dev as _,
+            ino: st.st_ino as _,
+            mode: st.st_mode as _,
             size: st.st_size as u64,
-            mtime: (st.st_mtime, st.st_mtime_nsec as u32),
-            ctime: (st.st_ctime, st.st_ctime_nsec as u32),
+            mtime: (st.st_mtime as _, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime as _, st.st_ctime_nsec as u32),
         }
     }
 

@@ -71,8 +71,11 @@ impl Watch {
 #[cfg(target_os = "linux")]
 mod linux {
     use super::*;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::OwnedFd;
     use std::os::unix::ffi::OsStrExt;
+
+    use rustix::fs::inotify;
+    use rustix::io::Errno;
 
     const MASK: u32 = libc::IN_CREATE
         | libc::IN_DELETE
@@ -98,13 +101,8 @@ mod linux {
 
     impl Inotify {
         pub(super) fn start(root: &Path) -> Option<Inotify> {
-            // SAFETY: a plain system call; the descriptor is owned at once.
-            let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-            if fd < 0 {
-                return None;
-            }
-            // SAFETY: `fd` is a fresh descriptor nothing else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let flags = inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC;
+            let fd = inotify::init(flags).ok()?;
             let mut me = Inotify {
                 fd,
                 root: root.to_path_buf(),
@@ -125,22 +123,13 @@ mod linux {
                     return false;
                 }
                 let full = self.root.join(&rel);
-                let Ok(c_path) = std::ffi::CString::new(full.as_os_str().as_bytes()) else {
-                    return false;
-                };
-                // SAFETY: a valid descriptor and a NUL-terminated path.
-                let wd =
-                    unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c_path.as_ptr(), MASK) };
-                if wd < 0 {
+                let mask = inotify::WatchFlags::from_bits_retain(MASK);
+                let wd = match inotify::add_watch(&self.fd, &full, mask) {
+                    Ok(wd) => wd,
                     // Gone already (its deletion is an event of its parent): nothing to watch.
-                    let gone = std::io::Error::last_os_error().raw_os_error();
-                    if !rel.as_os_str().is_empty()
-                        && matches!(gone, Some(libc::ENOENT) | Some(libc::ENOTDIR))
-                    {
-                        continue;
-                    }
-                    return false;
-                }
+                    Err(Errno::NOENT | Errno::NOTDIR) if !rel.as_os_str().is_empty() => continue,
+                    Err(_) => return false,
+                };
                 self.dirs.insert(wd, rel.clone());
                 let entries = match std::fs::read_dir(&full) {
                     Ok(entries) => entries,
@@ -175,25 +164,20 @@ mod linux {
         pub(super) fn drain(&mut self) -> Changes {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
-                // SAFETY: reading into a buffer of the length given.
-                let n =
-                    unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-                if n < 0 {
-                    let e = std::io::Error::last_os_error();
-                    match e.kind() {
-                        std::io::ErrorKind::WouldBlock => break,
-                        std::io::ErrorKind::Interrupted => continue,
-                        _ => {
-                            self.unknown = true;
-                            break;
-                        }
+                let n = match rustix::io::read(&self.fd, &mut buf) {
+                    Ok(0) => {
+                        self.unknown = true;
+                        break;
                     }
-                }
-                if n == 0 {
-                    self.unknown = true;
-                    break;
-                }
-                self.read_events(&buf[..n as usize]);
+                    Ok(n) => n,
+                    Err(Errno::AGAIN) => break,
+                    Err(Errno::INTR) => continue,
+                    Err(_) => {
+                        self.unknown = true;
+                        break;
+                    }
+                };
+                self.read_events(&buf[..n]);
             }
             if std::mem::take(&mut self.unknown) {
                 self.changed.clear();
@@ -206,19 +190,22 @@ mod linux {
         }
 
         fn read_events(&mut self, mut buf: &[u8]) {
-            const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+            // `struct inotify_event`: wd (i32), mask, cookie and len (u32), then `len` bytes
+            // of NUL-padded name; in this machine's byte order.
+            const HEADER: usize = 16;
+            const _: () = assert!(HEADER == std::mem::size_of::<libc::inotify_event>());
+            let field = |b: &[u8], at: usize| [b[at], b[at + 1], b[at + 2], b[at + 3]];
             while buf.len() >= HEADER {
-                // SAFETY: the kernel wrote whole events; read_unaligned copes with alignment.
-                let event: libc::inotify_event =
-                    unsafe { std::ptr::read_unaligned(buf.as_ptr().cast()) };
-                let end = HEADER + event.len as usize;
+                let wd = i32::from_ne_bytes(field(buf, 0));
+                let mask = u32::from_ne_bytes(field(buf, 4));
+                let end = HEADER + u32::from_ne_bytes(field(buf, 12)) as usize;
                 if buf.len() < end {
                     self.unknown = true;
                     return;
                 }
                 let name = &buf[HEADER..end];
                 let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                self.event(event.wd, event.mask, name);
+                self.event(wd, mask, name);
                 buf = &buf[end..];
             }
         }

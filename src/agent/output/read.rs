@@ -291,8 +291,15 @@ mod tests {
         );
         let fifo = dir.path().join("aider.jsonl");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            c.as_c_str(),
+            rustix::fs::FileType::Fifo,
+            fifo_mode,
+            0,
+        )
+        .unwrap();
         assert_eq!(
             read_session(Preset::Aider, dir.path(), None, 1 << 20),
             SessionFacts::default()

@@ -102,8 +102,13 @@ pub fn signal(pid: u32, sig: libc::c_int) {
     if let Ok(pid) = libc::pid_t::try_from(pid)
         && pid > 0
     {
-        // SAFETY: kill(2) with a pid of a child this process started and has not reaped.
-        unsafe { libc::kill(pid, sig) };
+        // A child this process started and has not reaped.
+        if let (Some(pid), Some(sig)) = (
+            rustix::process::Pid::from_raw(pid),
+            rustix::process::Signal::from_named_raw(sig),
+        ) {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
     }
 }
 

@@ -10,10 +10,14 @@ use crate::store::is_temp_file;
 
 /// Is process `pid` alive?
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
+    // Signal 0 only checks for existence and permission.
     pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+        && rustix::process::Pid::from_raw(pid).is_some_and(|pid| {
+            matches!(
+                rustix::process::test_kill_process(pid),
+                Ok(()) | Err(rustix::io::Errno::PERM)
+            )
+        })
 }
 
 /// The writer's pid in a temp file name `.<name>.tmp-<pid>-<n>`.

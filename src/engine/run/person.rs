@@ -117,6 +117,8 @@ fn peer(stream: &UnixStream) -> Option<(i32, u32)> {
             gid: 0,
         };
         let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // Not rustix's `socket_peercred`: its `UCred` holds a non-zero `Pid`, and the kernel
+        // gives pid 0 for a peer in a PID namespace that cannot see it.
         // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.
         let rc = unsafe {
             libc::getsockopt(
@@ -160,8 +162,10 @@ fn serve(paths: &SpecPaths, stream: UnixStream, changed: &Mutex<Vec<String>>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let sender = peer(&stream);
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = (std::process::id() as i32, unsafe { libc::getuid() });
+    let me = (
+        std::process::id() as i32,
+        rustix::process::getuid().as_raw(),
+    );
     let chain = sender
         .map(|(p, _)| ancestry::ancestors(p))
         .unwrap_or_default();

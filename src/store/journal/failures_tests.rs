@@ -150,8 +150,15 @@ fn a_missing_torn_or_forged_record_falls_back_to_the_scan() {
             .into_encoded_bytes(),
     )
     .unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fifo.as_c_str(),
+        rustix::fs::FileType::Fifo,
+        fifo_mode,
+        0,
+    )
+    .unwrap();
     assert_eq!(from_records(dir.path(), "c1", &c1_attempts()), None);
     assert_eq!(previous(dir.path(), "c1", &c1_attempts()).len(), 2);
     // A session id that cannot name a folder (a hand-edited plan).

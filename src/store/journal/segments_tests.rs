@@ -372,8 +372,15 @@ fn a_fifo_a_folder_or_a_huge_number_at_a_segments_name_neither_blocks_nor_stops_
             .into_encoded_bytes(),
     )
     .unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fifo.as_c_str(),
+        rustix::fs::FileType::Fifo,
+        fifo_mode,
+        0,
+    )
+    .unwrap();
     std::fs::create_dir(dir.path().join(segment_name(3))).unwrap();
     std::fs::write(
         dir.path().join("events.99999999999999999999.jsonl"),

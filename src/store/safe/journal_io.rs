@@ -3,10 +3,12 @@
 //! link. Neither is fsynced: both files are advisory.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use super::{Mode, cstring, open_in, parent, retry};
+use rustix::fs::RenameFlags;
+use rustix::io::Errno;
+
+use super::{Mode, errno, open_in, parent, retry};
 
 /// [`append`] without fsync, saying where the bytes went: the file's inode and the offset
 /// just past them (an `O_APPEND` write leaves the file's offset at the end of its own bytes,
@@ -30,25 +32,12 @@ pub fn rename_new(from: &Path, to: &Path) -> std::io::Result<bool> {
     let to_name = to
         .file_name()
         .ok_or_else(|| std::io::Error::other(format!("{} has no file name", to.display())))?;
-    let (a, b) = (cstring(from_name)?, cstring(to_name)?);
-    // SAFETY: valid descriptor and strings.
-    let renamed = retry(|| unsafe {
-        libc::renameat2(
-            dir.fd.as_raw_fd(),
-            a.as_ptr(),
-            dir.fd.as_raw_fd(),
-            b.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
+    let renamed = retry(|| {
+        rustix::fs::renameat_with(&dir.fd, from_name, &dir.fd, to_name, RenameFlags::NOREPLACE)
     });
     match renamed {
-        Ok(_) => Ok(true),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EEXIST | libc::EINVAL | libc::ENOSYS)
-            ) =>
-        {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(errno(&e), Some(Errno::EXIST | Errno::INVAL | Errno::NOSYS)) => {
             Ok(false)
         }
         Err(e) => Err(e),

@@ -25,20 +25,20 @@
 //! and says what to do. Paths not below the anchored root (unit tests, `runner demo`'s new
 //! folder) keep the last-component rules only.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
+
+use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags, Stat};
+use rustix::io::Errno;
 
 use crate::error::RunnerError;
 
 mod journal_io;
-mod swap;
 pub use journal_io::{append_located, rename_new};
-pub use swap::{is_swap_file, write_atomic_swapping};
 
 fn refusal(err: RunnerError) -> std::io::Error {
     std::io::Error::other(err)
@@ -122,74 +122,44 @@ fn current_anchor() -> Option<Arc<Anchor>> {
     ANCHOR.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-fn cstring(name: &OsStr) -> std::io::Result<CString> {
-    CString::new(name.as_bytes())
-        .map_err(|_| std::io::Error::other(format!("{name:?} contains a NUL byte")))
-}
-
-fn retry<T: PartialOrd + Default>(mut f: impl FnMut() -> T) -> std::io::Result<T> {
+/// `f` again while a signal interrupts it.
+fn retry<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> std::io::Result<T> {
     loop {
-        let r = f();
-        if r >= T::default() {
-            return Ok(r);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match f() {
+            Err(Errno::INTR) => continue,
+            r => return r.map_err(std::io::Error::from),
         }
     }
 }
 
-fn openat(dir: BorrowedFd, name: &OsStr, flags: libc::c_int) -> std::io::Result<OwnedFd> {
-    let c = cstring(name)?;
-    let mode: libc::c_uint = 0o666;
-    // SAFETY: `c` is a valid NUL-terminated string; `dir` is an open descriptor.
-    let fd = retry(|| unsafe {
-        libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC, mode)
-    })?;
-    // SAFETY: `openat` returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+fn openat(dir: BorrowedFd, name: &OsStr, flags: OFlags) -> std::io::Result<OwnedFd> {
+    let mode = Perm::from_bits_truncate(0o666);
+    retry(|| rustix::fs::openat(dir, name, flags | OFlags::CLOEXEC, mode))
 }
 
-fn stat_fd(fd: BorrowedFd) -> std::io::Result<libc::stat> {
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten by fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open; `st` is a valid out pointer.
-    retry(|| unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
-    Ok(st)
+fn stat_fd(fd: BorrowedFd) -> std::io::Result<Stat> {
+    retry(|| rustix::fs::fstat(fd))
+}
+
+fn is_regular(st: &Stat) -> bool {
+    FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile
 }
 
 /// Back to blocking I/O once the file is known to be regular.
 fn clear_nonblock(fd: &OwnedFd) -> std::io::Result<()> {
-    // SAFETY: `fd` is open; F_GETFL/F_SETFL take and return plain flags.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
     Ok(())
 }
 
 /// What is at `name` in `dir` (a link itself, not what it leads to), if anything.
-fn stat_at(dir: BorrowedFd, name: &OsStr) -> Option<libc::stat> {
-    let c = cstring(name).ok()?;
-    // SAFETY: as in `stat_fd`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid descriptor, string and out pointer.
-    let r = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    (r == 0).then_some(st)
+fn stat_at(dir: BorrowedFd, name: &OsStr) -> Option<Stat> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
 }
 
 fn is_link_at(dir: BorrowedFd, name: &OsStr) -> bool {
-    stat_at(dir, name).is_some_and(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFLNK)
+    stat_at(dir, name)
+        .is_some_and(|st| FileType::from_raw_mode(st.st_mode as _) == FileType::Symlink)
 }
 
 fn exists_at(dir: BorrowedFd, name: &OsStr) -> bool {
@@ -204,28 +174,22 @@ pub struct Dir {
 
 impl Dir {
     fn sync(&self) -> std::io::Result<()> {
-        // SAFETY: `fd` is open.
-        retry(|| unsafe { libc::fsync(self.fd.as_raw_fd()) }).map(|_| ())
+        retry(|| rustix::fs::fsync(&self.fd))
     }
 
     /// The folder `name` inside this one, created first with `create`; never a link.
     fn child(&self, name: &OsStr, create: bool) -> std::io::Result<Dir> {
         let path = self.path.join(name);
         if create {
-            let c = cstring(name)?;
-            // SAFETY: valid descriptor and string.
-            let r = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o777) };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EEXIST) {
-                    return Err(e);
-                }
+            match rustix::fs::mkdirat(&self.fd, name, Perm::from_bits_truncate(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
             }
         }
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
         match openat(self.fd.as_fd(), name, flags) {
             Ok(fd) => Ok(Dir { fd, path }),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+            Err(e) if errno(&e) == Some(Errno::LOOP) || errno(&e) == Some(Errno::NOTDIR) => {
                 if is_link_at(self.fd.as_fd(), name) {
                     Err(link_refused(&path))
                 } else {
@@ -305,25 +269,25 @@ pub enum Mode {
 fn open_in(dir: &Dir, name: &OsStr, mode: Mode) -> std::io::Result<File> {
     let path = dir.path.join(name);
     let access = match mode {
-        Mode::Truncate => libc::O_WRONLY | libc::O_CREAT,
-        Mode::Append => libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND,
-        Mode::InPlace => libc::O_RDWR | libc::O_CREAT,
-        Mode::New => libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        Mode::Truncate => OFlags::WRONLY | OFlags::CREATE,
+        Mode::Append => OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND,
+        Mode::InPlace => OFlags::RDWR | OFlags::CREATE,
+        Mode::New => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
     };
-    // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader forever.
+    // NONBLOCK: opening a FIFO for writing would otherwise wait for a reader forever.
     let fd = match openat(
         dir.fd.as_fd(),
         name,
-        access | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        access | OFlags::NOFOLLOW | OFlags::NONBLOCK,
     ) {
         Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(link_refused(&path)),
+        Err(e) if errno(&e) == Some(Errno::LOOP) => return Err(link_refused(&path)),
         // A FIFO with no reader, a socket.
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular(&path)),
+        Err(e) if errno(&e) == Some(Errno::NXIO) => return Err(not_regular(&path)),
         Err(e) => return Err(e),
     };
     let st = stat_fd(fd.as_fd())?;
-    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+    if !is_regular(&st) {
         return Err(not_regular(&path));
     }
     if mode != Mode::New && st.st_nlink > 1 {
@@ -443,6 +407,7 @@ fn replace(
     let (dir, name) = parent(path)?;
     let result = (|| {
         let mut file = open_in(&dir, temp_name, Mode::New)?;
+        keep_mode(&dir, name, &file);
         file.write_all(bytes)?;
         let Some(advisory) = durable else {
             return rename_in(&dir, temp_name, &dir, name);
@@ -465,24 +430,25 @@ fn replace(
     result
 }
 
+/// The new file that replaces `name` takes its permissions, as an edit in place would; a file
+/// runner may not change (another owner's) keeps the default ones.
+fn keep_mode(dir: &Dir, name: &OsStr, new: &File) {
+    if let Some(old) = stat_at(dir.fd.as_fd(), name).filter(is_regular) {
+        let _ = rustix::fs::fchmod(new, Perm::from_raw_mode(old.st_mode as _));
+    }
+}
+
 fn rename_in(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> std::io::Result<()> {
-    let (a, b) = (cstring(from)?, cstring(to)?);
-    // SAFETY: valid descriptors and strings.
-    retry(|| unsafe {
-        libc::renameat(
-            from_dir.fd.as_raw_fd(),
-            a.as_ptr(),
-            to_dir.fd.as_raw_fd(),
-            b.as_ptr(),
-        )
-    })
-    .map(|_| ())
+    retry(|| rustix::fs::renameat(&from_dir.fd, from, &to_dir.fd, to))
 }
 
 fn unlink_in(dir: &Dir, name: &OsStr) -> std::io::Result<()> {
-    let c = cstring(name)?;
-    // SAFETY: valid descriptor and string.
-    retry(|| unsafe { libc::unlinkat(dir.fd.as_raw_fd(), c.as_ptr(), 0) }).map(|_| ())
+    retry(|| rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty()))
+}
+
+/// The system's error number in `e`, if it has one.
+fn errno(e: &std::io::Error) -> Option<Errno> {
+    e.raw_os_error().map(Errno::from_raw_os_error)
 }
 
 /// Rename `from` to `to` (a file kept aside), both resolved by the rules above; the folder is
@@ -506,18 +472,10 @@ pub fn remove(path: &Path) -> std::io::Result<()> {
 /// reads is judged before use, and nothing is written through them.)
 pub fn open_read(path: impl AsRef<Path>) -> std::io::Result<File> {
     let path = path.as_ref();
-    let c = cstring(path.as_os_str())?;
-    // SAFETY: a valid NUL-terminated path.
-    let fd = retry(|| unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    })?;
-    // SAFETY: `open` returned a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = retry(|| rustix::fs::open(path, flags, Perm::empty()))?;
     let st = stat_fd(fd.as_fd())?;
-    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+    if !is_regular(&st) {
         return Err(not_regular(path));
     }
     clear_nonblock(&fd)?;

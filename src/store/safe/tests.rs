@@ -69,3 +69,16 @@ fn user_folders_may_link_inside_the_repository_only() {
     assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
     assert!(err.to_string().contains("out"), "{err}");
 }
+
+#[test]
+fn a_replaced_file_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, "old").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    write_atomic(&path, b"new", OsStr::new(".plan.json.tmp")).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o640);
+}
