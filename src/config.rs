@@ -274,7 +274,7 @@ impl Config {
     /// The config at `path` and the file's own table (`None` without a file): which keys
     /// the file sets, for `runner config`.
     pub fn load_with_table(path: &Path) -> Result<(Config, Option<toml::Table>), RunnerError> {
-        let text = match crate::store::safe::read_to_string(path) {
+        let text = match crate::fs::safe::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok((Config::default(), None));
@@ -310,7 +310,7 @@ impl Config {
     /// `[budget]` of the config at `path`, without a word: the defaults when the file is
     /// missing or invalid (`runner status` shows the budget; `runner run` reports the error).
     pub fn budget_quietly(path: &Path) -> BudgetConfig {
-        crate::store::safe::read_to_string(path)
+        crate::fs::safe::read_to_string(path)
             .ok()
             .and_then(|text| toml::from_str::<Config>(&text).ok())
             .filter(|c| c.check(path).is_ok())

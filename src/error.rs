@@ -339,7 +339,7 @@ mod tests {
         assert!(of(libc::EIO).hints.is_empty());
         // Given its path, as runner's file functions do.
         let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
-        let at = crate::store::at(std::path::Path::new("/x/plan.json"))(io);
+        let at = crate::fs::at(std::path::Path::new("/x/plan.json"))(io);
         let report = ErrorReport::of(&anyhow::Error::from(at));
         assert_eq!(report.hints, [DISK_FULL_ADVICE], "{report:?}");
     }

@@ -35,8 +35,8 @@ pub fn config_json(exe: &Path, env: &[(String, String)]) -> String {
 pub fn write_config(session_dir: &Path, env: &[(String, String)]) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("finding runner's own program for mcp.json")?;
     let path = session_dir.join("mcp.json");
-    crate::store::safe::write(&path, config_json(&exe, env).as_bytes())
-        .map_err(crate::store::at(&path))?;
+    crate::fs::safe::write(&path, config_json(&exe, env).as_bytes())
+        .map_err(crate::fs::at(&path))?;
     Ok(path)
 }
 

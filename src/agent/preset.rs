@@ -113,7 +113,7 @@ impl AgentSetup {
                 .choice
                 .preset
                 .chooses_session_id()
-                .then(crate::store::ids::uuid_v4),
+                .then(crate::ids::uuid_v4),
         }
     }
 }

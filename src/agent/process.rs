@@ -57,7 +57,7 @@ pub async fn run_child(
     let Some(program) = spec.argv.first() else {
         anyhow::bail!("empty command");
     };
-    let log = crate::store::safe::create(&spec.log_path)
+    let log = crate::fs::safe::create(&spec.log_path)
         .with_context(|| format!("creating {}", spec.log_path.display()))?;
     // stdout and stderr share one pipe, so their lines stay in the order they were written.
     let (reader, writer) = std::io::pipe()?;

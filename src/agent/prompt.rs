@@ -75,7 +75,7 @@ impl Prompts {
         env.add_global("runner", runner_word());
         env.add_global("agent_reports", true);
         env.set_loader(move |name| {
-            if let Ok(text) = crate::store::safe::read_to_string(dir.join(name)) {
+            if let Ok(text) = crate::fs::safe::read_to_string(dir.join(name)) {
                 return Ok(Some(text));
             }
             Ok(EMBEDDED

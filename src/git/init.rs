@@ -17,7 +17,7 @@ pub fn init_with_commit(
             .with_context(|| format!("creating a git repository in {}", dir.display()))?;
     let mut index = repo.index()?;
     for (path, text) in files {
-        crate::store::write_atomic(&dir.join(path), text.as_bytes())?;
+        crate::fs::write_atomic(&dir.join(path), text.as_bytes())?;
         index.add_path(Path::new(path))?;
     }
     index.write()?;

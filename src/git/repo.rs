@@ -8,7 +8,7 @@ use anyhow::{Context, anyhow};
 use git2::{BranchType, Oid, Repository, Signature, StatusOptions};
 
 use crate::error::RunnerError;
-use crate::store::safe;
+use crate::fs::safe;
 
 /// Paths runner keeps out of git through `.git/info/exclude` (never the user's `.gitignore`).
 pub const EXCLUDED: [&str; 2] = ["/.auto-claude/", "/.worktrees/"];
@@ -61,9 +61,9 @@ impl MainRepo {
         let info = self.repo.commondir().join("info");
         let path = info.join("exclude");
         let lock_path = info.join(EXCLUDE_LOCK);
-        let _lock = crate::store::FileLock::acquire(&lock_path)
+        let _lock = crate::fs::FileLock::acquire(&lock_path)
             .with_context(|| format!("locking {}", lock_path.display()))?;
-        let current = match crate::store::safe::read(&path) {
+        let current = match crate::fs::safe::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),

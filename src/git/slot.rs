@@ -145,7 +145,7 @@ impl Slot {
             .join("worktrees")
             .join(&self.name)
             .join("HEAD");
-        let text = crate::store::safe::read_to_string(head).ok()?;
+        let text = crate::fs::safe::read_to_string(head).ok()?;
         text.trim()
             .strip_prefix("ref: refs/heads/")
             .map(str::to_string)
@@ -196,43 +196,43 @@ impl Slot {
             }
         }
         if let Some(dir) = marker.parent() {
-            std::fs::create_dir_all(dir).map_err(crate::store::at(dir))?;
+            std::fs::create_dir_all(dir).map_err(crate::fs::at(dir))?;
         }
-        crate::store::write_atomic(marker, branch.as_bytes())?;
+        crate::fs::write_atomic(marker, branch.as_bytes())?;
         crate::failpoint::hit("slot_create_marked");
 
         let slots = main.root.join(SLOT_DIR);
-        std::fs::create_dir_all(&slots).map_err(crate::store::at(&slots))?;
+        std::fs::create_dir_all(&slots).map_err(crate::fs::at(&slots))?;
         // create_dir_all: two runs may make the first worktrees at the same moment.
         let worktrees = main.repo.commondir().join("worktrees");
-        std::fs::create_dir_all(&worktrees).map_err(crate::store::at(&worktrees))?;
-        std::fs::create_dir(&admin).map_err(crate::store::at(&admin))?;
-        let admin = admin.canonicalize().map_err(crate::store::at(&admin))?;
+        std::fs::create_dir_all(&worktrees).map_err(crate::fs::at(&worktrees))?;
+        std::fs::create_dir(&admin).map_err(crate::fs::at(&admin))?;
+        let admin = admin.canonicalize().map_err(crate::fs::at(&admin))?;
         let common = main.repo.commondir();
-        let common = common.canonicalize().map_err(crate::store::at(common))?;
+        let common = common.canonicalize().map_err(crate::fs::at(common))?;
         let line = |p: &Path| {
             let mut bytes = p.as_os_str().as_encoded_bytes().to_vec();
             bytes.push(b'\n');
             bytes
         };
-        crate::store::write_atomic(&admin.join("commondir"), &line(&common))?;
-        crate::store::write_atomic(&admin.join("HEAD"), format!("ref: {refname}\n").as_bytes())?;
-        std::fs::create_dir(&self.path).map_err(crate::store::at(&self.path))?;
+        crate::fs::write_atomic(&admin.join("commondir"), &line(&common))?;
+        crate::fs::write_atomic(&admin.join("HEAD"), format!("ref: {refname}\n").as_bytes())?;
+        std::fs::create_dir(&self.path).map_err(crate::fs::at(&self.path))?;
         let folder = self
             .path
             .canonicalize()
-            .map_err(crate::store::at(&self.path))?;
+            .map_err(crate::fs::at(&self.path))?;
         let mut gitlink = b"gitdir: ".to_vec();
         gitlink.extend(line(&admin));
-        crate::store::write_atomic(&folder.join(".git"), &gitlink)?;
-        crate::store::write_atomic(&admin.join("gitdir"), &line(&folder.join(".git")))?;
+        crate::fs::write_atomic(&folder.join(".git"), &gitlink)?;
+        crate::fs::write_atomic(&admin.join("gitdir"), &line(&folder.join(".git")))?;
         crate::failpoint::hit("slot_registered");
 
         let repo = self.open(main)?;
         super::tree::checkout_new_worktree(&repo, &|| crate::failpoint::hit("slot_checkout_file"))
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
         crate::failpoint::hit("slot_checked_out");
-        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
+        std::fs::remove_file(marker).map_err(crate::fs::at(marker))?;
         Ok(())
     }
 
@@ -248,7 +248,7 @@ impl Slot {
             return Ok(false);
         }
         self.remove_half_created(main, true)?;
-        std::fs::remove_file(marker).map_err(crate::store::at(marker))?;
+        std::fs::remove_file(marker).map_err(crate::fs::at(marker))?;
         Ok(true)
     }
 
@@ -297,7 +297,7 @@ impl Slot {
         let names: Vec<_> = entries
             .flatten()
             .map(|e| e.file_name())
-            .filter(|n| !n.to_str().is_some_and(crate::store::is_temp_file))
+            .filter(|n| !n.to_str().is_some_and(crate::fs::is_temp_file))
             .collect();
         let gitlink = self.path.join(".git");
         let ours = || {
@@ -342,15 +342,15 @@ impl Slot {
             .find_reference(&refname)?
             .peel(git2::ObjectType::Commit)?;
         if let Some(dir) = marker.parent() {
-            crate::store::safe::create_dirs(dir).map_err(crate::store::at(dir))?;
+            crate::fs::safe::create_dirs(dir).map_err(crate::fs::at(dir))?;
         }
-        crate::store::write_atomic(marker, branch.as_bytes())?;
+        crate::fs::write_atomic(marker, branch.as_bytes())?;
         crate::failpoint::hit("slot_switch_marked");
         repo.checkout_tree(&target, Some(CheckoutBuilder::new().safe()))
             .with_context(|| format!("checking out {branch} in {}", self.path.display()))?;
         crate::failpoint::hit("slot_switch_checked_out");
         repo.set_head(&refname)?;
-        let _ = crate::store::safe::remove(marker);
+        let _ = crate::fs::safe::remove(marker);
         Ok(())
     }
 
@@ -362,7 +362,7 @@ impl Slot {
         main: &MainRepo,
         marker: &Path,
     ) -> anyhow::Result<Option<String>> {
-        let Ok(branch) = crate::store::safe::read_to_string(marker) else {
+        let Ok(branch) = crate::fs::safe::read_to_string(marker) else {
             return Ok(None);
         };
         let branch = branch.trim().to_string();
@@ -379,7 +379,7 @@ impl Slot {
                 )
             })?;
         }
-        crate::store::safe::remove(marker).map_err(crate::store::at(marker))?;
+        crate::fs::safe::remove(marker).map_err(crate::fs::at(marker))?;
         Ok(Some(branch))
     }
 

@@ -37,7 +37,7 @@ use git2::{Oid, Repository};
 
 use super::commit::commit_index;
 use super::repo::finish_incomplete_checkout;
-use crate::store::watch::{Changes, Watch};
+use crate::fs::watch::{Changes, Watch};
 
 /// A full pass every this many commits, whatever the watch says.
 pub const FULL_EVERY: u64 = 64;

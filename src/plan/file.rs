@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::layout::{self, Remembered};
 use super::{Plan, PlanError, parse_plan, plan_to_bytes};
-use crate::store::{FileLock, write_atomic};
+use crate::fs::{FileLock, write_atomic};
 
 pub const PLAN_FILE: &str = "implementation_plan.json";
 pub const LAST_GOOD_FILE: &str = "implementation_plan.json.last-good";
@@ -87,7 +87,7 @@ impl PlanFile {
 
     /// `Ok(None)` if there is no plan yet; a `PlanError` inside the error if it is invalid.
     pub fn load(&self) -> anyhow::Result<Option<Plan>> {
-        let bytes = match crate::store::safe::read(&self.path) {
+        let bytes = match crate::fs::safe::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
@@ -161,7 +161,7 @@ impl PlanFile {
             crate::error::RunnerError::bad_input(format!("no plan at {}", self.path.display()))
                 .with_hint("run `runner run` to have the planner write one")
         };
-        let mut file = match crate::store::safe::open_read(&self.path) {
+        let mut file = match crate::fs::safe::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_plan().into()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
@@ -234,7 +234,7 @@ impl PlanFile {
         // a file frees its blocks, which doubled the cost of a plan write on our CI disk. A
         // torn copy (a crash in the middle of this) only matters if the plan itself is also
         // broken before the next write, and recovery checks that the copy parses before use.
-        if let Err(e) = crate::store::safe::overwrite(&self.last_good, &bytes) {
+        if let Err(e) = crate::fs::safe::overwrite(&self.last_good, &bytes) {
             tracing::warn!(path = %self.last_good.display(), error = %e, "could not update the last-good copy of the plan");
         }
         Ok((bytes, spans))

@@ -59,7 +59,7 @@ impl PlanSummary {
 /// read is not sure; the caller then uses `PlanFile::load`, whose answer (no plan, an error, a
 /// plan with warnings) is the one to show.
 pub fn read_light(file: &PlanFile) -> Option<PlanSummary> {
-    summarize(&crate::store::safe::read(file.path()).ok()?)
+    summarize(&crate::fs::safe::read(file.path()).ok()?)
 }
 
 /// The light read of plan bytes: `None` when it is not sure (the full parser decides).

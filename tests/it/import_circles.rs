@@ -245,6 +245,15 @@ fn graph(depth: usize) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[test]
+fn no_top_level_module_is_in_an_import_circle() {
+    let found = circles(&graph(1));
+    assert!(
+        found.is_empty(),
+        "top-level modules that use each other: {found:#?}"
+    );
+}
+
+#[test]
 fn no_module_of_the_crate_is_in_an_import_circle() {
     let found = circles(&graph(2));
     assert!(

@@ -80,7 +80,7 @@ fn the_git2_rule_sees_paths_and_imports() {
 /// the print macros and `sh` in lib.rs) have no layer: every layer may use them.
 fn layer_of(module: &str) -> Option<u8> {
     Some(match module {
-        "policy" => 0,
+        "policy" | "fs" => 0,
         "plan" | "store" | "git" | "agent" | "config" => 1,
         "engine" => 2,
         "ops" => 3,
@@ -89,7 +89,13 @@ fn layer_of(module: &str) -> Option<u8> {
     })
 }
 
-const LAYER_NAMES: [&str; 5] = ["policy", "mechanism", "engine", "operations", "front end"];
+const LAYER_NAMES: [&str; 5] = [
+    "ground (policy, fs)",
+    "mechanism",
+    "engine",
+    "operations",
+    "front end",
+];
 
 /// Every `.rs` file under `src/`: its path relative to `src/`, and its text.
 fn sources() -> Vec<(String, String)> {
@@ -575,4 +581,22 @@ fn every_command_opens_the_workspace_once() {
     // Nothing was interrupted: resume says so (exit 2) after one look.
     let resume = ["resume", "001-a", "--no-run"];
     assert_eq!(workspace_opens(&repo, &resume).0, 1, "resume");
+}
+
+/// The ground floor's file primitives stand on nothing but the leaf utilities: git/, plan/,
+/// agent/ and store/ use them without any of those being needed below.
+#[test]
+fn the_ground_floor_uses_no_other_layer() {
+    let mut wrong = Vec::new();
+    for (rel, text) in sources() {
+        if module_of(&rel) != "fs" {
+            continue;
+        }
+        for (n, used) in crate_uses(&rel, &text) {
+            if used != "fs" && layer_of(&used).is_some() {
+                wrong.push(format!("src/{rel}:{n}: uses `{used}`"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -215,7 +215,7 @@ pub fn last_words_of(session_dir: &Path) -> Option<String> {
 
 /// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
 fn tail(path: &Path, limit: u64) -> Vec<u8> {
-    let Ok(mut file) = crate::store::safe::open_read(path) else {
+    let Ok(mut file) = crate::fs::safe::open_read(path) else {
         return Vec::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
