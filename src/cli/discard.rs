@@ -21,7 +21,7 @@ pub struct DiscardArgs {
 
 pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
-    let name = ctx.spec_name(args.spec.as_deref(), &TerminalAsker)?;
+    let name = ctx.spec_to_change(args.spec.as_deref(), &TerminalAsker)?;
     if !args.yes {
         if !can_ask() {
             return Err(needs_flag("discard", "--yes"));

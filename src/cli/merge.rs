@@ -30,7 +30,7 @@ pub struct MergeArgs {
 
 pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
-    let name = ctx.spec_name(args.spec.as_deref(), &TerminalAsker)?;
+    let name = ctx.spec_to_change(args.spec.as_deref(), &TerminalAsker)?;
     let mode = if args.squash {
         MergeMode::Squash
     } else if args.no_commit {

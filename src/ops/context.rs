@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::engine::progress::{ProgressSink, Silent};
 use crate::error::RunnerError;
-use crate::policy::spec_choice::SpecChoice;
+use crate::policy::spec_choice::{Matching, SpecChoice};
 use crate::store::workspace::{SpecPaths, Workspace};
 use crate::store::{FileLock, Journal, guard};
 
@@ -79,7 +79,27 @@ impl Ctx {
     /// only one; an open choice is asked of `person` where it can ask, else an error that
     /// lists the command for each candidate (exit 2).
     pub fn spec_name(&self, query: Option<&str>, person: &dyn Person) -> anyhow::Result<String> {
-        let choice = crate::store::spec::choose(&self.ws, &self.cwd, query)?;
+        self.spec_name_with(query, person, Matching::Loose)
+    }
+
+    /// The spec a command that changes it (merge, discard, undo) acts on: as
+    /// [`Ctx::spec_name`], but `query` must name it clearly (exact name, number or a part of
+    /// its name as written), never a loose reading of it.
+    pub fn spec_to_change(
+        &self,
+        query: Option<&str>,
+        person: &dyn Person,
+    ) -> anyhow::Result<String> {
+        self.spec_name_with(query, person, Matching::Strict)
+    }
+
+    fn spec_name_with(
+        &self,
+        query: Option<&str>,
+        person: &dyn Person,
+        matching: Matching,
+    ) -> anyhow::Result<String> {
+        let choice = crate::store::spec::choose_with(&self.ws, &self.cwd, query, matching)?;
         let (title, candidates) = match &choice {
             SpecChoice::One(name) => return Ok(name.clone()),
             SpecChoice::SeveralMatch { query, candidates } => {
@@ -102,7 +122,7 @@ impl Ctx {
     }
 
     /// The spec guard of a command that changes a spec (merge, discard, undo): the spec
-    /// resolved, its run lock taken (exit 4 if a runner holds it: `what` did not start), and
+    /// resolved strictly ([`Ctx::spec_to_change`]), its run lock taken (exit 4 if a runner holds it: `what` did not start), and
     /// a journal under a run id of its own.
     pub fn spec_guard(
         &self,
@@ -110,7 +130,7 @@ impl Ctx {
         person: &dyn Person,
         what: &str,
     ) -> anyhow::Result<SpecGuard> {
-        let name = self.spec_name(query, person)?;
+        let name = self.spec_to_change(query, person)?;
         let paths = self.ws.spec(&name)?;
         let run_id = crate::store::ids::run_id();
         let holder = guard::new_holder(&run_id, Some(&name));

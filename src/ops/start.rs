@@ -133,10 +133,10 @@ fn refuse_if_held(paths: &SpecPaths) -> anyhow::Result<()> {
 /// The flags of `opts` for `runner run`.
 fn flags(opts: &StartOptions) -> Vec<String> {
     let mut out = Vec::new();
+    // `--name=value`, one word: a value that starts with `-` is the flag's value, not a flag.
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(value) = value {
-            out.push(name.to_string());
-            out.push(value);
+            out.push(format!("{name}={value}"));
         }
     };
     flag("--agent-command", opts.agent_command.clone());
@@ -148,8 +148,13 @@ fn flags(opts: &StartOptions) -> Vec<String> {
     out
 }
 
-/// Until the run's record is written (`running`), the process ends (`ended`, or its error),
-/// or [`PATIENCE`] passes (`starting`).
+/// How long a run whose record is written is watched before it is said to be `running`: the
+/// record is written before the run's own checks (the plan, the base branch, the budget), so a
+/// refusal comes just after it, and must be the caller's error, not `running`.
+pub const SETTLE: Duration = Duration::from_millis(1500);
+
+/// Until the run's record is written and it has not stopped for [`SETTLE`] (`running`), the
+/// process ends (`ended`, or its error), or [`PATIENCE`] passes (`starting`).
 fn wait_for_start(
     paths: &SpecPaths,
     run_id: &str,
@@ -157,6 +162,7 @@ fn wait_for_start(
     log: &std::path::Path,
 ) -> anyhow::Result<&'static str> {
     let deadline = Instant::now() + PATIENCE;
+    let mut recorded: Option<Instant> = None;
     loop {
         if let Some(status) = child.try_wait()? {
             if status.success() {
@@ -164,24 +170,36 @@ fn wait_for_start(
             }
             return Err(stopped(status, log));
         }
-        if matches!(runs::read(&paths.dir, run_id), runs::Found::Record(_)) {
-            return Ok("running");
+        if let runs::Found::Record(record) = runs::read(&paths.dir, run_id) {
+            let since = *recorded.get_or_insert_with(Instant::now);
+            // An ended record: the process is about to exit with its error.
+            if record.ended.is_none() && since.elapsed() >= SETTLE {
+                return Ok("running");
+            }
         }
         if Instant::now() > deadline {
-            return Ok("starting");
+            return Ok(if recorded.is_some() {
+                "running"
+            } else {
+                "starting"
+            });
         }
         std::thread::sleep(Duration::from_millis(25));
     }
 }
 
-/// The error of a run that stopped at once: its last `runner: …` line and hints from its log,
-/// with the kind its exit code says.
+/// The error of a run that stopped at once: its last `runner: …` line and hints from its log
+/// (else the argument parser's `error: …` line, for a flag value it refused), with the kind
+/// its exit code says.
 fn stopped(status: std::process::ExitStatus, log: &std::path::Path) -> anyhow::Error {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let at = lines.iter().rposition(|l| l.starts_with("runner: "));
-    let (message, hints) = match at {
-        Some(at) => (
+    let refused = lines.iter().find_map(|l| l.strip_prefix("error: "));
+    let (message, hints) = match (at, refused) {
+        (None, Some(refused)) => (refused.to_string(), Vec::new()),
+        (None, None) => (format!("the run stopped at once ({status})"), Vec::new()),
+        (Some(at), _) => (
             lines[at].trim_start_matches("runner: ").to_string(),
             lines[at + 1..]
                 .iter()
@@ -189,7 +207,6 @@ fn stopped(status: std::process::ExitStatus, log: &std::path::Path) -> anyhow::E
                 .map(str::to_string)
                 .collect(),
         ),
-        None => (format!("the run stopped at once ({status})"), Vec::new()),
     };
     let message = format!("{message} (the run's output: {})", log.display());
     use crate::error::exit;

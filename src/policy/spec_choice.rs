@@ -10,11 +10,28 @@ pub enum Resolution {
     Many(Vec<String>),
 }
 
+/// How loosely a query may name a spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matching {
+    /// Every reading, the loose ones too (commands that only read or build).
+    Loose,
+    /// Exact name, `X-` prefix, substring, or the substring as loosely written (any case,
+    /// `_` `.` or space for `-`), never words gathered from anywhere in the name (a stale
+    /// name whose words reappear in another spec's): a command that changes a spec (merge,
+    /// discard, undo) must not act on one the user did not clearly name.
+    Strict,
+}
+
 /// Exact name, else the unique folder starting with `X-`, else a unique substring; else, as a
 /// person or a model writes a name loosely (`sign_many`, `Sign Many` for
 /// `007-add-a-sign-many-helper`), the query in lower case with `_`, spaces and dots read as
 /// `-`, as a substring, else all its words in the name.
 pub fn resolve_among(names: &[String], query: &str) -> Resolution {
+    resolve_with(names, query, Matching::Loose)
+}
+
+/// [`resolve_among`], with the loose readings only when `matching` allows them.
+pub fn resolve_with(names: &[String], query: &str, matching: Matching) -> Resolution {
     if names.iter().any(|n| n == query) {
         return Resolution::One(query.to_string());
     }
@@ -35,7 +52,11 @@ pub fn resolve_among(names: &[String], query: &str) -> Resolution {
             !words.is_empty() && words.iter().all(|w| lower.contains(w))
         },
     ];
-    for step in steps {
+    let allowed = match matching {
+        Matching::Loose => steps.len(),
+        Matching::Strict => 3,
+    };
+    for step in steps.into_iter().take(allowed) {
         let matches: Vec<String> = names.iter().filter(|n| step(n)).cloned().collect();
         match matches.len() {
             0 => continue,
@@ -60,6 +81,12 @@ pub enum SpecChoice {
     NotSaid { candidates: Vec<String> },
     /// `--spec` matched nothing.
     NoMatch { query: String },
+    /// `--spec` matched nothing strictly, only loosely (these), for a command that changes a
+    /// spec: name one clearly.
+    OnlyLoosely {
+        query: String,
+        candidates: Vec<String>,
+    },
     /// There are no specs at all.
     NoSpecs,
     /// Started inside the slot of a spec whose folder is gone: no other spec is taken for it.
@@ -71,16 +98,36 @@ pub enum SpecChoice {
 /// `auto-claude/<spec>`); else the only spec; else the list to choose from. A command started
 /// in any other worktree infers nothing from it.
 pub fn choose(names: &[String], query: Option<&str>, slot_spec: Option<&str>) -> SpecChoice {
+    choose_with(names, query, slot_spec, Matching::Loose)
+}
+
+/// [`choose`], `--spec` read as `matching` allows.
+pub fn choose_with(
+    names: &[String],
+    query: Option<&str>,
+    slot_spec: Option<&str>,
+    matching: Matching,
+) -> SpecChoice {
     if let Some(query) = query {
-        return match resolve_among(names, query) {
+        return match resolve_with(names, query, matching) {
             Resolution::One(name) => SpecChoice::One(name),
             Resolution::Many(candidates) => SpecChoice::SeveralMatch {
                 query: query.to_string(),
                 candidates,
             },
             Resolution::None if names.is_empty() => SpecChoice::NoSpecs,
-            Resolution::None => SpecChoice::NoMatch {
-                query: query.to_string(),
+            Resolution::None => match resolve_with(names, query, Matching::Loose) {
+                Resolution::One(name) => SpecChoice::OnlyLoosely {
+                    query: query.to_string(),
+                    candidates: vec![name],
+                },
+                Resolution::Many(candidates) => SpecChoice::OnlyLoosely {
+                    query: query.to_string(),
+                    candidates,
+                },
+                Resolution::None => SpecChoice::NoMatch {
+                    query: query.to_string(),
+                },
             },
         };
     }
@@ -146,6 +193,35 @@ mod tests {
             Resolution::Many(vec![n[0].clone(), n[1].clone()])
         );
         assert_eq!(one("logout_x"), Resolution::None);
+    }
+
+    #[test]
+    fn a_command_that_changes_a_spec_takes_no_loose_reading() {
+        let n = names(&["002-fix-auth-bug-regression", "003-login"]);
+        let strict = |q: &str| choose_with(&n, Some(q), None, Matching::Strict);
+        // A number, a part of the name, as written or in another case or with `_` for `-`.
+        for q in ["002", "auth-bug", "Auth-Bug", "fix.auth", "auth_bug"] {
+            assert_eq!(strict(q), SpecChoice::One(n[0].clone()), "{q}");
+        }
+        // A stale name whose words reappear in another order in another spec's names nothing
+        // clearly: refused, naming what it loosely resembles.
+        for q in ["regression_bug", "bug-fix", "fix_bug", "ion-002"] {
+            assert_eq!(
+                strict(q),
+                SpecChoice::OnlyLoosely {
+                    query: q.into(),
+                    candidates: vec![n[0].clone()]
+                },
+                "{q}"
+            );
+            assert_eq!(choose(&n, Some(q), None), SpecChoice::One(n[0].clone()));
+        }
+        assert_eq!(
+            strict("zzz"),
+            SpecChoice::NoMatch {
+                query: "zzz".into()
+            }
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::error::RunnerError;
-use crate::policy::spec_choice::{self, SpecChoice};
+use crate::policy::spec_choice::{self, Matching, SpecChoice};
 use crate::store::workspace::Workspace;
 
 /// Reject anything that could leave `.auto-claude/specs/` or confuse git or a terminal.
@@ -85,6 +85,16 @@ pub fn slot_spec(ws: &Workspace, cwd: &Path) -> Option<String> {
 /// command runs in, decided by `policy::spec_choice::choose`. A query is checked first (no
 /// `..`, no `/` …).
 pub fn choose(ws: &Workspace, cwd: &Path, query: Option<&str>) -> Result<SpecChoice, RunnerError> {
+    choose_with(ws, cwd, query, Matching::Loose)
+}
+
+/// [`choose`], `--spec` read as `matching` allows (strictly for a command that changes a spec).
+pub fn choose_with(
+    ws: &Workspace,
+    cwd: &Path,
+    query: Option<&str>,
+    matching: Matching,
+) -> Result<SpecChoice, RunnerError> {
     if let Some(q) = query {
         check_name(q)?;
     }
@@ -94,7 +104,12 @@ pub fn choose(ws: &Workspace, cwd: &Path, query: Option<&str>) -> Result<SpecCho
     } else {
         None
     };
-    Ok(spec_choice::choose(&names, query, from_slot.as_deref()))
+    Ok(spec_choice::choose_with(
+        &names,
+        query,
+        from_slot.as_deref(),
+        matching,
+    ))
 }
 
 /// How to make a first spec (the advice of every "no specs yet" error).
@@ -139,6 +154,13 @@ pub fn explain(
                 list(specs_dir).join(", ")
             ),
             vec!["name one of them with --spec (its number, or a unique part of its name)".into()],
+        ),
+        SpecChoice::OnlyLoosely { query, candidates } => (
+            format!(
+                "{query:?} does not clearly name a spec (its words are found, in another order or apart, only in {}), and this command changes the spec it acts on; name it exactly",
+                candidates.join(", ")
+            ),
+            commands(candidates),
         ),
         SpecChoice::NoSpecs => (
             format!("{} has no specs yet", specs_dir.display()),

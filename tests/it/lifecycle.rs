@@ -926,3 +926,38 @@ fn a_probe_holding_the_run_lock_for_an_instant_does_not_refuse_a_merge() {
     let _ = probe.wait();
     assert_exit(&out, 0);
 }
+
+/// A command that changes a spec acts only on a spec the user clearly named: a name whose
+/// words are found in another order or apart in a spec's name (a stale name whose words
+/// reappear in another spec's), which `runner run` or `review` would accept, is refused (exit
+/// 2, nothing changed), naming the spec it resembles.
+#[test]
+fn merge_discard_and_undo_refuse_a_spec_named_only_loosely() {
+    let repo = built();
+    let before = snapshot(&repo);
+    for (command, query) in [
+        ("discard", "feature_001"),
+        ("merge", "feat-1"),
+        ("undo", "ure_00"),
+    ] {
+        let mut args = vec![command, "--spec", query, "--json"];
+        if command != "undo" {
+            args.push("--yes");
+        }
+        let out = repo.runner(&args);
+        assert_exit(&out, 2);
+        let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("does not clearly name a spec"),
+            "{message}"
+        );
+        let hint = err["error"]["hints"][0].as_str().unwrap();
+        assert!(hint.ends_with("--spec 001-feature"), "{err}");
+        assert_eq!(snapshot(&repo), before, "{command} --spec {query}");
+    }
+    // A loose name still finds the spec for a command that only reads it.
+    assert_exit(&repo.runner(&["review", "--spec", "feature_001"]), 0);
+    // And a clear one still works for the command that changes it.
+    assert_exit(&repo.runner(&["discard", "--spec", "Feature", "--yes"]), 0);
+}

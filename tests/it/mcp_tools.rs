@@ -516,3 +516,29 @@ fn hostile_and_wrong_arguments_are_refused_with_structured_errors() {
     }
     assert_eq!(std::fs::read(repo.plan_path(spec)).unwrap(), plan_before);
 }
+
+/// start_run's refusals are the caller's errors with their reasons: a value `runner run`'s
+/// flags refuse, and a refusal the run makes just after writing its record (a base branch to
+/// re-pin to, which needs a confirmation nobody can give) — not `running`.
+#[test]
+fn start_run_refusals_say_why() {
+    let (repo, _) = interrupted_spec("001-mcp");
+    block_on(async {
+        let client = start_with_agent(&repo).await;
+        // A value the run's own flags refuse: the reason, not only an exit status.
+        let e = error_of(call(&client, "start_run", json!({"agent": "nope"})).await);
+        assert_eq!(e["code"], 2, "{e}");
+        assert!(e["message"].as_str().unwrap().contains("'nope'"), "{e}");
+        // A refusal the run makes after writing its record (here: a base branch to re-pin
+        // to, which needs a confirmation nobody can give) is the caller's error, not
+        // `running`; a value that starts with `-` is the flag's value, not a flag of runner
+        // run's.
+        for base in ["no-such-branch", "--help"] {
+            let e = error_of(call(&client, "start_run", json!({ "base_branch": base })).await);
+            let message = e["message"].as_str().unwrap();
+            assert!(message.contains(base), "{e}");
+            assert!(!message.contains("stopped at once"), "{e}");
+        }
+        client.cancel().await.unwrap();
+    });
+}
