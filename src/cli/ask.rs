@@ -1,8 +1,8 @@
 //! The terminal's answers to a run's questions (inquire). Without a terminal (stdin and stderr
-//! both must be one) every question is refused the way [`NeverAsk`] refuses it.
+//! both must be one) every question is refused the way [`Nobody`] refuses it.
 
 use super::interact::{ask, can_ask, confirm, confirm_by_name};
-use runner::engine::run::ask::{Asker, NeverAsk, RepinQuestion, WorkAnswer, WorkQuestion};
+use runner::engine::run::ask::{Asker, Nobody, RepinQuestion, WorkAnswer, WorkQuestion};
 use runner::ops::Person;
 use runner::ops::resume::{Match, ResumeAsker, ResumeSummary};
 
@@ -20,7 +20,7 @@ impl Asker for TerminalAsker {
 
     fn confirm_repin(&self, q: &RepinQuestion<'_>) -> anyhow::Result<bool> {
         if !can_ask() {
-            return NeverAsk.confirm_repin(q);
+            return Nobody.confirm_repin(q);
         }
         confirm(&q.text())
     }
@@ -28,7 +28,7 @@ impl Asker for TerminalAsker {
     /// The summary, then the choice; "Review" shows the work and asks again.
     fn existing_work(&self, q: &WorkQuestion<'_>) -> anyhow::Result<WorkAnswer> {
         if !can_ask() {
-            return NeverAsk.existing_work(q);
+            return Nobody.existing_work(q);
         }
         loop {
             eprintln!("{}", q.summary());

@@ -33,13 +33,7 @@ pub fn run(cwd: &Path, args: RecoverArgs) -> anyhow::Result<i32> {
             retry_failed: args.retry_failed,
         },
     )?;
-    for spec in report.specs.iter().filter(|s| {
-        matches!(
-            s.outcome,
-            runner::policy::outcome::RecoveryOutcome::InvalidPlan
-                | runner::policy::outcome::RecoveryOutcome::Refused
-        )
-    }) {
+    for spec in report.specs.iter().filter(|s| s.outcome.left_unusable()) {
         for a in &spec.actions {
             eprintln!("runner: {}", runner::text::for_terminal(&a.detail));
         }

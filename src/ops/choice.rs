@@ -1,9 +1,9 @@
 //! What `runner run` does with a spec that already has work: continue, merge, or discard and
 //! start fresh. The question is the front end's ([`Asker::existing_work`]); without a terminal
 //! `--auto-continue` continues and anything else is a usage error that names the command for
-//! each choice ([`NeverAsk`]).
+//! each choice ([`Nobody`]).
 
-use crate::engine::run::ask::{Asker, ExistingWork, NeverAsk, WorkAnswer, WorkQuestion};
+use crate::engine::run::ask::{Asker, ExistingWork, Nobody, WorkAnswer, WorkQuestion};
 use crate::engine::run::{Prepared, RunOptions};
 use crate::git::{branch_for, dirty_paths, log_between, slot_holding};
 use crate::plan::Status;
@@ -84,7 +84,7 @@ pub fn settle_existing_work(
         prepared.write_repin()?;
         return Ok(Choice::Continue);
     }
-    let asker = if opts.yes { &NeverAsk } else { asker };
+    let asker = if opts.yes { &Nobody } else { asker };
     let question = WorkQuestion {
         ws,
         paths,

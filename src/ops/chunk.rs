@@ -18,7 +18,7 @@ use crate::store::workspace::SpecPaths;
 pub fn locate_spec(ctx: &super::Ctx, spec: Option<&str>) -> anyhow::Result<SpecPaths> {
     let ws = &ctx.ws;
     if let Some(q) = spec {
-        let name = ctx.spec_name(Some(q), &super::Nobody)?;
+        let name = ctx.spec_named(q)?;
         return Ok(ws.spec(&name)?);
     }
     if let Some(dir) = std::env::var_os("RUNNER_SPEC_DIR") {

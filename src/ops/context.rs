@@ -82,6 +82,13 @@ impl Ctx {
         self.spec_name_with(query, person, Matching::Loose)
     }
 
+    /// The spec `query` names, for a command that reports rather than acts (status, runs,
+    /// recover, chunk, undo --list): nobody is asked; several matches are an error listing
+    /// the command for each.
+    pub fn spec_named(&self, query: &str) -> anyhow::Result<String> {
+        self.spec_name(Some(query), &super::Nobody)
+    }
+
     /// The spec a command that changes it (merge, discard, undo) acts on: as
     /// [`Ctx::spec_name`], but `query` must name it clearly (exact name, number or a part of
     /// its name as written), never a loose reading of it.

@@ -5,7 +5,7 @@
 //! terminal's is `cli::ask`; [`Nobody`] (no terminal, `--json`, MCP) asks nothing, and each
 //! operation then answers with the error that names the flag to pass.
 
-pub use crate::engine::run::ask::{Asker, NeverAsk};
+pub use crate::engine::run::ask::{Asker, Nobody};
 
 pub trait Person: Asker {
     /// Several specs could be meant: the index of the one picked, or `None` when nobody can
@@ -15,27 +15,5 @@ pub trait Person: Asker {
     }
 }
 
-/// Nobody to ask: every question is refused with the flag that answers it.
-pub struct Nobody;
-
-impl Asker for Nobody {
-    fn confirm_repin(
-        &self,
-        q: &crate::engine::run::ask::RepinQuestion<'_>,
-    ) -> anyhow::Result<bool> {
-        NeverAsk.confirm_repin(q)
-    }
-
-    fn existing_work(
-        &self,
-        q: &crate::engine::run::ask::WorkQuestion<'_>,
-    ) -> anyhow::Result<crate::engine::run::ask::WorkAnswer> {
-        NeverAsk.existing_work(q)
-    }
-
-    fn confirm_discard(&self, spec: &str) -> anyhow::Result<bool> {
-        NeverAsk.confirm_discard(spec)
-    }
-}
-
+/// [`Nobody`] (the engine's: no terminal, `--yes`, MCP) answers these too: never.
 impl Person for Nobody {}

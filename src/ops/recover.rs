@@ -36,12 +36,7 @@ impl RecoverReport {
 
     /// A spec whose plan or folder runner could not work with (exit 2; the why is on stderr).
     pub fn has_invalid_plan(&self) -> bool {
-        self.specs.iter().any(|s| {
-            matches!(
-                s.outcome,
-                RecoveryOutcome::InvalidPlan | RecoveryOutcome::Refused
-            )
-        })
+        self.specs.iter().any(|s| s.outcome.left_unusable())
     }
 }
 
@@ -55,7 +50,7 @@ async fn recover_async(ctx: &super::Ctx, req: RecoverOptions) -> anyhow::Result<
     let ws = &ctx.ws;
     let config = ws.config()?;
     let names = match &req.spec {
-        Some(q) => vec![ctx.spec_name(Some(q), &super::Nobody)?],
+        Some(q) => vec![ctx.spec_named(q)?],
         None => crate::store::spec::list(&ws.specs_dir),
     };
     let agent = config

@@ -6,7 +6,7 @@
 
 pub use crate::engine::jobs::JobsOptions;
 pub use crate::engine::progress::{Progress, ProgressSink};
-pub use crate::engine::run::ask::{Asker, NeverAsk};
+pub use crate::engine::run::ask::{Asker, Nobody};
 pub use crate::engine::run::{RunOptions, RunReport};
 
 use super::{Ctx, Person};

@@ -185,7 +185,7 @@ pub struct RunsOptions {
 pub fn runs(ctx: &super::Ctx, opts: RunsOptions) -> anyhow::Result<Vec<RunInfo>> {
     let stale_after = ctx.ws.config()?.resume.stale_after();
     let spec = match &opts.spec {
-        Some(q) => Some(ctx.spec_name(Some(q), &super::Nobody)?),
+        Some(q) => Some(ctx.spec_named(q)?),
         None => None,
     };
     let mut found = list(&ctx.ws, spec.as_deref(), ctx.now(), stale_after)?;

@@ -110,7 +110,7 @@ pub struct StatusOptions {
 /// `runner status`.
 pub fn status(ctx: &super::Ctx, opts: StatusOptions) -> anyhow::Result<StatusReport> {
     let only = match &opts.spec {
-        Some(q) => Some(ctx.spec_name(Some(q), &super::Nobody)?),
+        Some(q) => Some(ctx.spec_named(q)?),
         None => match crate::store::spec::choose(&ctx.ws, &ctx.cwd, None)? {
             crate::policy::spec_choice::SpecChoice::One(name) => Some(name),
             _ => None,

@@ -32,7 +32,7 @@ pub struct BackupsReport(pub Vec<Backup>);
 
 pub fn backups(ctx: &Ctx, opts: BackupsOptions) -> anyhow::Result<BackupsReport> {
     let spec = match &opts.spec {
-        Some(q) => Some(ctx.spec_name(Some(q), &super::person::Nobody)?),
+        Some(q) => Some(ctx.spec_named(q)?),
         None => None,
     };
     Ok(BackupsReport(crate::git::backup::list(

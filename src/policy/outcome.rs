@@ -66,6 +66,14 @@ pub enum RecoveryOutcome {
 }
 
 impl RecoveryOutcome {
+    /// A spec whose plan or folder runner could not work with, left as it is (exit 2).
+    pub fn left_unusable(self) -> bool {
+        matches!(
+            self,
+            RecoveryOutcome::InvalidPlan | RecoveryOutcome::Refused
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RecoveryOutcome::Clean => "clean",

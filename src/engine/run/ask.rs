@@ -1,6 +1,6 @@
 //! The questions a run may need a person to answer, and the trait through which a front end
 //! answers them. The engine and the operations never ask: the terminal's asker (inquire, with
-//! Ctrl-C at a question a clean cancel) is `cli::ask`; without a terminal, [`NeverAsk`] gives
+//! Ctrl-C at a question a clean cancel) is `cli::ask`; without a terminal, [`Nobody`] gives
 //! the usage error that names the flag or the command for each answer (exit 2).
 
 use serde::Serialize;
@@ -19,17 +19,17 @@ pub trait Asker {
     /// question about the existing work.)
     fn confirm_discard(&self, spec: &str) -> anyhow::Result<bool>;
     /// Whether a question would reach a person (a terminal); `false` by default, as for
-    /// [`NeverAsk`].
+    /// [`Nobody`].
     fn can_ask(&self) -> bool {
         false
     }
 }
 
-/// No terminal, or `--yes`: every question is refused with the flag or commands that answer
-/// it.
-pub struct NeverAsk;
+/// Nobody to ask (no terminal, `--yes`, the MCP server): every question is refused with the
+/// flag or commands that answer it.
+pub struct Nobody;
 
-impl Asker for NeverAsk {
+impl Asker for Nobody {
     fn confirm_repin(&self, q: &RepinQuestion<'_>) -> anyhow::Result<bool> {
         Err(q.refusal())
     }
@@ -149,7 +149,7 @@ mod tests {
             to: "main",
         };
         assert_eq!(q.text(), "Base \"dev\" is gone. Re-pin 001-x to \"main\"?");
-        let err = NeverAsk.confirm_repin(&q).unwrap_err();
+        let err = Nobody.confirm_repin(&q).unwrap_err();
         assert_eq!(
             crate::error::exit_code_of(&err),
             crate::error::exit::BAD_INPUT
