@@ -150,6 +150,11 @@ const REFERENCE: &[Section] = &[
                 "Non-empty: no colour with --color auto (the default).",
             ),
             ("TERM", "dumb: no colour with --color auto."),
+            (
+                "XDG_CONFIG_HOME, HOME",
+                "Where the user's config is: $XDG_CONFIG_HOME/runner/config.toml, else \
+                 ~/.config/runner/config.toml.",
+            ),
             ("RUST_LOG", "Log filter for stderr, as -v and -vv."),
             (
                 "PAGER",
@@ -184,7 +189,8 @@ const REFERENCE: &[Section] = &[
         &[
             (
                 ".auto-claude/config.toml",
-                "The configuration (runner init writes it, runner config shows it).",
+                "The configuration (runner init writes it, runner config shows it), over the \
+                 user's ~/.config/runner/config.toml key by key.",
             ),
             (
                 ".auto-claude/templates/",
