@@ -9,6 +9,7 @@ mod budget;
 mod calibration;
 mod chunk;
 mod cli_conventions;
+mod completion;
 mod corpus;
 mod crash;
 mod demo;
