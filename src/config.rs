@@ -20,7 +20,7 @@ use crate::policy::invocation::{Permission, Preset};
 
 pub use agent::parse_preset;
 use agent::{permission_name, preset_name};
-pub use files::{AGENT_IDENTITY, ConfigFiles, Loaded, load, load_quietly, user_config_path};
+pub use files::{ConfigFiles, Loaded, load, load_quietly};
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
 
 pub const CONFIG_FILE: &str = "config.toml";

@@ -13,7 +13,7 @@ use crate::error::RunnerError;
 /// The user's config file: `$XDG_CONFIG_HOME/runner/config.toml`, else
 /// `$HOME/.config/runner/config.toml`. A variable that is unset, empty or not an absolute
 /// path counts as unset (as the XDG rules say); `None` when neither gives a folder.
-pub fn user_config_path() -> Option<PathBuf> {
+fn user_config_path() -> Option<PathBuf> {
     let absolute = |name: &str| {
         let dir = PathBuf::from(std::env::var_os(name)?);
         dir.is_absolute().then_some(dir)
@@ -77,7 +77,7 @@ impl Loaded {
 /// The keys of `[agent]` that together say which agent runs: a repository that sets any of
 /// them is given none of the user's (mixed, the user's `program` would run under the
 /// repository's preset).
-pub const AGENT_IDENTITY: [&str; 4] = ["preset", "command", "program", "args"];
+const AGENT_IDENTITY: [&str; 4] = ["preset", "command", "program", "args"];
 
 /// Whose file a problem is in, for its advice.
 #[derive(Clone, Copy)]
@@ -171,7 +171,12 @@ fn read(path: &Path, whose: Whose) -> Result<Option<toml::Table>, RunnerError> {
             for hint in refused.map(RunnerError::hints).unwrap_or_default() {
                 err = err.with_hint(hint.clone());
             }
-            return Err(with_whose_hint(err, whose));
+            // (`runner init --force` is no advice for a file that cannot be read: the
+            // refusal's own is.)
+            return Err(match whose {
+                Whose::User => with_whose_hint(err, whose),
+                Whose::Repository => err,
+            });
         }
     };
     let invalid = |e: toml::de::Error| {
