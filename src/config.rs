@@ -1,4 +1,5 @@
-//! `.auto-claude/config.toml`: every key, its default, and the one-run overrides.
+//! The config: every key, its default, and the one-run overrides; read from the user's file
+//! under the repository's `.auto-claude/config.toml` (`files`).
 //! `.auto-claude.example/config.toml` documents the same keys for users and is what `runner
 //! init` writes (it ships inside the binary); a test fails when it misses a key known here.
 //!
@@ -6,6 +7,7 @@
 //! table knows), not an error: a config written for a newer runner still works with this one.
 
 mod agent;
+mod files;
 mod keys;
 
 use std::path::Path;
@@ -18,6 +20,7 @@ use crate::policy::invocation::{Permission, Preset};
 
 pub use agent::parse_preset;
 use agent::{permission_name, preset_name};
+pub use files::{ConfigFiles, Loaded, load, load_quietly};
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
 
 pub const CONFIG_FILE: &str = "config.toml";
@@ -265,57 +268,15 @@ impl RunConfig {
 }
 
 impl Config {
-    /// The config at `path`, or the defaults if there is no file. Each unknown key is handed
-    /// to `output::warn`.
+    /// The config of the file at `path` alone (no user file), or the defaults if there is no
+    /// file: for the tests of the keys. Commands read both files (`files::load`).
+    #[cfg(test)]
     pub fn load(path: &Path) -> Result<Config, RunnerError> {
-        Ok(Config::load_with_table(path)?.0)
-    }
-
-    /// The config at `path` and the file's own table (`None` without a file): which keys
-    /// the file sets, for `runner config`.
-    pub fn load_with_table(path: &Path) -> Result<(Config, Option<toml::Table>), RunnerError> {
-        let text = match crate::fs::safe::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((Config::default(), None));
-            }
-            Err(e) => {
-                let mut err =
-                    RunnerError::bad_input(format!("cannot read {}: {e}", path.display()));
-                // A refusal (a FIFO, a link) carries its advice: keep it.
-                let refused = e.get_ref().and_then(|i| i.downcast_ref::<RunnerError>());
-                for hint in refused.map(RunnerError::hints).unwrap_or_default() {
-                    err = err.with_hint(hint.clone());
-                }
-                return Err(err);
-            }
+        let files = ConfigFiles {
+            user: None,
+            repository: path.to_path_buf(),
         };
-        let invalid = |e: toml::de::Error| {
-            RunnerError::bad_input(format!("invalid config {}: {e}", path.display())).with_hint(
-                "`runner init --force` writes a fresh one with every key and its default (the \
-                 old one is replaced)",
-            )
-        };
-        // The typed parse and its checks first: they name the key (`agent.max_log_bytes`) and
-        // its line, and take any u64 (the untyped table below holds only i64).
-        let config: Config = toml::from_str(&text).map_err(invalid)?;
-        config.check(path)?;
-        let table: toml::Table = toml::from_str(&text).map_err(invalid)?;
-        for unknown in unknown_keys(&table) {
-            crate::output::warn(&unknown.message(path));
-        }
-        Ok((config, Some(table)))
-    }
-
-    /// `[budget]` of the config at `path`, without a word: the defaults when the file is
-    /// missing or invalid (`runner status` shows the budget; `runner run` reports the error).
-    pub fn budget_quietly(path: &Path) -> BudgetConfig {
-        crate::fs::safe::read_to_string(path)
-            .ok()
-            .and_then(|text| toml::from_str::<Config>(&text).ok())
-            .filter(|c| c.check(path).is_ok())
-            .map(|c| c.budget)
-            .unwrap_or_default()
+        Ok(files::load(&files)?.config)
     }
 
     fn check(&self, path: &Path) -> Result<(), RunnerError> {
@@ -489,7 +450,7 @@ mod tests {
                 );
             }
         }
-        assert!(unknown_keys(&example).is_empty());
+        assert!(unknown_keys(&example, Path::new("c")).is_empty());
     }
 
     #[test]

@@ -29,6 +29,9 @@ use runner::error::ErrorReport;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // A completion script's request (`COMPLETE=bash runner -- …`) is answered before anything
+    // else could print; any other start returns at once.
+    cli::complete::answer_if_asked();
     // First, while this is the only thread (libgit2's options are process-wide globals).
     runner::git::cache_trees();
     let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));

@@ -13,7 +13,7 @@ pub enum ChunkCommand {
         #[arg(long)]
         notes: Option<String>,
         /// The spec (default: RUNNER_SPEC_DIR, else the worktree's branch).
-        #[arg(long)]
+        #[arg(long, add = super::complete::spec_names())]
         spec: Option<String>,
         #[arg(long)]
         json: bool,
@@ -23,7 +23,7 @@ pub enum ChunkCommand {
         id: String,
         #[arg(long)]
         reason: String,
-        #[arg(long)]
+        #[arg(long, add = super::complete::spec_names())]
         spec: Option<String>,
         #[arg(long)]
         json: bool,
@@ -31,7 +31,7 @@ pub enum ChunkCommand {
     /// Show a chunk (default: RUNNER_CHUNK_ID, else the one in progress, else the next).
     Show {
         id: Option<String>,
-        #[arg(long)]
+        #[arg(long, add = super::complete::spec_names())]
         spec: Option<String>,
         #[arg(long)]
         json: bool,

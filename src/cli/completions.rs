@@ -1,5 +1,6 @@
-//! `runner completions SHELL` and `runner man`: generated from the clap definitions, so they
-//! never fall behind the commands and flags.
+//! `runner completions SHELL` (the script a shell sources for runner's dynamic completion,
+//! `complete`) and `runner man`: generated from the clap definitions, so they never fall
+//! behind the commands and flags.
 
 use clap::{Args, CommandFactory};
 use clap_complete::Shell;
@@ -10,24 +11,12 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
+/// The script that makes `shell` ask runner for its completions (commands, flags, spec names,
+/// run ids): what `COMPLETE=<shell> runner` prints.
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
-    let mut cmd = without_hidden_commands(super::Cli::command());
-    let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "runner", &mut out);
-    print!("{}", String::from_utf8_lossy(&out));
+    let script = super::complete::registration(args.shell)?;
+    print!("{}", String::from_utf8_lossy(&script));
     Ok(0)
-}
-
-/// `cmd` without its hidden subcommands (the demo's internal agent): the generators would
-/// offer them, and clap has no way to take a subcommand out, so the root is built again.
-fn without_hidden_commands(cmd: clap::Command) -> clap::Command {
-    let mut root = clap::Command::new("runner")
-        .version(env!("CARGO_PKG_VERSION"))
-        .subcommand_required(true);
-    for arg in cmd.get_arguments() {
-        root = root.arg(arg.clone());
-    }
-    root.subcommands(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
 }
 
 /// The man page: `runner(1)` with every command and its flags in one page, then the exit
@@ -150,6 +139,16 @@ const REFERENCE: &[Section] = &[
                 "Non-empty: no colour with --color auto (the default).",
             ),
             ("TERM", "dumb: no colour with --color auto."),
+            (
+                "COMPLETE",
+                "Set by a shell's completion script (runner completions SHELL): runner answers \
+                 with the candidates for the words after --, and exits.",
+            ),
+            (
+                "XDG_CONFIG_HOME, HOME",
+                "Where the user's config is: $XDG_CONFIG_HOME/runner/config.toml, else \
+                 ~/.config/runner/config.toml.",
+            ),
             ("RUST_LOG", "Log filter for stderr, as -v and -vv."),
             (
                 "PAGER",
@@ -184,7 +183,8 @@ const REFERENCE: &[Section] = &[
         &[
             (
                 ".auto-claude/config.toml",
-                "The configuration (runner init writes it, runner config shows it).",
+                "The configuration (runner init writes it, runner config shows it), over the \
+                 user's ~/.config/runner/config.toml key by key.",
             ),
             (
                 ".auto-claude/templates/",

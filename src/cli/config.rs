@@ -5,12 +5,13 @@ use std::path::Path;
 use clap::Args;
 
 use super::style::{Style, for_stdout};
-use runner::config::{Setting, Source, UnknownKey};
-use runner::ops::config::ConfigOptions;
+use runner::config::Source;
+use runner::ops::config::{ConfigOptions, ConfigReport};
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// Print JSON: {"schema": 1, "file", "file_exists", "settings": [...], "unknown_keys": [...]}.
+    /// Print JSON: {"schema": 1, "file", "file_exists", "user_file", "user_file_exists",
+    /// "settings": [...], "unknown_keys": [...]}.
     #[arg(long)]
     pub json: bool,
 }
@@ -21,39 +22,31 @@ pub fn run(cwd: &Path, args: ConfigArgs) -> anyhow::Result<i32> {
     if args.json {
         super::print_json(&r)?;
     } else {
-        print!(
-            "{}",
-            render(
-                &r.path,
-                r.file_exists,
-                &r.settings,
-                &r.unknown_keys,
-                for_stdout()
-            )
-        );
+        print!("{}", render(&r, for_stdout()));
     }
     Ok(0)
 }
 
-/// `[table]` headers, then `key = value` and its source, aligned.
-pub fn render(
-    path: &Path,
-    file_exists: bool,
-    all: &[Setting],
-    unknown: &[UnknownKey],
-    style: Style,
-) -> String {
+/// The two files, then `[table]` headers with `key = value` and its source, aligned.
+pub fn render(r: &ConfigReport, style: Style) -> String {
     let t = |s: &str| runner::text::for_terminal(s).into_owned();
-    let file = t(&path.display().to_string());
-    let mut out = if file_exists {
-        format!("Config file: {file}\n")
-    } else {
-        format!(
-            "Config file: {file} (none: every value is the default; `runner init` writes one)\n"
-        )
+    let mut out = String::from("Config files (the repository's keys win over the user's):\n");
+    let user = match (&r.user_path, r.user_file_exists) {
+        (Some(path), true) => t(&path.display().to_string()),
+        (Some(path), false) => format!("{} (none)", t(&path.display().to_string())),
+        (None, _) => "none (neither XDG_CONFIG_HOME nor HOME names a folder)".to_string(),
     };
+    out.push_str(&format!("  user file:       {user}\n"));
+    let file = t(&r.path.display().to_string());
+    if r.file_exists {
+        out.push_str(&format!("  repository file: {file}\n"));
+    } else {
+        out.push_str(&format!(
+            "  repository file: {file} (none; `runner init` writes one)\n"
+        ));
+    }
     let mut table = "";
-    for s in all {
+    for s in &r.settings {
         let (name, key) = s.key.split_once('.').unwrap_or(("", &s.key));
         if name != table {
             table = name;
@@ -65,14 +58,15 @@ pub fn render(
         };
         let source = match &s.source {
             Source::Default => style.dim("default"),
-            Source::File { path } => t(path),
+            Source::UserFile { .. } => "user file".to_string(),
+            Source::File { .. } => "repository file".to_string(),
         };
         out.push_str(&format!("  {:<34} {source}\n", format!("{key} = {value}")));
     }
-    if !unknown.is_empty() {
+    if !r.unknown_keys.is_empty() {
         out.push_str(&format!("\n{}\n", style.warn("Ignored (unknown keys):")));
-        for u in unknown {
-            out.push_str(&format!("  {}\n", t(&u.message(path))));
+        for u in &r.unknown_keys {
+            out.push_str(&format!("  {}\n", t(&u.message())));
         }
     }
     out

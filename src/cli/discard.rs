@@ -10,7 +10,7 @@ use runner::ops::discard::{DiscardOptions, discard};
 
 #[derive(Debug, Args)]
 pub struct DiscardArgs {
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Do not ask for confirmation (needed without a terminal).
     #[arg(long)]

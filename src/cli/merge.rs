@@ -10,7 +10,7 @@ use runner::ops::merge::{MergeMode, MergeOptions, merge};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// One commit on the base branch listing the chunks, instead of a merge commit.
     #[arg(long, conflicts_with = "no_commit")]

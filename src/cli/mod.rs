@@ -4,6 +4,7 @@
 
 mod ask;
 mod chunk;
+pub mod complete;
 mod completions;
 mod config;
 mod demo;
@@ -90,7 +91,8 @@ pub enum Command {
     Init(init::InitArgs),
     /// The effective configuration and where each value came from.
     Config(config::ConfigArgs),
-    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    /// Print the script that makes a shell (bash, zsh, fish, powershell, elvish) complete runner:
+    /// commands, flags, spec names, run ids.
     Completions(completions::CompletionsArgs),
     /// Print runner's man page (roff) on stdout.
     Man,

@@ -7,7 +7,7 @@ use runner::ops::recover::{RecoverOptions, recover, render};
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
     /// Recover one spec (default: every spec).
-    #[arg(long, conflicts_with = "all")]
+    #[arg(long, conflicts_with = "all", add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Recover every spec (the default without --spec).
     #[arg(long)]

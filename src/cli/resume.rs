@@ -18,13 +18,13 @@ pub struct ResumeArgs {
     /// What to resume: a run id or a prefix of one (4 characters or more), a spec's name,
     /// number or a part of its name, or the id of the chunk it was working on. Without one:
     /// the most recent resumable run.
-    #[arg(conflicts_with_all = ["run", "spec", "chunk"])]
+    #[arg(conflicts_with_all = ["run", "spec", "chunk"], add = super::complete::resume_hints())]
     pub hint: Option<String>,
     /// Read the hint as a run id or prefix only.
-    #[arg(long, value_name = "ID", conflicts_with_all = ["spec", "chunk"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["spec", "chunk"], add = super::complete::run_ids())]
     pub run: Option<String>,
     /// Read the hint as a spec (name, number, part of a name) only.
-    #[arg(long, value_name = "SPEC", conflicts_with = "chunk")]
+    #[arg(long, value_name = "SPEC", conflicts_with = "chunk", add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Read the hint as a chunk id only (the spec in progress at it, or that last worked on it).
     #[arg(long, value_name = "CHUNK")]

@@ -10,7 +10,7 @@ use runner::ops::review::ReviewOptions;
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Show the full patch (through $PAGER on a terminal).
     #[arg(long)]

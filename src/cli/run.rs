@@ -11,7 +11,7 @@ use runner::ops::run::{RunOptions, RunReport, run as run_op, run_interrupted, ru
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The spec: a folder name under .auto-claude/specs, its number (001), or a unique part of it.
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Never ask; continue the existing build.
     #[arg(long)]

@@ -14,7 +14,7 @@ use runner::ops::runs::{
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     /// Only the runs of this spec.
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Only the stale runs (not ended, and nobody runs them: killed, or their machine went away).
     #[arg(long)]
@@ -27,6 +27,7 @@ pub struct RunsArgs {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// The run: its id, or a prefix of 4 characters or more (`runner runs` lists them).
+    #[arg(add = super::complete::run_ids())]
     pub run: String,
     /// Print JSON: the run's fields, its checkpoint and its last journal lines.
     #[arg(long)]

@@ -10,7 +10,7 @@ use runner::ops::status::{SpecStatus, StatusOptions, StatusReport, status};
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Show only this spec (inside a spec's worktree, that spec is the default).
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// Print JSON: {"specs": [...], "slots": [...]}.
     #[arg(long)]

@@ -9,7 +9,7 @@ use runner::ops::undo::{BackupsOptions, UndoOptions, backups, undo};
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    #[arg(long)]
+    #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
     /// List the backups instead of undoing.
     #[arg(long)]

@@ -34,29 +34,31 @@ pub struct UnknownKey {
     pub table: Option<String>,
     /// What the table knows (or the known tables, for an unknown table or top-level key).
     pub known: Vec<String>,
+    /// The file it is in (the user's or the repository's).
+    pub file: String,
 }
 
 impl UnknownKey {
     /// The warning line: the key, the file, and what would have been right.
-    pub fn message(&self, path: &Path) -> String {
+    pub fn message(&self) -> String {
         let known = self.known.join(", ");
         match &self.table {
             Some(table) => format!(
                 "unknown key `{}` in {} is ignored; [{table}] knows: {known}",
-                self.key,
-                path.display()
+                self.key, self.file
             ),
             None => format!(
                 "unknown key `{}` in {} is ignored; the tables are: {known}",
-                self.key,
-                path.display()
+                self.key, self.file
             ),
         }
     }
 }
 
-/// The keys of `file` the config does not know (in the table's order: sorted).
-pub fn unknown_keys(file: &toml::Table) -> Vec<UnknownKey> {
+/// The keys of `file` (read from `path`) the config does not know (in the table's order:
+/// sorted).
+pub fn unknown_keys(file: &toml::Table, path: &Path) -> Vec<UnknownKey> {
+    let path = path.display().to_string();
     let known = known_keys();
     let tables: Vec<String> = known.iter().map(|(t, _)| t.clone()).collect();
     let mut unknown = Vec::new();
@@ -70,6 +72,7 @@ pub fn unknown_keys(file: &toml::Table) -> Vec<UnknownKey> {
                 key,
                 table: None,
                 known: tables.clone(),
+                file: path.clone(),
             });
             continue;
         };
@@ -82,18 +85,28 @@ pub fn unknown_keys(file: &toml::Table) -> Vec<UnknownKey> {
                 key: format!("{name}.{key}"),
                 table: Some(name.clone()),
                 known: keys.clone(),
+                file: path.clone(),
             });
         }
     }
     unknown
 }
 
-/// Where an effective value came from. (No environment variable sets a config key.)
+/// Where an effective value came from. (No environment variable sets a config key, and the
+/// one-run flags are not config.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum Source {
     Default,
-    File { path: String },
+    /// The user's file (`$XDG_CONFIG_HOME/runner/config.toml` or `~/.config/…`).
+    UserFile {
+        path: String,
+    },
+    /// The repository's file, `.auto-claude/config.toml` (named `file` since before there
+    /// was a user file).
+    File {
+        path: String,
+    },
 }
 
 /// One key of the effective configuration.
@@ -107,23 +120,22 @@ pub struct Setting {
     pub source: Source,
 }
 
-/// Every known key of `config`, its value, and whether `file` (read from `path`) set it.
-pub fn settings(config: &Config, file: Option<&toml::Table>, path: &Path) -> Vec<Setting> {
+/// Every known key of `config`, its value, and where it came from: the first of `layers`
+/// (each a source and the table it read, if any) whose table sets it, else the default.
+pub fn settings(config: &Config, layers: &[(Source, Option<&toml::Table>)]) -> Vec<Setting> {
     let values = serde_json::to_value(config).unwrap_or_default();
     let mut out = Vec::new();
     for (table, keys) in known_keys() {
         for key in keys {
-            let in_file = file
-                .and_then(|f| f.get(&table))
-                .and_then(|t| t.as_table())
-                .is_some_and(|t| t.contains_key(&key));
-            let source = if in_file {
-                Source::File {
-                    path: path.display().to_string(),
-                }
-            } else {
-                Source::Default
+            let sets = |file: &toml::Table| {
+                file.get(&table)
+                    .and_then(|t| t.as_table())
+                    .is_some_and(|t| t.contains_key(&key))
             };
+            let source = layers
+                .iter()
+                .find(|(_, file)| file.is_some_and(sets))
+                .map_or(Source::Default, |(source, _)| source.clone());
             out.push(Setting {
                 value: values[&table][&key].clone(),
                 key: format!("{table}.{key}"),
@@ -160,27 +172,35 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_tables_are_named_with_what_is_known() {
-        let found = unknown_keys(&table(
-            "top = 1\n[run]\nmax_attempt = 5\nmax_attempts = 2\n[colour]\nx = 1\n",
-        ));
+        let found = unknown_keys(
+            &table("top = 1\n[run]\nmax_attempt = 5\nmax_attempts = 2\n[colour]\nx = 1\n"),
+            Path::new("/r/.auto-claude/config.toml"),
+        );
         let keys: Vec<&str> = found.iter().map(|u| u.key.as_str()).collect();
         assert_eq!(keys, ["[colour]", "run.max_attempt", "top"]);
-        let msg = found[1].message(Path::new("/r/.auto-claude/config.toml"));
+        let msg = found[1].message();
         assert!(msg.contains("`run.max_attempt`"), "{msg}");
         assert!(msg.contains("/r/.auto-claude/config.toml"), "{msg}");
         assert!(
             msg.contains("[run] knows: session_timeout, max_attempts"),
             "{msg}"
         );
-        assert!(found[0].message(Path::new("c")).contains("agent, run, git"));
-        assert!(unknown_keys(&table("[run]\nmax_attempts = 2\n")).is_empty());
+        assert!(found[0].message().contains("agent, run, git"));
+        assert!(unknown_keys(&table("[run]\nmax_attempts = 2\n"), Path::new("c")).is_empty());
     }
 
     #[test]
     fn settings_say_where_each_value_came_from() {
         let file = table("[run]\nmax_attempts = 7\n");
         let config: Config = toml::from_str("[run]\nmax_attempts = 7\n").unwrap();
-        let all = settings(&config, Some(&file), Path::new("/r/c.toml"));
+        let user = table("[run]\nmax_attempts = 2\nmax_sessions = 4\n");
+        let repo = Source::File {
+            path: "/r/c.toml".into(),
+        };
+        let mine = Source::UserFile {
+            path: "/u/c.toml".into(),
+        };
+        let all = settings(&config, &[(repo, Some(&file)), (mine.clone(), Some(&user))]);
         let get = |k: &str| all.iter().find(|s| s.key == k).unwrap();
         assert_eq!(get("run.max_attempts").value, 7);
         assert_eq!(
@@ -189,6 +209,7 @@ mod tests {
                 path: "/r/c.toml".into()
             }
         );
+        assert_eq!(get("run.max_sessions").source, mine);
         assert_eq!(get("run.session_timeout").source, Source::Default);
         assert_eq!(get("git.base_branch").value, serde_json::Value::Null);
         let count: usize = known_keys().iter().map(|(_, k)| k.len()).sum();

@@ -6,19 +6,27 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::Ctx;
-use crate::config::{Config, Setting, UnknownKey, settings, unknown_keys};
+use crate::config::{Setting, UnknownKey, settings};
 use crate::error::RunnerError;
 use crate::policy::invocation::Preset;
 
-/// `runner config --json`: `{"schema": 1, "file", "file_exists", "settings", "unknown_keys"}`.
+/// `runner config --json`: `{"schema": 1, "file", "file_exists", "user_file",
+/// "user_file_exists", "settings", "unknown_keys"}`.
 #[derive(Debug, Serialize)]
 pub struct ConfigReport {
+    /// The repository's file.
     pub file: String,
     pub file_exists: bool,
+    /// The user's file, or null when neither `XDG_CONFIG_HOME` nor `HOME` gives a place for
+    /// one.
+    pub user_file: Option<String>,
+    pub user_file_exists: bool,
     pub settings: Vec<Setting>,
     pub unknown_keys: Vec<UnknownKey>,
     #[serde(skip)]
     pub path: PathBuf,
+    #[serde(skip)]
+    pub user_path: Option<PathBuf>,
 }
 
 /// `runner config`: nothing to choose (the options are the context's).
@@ -26,14 +34,17 @@ pub struct ConfigReport {
 pub struct ConfigOptions {}
 
 pub fn config(ctx: &Ctx, _opts: ConfigOptions) -> anyhow::Result<ConfigReport> {
-    let path = ctx.ws.config_path();
-    let (config, table) = Config::load_with_table(&path)?;
+    let files = ctx.ws.config_files();
+    let loaded = crate::config::load(&files)?;
     Ok(ConfigReport {
-        file: path.display().to_string(),
-        file_exists: table.is_some(),
-        settings: settings(&config, table.as_ref(), &path),
-        unknown_keys: table.as_ref().map(unknown_keys).unwrap_or_default(),
-        path,
+        file: files.repository.display().to_string(),
+        file_exists: loaded.repository.is_some(),
+        user_file: files.user.as_ref().map(|p| p.display().to_string()),
+        user_file_exists: loaded.user.is_some(),
+        settings: settings(&loaded.config, &loaded.sources(&files)),
+        unknown_keys: loaded.unknown,
+        path: files.repository,
+        user_path: files.user,
     })
 }
 

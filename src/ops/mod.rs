@@ -10,6 +10,7 @@ pub use person::{Nobody, Person};
 
 pub mod choice;
 pub mod chunk;
+pub mod complete;
 pub mod config;
 pub mod context;
 pub mod demo;

@@ -172,7 +172,7 @@ fn judge(
         let looked = paths.as_ref().ok().map(|p| look(p, cache)).transpose();
         (paths, looked)
     });
-    let budget = crate::config::Config::budget_quietly(&ws.config_path());
+    let budget = crate::config::load_quietly(&ws.config_files()).budget;
     let budget = BudgetStatus {
         max_usd: budget.max_usd,
         max_tokens: budget.max_tokens,

@@ -62,3 +62,34 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+/// What a number in a plan (a phase number, a `depends_on` entry) is to runner, which keeps
+/// such numbers as 64-bit integers.
+pub(super) enum Whole {
+    Fits(i64),
+    /// Written as a whole number, but past the limit: what to say, with the limit.
+    OutOfRange(String),
+    /// Not a whole number (`1.5`, `1e3`).
+    Not,
+}
+
+/// `text` (a JSON number as written, or a string's trimmed text) read as a whole number; `what`
+/// names it for the message ("a phase number").
+pub(super) fn whole_number(text: &str, what: &str) -> Whole {
+    if let Ok(n) = text.parse::<i64>() {
+        return Whole::Fits(n);
+    }
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Whole::Not;
+    }
+    let shown = short(text, 40);
+    Whole::OutOfRange(if negative {
+        format!("{shown} is too small: {what} is at least {}", i64::MIN)
+    } else {
+        format!("{shown} is too large: {what} is at most {}", i64::MAX)
+    })
+}

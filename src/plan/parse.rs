@@ -1,12 +1,13 @@
 //! Reading a plan: JSON syntax first (with line and column), then the shape of every variant
 //! Auto-Claude wrote, then the rules that make a plan runnable (see `validate`).
 
+use std::fmt;
 use std::path::Path;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::checks::{check_id, kind, short};
+use super::checks::{Whole, check_id, kind, short, whole_number};
 use super::fields::{self, Level};
 use super::model::{Chunk, Phase, PhaseKey, PhaseRef, Plan, PlanShape};
 use super::parse_chunk::{read_chunk, same_json};
@@ -245,36 +246,19 @@ fn read_phase(
     };
     let number = match raw.get("phase") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
-        Some(Value::String(s)) if s.trim().parse::<i64>().is_ok() => s.trim().parse().ok(),
-        Some(other) => {
-            problems.push(format!(
-                "{at}.phase: expected a whole number, found {}",
-                kind(other)
-            ));
-            None
-        }
+        Some(value) => phase_number(&at, value, problems),
     };
     let depends_on = match raw.get("depends_on") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .filter_map(|(j, v)| match v {
-                Value::String(s) => Some(PhaseRef::Name(s.clone())),
-                Value::Number(n) if n.as_i64().is_some() => n.as_i64().map(PhaseRef::Number),
-                other => {
-                    problems.push(format!(
-                        "{at}.depends_on[{j}]: expected a phase id or number, found {}",
-                        kind(other)
-                    ));
-                    None
-                }
-            })
+            .filter_map(|(j, v)| phase_ref(&format_args!("{at}.depends_on[{j}]"), v, problems))
             .collect(),
-        Some(Value::String(s)) => vec![PhaseRef::Name(s.clone())],
-        Some(Value::Number(n)) if n.as_i64().is_some() => {
-            n.as_i64().map(PhaseRef::Number).into_iter().collect()
+        Some(one @ (Value::String(_) | Value::Number(_))) => {
+            phase_ref(&format_args!("{at}.depends_on"), one, problems)
+                .into_iter()
+                .collect()
         }
         Some(other) => {
             problems.push(format!(
@@ -299,6 +283,53 @@ fn read_phase(
         mirror_key: lists.mirror,
         chunks: lists.chunks.into(),
     })
+}
+
+/// How a phase number is named when it is out of range.
+const PHASE_NUMBER: &str = "a phase number";
+
+/// A phase's `phase`: a whole number, or a string holding one (trimmed).
+fn phase_number(at: &str, value: &Value, problems: &mut Vec<String>) -> Option<i64> {
+    let read = match value {
+        Value::Number(n) => whole_number(&n.to_string(), PHASE_NUMBER),
+        Value::String(s) => whole_number(s.trim(), PHASE_NUMBER),
+        _ => Whole::Not,
+    };
+    match read {
+        Whole::Fits(n) => return Some(n),
+        Whole::OutOfRange(why) => problems.push(format!("{at}.phase: {why}")),
+        Whole::Not => problems.push(format!(
+            "{at}.phase: expected a whole number, found {}",
+            found(value)
+        )),
+    }
+    None
+}
+
+/// One `depends_on` entry: a phase's id (a string) or its number.
+fn phase_ref(at: &dyn fmt::Display, value: &Value, problems: &mut Vec<String>) -> Option<PhaseRef> {
+    let number = match value {
+        Value::String(s) => return Some(PhaseRef::Name(s.clone())),
+        Value::Number(n) => whole_number(&n.to_string(), PHASE_NUMBER),
+        _ => Whole::Not,
+    };
+    match number {
+        Whole::Fits(n) => return Some(PhaseRef::Number(n)),
+        Whole::OutOfRange(why) => problems.push(format!("{at}: {why}")),
+        Whole::Not => problems.push(format!(
+            "{at}: expected a phase id or number, found {}",
+            found(value)
+        )),
+    }
+    None
+}
+
+/// A value as a problem names what was found: a number as written (cut short), else its kind.
+fn found(value: &Value) -> String {
+    match value {
+        Value::Number(n) => short(&n.to_string(), 40),
+        other => kind(other).to_string(),
+    }
 }
 
 /// The two keys a level may keep its chunks under: the subtasks era's first, as Auto-Claude

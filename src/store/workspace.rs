@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::config::{CONFIG_FILE, Config};
+use crate::config::{CONFIG_FILE, Config, ConfigFiles};
 use crate::git::MainRepo;
 use crate::plan::PlanFile;
 
@@ -74,9 +74,15 @@ impl Workspace {
         Ok(ws)
     }
 
-    /// The config (defaults without a file); unknown keys are warned of (`output::warn`).
+    /// The config: the user's file under the repository's (defaults without either); unknown
+    /// keys are warned of (`output::warn`).
     pub fn config(&self) -> anyhow::Result<Config> {
-        Ok(Config::load(&self.config_path())?)
+        Ok(crate::config::load(&self.config_files())?.config)
+    }
+
+    /// The files the config is read from: the user's and the repository's.
+    pub fn config_files(&self) -> ConfigFiles {
+        ConfigFiles::of_repository(self.config_path())
     }
 
     /// `.auto-claude/config.toml`.

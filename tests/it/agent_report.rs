@@ -4,7 +4,7 @@
 //! parsers are checked against the CLIs' documented shapes by their unit tests).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use chrono::{DateTime, Local, Utc};
 use runner::agent::output::{self, CostSource, SessionFacts, Tokens};
@@ -38,7 +38,7 @@ impl Bench {
     /// Run `fixtures/<program>` with `args` in the worktree, `stdin` on its standard input.
     fn run(&self, program: &str, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
-        let mut child = Command::new(fixture(program))
+        let mut child = crate::common::isolated(fixture(program))
             .args(args)
             .current_dir(self.worktree())
             .env("RUNNER_ROLE", "coder")

@@ -1,7 +1,6 @@
 //! The conventions every command shares: `--color`, `NO_COLOR`, `-q`, `-C`, shell completions,
 //! the man page, `runner init` and `runner config`.
 
-use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
@@ -75,7 +74,7 @@ fn on_a_terminal_status_is_coloured_unless_no_color() {
     use expectrl::session::OsSession;
     let repo = built();
     let screen = |no_color: Option<&str>| {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.arg("status")
             .current_dir(&repo.root)
             .env("TERM", "xterm");
@@ -137,7 +136,7 @@ fn quiet_drops_informational_lines_but_not_reports_or_errors() {
     assert!(stderr(&err).contains("nope"), "{}", stderr(&err));
     // "Not merged." after a question answered no is informational.
     let answer_no = |quiet: bool| {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         if quiet {
             cmd.arg("-q");
         }
@@ -160,7 +159,7 @@ fn dash_c_runs_as_if_started_there_and_a_missing_dir_is_exit_2() {
     let repo = built();
     let root = repo.root.display().to_string();
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["-C", &root, "status", "--json"])
         .current_dir(elsewhere.path())
         .output()
@@ -169,7 +168,7 @@ fn dash_c_runs_as_if_started_there_and_a_missing_dir_is_exit_2() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["specs"][0]["spec"], SPEC);
     // A relative -C is taken from where runner started; after the subcommand works too.
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["status", "-C", "project"])
         .current_dir(repo.root.parent().unwrap())
         .output()
@@ -206,26 +205,29 @@ fn completions_name_every_command_and_man_is_a_roff_page() {
         "man",
         "demo",
     ];
-    let bash = repo.runner(&["completions", "bash"]);
-    assert_exit(&bash, 0);
-    let bash = stdout(&bash);
-    assert!(bash.contains("_runner()"), "{bash}");
-    for c in commands {
-        assert!(
-            bash.contains(&format!("runner__subcmd__{c}\"")),
-            "bash lacks {c}"
-        );
-    }
+    // Each shell's script asks runner (`COMPLETE=<shell>`), which answers from the commands
+    // themselves: every command, the global flags, never the hidden one.
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let out = repo.runner(&["completions", shell]);
         assert_exit(&out, 0);
         let script = stdout(&out);
         assert!(
-            script.contains("merge") && script.contains("color"),
-            "{shell}"
+            script.contains("COMPLETE") && script.contains(shell) && script.contains("runner"),
+            "{shell}: {script}"
         );
+        let out = repo
+            .cmd(&["--", "runner", ""])
+            .env("COMPLETE", shell)
+            .env("_CLAP_COMPLETE_INDEX", "1")
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let offered = stdout(&out);
+        for c in commands.iter().chain(&["--color"]) {
+            assert!(offered.contains(c), "{shell} does not offer {c}: {offered}");
+        }
         assert!(
-            !script.contains("demo-agent"),
+            !offered.contains("demo-agent"),
             "{shell} offers the hidden command"
         );
     }

@@ -15,6 +15,36 @@ pub fn runner_word() -> String {
     shell_words::quote(RUNNER).into_owned()
 }
 
+/// The user-level config folder (`XDG_CONFIG_HOME`) of every runner the tests start: an empty
+/// folder of the test build, so that a developer's own `~/.config/runner/config.toml` never
+/// changes a result. A test of the user config gives its runner a folder of its own.
+pub fn user_config_home() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("empty-xdg-config-home");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `program` (runner, or a shell or wrapper that starts it) with the environment every runner
+/// the tests start gets: the empty user config folder. The one way tests start runner
+/// (`house.rs` checks it).
+pub fn isolated(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env("XDG_CONFIG_HOME", user_config_home());
+    cmd
+}
+
+/// runner, isolated from the user's own config (see `isolated`).
+pub fn runner_command() -> Command {
+    isolated(RUNNER)
+}
+
+/// The same for an async test (the MCP client).
+pub fn tokio_runner_command() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(RUNNER);
+    cmd.env("XDG_CONFIG_HOME", user_config_home());
+    cmd
+}
+
 pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
@@ -154,7 +184,7 @@ impl TestRepo {
     /// terminal, so `run` gets `--auto-continue` (continue existing work instead of asking);
     /// tests of the question itself build their command without this harness.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = runner_command();
         cmd.args(args);
         if args.first() == Some(&"run") && !args.contains(&"--auto-continue") {
             cmd.arg("--auto-continue");

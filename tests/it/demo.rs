@@ -4,7 +4,7 @@
 //! commands that work as printed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use crate::common::*;
 use serde_json::Value;
@@ -16,7 +16,7 @@ const PARTIAL: &str = "`sh greet.sh NAME` prints a greeting.";
 const SAVED_REF: &str = "refs/auto-claude/recovery/001-greeting-tool/document-greet/1";
 
 fn demo(runner: &Path, dir: &Path, extra: &[&str]) -> Output {
-    Command::new(runner)
+    crate::common::isolated(runner)
         .arg("demo")
         .args(extra)
         .arg("--dir")
@@ -154,7 +154,7 @@ fn demo_shows_every_stage_and_keeps_the_partial_work_of_the_killed_chunk() {
     );
     let elsewhere = tempfile::tempdir().unwrap();
     for command in &commands {
-        let out = Command::new("sh")
+        let out = crate::common::isolated("sh")
             .args(["-c", command])
             .current_dir(elsewhere.path())
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -266,7 +266,7 @@ fn a_demo_that_fails_midway_says_how_to_remove_its_folder() {
     std::fs::set_permissions(bin.join("sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let dir = tmp.path().join("the demo 'x'");
-    let out = std::process::Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["demo", "--dir"])
         .arg(&dir)
         .env("PATH", &path)
@@ -285,7 +285,7 @@ fn a_demo_that_fails_midway_says_how_to_remove_its_folder() {
         .unwrap_or_else(|| panic!("no command to remove the folder:\n{}", stderr(&out)));
     let words = shell_words::split(&remove).unwrap();
     assert_eq!(words[..2], ["rm", "-rf"], "{remove}");
-    let status = std::process::Command::new("/bin/sh")
+    let status = crate::common::isolated("/bin/sh")
         .args(["-c", &remove])
         .current_dir("/")
         .status()
@@ -303,7 +303,7 @@ fn a_removed_current_folder_does_not_stop_the_demo_and_is_explained_elsewhere() 
     let gone = tmp.path().join("gone");
     std::fs::create_dir(&gone).unwrap();
     let in_removed_folder = |args: &str| {
-        std::process::Command::new("/bin/sh")
+        crate::common::isolated("/bin/sh")
             .arg("-c")
             .arg(format!("cd \"$1\" && rmdir \"$1\" && exec \"$2\" {args}"))
             .args(["sh", gone.to_str().unwrap(), RUNNER])
@@ -332,7 +332,7 @@ fn a_demo_dir_that_is_a_file_or_a_dangling_link_is_refused_clearly() {
     let link = tmp.path().join("a link");
     std::os::unix::fs::symlink(tmp.path().join("nowhere"), &link).unwrap();
     for dir in [&file, &link] {
-        let out = std::process::Command::new(RUNNER)
+        let out = crate::common::runner_command()
             .args(["demo", "--dir"])
             .arg(dir)
             .stdin(std::process::Stdio::null())

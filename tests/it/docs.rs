@@ -14,10 +14,7 @@ fn read(rel: &str) -> String {
 
 /// `runner ARGS`'s stdout, from anywhere (these commands need no repository).
 fn runner_out(args: &[&str]) -> String {
-    let out = std::process::Command::new(RUNNER)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::common::runner_command().args(args).output().unwrap();
     assert_exit(&out, 0);
     stdout(&out)
 }

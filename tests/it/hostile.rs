@@ -890,7 +890,7 @@ fn the_printed_restore_command_works_in_a_path_with_a_space() {
         .unwrap_or_else(|| panic!("no restore command in:\n{err}"))
         .trim()
         .to_string();
-    let ran = std::process::Command::new("sh")
+    let ran = crate::common::isolated("sh")
         .args(["-c", &command])
         .output()
         .unwrap();

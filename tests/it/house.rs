@@ -1,4 +1,5 @@
-//! House rules on the files themselves: no source file over 800 lines, no test file over 1,000.
+//! House rules on the files themselves: no source file over 800 lines, no test file over 1,000;
+//! every runner a test starts is isolated from the user's own config.
 
 use std::path::{Path, PathBuf};
 
@@ -73,5 +74,46 @@ fn every_test_module_says_in_one_line_what_belongs_there() {
     assert!(
         silent.is_empty(),
         "these tests/it files do not open with a `//!` line saying what belongs there: {silent:?}"
+    );
+}
+
+/// Programs a test may start with a bare `Command::new`: none of them starts runner.
+/// Anything else (runner itself, a shell or wrapper that runs it, a fixture agent that calls
+/// `runner chunk`) goes through `common::isolated`/`runner_command`, which point
+/// `XDG_CONFIG_HOME` at an empty folder: a developer's own `~/.config/runner/config.toml` must
+/// not change what a test sees.
+const STARTS_NO_RUNNER: [&str; 10] = [
+    "git", "mkfifo", "flock", "sleep", "hostname", "cp", "mount", "umount", "python3", "node",
+];
+
+#[test]
+fn every_runner_a_test_starts_is_isolated_from_the_users_config() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut bare = Vec::new();
+    // common.rs builds the isolated commands; this file names the pattern it looks for.
+    let exempt = |p: &&PathBuf| p.ends_with("common.rs") || p.ends_with("house.rs");
+    for path in files.iter().filter(|p| !exempt(p)) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("Command::new(") {
+                let arg = &line[at + "Command::new(".len()..];
+                let literal = arg
+                    .strip_prefix('"')
+                    .and_then(|rest| rest.split_once('"'))
+                    .map(|(name, _)| name);
+                if !literal.is_some_and(|name| STARTS_NO_RUNNER.contains(&name)) {
+                    let rel = path.strip_prefix(&dir).unwrap().display();
+                    bare.push(format!("tests/it/{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "start these with crate::common::runner_command() or isolated(program), so the \
+         user's own config cannot leak in:\n{}",
+        bare.join("\n")
     );
 }

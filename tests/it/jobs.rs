@@ -341,7 +341,7 @@ fn jobs_needs_auto_continue_no_spec_no_slot_and_one_or_more() {
         assert_eq!(error["error"]["code"], 2);
     }
     // Without --auto-continue (the harness would add it).
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["run", "--jobs", "2", "--agent-command", agent.as_str()])
         .current_dir(&repo.root)
         .stdin(Stdio::null())

@@ -417,7 +417,7 @@ fn existing_work_without_a_terminal_exits_2_at_once_naming_each_choice() {
         ];
         args.extend(extra);
         let started = Instant::now();
-        let out = Command::new("setsid")
+        let out = crate::common::isolated("setsid")
             .args(&args)
             .current_dir(&repo.root)
             .stdin(Stdio::null())
@@ -449,7 +449,7 @@ mod pty {
 
     fn spawn_run(repo: &TestRepo) -> Session {
         let agent = fixture("fake-agent").display().to_string();
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args(["run", "--spec", SPEC, "--agent-command", &agent])
             .current_dir(&repo.root)
             .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
@@ -498,7 +498,7 @@ mod pty {
         // Without a terminal (and without --auto-continue): the pause, exit 6, not the
         // refused question's exit 2.
         let agent = fixture("fake-agent").display().to_string();
-        let out = Command::new(RUNNER)
+        let out = crate::common::runner_command()
             .args(["run", "--spec", SPEC, "--agent-command", &agent])
             .current_dir(&repo.root)
             .stdin(std::process::Stdio::null())
@@ -841,7 +841,7 @@ fn an_ambiguous_spec_name_offers_a_numbered_choice_on_a_terminal() {
     let repo = TestRepo::new();
     repo.add_spec("001-add-login");
     repo.add_spec("010-login-page");
-    let mut cmd = Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.args([
         "run",
         "--spec",
@@ -881,7 +881,7 @@ fn a_signal_at_the_work_question_after_a_repin_puts_the_pin_back() {
     use expectrl::{Eof, Expect};
     let repo = repo_pinned_to_a_deleted_base("001-ask");
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        let mut cmd = std::process::Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args([
             "run",
             "--spec",

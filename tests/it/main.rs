@@ -9,6 +9,7 @@ mod budget;
 mod calibration;
 mod chunk;
 mod cli_conventions;
+mod completion;
 mod corpus;
 mod crash;
 mod demo;
@@ -54,6 +55,7 @@ mod snapshots;
 mod status_cache;
 mod transitions;
 mod usage_limits;
+mod user_config;
 
 /// A file in `tests/it/` (or in a module's folder) that no `mod` line names is never compiled,
 /// and its tests silently never run: fail instead.

@@ -36,7 +36,7 @@ pub fn interrupted_spec(spec: &str) -> (TestRepo, String) {
 /// `runner mcp` started by the rmcp client in the repository, with `env` (the variables an agent
 /// session hands its tools) and none of the test process's own RUNNER_* variables.
 pub async fn start(repo: &TestRepo, env: &[(&str, &str)]) -> Client {
-    let mut cmd = tokio::process::Command::new(RUNNER);
+    let mut cmd = crate::common::tokio_runner_command();
     cmd.arg("mcp")
         .current_dir(&repo.root)
         .env_remove("RUNNER_SPEC_DIR")

@@ -15,7 +15,7 @@ use crate::mcp::{Client, block_on, call, interrupted_spec, ok};
 /// `runner mcp` in the repository with the fake agent's variables (as `TestRepo::cmd` sets
 /// them): the runs `start_run` starts inherit them.
 async fn start_with_agent(repo: &TestRepo) -> Client {
-    let mut cmd = tokio::process::Command::new(RUNNER);
+    let mut cmd = crate::common::tokio_runner_command();
     cmd.arg("mcp")
         .current_dir(&repo.root)
         .env("FAKE_AGENT_SCRIPT", repo.tmp.path().join("agent-script"))

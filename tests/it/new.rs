@@ -264,7 +264,7 @@ fn every_refusal_is_exit_2_and_leaves_the_tree_untouched() {
     }
     // Not in a git repository: as every other command.
     let plain = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["new", "x"])
         .current_dir(plain.path())
         .output()
@@ -574,7 +574,7 @@ fn without_a_terminal_candidates_are_listed_with_each_command_and_exit_2() {
 
 /// `runner new ARGS` on a terminal (a pty), colour off.
 fn on_a_terminal(repo: &TestRepo, args: &[&str]) -> expectrl::session::OsSession {
-    let mut cmd = std::process::Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.arg("new")
         .args(args)
         .current_dir(&repo.root)
@@ -649,7 +649,7 @@ fn on_a_terminal_yes_with_run_resumes_it() {
     use expectrl::Expect;
     let repo = interrupted_spec();
     let agent = fixture("fake-agent").display().to_string();
-    let mut cmd = std::process::Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.args(["new", "JWT login page", "--run", "--agent-command", &agent])
         .current_dir(&repo.root)
         .env("TERM", "xterm")

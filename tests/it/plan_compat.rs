@@ -753,3 +753,71 @@ fn plan_and_agent_text_cannot_forge_progress_lines() {
         format!("build{forged}")
     );
 }
+
+/// Where Auto-Claude is strict, runner is lenient, and says so in docs/state.md: a status in
+/// any case and with spaces around it ("Completed ", "PENDING") reads as its status, and a
+/// UTF-8 byte-order mark before the plan is skipped. runner's next write of the plan spells
+/// the statuses its own way and drops the mark.
+#[test]
+fn statuses_in_any_case_and_a_byte_order_mark_are_read_and_written_back_plain() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-lenient");
+    let text = "\u{feff}{\"phases\": [{\"id\": \"p\", \"subtasks\": [\
+        {\"id\": \"a\", \"description\": \"x\", \"status\": \"Completed \"},\
+        {\"id\": \"b\", \"description\": \"y\", \"status\": \" PENDING\"},\
+        {\"id\": \"c\", \"description\": \"z\", \"status\": \"In Progress\"}]}]}";
+    std::fs::write(repo.plan_path("001-lenient"), text).unwrap();
+    let status = spec_status(&repo, "001-lenient");
+    let chunks = &status["chunks"];
+    assert_eq!(
+        [
+            &chunks["completed"],
+            &chunks["pending"],
+            &chunks["in_progress"]
+        ],
+        [1, 1, 1],
+        "{status}"
+    );
+    let out = repo.runner(&["chunk", "done", "b", "--spec", "001-lenient"]);
+    assert_exit(&out, 0);
+    let bytes = std::fs::read(repo.plan_path("001-lenient")).unwrap();
+    assert!(
+        bytes.starts_with(b"{"),
+        "the mark is dropped: {:?}",
+        &bytes[..8]
+    );
+    let statuses: Vec<String> = repo
+        .statuses("001-lenient")
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(statuses, ["completed", "completed", "in_progress"]);
+    // What docs/state.md promises.
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/state.md"))
+        .unwrap();
+    for promise in ["byte-order mark", "case", "Auto-Claude"] {
+        assert!(
+            doc.contains("**Statuses in any case") && doc.contains(promise),
+            "docs/state.md does not say how statuses and a byte-order mark are read ({promise})"
+        );
+    }
+}
+
+/// A phase number past the 64-bit limit is refused as too large, naming the field and the
+/// limit (it said "expected a whole number, found a number").
+#[test]
+fn a_phase_number_too_large_is_refused_as_too_large() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-huge");
+    let text = r#"{"phases": [{"phase": 100000000000000000000, "subtasks": [{"id": "a", "description": "x"}]}]}"#;
+    std::fs::write(repo.plan_path("001-huge"), text).unwrap();
+    assert_refused_untouched(
+        &repo,
+        "001-huge",
+        text.as_bytes(),
+        &[
+            "phases[0].phase: 100000000000000000000 is too large",
+            "at most 9223372036854775807",
+        ],
+    );
+}

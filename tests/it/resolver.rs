@@ -1,8 +1,6 @@
 //! The one spec resolver: `--spec`, else the runner slot the command runs in, else the only
 //! spec; several and no terminal: exit 2 with a command per spec that works when copied.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::common::*;
@@ -83,7 +81,7 @@ fn several_specs_without_a_terminal_list_a_command_per_spec_that_works() {
     // --auto-continue to a run.
     let harness = repo.cmd(&[]);
     let env = || harness.get_envs().filter_map(|(k, v)| Some((k, v?)));
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["run", "--agent-command", &agent])
         .current_dir(&repo.root)
         .envs(env())
@@ -109,7 +107,7 @@ fn several_specs_without_a_terminal_list_a_command_per_spec_that_works() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let copied = Command::new("sh")
+    let copied = crate::common::isolated("sh")
         .args(["-c", lines[1]])
         .current_dir(&repo.root)
         .envs(env())
@@ -207,7 +205,7 @@ fn several_specs_on_a_terminal_offer_a_numbered_choice_and_esc_changes_nothing()
     use expectrl::{Eof, Expect};
     let repo = two_specs_one_built();
     let on_terminal = |args: &[&str]| {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args(args)
             .current_dir(&repo.root)
             .env("TERM", "xterm")

@@ -2,7 +2,6 @@
 //! exit code, the summary's shape, the handoff document, the list on a terminal, and a killed
 //! run continued to completion as a new run with `resumed_from`.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -254,7 +253,7 @@ fn on_a_terminal_several_matches_are_a_numbered_list_to_choose_from() {
     let repo = TestRepo::new();
     interrupted(&repo, "001-add-login", "after_commit@2");
     interrupted(&repo, "010-login-page", "after_commit@1");
-    let mut cmd = Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.args(["resume", "login", "--no-run"])
         .current_dir(&repo.root)
         .env("TERM", "xterm")

@@ -9,7 +9,7 @@ use crate::common::*;
 /// (`--reason`, `--notes`), which agents are told to call.
 #[test]
 fn the_man_page_covers_the_chunk_subcommands() {
-    let out = Command::new(RUNNER).arg("man").output().unwrap();
+    let out = crate::common::runner_command().arg("man").output().unwrap();
     assert_exit(&out, 0);
     let page = stdout(&out);
     for wanted in [
@@ -66,7 +66,7 @@ fn hints_carry_the_directory_given_with_dash_c() {
     let repo = TestRepo::in_folder("my app");
     repo.add_spec("001-a");
     let parent = repo.root.parent().unwrap();
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["-C", "my app", "undo", "--spec", "001-a"])
         .current_dir(parent)
         .output()
@@ -82,7 +82,7 @@ fn hints_carry_the_directory_given_with_dash_c() {
     // As a person would: pasted into a shell, in the folder runner was started from.
     let bin_dir = std::path::Path::new(RUNNER).parent().unwrap();
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
-    let pasted = Command::new("sh")
+    let pasted = crate::common::isolated("sh")
         .args(["-c", command])
         .current_dir(parent)
         .env("PATH", path)
@@ -91,7 +91,7 @@ fn hints_carry_the_directory_given_with_dash_c() {
     assert_exit(&pasted, 0);
     // -C after the command: the typed command line, repeated in a hint, gets no second -C.
     repo.add_spec("002-b");
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["review", "-C", "my app"])
         .current_dir(parent)
         .output()
@@ -118,7 +118,7 @@ fn log_lines_on_a_terminal_respect_no_color_and_color_never() {
     )
     .unwrap();
     let screen = |args: &[&str], no_color: Option<&str>| {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args(args)
             .args(["-vv", "chunk", "done", "core-a", "--spec", "001-a"])
             .current_dir(&repo.root)
@@ -185,7 +185,7 @@ fn a_foreign_dirty_slot_hints_commands_that_work_when_pasted() {
         .iter()
         .find_map(|h| h.strip_prefix("keep them: "))
         .unwrap_or_else(|| panic!("no `keep them` hint: {hints:?}"));
-    let pasted = Command::new("sh")
+    let pasted = crate::common::isolated("sh")
         .args(["-c", keep.trim()])
         .current_dir(repo.tmp.path())
         .output()
@@ -225,7 +225,7 @@ fn a_refused_file_hints_a_quoted_command_that_works_when_pasted() {
         .iter()
         .find_map(|h| h.split('`').nth(1).filter(|c| c.starts_with("rm ")))
         .unwrap_or_else(|| panic!("no `rm …` hint: {hints:?}"));
-    let pasted = Command::new("sh")
+    let pasted = crate::common::isolated("sh")
         .args(["-c", rm])
         .current_dir(repo.tmp.path())
         .output()
@@ -241,7 +241,7 @@ fn a_refused_file_hints_a_quoted_command_that_works_when_pasted() {
 fn a_quiet_demo_prints_nothing_on_stderr() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let out = Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["-q", "demo", "--dir"])
         .arg(&dir)
         .env_remove("NO_COLOR")

@@ -75,6 +75,54 @@ fn shape_errors_carry_the_path_but_no_position() {
     );
 }
 
+/// A phase number past what runner holds (a 64-bit integer) is refused as too large (or too
+/// small), naming the field and the limit — not as "not a whole number", which it is.
+#[test]
+fn phase_numbers_out_of_range_say_so_with_the_limit() {
+    let huge = "100000000000000000000";
+    let max = i64::MAX.to_string();
+    let min = i64::MIN.to_string();
+    for (text, wanted) in [
+        (
+            format!(r#"{{"phases": [{{"phase": {huge}}}]}}"#),
+            vec!["phases[0].phase: ", huge, "too large", &max],
+        ),
+        (
+            format!(r#"{{"phases": [{{"phase": "{huge}"}}]}}"#),
+            vec!["phases[0].phase: ", huge, "too large", &max],
+        ),
+        (
+            format!(r#"{{"phases": [{{"phase": -{huge}}}]}}"#),
+            vec!["phases[0].phase: ", "too small", &min],
+        ),
+        (
+            format!(r#"{{"phases": [{{"phase": 1}}, {{"phase": 2, "depends_on": [{huge}]}}]}}"#),
+            vec!["phases[1].depends_on[0]: ", huge, "too large", &max],
+        ),
+        (
+            format!(r#"{{"phases": [{{"phase": 1}}, {{"phase": 2, "depends_on": {huge}}}]}}"#),
+            vec!["phases[1].depends_on: ", huge, "too large", &max],
+        ),
+    ] {
+        let err = parse_err(&text);
+        assert_problem(&err, &wanted);
+        assert!(
+            err.problems.iter().all(|p| !p.contains("found a number")),
+            "{text}: {:?}",
+            err.problems
+        );
+    }
+    // The largest number still reads; a fraction is still not a whole number.
+    let at_limit = format!(
+        r#"{{"phases": [{{"phase": {max}, "chunks": [{{"id": "a", "description": "x"}}]}}]}}"#
+    );
+    assert!(parse_plan(Path::new(PATH), at_limit.as_bytes()).is_ok());
+    assert_problem(
+        &parse_err(r#"{"phases": [{"phase": 1.5}]}"#),
+        &["phases[0].phase: expected a whole number, found 1.5"],
+    );
+}
+
 #[test]
 fn chunk_without_id_is_an_error() {
     let err = parse_err(

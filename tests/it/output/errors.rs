@@ -13,7 +13,7 @@ fn a_repository_with_no_commits_says_make_a_first_commit() {
     for extra in [&[][..], &["--base-branch", "main"]] {
         let mut args = vec!["run", "--spec", "001", "--agent-command", "true"];
         args.extend_from_slice(extra);
-        let out = std::process::Command::new(RUNNER)
+        let out = crate::common::runner_command()
             .args(&args)
             .current_dir(&root)
             .stdin(std::process::Stdio::null())
@@ -174,7 +174,7 @@ fn on_a_terminal_repinning_a_deleted_base_is_a_question() {
     use expectrl::{Eof, Expect};
     let repo = repo_pinned_to_a_deleted_base("001-ask");
     let spawn = || {
-        let mut cmd = std::process::Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args([
             "run",
             "--spec",
@@ -263,7 +263,7 @@ fn printed_run_commands_work_as_shown() {
     // Run exactly as shown (runner is not on PATH here: its path instead of the name); no
     // terminal, existing work: the command has --auto-continue.
     std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
-    let mut cmd = std::process::Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.args(&again[1..])
         .current_dir(&repo.root)
         .env("FAKE_AGENT_SCRIPT", repo.tmp.path().join("agent-script"))
@@ -331,7 +331,7 @@ fn merge_in_a_repository_with_no_commits_does_not_say_detached() {
     git_in(root, &["init", "-q", "-b", "main"]);
     std::fs::create_dir_all(root.join(".auto-claude/specs/001-a")).unwrap();
     std::fs::write(root.join(".auto-claude/specs/001-a/spec.md"), "# a\n").unwrap();
-    let out = std::process::Command::new(RUNNER)
+    let out = crate::common::runner_command()
         .args(["merge", "--spec", "001", "--yes"])
         .current_dir(root)
         .stdin(std::process::Stdio::null())

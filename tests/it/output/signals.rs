@@ -63,7 +63,7 @@ fn esc_at_a_question_says_nothing_was_changed() {
     assert_exit(&repo.run_spec("001", &[]), 5);
     std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
     let plan_before = std::fs::read(repo.plan_path("001-ask")).unwrap();
-    let mut cmd = std::process::Command::new(RUNNER);
+    let mut cmd = crate::common::runner_command();
     cmd.args(["run", "--spec", "001", "--agent-command", &agent()])
         .current_dir(&repo.root)
         .env("TERM", "xterm");
@@ -289,7 +289,7 @@ fn a_signal_while_a_question_is_open_cancels_it() {
     std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
     let sessions_before = repo.agent_log().len();
     for sig in [libc::SIGTERM, libc::SIGINT] {
-        let mut cmd = std::process::Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args(["run", "--spec", "001", "--agent-command", &agent()])
             .current_dir(&repo.root)
             .env("TERM", "xterm");

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{RUNNER, TestRepo, assert_exit, fixture, stderr, stdout};
+use crate::common::{TestRepo, assert_exit, fixture, stderr, stdout};
 
 pub const SPEC: &str = "001-greet";
 
@@ -245,7 +245,7 @@ impl Case {
 
     /// `runner run --spec SPEC` exactly as a user types it (no `--auto-continue`), no terminal.
     pub fn plain_run(&self) -> Output {
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = crate::common::runner_command();
         cmd.args(["run", "--spec", SPEC])
             .current_dir(&self.repo.root)
             .env("HOME", &self.home)

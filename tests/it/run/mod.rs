@@ -482,7 +482,7 @@ fn a_terminal_gets_a_progress_bar_and_a_pipe_gets_plain_lines() {
     let agent = fixture("fake-agent").display().to_string();
     // util-linux `script` runs runner on a pseudo-terminal.
     let command = format!("{} run --spec 130 --agent-command {}", RUNNER, agent);
-    let out = std::process::Command::new("script")
+    let out = crate::common::isolated("script")
         .args(["-qec", &command, "/dev/null"])
         .current_dir(&repo.root)
         .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"))
