@@ -23,7 +23,16 @@ const VAR: &str = "COMPLETE";
 
 /// When runner was started by a completion script (`COMPLETE` set), answer it and exit;
 /// otherwise return at once. First thing in `main`: nothing may be printed before.
+///
+/// Only a shell name clap knows (`bash`, `zsh`, `fish`, …) counts: `COMPLETE` is a common word,
+/// and a `COMPLETE=1` left in the environment by another tool would otherwise make every
+/// runner command fail with "unknown shell".
 pub fn answer_if_asked() {
+    let asked =
+        std::env::var(VAR).is_ok_and(|shell| Shells::builtins().completer(&shell).is_some());
+    if !asked {
+        return;
+    }
     CompleteEnv::with_factory(super::Cli::command)
         .var(VAR)
         .complete();

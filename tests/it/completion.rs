@@ -218,3 +218,21 @@ fn bash_sourcing_the_script_completes_spec_names() {
         );
     }
 }
+
+#[test]
+fn a_complete_variable_that_names_no_shell_is_ignored() {
+    // `COMPLETE` is a common word: another tool's `COMPLETE=1` left in the environment must not
+    // turn every runner command into a failed completion ("unknown shell", exit 2).
+    let repo = repo_with_specs();
+    for value in ["1", "yes", "true"] {
+        let out = runner_command()
+            .env("COMPLETE", value)
+            .args(["status", "--json"])
+            .current_dir(&repo.root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        assert!(stdout(&out).contains("001-add-login"), "{}", stdout(&out));
+    }
+}
