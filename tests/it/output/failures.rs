@@ -1,5 +1,6 @@
-//! Failures that say why, once: a failed verification shows the end of its output, and output
-//! that could not be written to stdout is an error (a closed pipe stays quiet).
+//! Failures that say why, once: a failed verification shows the end of its output, a planner
+//! that wrote no plan says so with what it printed, and output that could not be written to
+//! stdout is an error (a closed pipe stays quiet).
 
 use super::*;
 
@@ -74,6 +75,46 @@ fn a_failed_verification_shows_the_end_of_its_output_and_names_its_log_once() {
     // The plan keeps the reason with its log, for `chunk show` and the next prompt.
     let reason = repo.chunk("001-verify", "v")["attempts"][1]["reason"].clone();
     assert!(reason.as_str().unwrap().contains(&logs[1]), "{reason}");
+}
+
+#[test]
+fn a_planner_that_wrote_no_plan_says_so_with_what_it_printed() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-noplan");
+    let agent = repo.tmp.path().join("talker.sh");
+    std::fs::write(
+        &agent,
+        "cat >/dev/null\ni=1\nwhile [ $i -le 25 ]; do echo \"thinking $i\"; i=$((i+1)); done\n\
+         echo 'Error: not logged in; run the login command first' >&2\nexit 0\n",
+    )
+    .unwrap();
+    let command = format!("sh {}", agent.display());
+    repo.write_config("[run]\nmax_attempts = 2\n");
+    let out = repo.runner(&["run", "--spec", "001", "--agent-command", &command]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    let summary = &err[err.find("runner: ").expect("the error")..];
+    assert!(summary.contains("wrote no plan"), "{summary}");
+    // What it printed, its log, and where to look: the agent command.
+    assert!(
+        summary.contains("Error: not logged in; run the login command first"),
+        "{summary}"
+    );
+    assert!(summary.contains("thinking 25"), "{summary}");
+    let logs = session_logs(&repo, "001-noplan", "output.log");
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert!(summary.contains(&logs[1]), "{summary}");
+    for log in &logs {
+        assert_eq!(err.matches(log.as_str()).count(), 1, "{log} in:\n{err}");
+    }
+    assert!(summary.contains("--agent-command"), "{summary}");
+    // No plan file that does not exist, and no hand edit of one.
+    assert!(!err.contains("rejected-*"), "{err}");
+    assert!(!err.contains("fix a plan by hand"), "{err}");
+    assert!(
+        !err.contains("the planner did not produce a valid plan"),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
