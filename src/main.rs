@@ -44,7 +44,27 @@ fn main() {
         Ok(code) => code,
         Err(err) => report_error(&err, json, directory.as_deref()),
     };
-    std::process::exit(code);
+    std::process::exit(with_stdout_checked(code));
+}
+
+/// `code`, unless the reports could not all be written to stdout (a full disk, a file system
+/// gone read-only): that is said once on stderr and the exit is 1 (or the command's own
+/// failure, which says more). A closed pipe is not a failure (`runner::write_stdout`).
+fn with_stdout_checked(code: i32) -> i32 {
+    let Some(e) = runner::finish_stdout() else {
+        return code;
+    };
+    runner::write_quietly(
+        &mut std::io::stderr().lock(),
+        format_args!(
+            "runner: could not write the output to stdout: {e}; what reached it is incomplete\n"
+        ),
+    );
+    if code == runner::error::exit::OK {
+        runner::error::exit::INTERNAL
+    } else {
+        code
+    }
 }
 
 /// A command line clap refused: its text on stderr as always, and with `--json` among the
@@ -73,6 +93,13 @@ fn usage_error(e: clap::Error) -> ! {
             hints: lines.map(|l| l.trim().to_string()).collect(),
         };
         print_error_json(&report);
+    }
+    // Help and version go to stdout: one that could not be written there is an error too.
+    if !e.use_stderr() {
+        if let Err(io) = e.print() {
+            runner::note_stdout_error(io);
+        }
+        std::process::exit(with_stdout_checked(e.exit_code()));
     }
     e.exit()
 }

@@ -95,7 +95,7 @@ const REFERENCE: &[Section] = &[
             ),
             (
                 "1",
-                "An unexpected error (I/O, git); the message names the file.",
+                "An unexpected error (I/O, git); the message names the file. Also output that could not be written to stdout (a full disk); a closed pipe is not an error.",
             ),
             (
                 "2",

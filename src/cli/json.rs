@@ -86,7 +86,7 @@ pub fn wants_json(command: &Command) -> bool {
 /// closed stdout is not reported: the exit code still says what happened.
 pub fn print_error_json(report: &ErrorReport) {
     if let Ok(text) = error_to_json(report) {
-        runner::write_quietly(&mut std::io::stdout().lock(), format_args!("{text}\n"));
+        println!("{text}");
     }
 }
 

@@ -69,7 +69,8 @@ fn child_spec(check: &CommandCheck, place: Place) -> ChildSpec {
 
 /// Passed: the expected exit status, and the expected output anywhere in the whole output as
 /// it streamed (as bytes: a part cut from the capped log or a non-UTF-8 byte cannot hide it).
-/// The detail says how it ended, what output was missing, and where the log is.
+/// The detail says how it ended and what output was missing; a check that failed keeps the
+/// last lines of its output, for the person to read where it failed.
 fn judge(check: &CommandCheck, end: &ChildEnd, log_path: &std::path::Path) -> CheckResult {
     let status_ok = end.ended == Ended::Exited(check.expect_status);
     let output_ok = end.output.found;
@@ -77,16 +78,51 @@ fn judge(check: &CommandCheck, end: &ChildEnd, log_path: &std::path::Path) -> Ch
     if let Some(want) = check.expect_output.as_deref().filter(|_| !output_ok) {
         detail.push_str(&format!("; its output lacks {want:?}"));
     }
-    detail.push_str(&format!(" (log: {})", log_path.display()));
     if let Some(e) = &end.output.log_incomplete {
         // Judged on every byte all the same; only the log misses some.
         detail.push_str(&format!("; the log is incomplete: {e}"));
     }
+    let passed = status_ok && output_ok;
+    let tail = if passed {
+        Vec::new()
+    } else {
+        crate::agent::output::read::last_lines(log_path, TAIL_LINES, TAIL_WIDTH, false)
+    };
     CheckResult {
         command: check.command.clone(),
-        passed: status_ok && output_ok,
+        passed,
         detail,
+        log: Some(log_path.to_path_buf()),
+        tail,
     }
+}
+
+/// How many of a failed check's last lines are shown, and how wide each may be: a test
+/// runner's summary and the failure just above it, as `cargo test` shows a failing test.
+const TAIL_LINES: usize = 20;
+const TAIL_WIDTH: usize = 200;
+
+/// The end of a failed check's output for a person, its log named once: a heading at `indent`,
+/// then the lines further in. `None` for a check that passed.
+pub fn output_block(check: &CheckResult, indent: &str) -> Option<String> {
+    if check.passed {
+        return None;
+    }
+    let log = check.log.as_ref().map(|l| l.display().to_string());
+    if check.tail.is_empty() {
+        return Some(match log {
+            Some(log) => format!("{indent}It printed nothing (log: {log})."),
+            None => format!("{indent}It printed nothing."),
+        });
+    }
+    let mut block = match log {
+        Some(log) => format!("{indent}The end of its output (all of it in {log}):"),
+        None => format!("{indent}The end of its output:"),
+    };
+    for line in &check.tail {
+        block.push_str(&format!("\n{indent}    {line}"));
+    }
+    Some(block)
 }
 
 #[cfg(test)]
@@ -119,7 +155,12 @@ mod tests {
         let log = std::path::Path::new("/s/verification.log");
         let ok = judge(&check(Some("ok")), &end(Ended::Exited(0), true), log);
         assert!(ok.passed);
-        assert_eq!(ok.detail, "exited with status 0 (log: /s/verification.log)");
+        assert_eq!(ok.detail, "exited with status 0");
+        assert_eq!(
+            ok.detail_with_log(),
+            "exited with status 0 (log: /s/verification.log)"
+        );
+        assert_eq!(output_block(&ok, ""), None);
         let lacks = judge(&check(Some("ok")), &end(Ended::Exited(0), false), log);
         assert!(!lacks.passed);
         assert!(
@@ -129,6 +170,28 @@ mod tests {
         );
         let status = judge(&check(None), &end(Ended::Exited(1), true), log);
         assert!(!status.passed);
+    }
+
+    #[test]
+    fn a_failed_check_shows_the_end_of_its_output_and_names_its_log_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("verification.log");
+        std::fs::write(&log, "collected 3 items\n\x1b[31mFAILED\x1b[0m test_a\n\n").unwrap();
+        let failed = judge(&check(None), &end(Ended::Exited(1), true), &log);
+        let block = output_block(&failed, "  ").unwrap();
+        assert_eq!(
+            block,
+            format!(
+                "  The end of its output (all of it in {}):\n      collected 3 items\n      FAILED test_a",
+                log.display()
+            )
+        );
+        std::fs::write(&log, "").unwrap();
+        let silent = judge(&check(None), &end(Ended::Exited(1), true), &log);
+        assert_eq!(
+            output_block(&silent, ""),
+            Some(format!("It printed nothing (log: {}).", log.display()))
+        );
     }
 
     #[test]

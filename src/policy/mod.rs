@@ -61,7 +61,22 @@ pub enum Report {
 pub struct CheckResult {
     pub command: String,
     pub passed: bool,
+    /// How it ended and what was missing (`exited with status 1; its output lacks "ok"`).
     pub detail: String,
+    /// Its whole output (capped, head and tail kept).
+    pub log: Option<std::path::PathBuf>,
+    /// The last lines of its output as a terminal showed them, for a check that failed.
+    pub tail: Vec<String>,
+}
+
+impl CheckResult {
+    /// The detail with its log, as the journal, the checkpoint and the attempt's reason keep it.
+    pub fn detail_with_log(&self) -> String {
+        match &self.log {
+            Some(log) => format!("{} (log: {})", self.detail, log.display()),
+            None => self.detail.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +249,8 @@ mod tests {
             command: "make test".into(),
             passed,
             detail: "exit status 2".into(),
+            log: None,
+            tail: Vec::new(),
         }
     }
 

@@ -280,6 +280,25 @@ fn a_spec_that_fails_does_not_stop_the_other() {
     );
 }
 
+/// A dangling link where a job's new slot belongs (`.worktrees/auto-claude-1`): the job's run
+/// moves it aside, says so and builds; nothing is written through it.
+#[test]
+fn a_dangling_link_where_a_jobs_slot_belongs_is_moved_aside() {
+    let repo = TestRepo::new();
+    interrupted(&repo, &["010-a", "011-b"]);
+    let target = repo.tmp.path().join("nowhere");
+    let slot = repo.path(".worktrees/auto-claude-1");
+    std::os::unix::fs::symlink(&target, &slot).unwrap();
+    let out = jobs_cmd(&repo, &["--jobs", "2"]).output().unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(all_completed(&repo, "010-a"), "{err}");
+    assert!(all_completed(&repo, "011-b"), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(std::fs::symlink_metadata(&target).is_err());
+    assert!(std::fs::symlink_metadata(&slot).unwrap().is_dir());
+}
+
 #[test]
 fn a_second_runner_with_jobs_never_runs_a_spec_twice() {
     let repo = TestRepo::new();

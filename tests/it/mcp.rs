@@ -481,6 +481,32 @@ fn the_run_tools_answer_as_runs_show_and_resume_do_and_start_nothing() {
     assert_eq!(repo.chunk("001-mcp-a", "core-b")["status"], "in_progress");
 }
 
+/// An empty or blank hint is refused by summarize_interrupted_run as `runner resume ""` refuses
+/// it, with the same words: it is not read as no hint (the most recent run).
+#[test]
+fn an_empty_hint_is_refused_by_the_tool_as_by_the_command() {
+    let (repo, _) = interrupted_spec("001-mcp-empty");
+    let cli = cli_error(&repo, &["resume", "", "--no-run"], &[]);
+    assert!(cli.contains("the hint is empty"), "{cli}");
+    block_on(async {
+        let client = start(&repo, &[]).await;
+        for hint in ["", "   "] {
+            let refusal = refused(
+                call(
+                    &client,
+                    "summarize_interrupted_run",
+                    json!({ "hint": hint }),
+                )
+                .await,
+            );
+            assert!(refusal.contains("the hint is empty"), "{hint:?}: {refusal}");
+        }
+        client.cancel().await.unwrap();
+    });
+    let cli_blank = cli_error(&repo, &["resume", "   ", "--no-run"], &[]);
+    assert_eq!(cli_blank, cli);
+}
+
 /// Raw JSON-RPC lines: a line that is not JSON-RPC is skipped, the server keeps answering,
 /// stdout carries nothing but protocol, and the server exits 0 when stdin closes.
 #[test]

@@ -186,9 +186,10 @@ pub fn last_words(output: &[u8]) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join(" / "))
 }
 
-/// `text` without the terminal's colour and cursor sequences (`ESC [ … letter`) CLIs print
-/// even into a pipe (gemini's red "not running in a trusted directory"): the words are what
-/// is kept; any other control character is escaped where they are shown.
+/// `text` without the terminal's colour and cursor sequences (`ESC [ … letter`) CLIs and test
+/// runners print even into a pipe (gemini's red "not running in a trusted directory", pytest's
+/// red FAILED), nor its title and link sequences (`ESC ] … BEL`): the words are what is kept;
+/// any other control character is escaped where they are shown (`text::for_terminal`).
 fn without_colours(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -203,9 +204,57 @@ fn without_colours(text: &str) -> String {
             }
             continue;
         }
+        if c == '\u{1b}' && chars.peek() == Some(&']') {
+            // Up to BEL or ST (`ESC \`).
+            while let Some(c) = chars.next() {
+                if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                    break;
+                }
+            }
+            continue;
+        }
         out.push(c);
     }
     out
+}
+
+/// How much of a log's end [`last_lines`] reads.
+const LAST_LINES_BYTES: u64 = 64 * 1024;
+
+/// The last `count` lines of the log at `path`, for a person reading why something failed (as
+/// `cargo test` shows a failing test's output): as a terminal showed them (colour and cursor
+/// sequences dropped, what a carriage return wrote over left out), trailing blank lines
+/// dropped, each cut to `width` characters (`…` where cut); with `text_only`, an agent CLI's
+/// JSON event lines left out too (its parser reads those). Other control characters are the
+/// printer's to escape. Empty when the file cannot be read or holds nothing.
+pub fn last_lines(path: &Path, count: usize, width: usize, text_only: bool) -> Vec<String> {
+    let bytes = tail(path, LAST_LINES_BYTES);
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if bytes.len() as u64 >= LAST_LINES_BYTES {
+        // The first line read may be the end of a longer one.
+        lines.remove(0);
+    }
+    let mut shown: Vec<String> = Vec::new();
+    for line in lines {
+        let line = line.trim_end_matches('\r');
+        let line = line.rsplit('\r').next().unwrap_or(line);
+        let line = without_colours(line);
+        let line = line.trim_end();
+        if text_only && (line.starts_with('{') || line.starts_with('[')) {
+            continue;
+        }
+        let mut cut: String = line.chars().take(width).collect();
+        if cut.len() < line.len() {
+            cut.push('…');
+        }
+        shown.push(cut);
+    }
+    while shown.last().is_some_and(|l| l.trim().is_empty()) {
+        shown.pop();
+    }
+    let start = shown.len().saturating_sub(count);
+    shown.split_off(start)
 }
 
 /// The CLI's last words in the session folder's `output.log` (see [`last_words`]).
@@ -279,6 +328,41 @@ mod tests {
         let words = last_words(long.as_bytes()).unwrap();
         assert_eq!(words.chars().count(), LAST_WORDS_LINE_CHARS + 1);
         assert!(words.ends_with('…'));
+    }
+
+    #[test]
+    fn last_lines_are_the_end_of_a_log_as_a_terminal_showed_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("verification.log");
+        let mut text = String::new();
+        for i in 1..=30 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        text.push_str("\x1b[31mFAILED\x1b[0m test_x\n\x1b]0;title\x07named\n");
+        text.push_str("10%\r50%\r100% done\r\n");
+        text.push_str(&"y".repeat(500));
+        text.push_str("\n{\"type\":\"result\"}\nbell\x07\n\n  \n");
+        std::fs::write(&log, &text).unwrap();
+        let lines = last_lines(&log, 6, 100, false);
+        assert_eq!(
+            lines,
+            [
+                "FAILED test_x".to_string(),
+                "named".into(),
+                "100% done".into(),
+                format!("{}…", "y".repeat(100)),
+                "{\"type\":\"result\"}".into(),
+                "bell\x07".into(),
+            ]
+        );
+        let text_only = last_lines(&log, 3, 100, true);
+        assert_eq!(text_only[2], "bell\x07");
+        assert!(!text_only.iter().any(|l| l.starts_with('{')));
+        assert_eq!(last_lines(&log, 40, 100, false)[0], "line 1");
+        assert!(last_lines(&dir.path().join("none"), 5, 100, false).is_empty());
+        // A log longer than what is read: its first, partial line is left out.
+        std::fs::write(&log, "x".repeat(LAST_LINES_BYTES as usize + 10) + "\nend\n").unwrap();
+        assert_eq!(last_lines(&log, 5, 100, false), ["end"]);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 use crate::git::{MainRepo, Slot, SlotState};
 use crate::store::is_temp_file;
 
@@ -104,6 +106,15 @@ pub enum SlotRepair {
     Pruned { slot: String },
     /// A folder git does not know was moved aside.
     MovedAside { slot: String, to: PathBuf },
+    /// A symbolic link where the slot belongs was moved aside (the link, not what it names).
+    LinkMovedAside {
+        slot: String,
+        target: PathBuf,
+        dangling: bool,
+        to: PathBuf,
+    },
+    /// A registered slot whose folder held nothing was removed and its registration pruned.
+    EmptyRemoved { slot: String },
 }
 
 impl SlotRepair {
@@ -116,8 +127,54 @@ impl SlotRepair {
                 "{slot} was a folder git did not know as a worktree: moved aside to {} (nothing in it was deleted)",
                 to.display()
             ),
+            SlotRepair::LinkMovedAside {
+                slot,
+                target,
+                dangling,
+                to,
+            } => format!(
+                "{slot} was a symbolic link to {}{}, not a folder: moved aside to {} as it was (runner never builds or writes through a link)",
+                target.display(),
+                if *dangling {
+                    ", which does not exist"
+                } else {
+                    ""
+                },
+                to.display()
+            ),
+            SlotRepair::EmptyRemoved { slot } => format!(
+                "the worktree {slot} held nothing (its .git file gone, as a removal cut off leaves it): removed and its registration pruned (it is created again from its branch on the next run)"
+            ),
         }
     }
+}
+
+/// A symbolic link where the slot belongs, dangling or naming a folder anywhere, is never the
+/// slot: creating the slot would stop on it ("already exists"), and using it would build and
+/// write through it. The link itself is moved aside beside the slot, under a name no other
+/// file has, and never followed. Returns what was (or, in a dry run, would be) done.
+pub fn set_aside_link(slot: &Slot, dry_run: bool) -> anyhow::Result<Option<SlotRepair>> {
+    let is_link = std::fs::symlink_metadata(&slot.path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(None);
+    }
+    let target = std::fs::read_link(&slot.path).unwrap_or_default();
+    let dangling = std::fs::metadata(&slot.path).is_err();
+    let to = crate::store::unused_path(&slot.path.with_file_name(format!(
+        "{}.link-{}",
+        slot.name,
+        crate::clock::stamp()
+    )));
+    if !dry_run {
+        crate::store::safe::rename(&slot.path, &to)
+            .with_context(|| format!("moving the link {} aside", slot.path.display()))?;
+    }
+    Ok(Some(SlotRepair::LinkMovedAside {
+        slot: slot.path.display().to_string(),
+        target,
+        dangling,
+        to,
+    }))
 }
 
 /// Undo or finish what a crash left of a slot's creation, before anything else looks at the
@@ -160,12 +217,81 @@ pub fn unfinished_creation(
     )))
 }
 
+/// A registered slot whose folder holds nothing, no file at any depth (a removal cut off by
+/// kill -9 leaves the folder, perhaps folders in it, its `.git` file and files gone): nothing
+/// there can be lost, so it is removed folder by folder (a file written there meanwhile stops
+/// the removal) and its registration pruned, to be created again from its branch. A folder
+/// holding anything keeps the careful path: its files saved, then a person. Returns what was
+/// (or, in a dry run, would be) done.
+pub fn clear_empty_slot(
+    main: &MainRepo,
+    slot: &Slot,
+    dry_run: bool,
+) -> anyhow::Result<Option<SlotRepair>> {
+    if !matches!(slot.inspect(main), SlotState::Broken { .. }) || !holds_nothing(&slot.path) {
+        return Ok(None);
+    }
+    if !dry_run {
+        remove_empty_folders(&slot.path)
+            .with_context(|| format!("removing the empty folder {}", slot.path.display()))?;
+        slot.prune_missing(main)?;
+    }
+    Ok(Some(SlotRepair::EmptyRemoved {
+        slot: slot.path.display().to_string(),
+    }))
+}
+
+/// The most entries [`holds_nothing`] looks at: a folder with more is not called empty.
+const EMPTY_LOOK_LIMIT: usize = 10_000;
+
+/// Whether `dir` is a real folder (not a link) with no file, link or other entry at any depth
+/// below it, only folders.
+fn holds_nothing(dir: &Path) -> bool {
+    let mut folders = vec![dir.to_path_buf()];
+    let mut seen = 0;
+    while let Some(folder) = folders.pop() {
+        if !std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            return false;
+        };
+        for entry in entries {
+            seen += 1;
+            // (`file_type` does not follow a link.)
+            match entry.and_then(|e| Ok((e.file_type()?, e.path()))) {
+                Ok((kind, path)) if kind.is_dir() && seen <= EMPTY_LOOK_LIMIT => folders.push(path),
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Remove `dir` and the empty folders in it, deepest first; `remove_dir` refuses a folder that
+/// is not empty, so nothing written meanwhile is deleted.
+fn remove_empty_folders(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            remove_empty_folders(&entry.path())?;
+        }
+    }
+    std::fs::remove_dir(dir)
+}
+
 /// Repair one slot if it is broken or unknown to git.
 pub fn repair_slot(
     main: &MainRepo,
     slot: &Slot,
     dry_run: bool,
 ) -> anyhow::Result<Option<SlotRepair>> {
+    if let Some(link) = set_aside_link(slot, dry_run)? {
+        return Ok(Some(link));
+    }
+    if let Some(cleared) = clear_empty_slot(main, slot, dry_run)? {
+        return Ok(Some(cleared));
+    }
     match slot.inspect(main) {
         SlotState::Broken { .. } if !slot.path.exists() => {
             if !dry_run {

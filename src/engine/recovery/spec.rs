@@ -299,6 +299,7 @@ impl Steps<'_> {
             .flatten();
         if let Some((slot, why)) =
             integrity::unopenable_slot(&self.ws.main, &self.paths.name, last_slot.as_deref())
+            && !self.cleared_empty(&slot)?
         {
             *needs_human = true;
             self.unopenable(&slot.path, &why, in_progress.first().map(|c| c.id.as_str()))?;
@@ -352,6 +353,25 @@ impl Steps<'_> {
             });
         }
         Ok(handled)
+    }
+
+    /// Whether `slot`, which does not open as itself, held nothing and was removed with its
+    /// registration (`repair::clear_empty_slot`): then it is as a slot whose folder is gone,
+    /// and nothing needs a person for it.
+    fn cleared_empty(&mut self, slot: &crate::git::Slot) -> anyhow::Result<bool> {
+        let Some(cleared) = repair::clear_empty_slot(&self.ws.main, slot, self.opts.dry_run)?
+        else {
+            return Ok(false);
+        };
+        if !self.opts.dry_run {
+            self.journal.write(&Event::SlotRepaired(ev::SlotRepaired {
+                slot: slot.name.clone(),
+                repair: cleared.describe(),
+            }))?;
+        }
+        self.actions
+            .push(Action::new("slot_repaired", None, cleared.describe()));
+        Ok(true)
     }
 
     /// A slot that no longer opens as itself: save what it holds, block `chunk` (the one in

@@ -301,7 +301,7 @@ impl Run {
                 self.complete(&taken, check.as_ref(), wt, take_next, &agent_report)
             }
             Verdict::Failed(reason) => self
-                .fail_attempt(&taken, &reason, &agent_report)
+                .fail_attempt(&taken, &reason, &agent_report, check.as_ref())
                 .map(|()| None),
         }
     }
@@ -470,12 +470,23 @@ impl Run {
         stager.commit(wt, message, last)
     }
 
+    /// `check`: the chunk's verification, when it ran (a failed one is the reason): its log is
+    /// kept with the reason, and the end of its output shown once, on the attempt's line when
+    /// the chunk is tried again, else in the error that stops the run.
     pub(super) fn fail_attempt(
         &self,
         taken: &Taken,
         reason: &str,
         agent_report: &SessionFacts,
+        check: Option<&CheckResult>,
     ) -> anyhow::Result<()> {
+        let failed_check = check.filter(|c| !c.passed);
+        // The reason kept (attempt, journal, next prompt) names the check's log; the one shown
+        // leaves it to the output's heading.
+        let kept = match failed_check.and_then(|c| c.log.as_ref()) {
+            Some(log) => format!("{reason} (log: {})", log.display()),
+            None => reason.to_string(),
+        };
         let id = &taken.chunk.id;
         let max = self.config.run.max_attempts;
         let log = self
@@ -484,7 +495,7 @@ impl Run {
             .join(&taken.session_id)
             .join("output.log");
         let (failed_count, decision, change, facts) = self.paths.plan.update(|plan| {
-            let chunk = end_last_attempt(plan, id, "failed", reason, agent_report)?;
+            let chunk = end_last_attempt(plan, id, "failed", &kept, agent_report)?;
             let failed = chunk
                 .attempts()
                 .iter()
@@ -496,7 +507,7 @@ impl Run {
                 AfterFailure::Retry => apply(chunk, &ChunkEvent::AttemptFailed { attempt })?,
                 AfterFailure::GiveUp => {
                     let change = apply(chunk, &ChunkEvent::GiveUp { attempt })?;
-                    chunk.set_str("failure_reason", reason);
+                    chunk.set_str("failure_reason", &kept);
                     change
                 }
             };
@@ -508,7 +519,7 @@ impl Run {
                 chunk: id.clone(),
                 attempt: taken.attempt,
                 session_id: taken.session_id.clone(),
-                reason: reason.to_string(),
+                reason: kept.clone(),
                 log,
                 failed_attempts: failed_count,
             }))?;
@@ -518,14 +529,22 @@ impl Run {
             Some(facts),
             Some(id),
         );
+        let output = |indent: &str| {
+            failed_check.and_then(|c| crate::engine::verify::output_block(c, indent))
+        };
+        let here = match (decision, output("    ")) {
+            (AfterFailure::Retry, Some(block)) => format!("\n{block}"),
+            _ => String::new(),
+        };
         self.reporter.line(format!(
-            "  ✗ {id} attempt {} failed: {reason}",
+            "  ✗ {id} attempt {} failed: {reason}{here}",
             taken.attempt
         ));
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
-                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\nSession logs: {}\nJournal: {}",
+                "chunk {id} failed {failed_count} times (run.max_attempts = {max}); last reason: {reason}\n{}Session logs: {}\nJournal: {}",
+                output("").map(|block| format!("{block}\n")).unwrap_or_default(),
                 self.paths.sessions_dir.display(),
                 self.journal.path().display(),
             ))

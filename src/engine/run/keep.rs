@@ -332,7 +332,7 @@ impl Keeper {
             chunk: chunk.to_string(),
             passed: check.passed,
             command: check.command.clone(),
-            detail: check.detail.chars().take(500).collect(),
+            detail: check.detail_with_log().chars().take(500).collect(),
             time: Utc::now(),
         });
     }

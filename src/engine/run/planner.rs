@@ -20,6 +20,13 @@ fn read_draft(draft: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     Ok((bytes.len() as u64 <= MAX_DRAFT_BYTES).then_some(bytes))
 }
 
+/// What a planner session left: the problems with its plan (none once it is installed), and
+/// whether it wrote no plan at all (no draft, nothing in the spec folder).
+struct PlannerOutput {
+    problems: Vec<String>,
+    wrote_nothing: bool,
+}
+
 pub(super) fn plan_error_lines(e: &PlanError) -> Vec<String> {
     let at = match (e.line, e.column) {
         (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
@@ -52,6 +59,11 @@ impl Run {
         let draft = crate::plan::draft_path(&self.worktree);
         self.prepare_draft(&draft)?;
         let mut errors: Vec<String> = Vec::new();
+        // Whether the last attempt wrote nothing at all, and whether any wrote a plan.
+        let mut wrote_nothing = false;
+        let mut wrote_any = false;
+        let mut last_session = String::new();
+        let mut cli_failure = None;
         let max = self.config.run.max_attempts;
         let mut attempt = 0;
         while attempt < max {
@@ -98,7 +110,12 @@ impl Run {
             if report.usage_limit.is_some() {
                 self.limit_hit(&report, &session_id)?;
             }
-            errors = self.read_planner_output(&draft, &report)?;
+            let output = self.read_planner_output(&draft, &report)?;
+            (errors, wrote_nothing) = (output.problems, output.wrote_nothing);
+            // What its CLI reported (an error, a usage limit): the text it printed is shown
+            // as it is.
+            cli_failure = report.failure();
+            wrote_any |= !wrote_nothing;
             if errors.is_empty() {
                 return self.accept_plan(&session_id);
             }
@@ -118,16 +135,102 @@ impl Run {
                 attempt,
                 errors: errors.clone(),
             }))?;
-            self.reporter.line(format!(
+            self.say_rejected(&errors, wrote_nothing, attempt < max, &session_id);
+            last_session = session_id;
+        }
+        Err(match wrote_nothing {
+            true => self.planner_wrote_nothing(max, wrote_any, cli_failure, &last_session),
+            false => self.planner_gave_up(max, &errors),
+        })
+    }
+
+    /// The progress line of a planner attempt whose plan was not taken: its problems, or that
+    /// it wrote none, with what it printed (shown once: here when it is tried `again`, else in
+    /// the error that stops the run).
+    fn say_rejected(&self, errors: &[String], wrote_nothing: bool, again: bool, session_id: &str) {
+        self.reporter.line(match (wrote_nothing, again) {
+            (true, true) => format!(
+                "The planner wrote no plan.\n{}",
+                self.planner_output(session_id, "  ")
+            ),
+            (true, false) => "The planner wrote no plan.".to_string(),
+            (false, _) => format!(
                 "The planner's output was not a valid plan:\n{}",
                 errors
                     .iter()
                     .map(|e| format!("  - {e}"))
                     .collect::<Vec<_>>()
                     .join("\n")
-            ));
+            ),
+        });
+    }
+
+    /// The end of what the planner of session `session_id` printed, and where all of it is.
+    fn planner_output(&self, session_id: &str, indent: &str) -> String {
+        let log = self.paths.sessions_dir.join(session_id).join("output.log");
+        let lines = crate::agent::output::read::last_lines(&log, 20, 200, true);
+        if lines.is_empty() {
+            return format!("{indent}It printed nothing (log: {}).", log.display());
         }
-        Err(self.planner_gave_up(max, &errors))
+        let mut out = format!(
+            "{indent}The end of what it printed (all of it in {}):",
+            log.display()
+        );
+        for line in lines {
+            out.push_str(&format!("\n{indent}    {line}"));
+        }
+        out
+    }
+
+    /// The error of a planner whose last attempt wrote no plan at all: what it printed (and
+    /// the error its CLI reported, if it did), its log, and the agent to look at (there is no
+    /// plan to fix by hand).
+    fn planner_wrote_nothing(
+        &self,
+        max: u32,
+        wrote_any: bool,
+        cli_failure: Option<String>,
+        session_id: &str,
+    ) -> anyhow::Error {
+        let when = match (wrote_any, max) {
+            (false, 1) => String::new(),
+            (false, _) => format!(" in {max} attempts"),
+            (true, _) => format!(" in its last attempt ({max} of {max})"),
+        };
+        let earlier = if wrote_any {
+            format!(
+                "\nThe plans it wrote before were not valid; they are kept in {} (plan-draft.json.rejected-*).",
+                self.paths.dir.display()
+            )
+        } else {
+            String::new()
+        };
+        let choice = &self.agent.choice;
+        let hint = match choice.preset {
+            crate::policy::invocation::Preset::Command => format!(
+                "the agent command `{}` ran and wrote no plan: it must start an agent that writes the plan as JSON to the file $RUNNER_PLAN_FILE names (docs/agents.md); try it by hand, or give another with --agent-command",
+                std::iter::once(&self.agent.program)
+                    .chain(&choice.args)
+                    .map(crate::sh)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            preset => format!(
+                "the {} agent ran and wrote no plan: what it printed says why (a login, a usage limit, a refusal); check that `{}` works on its own, or choose another agent with --agent or --agent-command",
+                preset.name(),
+                self.agent.program
+            ),
+        };
+        let said = cli_failure
+            .map(|f| format!("\nThe agent's CLI said: {f}"))
+            .unwrap_or_default();
+        RunnerError::NeedsHuman(format!(
+            "the planner wrote no plan{when} (it was to write {}).{said}\n{}{earlier}",
+            crate::plan::draft_path(&self.worktree).display(),
+            self.planner_output(session_id, "")
+        ))
+        .with_hint(hint)
+        .into()
     }
 
     /// The error of a planner that produced no valid plan in `max` attempts: its last
@@ -170,14 +273,18 @@ impl Run {
         &self,
         draft: &Path,
         report: &SessionFacts,
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> anyhow::Result<PlannerOutput> {
+        let mut wrote_nothing = false;
         let mut errors = match self.install_draft(draft)? {
             Some(problems) => problems,
             // No draft: a plan written straight into the spec folder (an agent of
             // `--agent-command` that knows the Auto-Claude layout) is taken as before.
             None => match self.paths.plan.load() {
                 Ok(Some(plan)) => check_planner_output(&plan),
-                Ok(None) => vec![format!("the planner did not write {}", draft.display())],
+                Ok(None) => {
+                    wrote_nothing = true;
+                    vec![format!("the planner did not write {}", draft.display())]
+                }
                 Err(e) => match e.downcast::<PlanError>() {
                     Ok(pe) => plan_error_lines(&pe),
                     Err(other) => return Err(other),
@@ -189,7 +296,10 @@ impl Run {
         {
             errors.push(format!("the agent's CLI said: {said}"));
         }
-        Ok(errors)
+        Ok(PlannerOutput {
+            problems: errors,
+            wrote_nothing,
+        })
     }
 
     /// Make the draft's folder in the worktree (a real folder: a link there, from the base

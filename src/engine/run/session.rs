@@ -56,7 +56,7 @@ impl Run {
             chunk: chunk.id.clone(),
             command: result.command.clone(),
             passed: result.passed,
-            detail: result.detail.clone(),
+            detail: result.detail_with_log(),
         }))?;
         self.keeper.verified(&chunk.id, &result);
         Ok(Some(result))

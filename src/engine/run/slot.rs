@@ -18,6 +18,14 @@ pub(super) async fn prepare_slot(
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
+    // Before anything looks at the slot's path: a link there is never followed.
+    if let Some(link) = crate::engine::recovery::repair::set_aside_link(slot, false)? {
+        reporter.notice(format!("Repaired: {}.", link.describe()));
+        journal.write(&Event::SlotRepaired(ev::SlotRepaired {
+            slot: slot.name.clone(),
+            repair: link.describe(),
+        }))?;
+    }
     finish_earlier_slot_work(ws, slot, journal, reporter)?;
     refuse_branch_held_elsewhere(main, slot, spec, &branch)?;
     if main.branch_tip(&branch).is_none() {
@@ -42,12 +50,25 @@ pub(super) async fn prepare_slot(
             }))?;
             create_slot(ws, slot, &branch, journal, reporter)
         }
-        SlotState::Broken { reason } => Err(RunnerError::bad_input(format!(
-            "the worktree slot {} is broken ({reason})",
-            slot.path.display()
-        ))
-        .with_hint("move the folder away, run `git worktree prune`, and run again")
-        .into()),
+        SlotState::Broken { reason } => {
+            // A folder that holds nothing has nothing to lose: made afresh.
+            let Some(cleared) =
+                crate::engine::recovery::repair::clear_empty_slot(main, slot, false)?
+            else {
+                return Err(RunnerError::bad_input(format!(
+                    "the worktree slot {} is broken ({reason})",
+                    slot.path.display()
+                ))
+                .with_hint("move the folder away, run `git worktree prune`, and run again")
+                .into());
+            };
+            reporter.notice(format!("Repaired: {}.", cleared.describe()));
+            journal.write(&Event::SlotRepaired(ev::SlotRepaired {
+                slot: slot.name.clone(),
+                repair: cleared.describe(),
+            }))?;
+            create_slot(ws, slot, &branch, journal, reporter)
+        }
         SlotState::Unregistered => {
             if let Some(repair) = crate::engine::recovery::repair::repair_slot(main, slot, false)? {
                 reporter.notice(format!("Repaired: {}.", repair.describe()));

@@ -52,18 +52,6 @@ pub fn resume(
     opts: ResumeOptions,
     person: &dyn ResumeAsker,
 ) -> anyhow::Result<ResumeReport> {
-    for (flag, value) in [
-        ("the hint", &opts.hint),
-        ("--run", &opts.run),
-        ("--spec", &opts.spec),
-        ("--chunk", &opts.chunk),
-    ] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            return Err(RunnerError::bad_input(format!("{flag} is empty"))
-                .with_hint("leave the hint out to resume the most recent run: runner resume")
-                .into());
-        }
-    }
     let now = ctx.now();
     let target = match resolve(&ctx.ws, &opts, now)? {
         Target::One(c) => c,

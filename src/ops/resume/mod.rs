@@ -66,7 +66,9 @@ pub enum Target {
 }
 
 impl ResumeOptions {
-    /// The hint and how to read it; two of them at once is a usage error.
+    /// The hint and how to read it; two of them at once is a usage error. An empty or blank
+    /// one is refused, never read as no hint (the most recent run): `runner resume ""` and the
+    /// MCP server's `{"hint": ""}` both come here, and answer alike.
     fn reading(&self) -> anyhow::Result<(Option<&str>, Reading)> {
         let given = [
             (self.hint.as_deref(), Reading::Any),
@@ -74,6 +76,16 @@ impl ResumeOptions {
             (self.spec.as_deref(), Reading::Spec),
             (self.chunk.as_deref(), Reading::Chunk),
         ];
+        let names = ["the hint", "--run", "--spec", "--chunk"];
+        if let Some((name, _)) = names
+            .iter()
+            .zip(&given)
+            .find(|(_, (value, _))| value.is_some_and(|v| v.trim().is_empty()))
+        {
+            return Err(RunnerError::bad_input(format!("{name} is empty"))
+                .with_hint("leave the hint out to resume the most recent run: runner resume")
+                .into());
+        }
         let mut said = given.into_iter().filter(|(h, _)| h.is_some());
         let first = said.next().unwrap_or((None, Reading::Any));
         if said.next().is_some() {

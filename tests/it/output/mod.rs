@@ -6,6 +6,7 @@ use serde_json::Value;
 
 mod dry_run;
 mod errors;
+mod failures;
 mod signals;
 
 // ---------------------------------------------------------------------------------------------

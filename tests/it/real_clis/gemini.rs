@@ -47,8 +47,8 @@ fn gemini_killed_mid_chunk_resumes_its_session_and_the_ledger_counts_every_token
 }
 
 /// A CLI that refuses to start says why on stderr, in no event its parser reads: its words
-/// reach the user, for the planner (here) as for coders, instead of only "the planner did not
-/// write …".
+/// reach the user, for the planner (here: "wrote no plan" with the end of what it printed) as
+/// for coders, instead of only "the planner did not write …".
 #[test]
 fn gemini_refusing_to_start_is_reported_in_its_own_words() {
     let mut case = Case::new(Cli::Gemini, json!([]));
@@ -60,7 +60,7 @@ fn gemini_refusing_to_start_is_reported_in_its_own_words() {
         .unwrap();
     crate::common::assert_exit(&out, 3);
     let err = crate::common::stderr(&out);
-    assert!(err.contains("the agent's CLI said: "), "{err}");
+    assert!(err.contains("wrote no plan"), "{err}");
     assert!(err.contains("GEMINI_API_KEY"), "{err}");
     // Its colours are not shown as escapes.
     assert!(!err.contains("\\u{1b}"), "{err}");

@@ -1,5 +1,5 @@
-//! Repairs of the worktree and the repository's own files: a missing or unknown worktree folder,
-//! a stale index lock, temp files of dead writers, an unfinished slot registration.
+//! Repairs of the worktree and the repository's own files: a missing, empty or unknown worktree
+//! folder, a stale index lock, temp files of dead writers, an unfinished slot registration.
 
 use super::*;
 
@@ -174,4 +174,68 @@ fn recover_reports_an_unfinished_slot_registration_and_dry_run_keeps_it() {
     let out = repo.runner(&["recover"]);
     assert!(!admin.exists(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(!repo.root.join(".worktrees/auto-claude").exists());
+}
+
+/// A spec stopped after core-a (its session budget spent: nothing in progress), whose slot
+/// folder is then emptied as a removal cut off by kill -9 leaves it (a discard's `remove_dir_all`:
+/// its `.git` file gone, an empty folder left inside), the registration still there.
+fn emptied_slot(spec: &str) -> TestRepo {
+    let repo = repo_with_fixture_plan(spec);
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    assert_exit(&repo.run_spec(spec, &[]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    for entry in std::fs::read_dir(repo.worktree()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    std::fs::create_dir_all(repo.worktree().join("work/deep")).unwrap();
+    assert!(
+        repo.git(&["worktree", "list"])
+            .contains(".worktrees/auto-claude")
+    );
+    repo
+}
+
+#[test]
+fn a_slot_folder_that_holds_nothing_is_repaired_by_recover_without_a_person() {
+    let spec = "036-emptied";
+    let repo = emptied_slot(spec);
+    let report = recover_json(&repo, &[], 0);
+    let text = report.to_string();
+    assert!(text.contains("held nothing"), "{report:#}");
+    assert!(!text.contains("cannot be opened"), "{report:#}");
+    assert!(!repo.worktree().exists());
+    assert!(
+        !repo
+            .git(&["worktree", "list"])
+            .contains(".worktrees/auto-claude"),
+        "the registration is pruned"
+    );
+    // The next run creates the slot again from the branch and finishes the spec.
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("Created worktree"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.worktree().join("work/polish.txt").is_file());
+    assert_eq!(repo.branch_log(&format!("auto-claude/{spec}")).len(), 3);
+}
+
+#[test]
+fn a_run_repairs_a_slot_folder_that_holds_nothing_by_itself() {
+    let spec = "037-emptied-run";
+    let repo = emptied_slot(spec);
+    let out = repo.run_spec(spec, &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("held nothing"), "{err}");
+    assert!(!err.contains("needs a person"), "{err}");
+    assert!(repo.worktree().join("work/polish.txt").is_file());
+    assert_eq!(repo.branch_log(&format!("auto-claude/{spec}")).len(), 3);
 }

@@ -87,11 +87,17 @@ fn a_planner_whose_cli_fails_is_shown_in_the_clis_own_words() {
     let err = stderr(&out);
     let draft = repo.worktree().join(".auto-claude/plan-draft.json");
     assert!(
-        err.contains(&format!("the planner did not write {}", draft.display())),
+        err.contains(&format!(
+            "the planner wrote no plan (it was to write {})",
+            draft.display()
+        )),
         "{err}"
     );
-    assert!(
-        err.contains("the agent's CLI said: Error: not logged in. Run /login first."),
+    // Its own words, once, as the end of what it printed.
+    assert_eq!(
+        err.matches("Error: not logged in. Run /login first.")
+            .count(),
+        1,
         "{err}"
     );
 }

@@ -250,3 +250,72 @@ fn a_probe_of_the_other_specs_lock_does_not_refuse_a_slot_switch() {
     let _ = probe.wait();
     assert_exit(&out, 0);
 }
+
+/// The entries of `.worktrees/` whose name starts with `prefix`.
+fn slot_entries(repo: &TestRepo, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(repo.path(".worktrees"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_dangling_link_where_the_slot_belongs_is_moved_aside_and_the_run_builds() {
+    let repo = repo_with_fixture_plan("014-link");
+    let target = repo.tmp.path().join("nowhere");
+    std::fs::create_dir_all(repo.path(".worktrees")).unwrap();
+    std::os::unix::fs::symlink(&target, repo.worktree()).unwrap();
+    let out = repo.run_spec("014", &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(err.contains("moved aside"), "{err}");
+    // Nothing was written through it; the link is kept beside the slot, as it was.
+    assert!(std::fs::symlink_metadata(&target).is_err());
+    let meta = std::fs::symlink_metadata(repo.worktree()).unwrap();
+    assert!(meta.is_dir(), "the slot is a real folder now");
+    let aside = slot_entries(&repo, "auto-claude.link-");
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(std::fs::read_link(&aside[0]).unwrap(), target);
+    assert!(err.contains(&aside[0].display().to_string()), "{err}");
+    assert!(repo.worktree().join("work/polish.txt").is_file());
+}
+
+#[test]
+fn a_link_to_a_folder_outside_where_the_slot_belongs_is_never_followed() {
+    let repo = repo_with_fixture_plan("015-outside");
+    let outside = repo.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious.txt"), "mine\n").unwrap();
+    std::fs::create_dir_all(repo.path(".worktrees")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.worktree()).unwrap();
+    let out = repo.run_spec("015", &[]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("symbolic link"), "{err}");
+    // The folder outside is as it was: no worktree, no work, no .git file in it.
+    let names: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["precious.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("precious.txt")).unwrap(),
+        "mine\n"
+    );
+    let aside = slot_entries(&repo, "auto-claude.link-");
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(std::fs::read_link(&aside[0]).unwrap(), outside);
+    assert!(
+        !std::fs::symlink_metadata(repo.worktree())
+            .unwrap()
+            .is_symlink()
+    );
+    assert!(repo.worktree().join("work/polish.txt").is_file());
+}
