@@ -16,6 +16,7 @@ use crate::git::{MainRepo, Oid, commit_id};
 use crate::plan::{Plan, Status};
 use crate::policy::agreement::{self, GitFacts, Noted, Witnesses};
 use crate::policy::confidence::{self, Confidence};
+use crate::store::checkpoint::ChunkState;
 
 /// Check `r` (rebuilt for spec `spec`) against `plan` and the spec's branch as `branch` read
 /// it, in place: statuses git contradicts changed, the confidence lowered, the warnings added.
@@ -84,8 +85,7 @@ pub fn check(
             source,
             plan: plan_status,
         });
-        c.status = verdict.status.as_str().to_string();
-        c.commit = match verdict.status {
+        let commit = match verdict.status {
             Status::Completed if verdict.use_chunk_commit => {
                 branch.chunk_commits.get(&c.id).map(|o| o.to_string())
             }
@@ -94,6 +94,12 @@ pub fn check(
             }
             Status::Completed => c.commit.take(),
             _ => None,
+        };
+        // A row of the reconstruction, rebuilt (the plan is not touched: nothing here writes).
+        *c = ChunkState {
+            id: std::mem::take(&mut c.id),
+            status: verdict.status.as_str().to_string(),
+            commit,
         };
     }
     if noted.is_empty() {
