@@ -198,14 +198,9 @@ fn event_line(e: &Value) -> String {
     t(line.trim_end())
 }
 
-/// `12s ago`, `5m ago`, `3h ago`, `2d ago`.
+/// `12s ago`, `5m ago`, `3h ago`, `2d ago`; `3h in the future (clock skew)`.
 fn age(secs: i64) -> String {
-    match secs {
-        s if s < 60 => format!("{s}s ago"),
-        s if s < 3600 => format!("{}m ago", s / 60),
-        s if s < 86_400 => format!("{}h ago", s / 3600),
-        s => format!("{}d ago", s / 86_400),
-    }
+    runner::policy::age::ago_short(secs)
 }
 
 /// Record and journal text made safe for the terminal.

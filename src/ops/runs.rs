@@ -28,7 +28,8 @@ pub struct RunInfo {
     pub state: RunState,
     /// The shortest prefix of the run id that tells it from every other run (8 or more).
     pub shown: String,
-    /// Seconds since its last heartbeat (0 if the clock says the future).
+    /// Seconds since its last heartbeat: below zero when the heartbeat is dated in the future
+    /// (clock skew, `policy::age`).
     pub heartbeat_age_secs: i64,
 }
 
@@ -75,7 +76,8 @@ pub struct RunView {
     /// How it ended (complete, failed, interrupted, merged …); null while it has not.
     pub outcome: Option<String>,
     pub heartbeat: DateTime<Utc>,
-    /// Seconds since its last heartbeat.
+    /// Seconds since its last heartbeat; below zero when the heartbeat is dated in the future
+    /// (clock skew: never a sign of a fresh run).
     pub heartbeat_age_secs: i64,
     /// The chunk it was working on.
     pub chunk: Option<String>,
@@ -345,16 +347,11 @@ fn gather(
             _ => None,
         };
         for id in ids {
-            match runs::read(&paths.dir, &id) {
-                runs::Found::Record(r) if r.spec == name => {
+            match runs::read_of(&paths.dir, &name, &id) {
+                runs::Found::Record(r) => {
                     found.push(with_state(*r, lock.as_ref(), now, stale_after));
                 }
-                runs::Found::Record(r) => warnings.push(format!(
-                    "{}: names spec {:?}, not {name}; left aside",
-                    runs::path(&paths.dir, &id).display(),
-                    r.spec
-                )),
-                runs::Found::Unusable(why) => warnings.push(format!("{why}; left aside")),
+                runs::Found::Unusable(why) => warnings.push(why),
                 runs::Found::Nothing => {}
             }
         }
@@ -376,7 +373,7 @@ fn with_state(
 ) -> RunInfo {
     RunInfo {
         state: state_of(&r, lock, now, stale_after),
-        heartbeat_age_secs: (now - r.heartbeat).num_seconds().max(0),
+        heartbeat_age_secs: crate::policy::age::age_secs(r.heartbeat, now),
         shown: String::new(),
         record: r,
     }

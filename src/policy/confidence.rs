@@ -12,10 +12,15 @@
 //!   fixed low number: the calibration suite, `tests/it/calibration.rs`, measured this source
 //!   right about 96 % of chunks, and a fixed 50 stated 46 points under it.)
 //!
-//! An age a little below zero (clocks of two machines, a second's rounding) counts as 0. A
-//! time more than [`FUTURE_SLACK`] ahead is not believed (a clock far off, or a file an agent
-//! edited to look fresh): it scores as the oldest band, 70 (events: as 2 h old, 80), and the
-//! reason says why. Below [`LOW`] the reason ends with [`LOW_NOTE`].
+//! A time ahead of now is said to be in the future (`policy::age`); up to
+//! [`FUTURE_SLACK`](super::age::FUTURE_SLACK) ahead (clocks of two machines, a second's rounding) it scores as now.
+//! Further ahead it is not believed (a clock far off, or a file an agent edited to look fresh):
+//! it scores as the oldest band, 70 (events: as 2 h old, 80), and the reason says why.
+//!
+//! Chunk statuses the plan or git contradict (`policy::agreement`) take points off any source's
+//! score ([`doubted`]). Below [`LOW`] the reason ends with [`LOW_NOTE`].
+
+use super::age::{ago, believed};
 
 /// Below this, the reason tells the person to check by hand.
 pub const LOW: u8 = 80;
@@ -27,14 +32,6 @@ pub const LOW_NOTE: &str = "Low confidence recovery. Verify manually.";
 /// chunk with its commit on the branch is surely completed, but which chunk was in progress,
 /// which failed and which were set back by hand is not in git.
 pub const COMMITS_MAX: u8 = 90;
-
-/// How far ahead of now a source's time may be and still count as "just now".
-pub const FUTURE_SLACK: i64 = 120;
-
-/// The age to score by: a time far in the future is taken as old (`None`: not believed).
-fn believed(age_secs: i64) -> Option<i64> {
-    (age_secs >= -FUTURE_SLACK).then_some(age_secs.max(0))
-}
 
 /// A score and its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,25 +50,6 @@ pub struct CheckpointFacts {
     /// Journal events newer than the checkpoint, replayed on top of it: how many, and the age of
     /// the last one. The state is then as new as that event, and scores by its age.
     pub replayed: Option<(usize, i64)>,
-}
-
-/// "3 min", "2 h 5 min", "4 d 3 h": an age in words.
-pub fn age_words(secs: i64) -> String {
-    let secs = secs.max(0);
-    let (d, h, m, s) = (
-        secs / 86_400,
-        secs % 86_400 / 3600,
-        secs % 3600 / 60,
-        secs % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s} s"),
-        (0, 0, m) => format!("{m} min"),
-        (0, h, 0) => format!("{h} h"),
-        (0, h, m) => format!("{h} h {m} min"),
-        (d, 0, _) => format!("{d} d"),
-        (d, h, _) => format!("{d} d {h} h"),
-    }
 }
 
 fn finish(score: i64, mut reason: String) -> Confidence {
@@ -95,7 +73,10 @@ pub fn from_checkpoint(facts: CheckpointFacts) -> Confidence {
         None => written,
     };
     let (base, band) = if future {
-        (70, "a time in the future, not believed")
+        (
+            70,
+            "a time too far in the future to believe, scored as over an hour",
+        )
     } else if age < 5 * 60 {
         (100, "under 5 minutes")
     } else if age < 3600 {
@@ -105,16 +86,16 @@ pub fn from_checkpoint(facts: CheckpointFacts) -> Confidence {
     };
     let mut score = i64::from(base);
     let mut reason = match facts.replayed {
-        Some((n, _)) => format!(
-            "From the checkpoint, written {} ago, with {n} later journal event{} replayed on top, \
-             the last {} ago ({band}: {base})",
-            age_words(written),
+        Some((n, newest)) => format!(
+            "From the checkpoint, written {}, with {n} later journal event{} replayed on top, \
+             the last {} ({band}: {base})",
+            ago(facts.age_secs),
             if n == 1 { "" } else { "s" },
-            age_words(age)
+            ago(newest.min(facts.age_secs))
         ),
         None => format!(
-            "From the checkpoint, written {} ago ({band}: {base})",
-            age_words(written)
+            "From the checkpoint, written {} ({band}: {base})",
+            ago(facts.age_secs)
         ),
     };
     if facts.missing_files > 0 {
@@ -141,15 +122,15 @@ pub fn from_events(age_secs: i64) -> Confidence {
         return finish(
             80,
             format!(
-                "From the journal's events, the last {} in the future: a clock far off or an \
-                 edited journal, scored as 2 h old (80)",
-                age_words(-age_secs)
+                "From the journal's events, the last {}: a clock far off or an edited journal, \
+                 scored as 2 h old (80)",
+                ago(age_secs)
             ),
         );
     }
     let age = age_secs.max(0);
     let periods = age / 1800;
-    let mut reason = format!("From the journal's events, the last {} ago", age_words(age));
+    let mut reason = format!("From the journal's events, the last {}", ago(age_secs));
     if periods > 0 {
         reason.push_str(&format!(
             " (−5 for each full 30 minutes: −{})",
@@ -186,6 +167,32 @@ pub fn from_commits(total: usize, unconfirmed: usize) -> Confidence {
         c.reason.push_str(LOW_NOTE);
     }
     c
+}
+
+/// `c` with `penalty` points off for `chunks` chunk statuses the plan or git contradict
+/// (`policy::agreement::penalty`), the reason saying how many and how much.
+pub fn doubted(c: Confidence, chunks: usize, penalty: u8) -> Confidence {
+    if chunks == 0 {
+        return c;
+    }
+    let mut reason = c
+        .reason
+        .strip_suffix(LOW_NOTE)
+        .and_then(|r| r.strip_suffix(". "))
+        .unwrap_or(&c.reason)
+        .to_string();
+    reason.push_str(&format!(
+        "; {chunks} chunk status{} the plan or git contradict{} (−{penalty})",
+        if chunks == 1 { "" } else { "es" },
+        if chunks == 1 { "s" } else { "" },
+    ));
+    let mut out = finish(i64::from(c.score) - i64::from(penalty), reason);
+    // The commits source is marked low whatever its score.
+    if c.reason.ends_with(LOW_NOTE) && !out.reason.ends_with(LOW_NOTE) {
+        out.reason.push_str(". ");
+        out.reason.push_str(LOW_NOTE);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -273,6 +280,55 @@ mod tests {
     }
 
     #[test]
+    fn a_time_in_the_future_is_said_so_never_zero_seconds_ago() {
+        let c = cp(-3 * 3600, 0, false);
+        assert_eq!(
+            c.reason,
+            "From the checkpoint, written 3 h in the future (clock skew) (a time too far in the \
+             future to believe, scored as over an hour: 70). Low confidence recovery. Verify \
+             manually."
+        );
+        // A little ahead: said, and scored as now.
+        let c = cp(-30, 0, false);
+        assert_eq!(c.score, 100);
+        assert!(
+            c.reason.contains("written 30 s in the future (clock skew)"),
+            "{c:?}"
+        );
+        let e = from_events(-7200);
+        assert!(
+            e.reason
+                .starts_with("From the journal's events, the last 2 h in the future (clock skew)"),
+            "{e:?}"
+        );
+        assert!(!from_events(-30).reason.contains("0 s ago"));
+    }
+
+    #[test]
+    fn contradicted_statuses_take_points_off_and_say_how_many() {
+        let c = doubted(cp(10, 0, false), 2, 13);
+        assert_eq!(c.score, 87);
+        assert_eq!(
+            c.reason,
+            "From the checkpoint, written 10 s ago (under 5 minutes: 100); 2 chunk statuses the \
+             plan or git contradict (−13)"
+        );
+        // Below 80 the note comes once, at the end.
+        let c = doubted(cp(4000, 0, false), 1, 5);
+        assert_eq!(c.score, 65);
+        assert_eq!(c.reason.matches(LOW_NOTE).count(), 1);
+        assert!(
+            c.reason
+                .ends_with("contradicts (−5). Low confidence recovery. Verify manually.")
+        );
+        // The commits source stays marked low.
+        let c = doubted(from_commits(8, 0), 1, 3);
+        assert_eq!(c.score, 87);
+        assert!(c.reason.ends_with(LOW_NOTE), "{c:?}");
+        assert_eq!(doubted(cp(10, 0, false), 0, 0), cp(10, 0, false));
+    }
+
+    #[test]
     fn events_lose_five_points_per_full_half_hour() {
         assert_eq!(from_events(0).score, 100);
         assert_eq!(from_events(1799).score, 100);
@@ -311,16 +367,5 @@ mod tests {
         assert_eq!(low.reason.matches(LOW_NOTE).count(), 1);
         assert_eq!(from_commits(0, 0).score, COMMITS_MAX);
         assert_eq!(from_commits(2, 5).score, 0);
-    }
-
-    #[test]
-    fn ages_read_as_words() {
-        assert_eq!(age_words(0), "0 s");
-        assert_eq!(age_words(59), "59 s");
-        assert_eq!(age_words(60), "1 min");
-        assert_eq!(age_words(3600 + 120), "1 h 2 min");
-        assert_eq!(age_words(86_400 * 2 + 3600 * 5 + 7), "2 d 5 h");
-        assert_eq!(age_words(86_400), "1 d");
-        assert_eq!(age_words(-3), "0 s");
     }
 }

@@ -3,8 +3,10 @@
 //! modules, the recovery rules (recovery.rs) and the one table of legal chunk status changes
 //! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
+pub mod age;
 pub mod agent_choice;
 pub mod agent_rules;
+pub mod agreement;
 pub mod budget;
 pub mod confidence;
 pub mod invocation;
@@ -15,6 +17,7 @@ pub mod reattach;
 pub mod recovery;
 pub mod resolve;
 pub mod runs;
+pub mod set_aside;
 pub mod similar;
 pub mod spec_choice;
 pub mod transition;

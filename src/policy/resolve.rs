@@ -10,7 +10,8 @@
 //! active resumable spec.
 //!
 //! Only resumable candidates count: not a spec that is complete, merged or discarded, not a
-//! run that is active (or whose spec another run holds). When the reading that matched found
+//! run that is active (or whose spec another run holds), not a file named like a run id whose
+//! record does not read (`Facts::run` is `None`: `runner runs` and `show` leave it aside too). When the reading that matched found
 //! only active ones, that is said (exit 4); when it found only finished ones, the hint matched
 //! nothing resumable and the reason is given.
 
@@ -285,18 +286,26 @@ fn spec_matches(step: Step, name: &str, hint: &str) -> bool {
     }
 }
 
-/// A run: active (itself, or another run on its spec), finished (its spec is), or resumable.
+/// A run: set aside (its record does not read: `runner runs` and `show` do not list it
+/// either), active (itself, or another run on its spec), finished (its spec is), or resumable.
 fn judge_run(id: &str, spec_name: &str, facts: &dyn Facts) -> Verdict {
-    let run = facts.run(id);
-    let spec_name = run.as_ref().map_or(spec_name, |r| r.spec.as_str());
-    let spec = facts.spec(spec_name);
-    if let Some(r) = run.as_ref().filter(|r| r.active) {
+    let Some(run) = facts.run(id) else {
+        return Verdict::Finished(
+            id.to_string(),
+            format!(
+                "its record cannot be read (left aside); `runner resume --spec {}` resumes its spec",
+                crate::sh(spec_name)
+            ),
+        );
+    };
+    let spec = facts.spec(&run.spec);
+    if run.active {
         return Verdict::Active(Active {
             run_id: Some(id.to_string()),
-            spec: r.spec.clone(),
-            heartbeat: Some(r.heartbeat),
-            pid: Some(r.pid),
-            host: Some(r.host.clone()),
+            spec: run.spec,
+            heartbeat: Some(run.heartbeat),
+            pid: Some(run.pid),
+            host: Some(run.host),
         });
     }
     if let Some(a) = spec.active {
@@ -304,19 +313,15 @@ fn judge_run(id: &str, spec_name: &str, facts: &dyn Facts) -> Verdict {
     }
     if spec.state != SpecState::Resumable {
         return Verdict::Finished(
-            format!("{id} (spec {spec_name})"),
-            format!("spec {spec_name} is {}", spec.state.word()),
+            format!("{id} (spec {})", run.spec),
+            format!("spec {} is {}", run.spec, spec.state.word()),
         );
     }
     Verdict::Resumable(Candidate {
         run_id: Some(id.to_string()),
-        spec: spec_name.to_string(),
-        chunk: run
-            .as_ref()
-            .and_then(|r| r.chunk.clone())
-            .or(spec.current_chunk)
-            .or(spec.last_chunk),
-        last_activity: run.map(|r| r.heartbeat).or(spec.last_active),
+        chunk: run.chunk.or(spec.current_chunk).or(spec.last_chunk),
+        last_activity: Some(run.heartbeat),
+        spec: run.spec,
     })
 }
 

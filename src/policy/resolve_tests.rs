@@ -91,11 +91,18 @@ impl Facts for World {
         specs
     }
     fn runs_of(&self, spec: &str) -> Vec<(String, DateTime<Utc>)> {
+        // A broken record's file is the newest (written last).
         let mut ids: Vec<(String, DateTime<Utc>)> = self
             .runs
             .iter()
             .filter(|(_, r)| r.spec == spec)
             .map(|(id, r)| (id.clone(), r.heartbeat))
+            .chain(
+                self.broken
+                    .iter()
+                    .filter(|(_, s)| s == spec)
+                    .map(|(id, _)| (id.clone(), at(10_000))),
+            )
             .collect();
         ids.sort_by_key(|r| std::cmp::Reverse(r.1));
         ids
@@ -400,18 +407,29 @@ fn no_hint_takes_the_most_recent_resumable_run_then_the_most_recent_spec() {
 }
 
 #[test]
-fn an_unusable_record_still_resolves_by_its_file_name_through_its_spec() {
+fn a_file_named_like_a_run_whose_record_does_not_read_is_no_run() {
     let mut w = world();
     w.broken
         .push(("r9999999999ff".into(), "002-add-logout".into()));
-    let c = one(resolve(Some("r9999"), Reading::Any, &w));
-    assert_eq!(
-        (c.run_id.as_deref(), c.spec.as_str()),
-        (Some("r9999999999ff"), "002-add-logout")
+    // Named: nothing to resume by that id, and the way to its spec is said.
+    let Resolved::NoMatch { finished, .. } = resolve(Some("r9999"), Reading::Any, &w) else {
+        panic!("an unreadable record resolved")
+    };
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0].0, "r9999999999ff");
+    assert!(
+        finished[0]
+            .1
+            .contains("runner resume --spec 002-add-logout"),
+        "{finished:?}"
     );
-    // Its spec's facts give the chunk and the time.
-    assert_eq!(c.chunk.as_deref(), Some("subtask-2-1"));
-    assert_eq!(c.last_activity, Some(at(300)));
+    // No hint: the newest file is the broken one; the newest run whose record reads is taken.
+    let c = one(resolve(None, Reading::Any, &w));
+    assert_eq!(c.run_id.as_deref(), Some(R2));
+    // With a readable run beside it, the prefix names that one alone.
+    let w = w.run("r9999999999aa", "002-add-logout", 10, false);
+    let c = one(resolve(Some("r9999"), Reading::Any, &w));
+    assert_eq!(c.run_id.as_deref(), Some("r9999999999aa"));
 }
 
 #[test]

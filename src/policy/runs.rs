@@ -42,16 +42,18 @@ pub struct Liveness {
 /// A held lock is the exact answer ("a lock dies with its process"): the run is active,
 /// whatever its heartbeat says. Without it, a run whose process is known to be gone is stale at
 /// once; otherwise (another host, or a pid still in use) only once its heartbeat is older than
-/// `stale_after`, since runner cannot prove it dead. A heartbeat more than `stale_after` in the
-/// future (a forged record, a clock far off) is no sign of life either: it would keep a run
-/// nobody runs active, and `runner resume` refusing it, for ever.
+/// `stale_after`, since runner cannot prove it dead. A heartbeat further in the future than
+/// clock skew explains (`policy::age::believed`: a forged record, a clock far off) is no sign of
+/// life either: it would keep a run nobody runs active, and `runner resume` refusing it, for
+/// ever.
 pub fn state(facts: Liveness, now: DateTime<Utc>, stale_after: Duration) -> RunState {
     let silent = now - facts.heartbeat;
+    let believed = super::age::believed(silent.num_seconds()).is_some();
     if facts.lock_held_by_it {
         RunState::Active
     } else if facts.ended {
         RunState::Ended
-    } else if facts.process_gone || silent > stale_after || -silent > stale_after {
+    } else if facts.process_gone || silent > stale_after || !believed {
         RunState::Stale
     } else {
         RunState::Active

@@ -206,6 +206,23 @@ pub fn read(spec_dir: &Path, run_id: &str) -> Found {
     }
 }
 
+/// The record of run `run_id` of spec `spec`, whose folder is `spec_dir`: the one reader of run
+/// records that `runner runs`, `runner show` and `runner resume` share, so that all three know
+/// the same runs. A record that does not read, is not this run's, or names another spec than
+/// the folder it is in is `Unusable`, saying why and that it is left aside (a file named like
+/// a run id is no run until its record reads).
+pub fn read_of(spec_dir: &Path, spec: &str, run_id: &str) -> Found {
+    match read(spec_dir, run_id) {
+        Found::Record(r) if r.spec != spec => Found::Unusable(format!(
+            "{}: names spec {:?}, not {spec}; left aside",
+            path(spec_dir, run_id).display(),
+            r.spec
+        )),
+        Found::Unusable(why) => Found::Unusable(format!("{why}; left aside")),
+        found => found,
+    }
+}
+
 /// A record must be about the run its file names, in this format, with short fields.
 fn check(r: &RunRecord, run_id: &str) -> Result<(), String> {
     if r.schema != 1 {
@@ -289,5 +306,20 @@ mod tests {
         assert!(matches!(read(dir.path(), &id), Found::Unusable(w) if w.contains("longer")));
         // Not a run id: never a path outside the folder.
         assert_eq!(read(dir.path(), "../../etc/passwd"), Found::Nothing);
+        // The shared reader: a record of another spec's, or one that does not read, is left
+        // aside, saying so.
+        record.chunk = None;
+        write(dir.path(), &record).unwrap();
+        assert!(matches!(
+            read_of(dir.path(), "001-a", &id),
+            Found::Record(_)
+        ));
+        assert!(
+            matches!(read_of(dir.path(), "002-b", &id), Found::Unusable(w) if w.contains("names spec \"001-a\", not 002-b; left aside"))
+        );
+        std::fs::write(path(dir.path(), &id), b"garbage").unwrap();
+        assert!(
+            matches!(read_of(dir.path(), "001-a", &id), Found::Unusable(w) if w.ends_with("; left aside"))
+        );
     }
 }

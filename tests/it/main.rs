@@ -47,6 +47,7 @@ mod recover;
 mod resolve_cache;
 mod resolver;
 mod resume;
+mod resume_truth;
 mod review_cli;
 mod run;
 mod runs;

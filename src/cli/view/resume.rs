@@ -86,7 +86,9 @@ pub fn render(s: &ResumeSummary, style: Style) -> String {
         g.changed.len()
     );
     let c = &sum.checkpoint;
-    let age = c.age_secs.map_or(String::new(), |a| format!(", {a} s old"));
+    let age = c.age_secs.map_or(String::new(), |a| {
+        format!(", written {}", runner::policy::age::ago(a))
+    });
     let _ = writeln!(out, "  checkpoint: {}{age}", c.source.as_str());
     if !sum.recent_actions.is_empty() {
         let _ = writeln!(out, "  recent actions:");

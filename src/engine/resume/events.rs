@@ -36,6 +36,8 @@ pub struct Replay {
     pub last_event: Option<DateTime<Utc>>,
     /// The chunk of the last status change.
     pub last_chunk: Option<String>,
+    /// The time of the last `plan_reset` (a new plan started).
+    pub last_plan_reset: Option<DateTime<Utc>>,
     pub verification: Option<LastVerification>,
 }
 
@@ -93,7 +95,10 @@ pub fn replay(spec_dir: &std::path::Path, base: Option<&Base>) -> Replay {
                         r.last_chunk_event = time;
                     }
                 }
-                Event::PlanReset(_) => r.statuses.clear(),
+                Event::PlanReset(_) => {
+                    r.statuses.clear();
+                    r.last_plan_reset = time_of(entry.time.as_deref()).or(r.last_plan_reset);
+                }
                 Event::Verification(v) => {
                     r.verification = Some(LastVerification {
                         chunk: v.chunk,

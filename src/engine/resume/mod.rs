@@ -6,12 +6,17 @@
 //! 2. a **replay of the journal's events** on top of the plan's chunk list ([`events`]);
 //! 3. the branch's **chunk commits** and the plan alone ([`commits`]), low confidence.
 //!
+//! The statuses from the first two are then checked against the plan and git ([`witness`]): a
+//! completed chunk whose commit is no longer on the branch is not done, and every status the
+//! plan or git contradicts is named in a warning and costs confidence.
+//!
 //! It reads and never writes: nothing here changes a file, a ref or the plan.
 
 pub mod commits;
 pub mod events;
 pub mod reconstruct;
 pub mod validate;
+pub mod witness;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -60,7 +65,10 @@ pub struct Reconstruction {
     /// 0..=100 (see `policy::confidence`).
     pub confidence: u8,
     pub confidence_reason: String,
-    /// What did not add up, for a person: "Checkpoint corrupted, falling back to events", …;
+    /// What did not add up, for a person: why the checkpoint was set aside ("Checkpoint
+    /// corrupted, falling back to events" when it cannot be read, "Checkpoint older than the
+    /// plan, rebuilt from events", …) and what exactly was wrong, each status the plan or git
+    /// contradicts;
     /// from the commits source scoring 80 or more, also "Low confidence recovery. Verify
     /// manually." (below 80 the score says it: consumers warn from the score).
     pub warnings: Vec<String>,

@@ -4,14 +4,12 @@
 use chrono::{DateTime, DurationRound, Utc};
 
 use super::events::Replay;
-use super::{CheckpointInfo, Reconstruction, Source, commits, events, validate};
+use super::{CheckpointInfo, Reconstruction, Source, commits, events, validate, witness};
 use crate::plan::{Plan, Status};
 use crate::policy::confidence::{self, CheckpointFacts, Confidence};
+use crate::policy::set_aside::{self, SetAside};
 use crate::store::checkpoint::{self, Checkpoint, ChunkState};
 use crate::store::{SpecPaths, Workspace};
-
-/// Said when the checkpoint cannot be used.
-pub const CHECKPOINT_CORRUPTED: &str = "Checkpoint corrupted, falling back to events";
 
 /// The spec's state rebuilt from the best source there is, or `None` when there is nothing to
 /// rebuild from (no usable checkpoint, no chunk status change in the journal, no branch; or no
@@ -22,13 +20,17 @@ pub fn reconstruct(
     now: DateTime<Utc>,
 ) -> anyhow::Result<Option<Reconstruction>> {
     let mut warnings = Vec::new();
+    // Why the checkpoint was set aside, and the detail (said once the source is known).
+    let mut aside: Option<(SetAside, String)> = None;
     let found = checkpoint::read(&spec.dir);
     let cp = match found {
         checkpoint::Found::Checkpoint(cp) => Some(cp),
         checkpoint::Found::Nothing => None,
         checkpoint::Found::Corrupt(why) => {
-            warnings.push(CHECKPOINT_CORRUPTED.to_string());
-            warnings.push(format!("The checkpoint is not usable: {why}"));
+            aside = Some((
+                SetAside::Unreadable,
+                format!("The checkpoint is not usable: {why}"),
+            ));
             None
         }
     };
@@ -62,31 +64,40 @@ pub fn reconstruct(
         .map(str::to_string)
         .or_else(|| cp.as_ref().and_then(|cp| cp.base.clone()));
     let branch_name = crate::git::branch_for(&spec.name);
-    let branch = || commits::read_branch(&ws.main, &plan, &branch_name, base.as_deref());
+    let branch = commits::read_branch(&ws.main, &plan, &branch_name, base.as_deref());
     let mut rebuilt = None;
     if let Some(cp) = &cp {
         match validate::check(&ws.main, &ws.root, &spec.name, cp, Some(&plan)) {
             Ok(checked) => rebuilt = Some(from_checkpoint(cp, checked, &replay, now)),
-            Err(why) => {
-                warnings.push(CHECKPOINT_CORRUPTED.to_string());
-                warnings.push(format!(
-                    "The checkpoint does not match the repository: {why}"
+            Err(rejected) => {
+                let why = match rejected.why {
+                    SetAside::NotThePlans => plan_change(spec, cp, &replay),
+                    why => why,
+                };
+                aside = Some((
+                    why,
+                    format!("The checkpoint was set aside: {}", rejected.detail),
                 ));
             }
         }
     }
     let rebuilt = match rebuilt {
         Some(r) => r,
-        None => {
-            let branch = branch();
-            match () {
-                _ if replay.status_events > 0 => from_events(&plan, &branch, &replay, now),
-                _ if branch.tip.is_some() => from_commits(&plan, &branch),
-                _ => return Ok(None),
-            }
-        }
+        None => match () {
+            _ if replay.status_events > 0 => from_events(&plan, &branch, &replay, now),
+            _ if branch.tip.is_some() => from_commits(&plan, &branch),
+            _ => return Ok(None),
+        },
     };
     let mut r = rebuilt;
+    witness::check(&ws.main, &spec.name, &plan, &branch, &mut r);
+    if let Some((why, detail)) = aside {
+        let from = match r.source {
+            Source::Commits => "the branch's commits",
+            _ => "events",
+        };
+        warnings.splice(0..0, [set_aside::words(why, from), detail]);
+    }
     warnings.append(&mut r.warnings);
     // The commits source is always low confidence (its reason says so); at 80 or more its score
     // alone would not say it to a consumer that warns below 80, so its warnings do.
@@ -117,6 +128,26 @@ fn load_plan(ws: &Workspace, spec: &SpecPaths, warnings: &mut Vec<String>) -> Op
         crate::engine::recovery::restore::rebuild(&spec.dir, &spec.name, &events, Some(&ws.main))?;
     warnings.push(format!("Chunks taken from {}", source.describe()));
     Some(plan)
+}
+
+/// A checkpoint whose chunks are not the plan's: older than the plan (written before
+/// planning, or before the plan was planned again or edited), or not the plan's at all.
+fn plan_change(spec: &SpecPaths, cp: &Checkpoint, replay: &Replay) -> SetAside {
+    let after = |t: DateTime<Utc>| {
+        t >= cp
+            .time
+            .duration_trunc(chrono::Duration::seconds(1))
+            .unwrap_or(cp.time)
+    };
+    let written = std::fs::metadata(spec.plan.path())
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from);
+    set_aside::plan_change(set_aside::PlanChange {
+        checkpoint_empty: cp.chunks.is_empty(),
+        plan_reset_since: replay.last_plan_reset.is_some_and(after),
+        plan_written_since: written.is_some_and(|t| t > cp.time),
+    })
 }
 
 /// A plan with the checkpoint's chunks (ids and order), when there is no plan at all.

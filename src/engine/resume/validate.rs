@@ -1,8 +1,11 @@
 //! A checkpoint checked against the repository before it is believed.
 //!
-//! It is **invalid** (reconstruction falls back to the journal, saying why) when:
-//! - it is another spec's, or its chunks are not the plan's (other ids, another order, a status
-//!   runner does not read): the plan changed since it was written;
+//! It is **invalid** (reconstruction falls back to the journal, saying why: the
+//! `policy::set_aside` reason and the detail) when:
+//! - a chunk has a status runner does not read (unreadable);
+//! - its chunks are not the plan's (other ids, another order): most often it is older than the
+//!   plan (written before planning, or before a person edited the plan);
+//! - it is another spec's;
 //! - its branch is `auto-claude/<another spec>`;
 //! - its recorded tip is no longer on the branch (neither the tip nor an ancestor of it): the
 //!   branch's history was rewritten;
@@ -24,7 +27,21 @@ use std::collections::BTreeSet;
 
 use crate::git::{MainRepo, Oid, Slot, SlotState, commit_id};
 use crate::plan::{Plan, Status};
+use crate::policy::set_aside::SetAside;
 use crate::store::checkpoint::Checkpoint;
+
+/// Why a checkpoint is not believed (`NotThePlans` for any checkpoint whose chunks are not the
+/// plan's: whether it is merely older than the plan is the caller's to tell), and what exactly
+/// was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub why: SetAside,
+    pub detail: String,
+}
+
+fn rejected(why: SetAside, detail: String) -> Rejected {
+    Rejected { why, detail }
+}
 
 /// What validation found about a usable checkpoint.
 #[derive(Debug, Clone, Default)]
@@ -44,11 +61,11 @@ pub fn check(
     spec: &str,
     cp: &Checkpoint,
     plan: Option<&Plan>,
-) -> Result<Checked, String> {
+) -> Result<Checked, Rejected> {
     if cp.spec != spec {
-        return Err(format!(
-            "it is spec {:?}'s checkpoint, not {spec:?}'s",
-            cp.spec
+        return Err(rejected(
+            SetAside::NotTheRepository,
+            format!("it is spec {:?}'s checkpoint, not {spec:?}'s", cp.spec),
         ));
     }
     if let Some(bad) = cp
@@ -56,27 +73,35 @@ pub fn check(
         .iter()
         .find(|c| Status::parse(&c.status).is_none())
     {
-        return Err(format!(
-            "chunk {} has the unknown status {:?}",
-            bad.id, bad.status
+        return Err(rejected(
+            SetAside::Unreadable,
+            format!("chunk {} has the unknown status {:?}", bad.id, bad.status),
         ));
     }
     if let Some(plan) = plan {
         let ids = cp.chunks.iter().map(|c| c.id.as_str());
         if !ids.eq(plan.chunks().map(|c| c.id.as_str())) {
-            return Err("its chunks are not the plan's (the plan changed since)".into());
+            return Err(rejected(
+                SetAside::NotThePlans,
+                "its chunks are not the plan's".into(),
+            ));
         }
     }
     let own = crate::git::branch_for(spec);
+    let repository = |detail: String| rejected(SetAside::NotTheRepository, detail);
     if cp.branch != own {
-        return Err(format!("it names the branch {}, not {own}", cp.branch));
+        return Err(repository(format!(
+            "it names the branch {}, not {own}",
+            cp.branch
+        )));
     }
     let mut checked = Checked::default();
-    let completed = completed_commits(cp)?;
+    let completed = completed_commits(cp).map_err(repository)?;
     let recorded_tip = match &cp.tip {
-        Some(text) => {
-            Some(commit_id(text).ok_or_else(|| format!("its tip {text:?} is not a commit id"))?)
-        }
+        Some(text) => Some(
+            commit_id(text)
+                .ok_or_else(|| repository(format!("its tip {text:?} is not a commit id")))?,
+        ),
         None => None,
     };
     let tip = match main.branch_tip(&cp.branch) {
@@ -93,15 +118,15 @@ pub fn check(
                 .iter()
                 .find(|(_, oid)| !crate::git::history::commit_exists(&main.repo, *oid))
             {
-                return Err(format!(
+                return Err(repository(format!(
                     "chunk {chunk}'s commit {} is not in the repository",
                     crate::git::short_id(&oid.to_string())
-                ));
+                )));
             }
             recorded_tip
         }
     };
-    match (worktree_of(main, root, cp)?, tip) {
+    match (worktree_of(main, root, cp).map_err(repository)?, tip) {
         (Place::At(dir), Some(tip)) => {
             checked.missing_files = missing_files(main, &dir, tip, &completed)
         }
@@ -138,22 +163,28 @@ fn check_on_branch(
     tip: Oid,
     recorded: Option<Oid>,
     completed: &[(String, Oid)],
-) -> Result<(), String> {
+) -> Result<(), Rejected> {
     let mut wanted: Vec<Oid> = completed.iter().map(|(_, oid)| *oid).collect();
     wanted.extend(recorded);
     let found = crate::git::history::reachable_among(&main.repo, tip, &wanted);
     if let Some(recorded) = recorded
         && !found.contains(&recorded)
     {
-        return Err(format!(
-            "its tip {} is no longer on {branch} (the branch's history was rewritten)",
-            crate::git::short_id(&recorded.to_string())
+        return Err(rejected(
+            SetAside::HistoryRewritten,
+            format!(
+                "its tip {} is no longer on {branch} (the branch's history was rewritten)",
+                crate::git::short_id(&recorded.to_string())
+            ),
         ));
     }
     match completed.iter().find(|(_, oid)| !found.contains(oid)) {
-        Some((chunk, oid)) => Err(format!(
-            "chunk {chunk}'s commit {} is not on {branch}",
-            crate::git::short_id(&oid.to_string())
+        Some((chunk, oid)) => Err(rejected(
+            SetAside::NotTheRepository,
+            format!(
+                "chunk {chunk}'s commit {} is not on {branch}",
+                crate::git::short_id(&oid.to_string())
+            ),
         )),
         None => Ok(()),
     }

@@ -136,7 +136,7 @@ impl<'a> DiskFacts<'a> {
         }
         let record = self
             .paths(spec)
-            .and_then(|paths| match runs::read(&paths.dir, id) {
+            .and_then(|paths| match runs::read_of(&paths.dir, spec, id) {
                 Found::Record(r) => Some(*r),
                 Found::Nothing => None,
                 Found::Unusable(why) => {
@@ -285,6 +285,10 @@ impl<'a> DiskFacts<'a> {
             discard: r.kind == RunKind::Discard,
             chunk: r.chunk,
         });
+        // A record that does not read leaves the cache's entry as it is: the entry is only
+        // ever used for the id and identity it names, and the next record looked at (the
+        // newest that reads) may be the one it holds.
+        facts.as_ref()?;
         let spec_dir = self.ws.specs_dir.join(spec);
         let again = || runs::stat_records(&spec_dir, std::slice::from_ref(id)).pop();
         let entry = identity
@@ -351,10 +355,16 @@ impl<'a> DiskFacts<'a> {
             facts.active = Some(active_from_holder(name, holder.clone()));
         }
         self.locks.borrow_mut().insert(name.to_string(), held);
-        let newest = self.spec_runs(name).into_iter().next();
-        let newest_record = newest
-            .as_ref()
-            .and_then(|listed| self.record_facts(name, listed));
+        // The newest run whose record reads (`runs::read_of`, as `runner runs` reads them): a
+        // file named like a run id that does not read is no run. Most often the first one.
+        let (newest, newest_record) = self
+            .spec_runs(name)
+            .into_iter()
+            .find_map(|listed| {
+                let facts = self.record_facts(name, &listed)?;
+                Some((listed, facts))
+            })
+            .unzip();
         let plan = self.plan_facts(name);
         facts.state = plan.state;
         facts.current_chunk = plan.current;

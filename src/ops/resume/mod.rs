@@ -255,7 +255,12 @@ fn stale_after(ws: &Workspace) -> chrono::Duration {
 fn active_error(a: &resolve::Active, now: DateTime<Utc>) -> RunnerError {
     let age = a
         .heartbeat
-        .map(|h| format!("heartbeat {} s ago", (now - h).num_seconds().max(0)))
+        .map(|h| {
+            format!(
+                "heartbeat {}",
+                crate::policy::age::ago(crate::policy::age::age_secs(h, now))
+            )
+        })
         .unwrap_or_else(|| "no heartbeat recorded".into());
     let pid = a.pid.map_or("unknown".to_string(), |p| p.to_string());
     let host = a.host.as_deref().unwrap_or("unknown");

@@ -83,6 +83,8 @@ pub struct CheckpointSummary {
     pub id: Option<String>,
     pub time: Option<DateTime<Utc>>,
     pub trigger: Option<Trigger>,
+    /// Seconds since the checkpoint was written; below zero when it is dated in the future
+    /// (clock skew, or an edited file: not believed, see `policy::age`).
     pub age_secs: Option<i64>,
 }
 
