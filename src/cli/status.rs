@@ -138,10 +138,15 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
         ));
     }
     if let Some(until) = &s.paused_until {
+        // In the reader's local time with the time left; JSON keeps the UTC time.
+        let until = chrono::DateTime::parse_from_rfc3339(until).map_or_else(
+            |_| format!("until {until}"),
+            |at| runner::clock::until_words(at.to_utc(), chrono::Utc::now()),
+        );
         out.push_str(&format!(
-            "    {} by a usage limit until {}; `{}` goes on after it (or pass --wait)\n",
+            "    {} by a usage limit {}; `{}` goes on after it (or pass --wait)\n",
             style.warn("paused:"),
-            t(until),
+            t(&until),
             t(&runner::engine::run::run_again_command(
                 &s.spec, None, false
             ))

@@ -35,6 +35,7 @@ mod mcp;
 mod mcp_tools;
 mod new;
 mod output;
+mod pause_screens;
 mod plan_compat;
 mod plan_draft;
 mod plan_reference;
