@@ -561,8 +561,7 @@ mod pty {
         }
         s.send("\r").unwrap();
         s.expect("Discard the build").unwrap();
-        s.send(SPEC).unwrap();
-        s.send("\r").unwrap();
+        s.send("y\r").unwrap();
         s.expect("Starting fresh").unwrap();
         s.expect("All 3 chunks").unwrap();
         assert!(exit_code(&mut s).contains(", 0)"));

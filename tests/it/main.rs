@@ -14,6 +14,7 @@ mod corpus;
 mod crash;
 mod demo;
 mod detect;
+mod discard_ask;
 mod docs;
 mod fake_cli;
 mod fake_drift;
