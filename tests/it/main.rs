@@ -40,6 +40,7 @@ mod pause_screens;
 mod plan_compat;
 mod plan_draft;
 mod plan_reference;
+mod plurals;
 mod preset_runs;
 mod presets;
 #[cfg(feature = "real-clis")]
