@@ -222,7 +222,7 @@ const SIMILAR: [&str; 6] = [
     "Implement JWT login for the REST API",
     "OAuth login endpoint",
     "Session based authentication for the http routes",
-    "Login page with JWT",
+    "Login page with JWT for the API",
     "Add JWT login to the REST API and a login page",
     "Authentication API with jwt sessions",
 ];

@@ -72,6 +72,41 @@ pub fn capped_list(items: &[String]) -> String {
     out
 }
 
+/// A count and its noun as a person reads it: "1 commit", "0 commits", "3 matches" (see
+/// [`noun`]).
+pub fn count<N: Count>(n: N, one: &str) -> String {
+    format!("{n} {}", noun(n, one))
+}
+
+/// The noun for `n` of it: `one` when `n` is 1, else its plural, for a count shown apart from
+/// its noun ("1/1 chunk", "3/3 chunks"). The plural adds "es" after s, x, ch or sh, else "s":
+/// runner's nouns are regular.
+pub fn noun<N: Count>(n: N, one: &str) -> std::borrow::Cow<'_, str> {
+    if n.is_one() {
+        one.into()
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| one.ends_with(end)) {
+        format!("{one}es").into()
+    } else {
+        format!("{one}s").into()
+    }
+}
+
+/// A number that counts things: [`count`] and [`noun`] take any of them.
+pub trait Count: Copy + std::fmt::Display {
+    fn is_one(self) -> bool;
+}
+
+macro_rules! count_for {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            fn is_one(self) -> bool {
+                self == 1
+            }
+        }
+    )*};
+}
+count_for!(u8, u16, u32, u64, usize, i32, i64);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +136,25 @@ mod capped_list_tests {
         let text = super::capped_list(&items);
         assert!(text.ends_with("f19 and 5 more"), "{text}");
         assert_eq!(super::capped_list(&items[..2]), "f0, f1");
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::{count, noun};
+
+    #[test]
+    fn one_is_singular_every_other_number_plural() {
+        assert_eq!(count(1usize, "commit"), "1 commit");
+        assert_eq!(count(0u64, "commit"), "0 commits");
+        assert_eq!(count(2u32, "session"), "2 sessions");
+        assert_eq!(count(-1i64, "token"), "-1 tokens");
+        assert_eq!(count(1i32, "match"), "1 match");
+        assert_eq!(count(3usize, "match"), "3 matches");
+        assert_eq!(count(2usize, "box"), "2 boxes");
+        assert_eq!(count(2usize, "uncommitted change"), "2 uncommitted changes");
+        assert_eq!(noun(1u8, "chunk"), "chunk");
+        assert_eq!(noun(11u16, "chunk"), "chunks");
+        assert_eq!(noun(0usize, "day"), "days");
     }
 }

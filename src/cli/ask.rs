@@ -1,7 +1,7 @@
 //! The terminal's answers to a run's questions (inquire). Without a terminal (stdin and stderr
 //! both must be one) every question is refused the way [`Nobody`] refuses it.
 
-use super::interact::{ask, can_ask, confirm, confirm_by_name};
+use super::interact::{ask, can_ask, confirm};
 use runner::engine::run::ask::{Asker, Nobody, RepinQuestion, WorkAnswer, WorkQuestion};
 use runner::ops::Person;
 use runner::ops::resume::{Match, ResumeAsker, ResumeSummary};
@@ -53,10 +53,7 @@ impl Asker for TerminalAsker {
     }
 
     fn confirm_discard(&self, spec: &str) -> anyhow::Result<bool> {
-        confirm_by_name(
-            &format!("Discard the build of {spec}? (it can be undone)"),
-            spec,
-        )
+        confirm(&format!("Discard the build of {spec}? (it can be undone)"))
     }
 }
 

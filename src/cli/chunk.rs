@@ -85,9 +85,11 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
                 super::print_json(&value)?;
             } else {
                 println!("{}", serde_json::to_string_pretty(&value["current"])?);
+                let total = value["progress"]["total"].as_u64().unwrap_or(0);
                 println!(
-                    "progress: {}/{} chunks completed",
-                    value["progress"]["completed"], value["progress"]["total"]
+                    "progress: {}/{total} {} completed",
+                    value["progress"]["completed"],
+                    runner::text::noun(total, "chunk")
                 );
             }
             return Ok(0);

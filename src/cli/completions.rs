@@ -155,6 +155,10 @@ const REFERENCE: &[Section] = &[
                 "The pager of runner review --diff on a terminal (default less -R).",
             ),
             (
+                "TZ",
+                "The time zone a usage limit's pause is shown in on screens (JSON keeps UTC).",
+            ),
+            (
                 "PATH",
                 "Where an agent preset's program is looked up (runner's own folder first).",
             ),

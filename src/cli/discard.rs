@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::ask::TerminalAsker;
-use super::interact::{can_ask, confirm_by_name, needs_flag};
+use super::interact::{can_ask, confirm, needs_flag};
 use runner::ops::discard::{DiscardOptions, discard};
 
 #[derive(Debug, Args)]
@@ -26,10 +26,8 @@ pub fn discard_cmd(cwd: &Path, args: DiscardArgs) -> anyhow::Result<i32> {
         if !can_ask() {
             return Err(needs_flag("discard", "--yes"));
         }
-        if !confirm_by_name(
-            &format!("Discard the build of {name}? (it can be undone)"),
-            &name,
-        )? {
+        // y/N as merge asks: a discard is backed up and `runner undo` brings it back.
+        if !confirm(&format!("Discard the build of {name}? (it can be undone)"))? {
             super::info("Not discarded.");
             return Ok(0);
         }

@@ -34,8 +34,9 @@ pub fn gc_cmd(cwd: &Path, args: GcArgs) -> anyhow::Result<i32> {
             "Removed"
         };
         println!(
-            "{verb} {} backup(s) older than {days} days; {} kept.",
-            outcome.removed.len(),
+            "{verb} {} older than {}; {} kept.",
+            runner::text::count(outcome.removed.len(), "backup"),
+            runner::text::count(days, "day"),
             outcome.kept
         );
         for r in &outcome.removed {

@@ -24,17 +24,6 @@ pub fn cancelled(e: inquire::InquireError) -> anyhow::Error {
     }
 }
 
-/// "Type the spec name to confirm."
-pub fn confirm_by_name(question: &str, name: &str) -> anyhow::Result<bool> {
-    let help = format!("type {name} to confirm, Esc to cancel");
-    let answer = ask(|| {
-        inquire::Text::new(question)
-            .with_help_message(&help)
-            .prompt()
-    })?;
-    Ok(answer.trim() == name)
-}
-
 pub fn confirm(question: &str) -> anyhow::Result<bool> {
     ask(|| inquire::Confirm::new(question).with_default(false).prompt())
 }

@@ -67,13 +67,13 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     }
     match &outcome.commit {
         Some(c) => println!(
-            "Merged {} into {} ({}): {} — {} commit(s), {} file(s).",
+            "Merged {} into {} ({}): {} — {}, {}.",
             outcome.spec,
             outcome.target,
             outcome.mode.as_str(),
             runner::git::short_id(c),
-            outcome.landed.len(),
-            outcome.files
+            runner::text::count(outcome.landed.len(), "commit"),
+            runner::text::count(outcome.files, "file")
         ),
         None => println!(
             "The changes of {} are staged on {}: review them and commit (`git commit`).",

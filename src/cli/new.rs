@@ -254,7 +254,7 @@ fn ago(when: &str, now: DateTime<Utc>) -> String {
         s if s < 86_400 => (s / 3600, "hour"),
         s => (s / 86_400, "day"),
     };
-    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+    format!("{} ago", runner::text::count(n, unit))
 }
 
 /// Text from specs made safe for the terminal.

@@ -29,12 +29,7 @@ impl TerminalProgress {
 
     fn new_bar() -> ProgressBar {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} chunks  {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        bar.set_style(bar_style(BAR, 0));
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
@@ -44,6 +39,17 @@ impl Default for TerminalProgress {
     fn default() -> Self {
         TerminalProgress::new()
     }
+}
+
+/// A run's bar, and one of `run --jobs`'s (with its spec as the prefix); `{chunks}` is the noun
+/// for the plan's size.
+const BAR: &str = "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {chunks}  {msg}";
+const JOB_BAR: &str = "{spinner} {prefix} [{elapsed_precise}] {bar:20} {pos}/{len} {chunks}  {msg}";
+
+/// `template` for a plan of `total` chunks: "1/1 chunk", "0/3 chunks".
+fn bar_style(template: &str, total: usize) -> ProgressStyle {
+    let template = template.replace("{chunks}", &runner::text::noun(total, "chunk"));
+    ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
 /// The text a line of progress shows, made safe for a terminal; nothing for a position or the
@@ -99,6 +105,9 @@ impl ProgressSink for TerminalProgress {
                 _,
             ) if self.bar_allowed => {
                 let bar = bar.get_or_insert_with(TerminalProgress::new_bar);
+                if bar.length() != Some(total as u64) {
+                    bar.set_style(bar_style(BAR, total));
+                }
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
                 bar.set_message(runner::text::for_terminal(current).into_owned());
@@ -171,12 +180,7 @@ struct JobProgress {
 impl JobProgress {
     fn new_bar(&self, multi: &MultiProgress) -> ProgressBar {
         let bar = multi.add(ProgressBar::new(0));
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {prefix} [{elapsed_precise}] {bar:20} {pos}/{len} chunks  {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        bar.set_style(bar_style(JOB_BAR, 0));
         bar.set_prefix(self.spec.clone().unwrap_or_default());
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
@@ -208,6 +212,9 @@ impl ProgressSink for JobProgress {
                 Some(multi),
             ) => {
                 let bar = bar.get_or_insert_with(|| self.new_bar(multi));
+                if bar.length() != Some(total as u64) {
+                    bar.set_style(bar_style(JOB_BAR, total));
+                }
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
                 bar.set_message(runner::text::for_terminal(current).into_owned());

@@ -92,16 +92,17 @@ impl ContinueArgs {
     }
 }
 
-/// `001-a: complete — 3/3 chunks on auto-claude/001-a (3 sessions)`.
+/// `001-a: complete — 3/3 chunks on auto-claude/001-a (3 sessions)`; `1/1 chunk`, `(1 session)`.
 pub fn summary_line(summary: &RunReport) -> String {
     format!(
-        "{}: {} — {}/{} chunks on {} ({} sessions)",
+        "{}: {} — {}/{} {} on {} ({})",
         summary.spec,
         summary.outcome,
         summary.completed,
         summary.total,
+        runner::text::noun(summary.total, "chunk"),
         summary.branch,
-        summary.sessions
+        runner::text::count(summary.sessions, "session")
     )
 }
 

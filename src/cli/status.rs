@@ -65,7 +65,10 @@ fn spent_words(s: &SpecStatus) -> String {
             .max_tokens
             .map(|max| format!(" of {max}"))
             .unwrap_or_default();
-        parts.push(format!("{} tokens{of}", s.spent.tokens));
+        parts.push(format!(
+            "{}{of}",
+            runner::text::count(s.spent.tokens, "token")
+        ));
     }
     if parts.is_empty() {
         return String::new();
@@ -104,8 +107,10 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
     let name = style.bold(&format!("{:<32}", t(&s.spec)));
     let status = paint_status(style, &s.status, &format!("{:<13}", t(&s.status)));
     out.push_str(&format!(
-        "{name} {status} {}/{} chunks",
-        s.chunks.completed, s.chunks.total
+        "{name} {status} {}/{} {}",
+        s.chunks.completed,
+        s.chunks.total,
+        runner::text::noun(s.chunks.total, "chunk")
     ));
     if s.chunks.failed > 0 {
         out.push_str(&style.bad(&format!(", {} failed", s.chunks.failed)));
@@ -138,10 +143,15 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
         ));
     }
     if let Some(until) = &s.paused_until {
+        // In the reader's local time with the time left; JSON keeps the UTC time.
+        let until = chrono::DateTime::parse_from_rfc3339(until).map_or_else(
+            |_| format!("until {until}"),
+            |at| runner::clock::until_words(at.to_utc(), chrono::Utc::now()),
+        );
         out.push_str(&format!(
-            "    {} by a usage limit until {}; `{}` goes on after it (or pass --wait)\n",
+            "    {} by a usage limit {}; `{}` goes on after it (or pass --wait)\n",
             style.warn("paused:"),
-            t(until),
+            t(&until),
             t(&runner::engine::run::run_again_command(
                 &s.spec, None, false
             ))

@@ -2,8 +2,9 @@
 //! without an LLM or the network, within a time bound.
 //!
 //! Each spec's keywords are read first (`requirements.json`'s `runner_keywords`, else computed
-//! from its `task_description`, else from `spec.md`: `store::spec_text`), on every core; a spec
-//! whose keywords' Jaccard with the description's is below the threshold cannot score enough
+//! from its `task_description`, else from `spec.md`: `store::spec_text`), on every core, and
+//! compared as concepts (`policy::similar::concepts`: a synonym group counts once); a spec
+//! whose concepts' Jaccard with the description's is below the threshold cannot score enough
 //! (recency is at most 1), so only the others, and the specs with the same description, are
 //! judged further: their last activity (file times), their score, and then, best first, their
 //! status by `ops::status`'s own rule. The deadline is checked between specs: past it nothing
@@ -156,7 +157,9 @@ fn glance(
     let identical = !said.cut
         && !said.description.trim().is_empty()
         && similar::same_description(&said.description, description);
-    let stored = said.keywords.map(similar::normalized);
+    let stored = said
+        .keywords
+        .map(|k| similar::concepts(&similar::normalized(k)));
     let jaccard = match &stored {
         Some(k) => Some(similar::jaccard(query, k)).filter(|j| *j >= similar::THRESHOLD),
         // Read only as far as it could still reach the threshold.
@@ -167,7 +170,7 @@ fn glance(
     }
     // An identical description below the threshold is scored as it is.
     let jaccard = jaccard.unwrap_or_else(|| {
-        let k = stored.unwrap_or_else(|| similar::keywords(&said.description));
+        let k = stored.unwrap_or_else(|| similar::concepts(&similar::keywords(&said.description)));
         similar::jaccard(query, &k)
     });
     Some(Glance {
@@ -230,7 +233,7 @@ fn detect_until(
 ) -> Detection {
     let names = crate::store::spec::list_kinds(&ws.specs_dir);
     listed.store(names.len(), std::sync::atomic::Ordering::Relaxed);
-    let query = similar::keywords(description);
+    let query = similar::concepts(&similar::keywords(description));
     let timed_out = || Detection {
         timed_out: true,
         scanned: names.len(),

@@ -113,10 +113,12 @@ impl FirstError {
         progress: &dyn ProgressSink,
     ) -> FirstError {
         let mut first = None;
+        let now = chrono::Utc::now();
         for (spec, until) in paused {
-            let until = until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             let message = format!(
-                "spec {spec} is paused by a usage limit until {until}; skipped (run again after {until})"
+                "spec {spec} is paused by a usage limit {} ({}); skipped (run again after it)",
+                crate::clock::until_words(*until, now),
+                until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             );
             progress.report(Progress::Line(&message));
             first.get_or_insert(crate::error::RunnerError::UsageLimited(message).into());

@@ -444,7 +444,11 @@ fn read_chunk_lists(
 /// for the user to compare.
 fn first_difference(a_at: &str, a: &[Chunk], b_at: &str, b: &[Chunk]) -> String {
     let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) else {
-        return format!("{a_at} has {} chunks, {b_at} has {}", a.len(), b.len());
+        return format!(
+            "{a_at} has {}, {b_at} has {}",
+            crate::text::count(a.len(), "chunk"),
+            b.len()
+        );
     };
     let (x, y) = (a[i].raw(), b[i].raw());
     let Some(field) = x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)) else {

@@ -45,8 +45,9 @@ pub fn allowance(budget: &Budget, spent: &Spent) -> Allowance {
         && spent.tokens >= max
     {
         return Allowance::Spent(format!(
-            "{} tokens of budget.max_tokens {max} are spent",
-            spent.tokens
+            "{} of budget.max_tokens {max} {} spent",
+            crate::text::count(spent.tokens, "token"),
+            if spent.tokens == 1 { "is" } else { "are" }
         ));
     }
     let usd_left = budget.max_usd.map(|max| {
@@ -109,11 +110,10 @@ pub fn spending_lines(items: &[Item], top: usize) -> Vec<String> {
     });
     let line = |what: &str, s: &Spent| {
         format!(
-            "{what}: ${}, {} tokens, {} session{}",
+            "{what}: ${}, {}, {}",
             dollars(s.usd),
-            s.tokens,
-            s.sessions,
-            if s.sessions == 1 { "" } else { "s" }
+            crate::text::count(s.tokens, "token"),
+            crate::text::count(s.sessions, "session")
         )
     };
     let mut lines: Vec<String> = sorted

@@ -142,8 +142,11 @@ pub fn decide(f: &ChunkFacts, verified: Option<bool>) -> (Decision, String) {
     }
     let work = match (f.new_commits, f.dirty) {
         (0, true) => "uncommitted changes".to_string(),
-        (n, false) => format!("{n} new commit(s)"),
-        (n, true) => format!("{n} new commit(s) and uncommitted changes"),
+        (n, false) => crate::text::count(n, "new commit"),
+        (n, true) => format!(
+            "{} and uncommitted changes",
+            crate::text::count(n, "new commit")
+        ),
     };
     // A chunk with a verification command is only `next` once the command passed.
     let verified_or_none = if f.has_check {

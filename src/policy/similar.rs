@@ -5,8 +5,12 @@
 //! - **Keywords**: the description's lowercase alphanumeric words, minus stop words
 //!   ([`STOP_WORDS`]: the issue's and the usual English ones), plus every synonym group
 //!   ([`SYNONYM_GROUPS`]) one of whose words (its name or a member) is among them: the whole
-//!   group, name included. Sorted, without repeats.
-//! - **Score** = Jaccard(the new description's keywords, the spec's) × the recency of the
+//!   group, name included. Sorted, without repeats. What runner stores with a spec.
+//! - **Concepts** ([`concepts`]): the keywords with each synonym group's words as one, its
+//!   name. Two descriptions are compared on them, so a group counts once: one shared common
+//!   word ("test") weighs as any one word does, not as the six words of its group on both
+//!   sides (issue 27: "Verbose output test" scored 0.60 against three unrelated specs).
+//! - **Score** = Jaccard(the new description's concepts, the spec's) × the recency of the
 //!   spec's last activity ([`recency`]). Scores of at least [`THRESHOLD`] are kept, best first
 //!   (ties: the most recent activity, then the spec's name), at most [`MAX_SHOWN`].
 //! - **Identical**: the same description, trimmed, case-insensitive ([`same_description`]),
@@ -193,11 +197,29 @@ pub const SYNONYM_GROUPS: &[(&str, &[&str])] = &[
 /// plain definition.
 pub fn keywords(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    let hit = each_word(text, |w| {
+    let hit = each_word(text, |w, _| {
         words.push(w.to_string());
         true
     });
     with_groups(words, hit)
+}
+
+/// The concepts of `keywords` (as [`keywords`] or [`normalized`] give them): a synonym group's
+/// word is the group's name, any other word itself; sorted, without repeats. A group's whole
+/// expansion and any one of its words give the same concepts, so keywords stored expanded
+/// compare as the description they came from.
+pub fn concepts(keywords: &[String]) -> Vec<String> {
+    let table = table();
+    let mut out: Vec<String> = keywords
+        .iter()
+        .map(|w| match table.get(w.as_str()) {
+            Some(Word::Group(i)) => SYNONYM_GROUPS[*i].0.to_string(),
+            _ => w.clone(),
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// `words` with every synonym group of `hit`, sorted, without repeats.
@@ -211,9 +233,12 @@ fn with_groups(mut words: Vec<String>, hit: [bool; SYNONYM_GROUPS.len()]) -> Vec
     words
 }
 
-/// Each word of `text` that is not a stop word, lowercased, to `f` (which returns whether to go
-/// on); the synonym groups these words hit.
-fn each_word(text: &str, mut f: impl FnMut(&str) -> bool) -> [bool; SYNONYM_GROUPS.len()] {
+/// Each word of `text` that is not a stop word, lowercased, to `f` with its synonym group's
+/// name if it has one (`f` returns whether to go on); the synonym groups these words hit.
+fn each_word(
+    text: &str,
+    mut f: impl FnMut(&str, Option<&'static str>) -> bool,
+) -> [bool; SYNONYM_GROUPS.len()] {
     let table = table();
     let mut hit = [false; SYNONYM_GROUPS.len()];
     let mut buf = String::new();
@@ -228,30 +253,35 @@ fn each_word(text: &str, mut f: impl FnMut(&str) -> bool) -> [bool; SYNONYM_GROU
         } else {
             buf = w.to_lowercase();
         }
-        match table.get(buf.as_str()) {
+        let group = match table.get(buf.as_str()) {
             Some(Word::Stop) => continue,
-            Some(Word::Group(i)) => hit[*i] = true,
-            None => {}
-        }
-        if !f(&buf) {
+            Some(Word::Group(i)) => {
+                hit[*i] = true;
+                Some(SYNONYM_GROUPS[*i].0)
+            }
+            None => None,
+        };
+        if !f(&buf, group) {
             break;
         }
     }
     hit
 }
 
-/// The Jaccard of `query` (keywords) with the keywords of `text`, when it is at least
-/// [`THRESHOLD`]; `None` otherwise. The answer of `jaccard(query, &keywords(text))`, but
-/// `text` is read only until it holds more distinct words than could reach the threshold: the
-/// Jaccard is at most |query| / |keywords|, so a text of more than |query| / THRESHOLD
-/// distinct keywords cannot (a long `spec.md` stops after a few dozen words).
+/// The Jaccard of `query` (concepts) with the concepts of `text`, when it is at least
+/// [`THRESHOLD`]; `None` otherwise. The answer of `jaccard(query, &concepts(&keywords(text)))`,
+/// but `text` is read only until it holds more distinct concepts than could reach the
+/// threshold: the Jaccard is at most |query| / |concepts|, so a text of more than
+/// |query| / THRESHOLD distinct concepts cannot (a long `spec.md` stops after a few dozen
+/// words).
 pub fn similar_enough(query: &[String], text: &str) -> Option<f64> {
     let limit = (query.len() as f64 / THRESHOLD).floor() as usize;
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut over = false;
-    let hit = each_word(text, |w| {
-        if !seen.contains(w) {
-            seen.insert(w.to_string());
+    each_word(text, |w, group| {
+        let concept = group.unwrap_or(w);
+        if !seen.contains(concept) {
+            seen.insert(concept.to_string());
         }
         over = seen.len() > limit;
         !over
@@ -259,7 +289,9 @@ pub fn similar_enough(query: &[String], text: &str) -> Option<f64> {
     if over {
         return None;
     }
-    let j = jaccard(query, &with_groups(seen.into_iter().collect(), hit));
+    let mut seen: Vec<String> = seen.into_iter().collect();
+    seen.sort_unstable();
+    let j = jaccard(query, &seen);
     (j >= THRESHOLD).then_some(j)
 }
 
@@ -354,7 +386,7 @@ pub fn recency(last: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
     }
 }
 
-/// A spec's score: its keywords' Jaccard with the new description's × its recency.
+/// A spec's score: its concepts' Jaccard with the new description's × its recency.
 pub fn score(jaccard: f64, recency: f64) -> f64 {
     jaccard * recency
 }

@@ -466,3 +466,43 @@ fn a_spec_whose_status_cannot_be_read_hides_no_other() {
     assert_eq!(names(&d), ["001-good"], "{d:#?}");
     assert_eq!(d.identical.map(|c| c.spec), Some("001-good".into()));
 }
+
+#[test]
+fn one_shared_common_word_is_not_similar_work_but_a_synonym_of_the_feature_is() {
+    // Issue 27: "test" pulled in its whole synonym group on both sides, so a description that
+    // shares only that word with three unrelated specs scored 0.60 against each, and `runner
+    // new` without a terminal stopped a script with exit 2. A group counts once.
+    let repo = TestRepo::new();
+    for unrelated in [
+        "Fix the flaky test",
+        "Pytest fixtures cleanup",
+        "Serializer unittest rewrite",
+    ] {
+        assert_exit(&repo.runner(&["new", unrelated, "-N"]), 0);
+    }
+    let out = repo.runner(&["new", "Verbose output test", "--json"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["created"], "004-verbose-output-test", "{v}");
+    assert_eq!(v["candidates"], serde_json::json!([]), "{v}");
+
+    // The same feature in other words (through the auth and api groups) still matches: exit 2,
+    // the earlier spec its candidate, nothing created.
+    let first = "Add JWT auth to the FastAPI app";
+    assert_exit(&repo.runner(&["new", first, "-N"]), 0);
+    let out = repo.runner(&[
+        "new",
+        "Implement login for the REST endpoints of the app",
+        "--json",
+    ]);
+    assert_exit(&out, 2);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["created"], Value::Null, "{v}");
+    let specs: Vec<&str> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["spec"].as_str().unwrap())
+        .collect();
+    assert_eq!(specs, ["005-add-jwt-auth-to-the-fastapi-app"], "{v}");
+}

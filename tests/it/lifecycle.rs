@@ -68,18 +68,18 @@ fn review_reports_commits_files_progress_and_mergeability_without_changing_anyth
     assert_eq!(snapshot(&repo), before, "review is read-only");
     let text = stdout(&repo.runner(&["review", "--spec", SPEC]));
     assert!(
-        text.contains("moved 1 commit(s)") && text.contains("merges cleanly"),
+        text.contains("moved 1 commit since") && text.contains("merges cleanly"),
         "{text}"
     );
     crate::assert_screen!(repo, text, @r#"
-        Spec 001-feature on auto-claude/001-feature (base main, which moved 1 commit(s) since the spec started)
+        Spec 001-feature on auto-claude/001-feature (base main, which moved 1 commit since the spec started)
 
-        3 commit(s) ahead of main:
+        3 commits ahead of main:
           [commit] auto-claude: polish - Polish it
           [commit] auto-claude: core-b - Build part B
           [commit] auto-claude: core-a - Build part A
 
-        3 file(s) changed, +3 -0:
+        3 files changed, +3 -0:
           added     work/core-a.txt (+1 -0)
           added     work/core-b.txt (+1 -0)
           added     work/polish.txt (+1 -0)
@@ -427,7 +427,7 @@ fn existing_work_without_a_terminal_exits_2_at_once_naming_each_choice() {
         assert_exit(&out, 2);
         let err = stderr(&out);
         for choice in [
-            "3/3 chunks done, 3 commit(s) ahead of main",
+            "3/3 chunks done, 3 commits ahead of main",
             "runner run --spec 001-feature --auto-continue",
             "runner review --spec 001-feature",
             "runner merge --spec 001-feature --yes",
@@ -529,7 +529,7 @@ mod pty {
         let mut s = spawn_run(&repo);
         s.send(DOWN).unwrap();
         s.send("\r").unwrap();
-        s.expect("commit(s) ahead of main").unwrap();
+        s.expect("1 commit ahead of main").unwrap();
         s.expect("What now?").unwrap();
         s.send("\x1b").unwrap();
         assert!(exit_code(&mut s).contains(", 130)"));
@@ -561,8 +561,7 @@ mod pty {
         }
         s.send("\r").unwrap();
         s.expect("Discard the build").unwrap();
-        s.send(SPEC).unwrap();
-        s.send("\r").unwrap();
+        s.send("y\r").unwrap();
         s.expect("Starting fresh").unwrap();
         s.expect("All 3 chunks").unwrap();
         assert!(exit_code(&mut s).contains(", 0)"));

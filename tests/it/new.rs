@@ -617,7 +617,7 @@ fn on_a_terminal_one_match_is_shown_and_asked_about() {
 fn on_a_terminal_several_matches_are_a_numbered_list() {
     use expectrl::Expect;
     let repo = interrupted_spec();
-    assert_exit(&new(&repo, &["JWT login form", "-N"]), 0);
+    assert_exit(&new(&repo, &["JWT login page form", "-N"]), 0);
     let mut s = on_a_terminal(&repo, &["login page with jwt tokens"]);
     s.expect("Unfinished specs look like this one").unwrap();
     s.expect("1. ").unwrap();
@@ -634,7 +634,7 @@ fn on_a_terminal_several_matches_are_a_numbered_list() {
     s.expect("Resuming ").unwrap();
     s.expect("Continue it with: runner ").unwrap();
     s.expect(expectrl::Eof).unwrap();
-    assert_eq!(spec_folders(&repo), [SPEC, "002-jwt-login-form"]);
+    assert_eq!(spec_folders(&repo), [SPEC, "002-jwt-login-page-form"]);
     // n: start fresh.
     let mut s = on_a_terminal(&repo, &["login page with jwt tokens"]);
     s.expect("Resume which?").unwrap();
@@ -884,8 +884,8 @@ fn with_c_the_next_command_and_each_candidates_command_carry_the_directory() {
 #[test]
 fn choice_wins_over_an_identical_spec() {
     let repo = interrupted_spec();
-    assert_exit(&new(&repo, &["Add a login form with JWT", "-N"]), 0);
-    let other = "002-add-a-login-form-with-jwt";
+    assert_exit(&new(&repo, &["Add a login page form with JWT", "-N"]), 0);
+    let other = "002-add-a-login-page-form-with-jwt";
     let v = json(&new(&repo, &[DESC, "--choice", "1", "--json"]));
     let listed: Vec<&str> = v["candidates"]
         .as_array()

@@ -369,7 +369,7 @@ fn the_summary_has_the_issues_shape_in_json_and_the_same_content_in_text() {
     for part in [
         format!("Resuming {id}  spec 001-add-login"),
         format!("confidence {}/100", v["confidence_score"]),
-        "current chunk core-b (in_progress, 1 attempts): Build part B".into(),
+        "current chunk core-b (in_progress, 1 attempt): Build part B".into(),
         "progress 1/3 chunks".into(),
         "2 commits ahead of main".into(),
         "committed core-a".into(),

@@ -35,10 +35,10 @@ pub fn render(s: &ResumeSummary, style: Style) -> String {
         Some(c) => {
             let _ = writeln!(
                 out,
-                "  current chunk {} ({}, {} attempts): {}",
+                "  current chunk {} ({}, {}): {}",
                 t(&c.id),
                 c.status,
-                c.attempts,
+                runner::text::count(c.attempts, "attempt"),
                 t(&c.description)
             );
         }
@@ -54,9 +54,10 @@ pub fn render(s: &ResumeSummary, style: Style) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "  progress {}/{} chunks ({}); {} s spent, ${:.2}",
+        "  progress {}/{} {} ({}); {} s spent, ${:.2}",
         p.done,
         p.total,
+        runner::text::noun(p.total, "chunk"),
         phases.join(", "),
         p.seconds_spent,
         p.cost_usd
@@ -77,10 +78,11 @@ pub fn render(s: &ResumeSummary, style: Style) -> String {
     let g = &sum.git_status;
     let _ = writeln!(
         out,
-        "  git {}{}: {} commits ahead of {}, {} staged, {} changed",
+        "  git {}{}: {} ahead of {}, {} staged, {} changed",
         t(&g.branch),
         if g.branch_exists { "" } else { " (missing)" },
-        g.commits_ahead.map_or("?".into(), |n| n.to_string()),
+        g.commits_ahead
+            .map_or("? commits".into(), |n| runner::text::count(n, "commit")),
         g.base.as_deref().map_or("its base".into(), t),
         g.staged.len(),
         g.changed.len()

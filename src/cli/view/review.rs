@@ -2,6 +2,7 @@
 
 use super::super::style::Style;
 use runner::ops::review::ReviewReport;
+use runner::text::count;
 
 /// Plan, agent and file text made safe for the terminal, piece by piece, before colour.
 fn t(text: &str) -> String {
@@ -19,14 +20,14 @@ pub fn render(r: &ReviewReport, style: Style) -> String {
     );
     if r.base_moved > 0 {
         out.push_str(&format!(
-            ", which moved {} commit(s) since the spec started",
-            r.base_moved
+            ", which moved {} since the spec started",
+            count(r.base_moved, "commit")
         ));
     }
     out.push_str(")\n");
     let header = format!(
-        "{} commit(s) ahead of {}:",
-        r.commits.len(),
+        "{} ahead of {}:",
+        count(r.commits.len(), "commit"),
         t(&r.base_branch)
     );
     out.push_str(&format!("\n{}\n", style.bold(&header)));
@@ -67,7 +68,7 @@ fn render_stat(out: &mut String, r: &ReviewReport, style: Style) {
         .files
         .iter()
         .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
-    let header = format!("{} file(s) changed, +{adds} -{dels}:", r.files.len());
+    let header = format!("{} changed, +{adds} -{dels}:", count(r.files.len(), "file"));
     out.push_str(&format!("\n{}\n", style.bold(&header)));
     for f in &r.files {
         out.push_str(&format!(
@@ -88,20 +89,19 @@ fn render_cost(out: &mut String, r: &ReviewReport, style: Style) {
         return;
     }
     let header = format!(
-        "Cost: ${}, {} tokens, {} sessions (dollars as the agents reported them; notional for a subscription login):",
+        "Cost: ${}, {}, {} (dollars as the agents reported them; notional for a subscription login):",
         dollars(c.total.usd),
-        c.total.tokens,
-        c.total.sessions
+        count(c.total.tokens, "token"),
+        count(c.total.sessions, "session")
     );
     out.push_str(&format!("\n{}\n", style.bold(&header)));
     for i in c.items.iter().filter(|i| i.sessions > 0) {
         let what = i.chunk.as_deref().map_or("planner".to_string(), t);
         out.push_str(&format!(
-            "  {what}: ${}, {} tokens, {} session{}\n",
+            "  {what}: ${}, {}, {}\n",
             dollars(i.usd),
-            i.tokens,
-            i.sessions,
-            if i.sessions == 1 { "" } else { "s" }
+            count(i.tokens, "token"),
+            count(i.sessions, "session")
         ));
     }
 }

@@ -67,7 +67,8 @@ impl Breach {
         }
         if !self.missing.is_empty() {
             parts.push(format!(
-                "branch {branch} no longer contains the commit of completed chunk(s) {}",
+                "branch {branch} no longer contains the commit of completed {} {}",
+                crate::text::noun(self.missing.len(), "chunk"),
                 self.missing
                     .iter()
                     .map(|(c, oid)| format!("{c} ({})", short(oid)))
@@ -77,7 +78,8 @@ impl Breach {
         }
         if !self.hollowed.is_empty() {
             parts.push(format!(
-                "its tip no longer has the changes of completed chunk(s) {} though no commit since undid them (hidden by a merge)",
+                "its tip no longer has the changes of completed {} {} though no commit since undid them (hidden by a merge)",
+                crate::text::noun(self.hollowed.len(), "chunk"),
                 self.hollowed
                     .iter()
                     .map(|(c, paths)| format!("{c} ({})", paths.join(", ")))

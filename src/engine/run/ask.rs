@@ -81,13 +81,14 @@ pub struct ExistingWork {
 impl ExistingWork {
     pub fn summary(&self, spec: &str, base: &str) -> String {
         format!(
-            "{spec}: {}/{} chunks done, {} commit(s) ahead of {base}, {}, last activity {}",
+            "{spec}: {}/{} {} done, {} ahead of {base}, {}, last activity {}",
             self.completed,
             self.total,
-            self.commits_ahead,
+            crate::text::noun(self.total, "chunk"),
+            crate::text::count(self.commits_ahead, "commit"),
             match self.uncommitted {
                 0 => "no uncommitted changes".to_string(),
-                n => format!("{n} uncommitted change(s)"),
+                n => crate::text::count(n, "uncommitted change"),
             },
             self.last_activity.as_deref().unwrap_or("unknown")
         )
@@ -171,7 +172,18 @@ mod tests {
         };
         assert_eq!(
             work.summary("001-x", "main"),
-            "001-x: 1/3 chunks done, 2 commit(s) ahead of main, no uncommitted changes, last activity unknown"
+            "001-x: 1/3 chunks done, 2 commits ahead of main, no uncommitted changes, last activity unknown"
+        );
+        let one = ExistingWork {
+            completed: 1,
+            total: 1,
+            commits_ahead: 1,
+            uncommitted: 1,
+            last_activity: None,
+        };
+        assert_eq!(
+            one.summary("001-x", "main"),
+            "001-x: 1/1 chunk done, 1 commit ahead of main, 1 uncommitted change, last activity unknown"
         );
     }
 }

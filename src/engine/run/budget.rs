@@ -100,11 +100,11 @@ impl Run {
             ));
         }
         let mut err = RunnerError::BudgetSpent(format!(
-            "the budget of spec {} is spent: {why}; the spec is budget_exhausted.\nSpent: ${}, {} tokens, {} sessions; on:\n{}",
+            "the budget of spec {} is spent: {why}; the spec is budget_exhausted.\nSpent: ${}, {}, {}; on:\n{}",
             self.paths.name,
             budget::dollars(total.usd),
-            total.tokens,
-            total.sessions,
+            crate::text::count(total.tokens, "token"),
+            crate::text::count(total.sessions, "session"),
             lines
                 .iter()
                 .map(|l| format!("  - {l}"))

@@ -142,9 +142,14 @@ impl Run {
             return Err(RunnerError::NeedsHuman(guarded.message).into());
         }
         self.reporter.progress(total, total, "done");
+        let all = match total {
+            1 => "The only chunk".to_string(),
+            n => format!("All {n} chunks"),
+        };
         self.reporter.line(format!(
-            "All {total} chunks of {} are completed on branch {}.",
+            "{all} of {} {} completed on branch {}.",
             self.paths.name,
+            if total == 1 { "is" } else { "are" },
             branch_for(&self.paths.name)
         ));
         Ok(())
@@ -199,8 +204,8 @@ impl Run {
             && let Some(partial) = crate::engine::recovery::partial_work_note(plan.chunk(pos))
         {
             note.push_str(&format!(
-                ": {} commit(s) since {}{}",
-                partial["new_commits"],
+                ": {} since {}{}",
+                crate::text::count(partial["new_commits"].as_u64().unwrap_or(0), "commit"),
                 partial["start_commit"].as_str().unwrap_or("the start"),
                 partial["saved_ref"]
                     .as_str()
@@ -249,8 +254,8 @@ impl Run {
             return self.budget_exhausted(&why);
         }
         RunnerError::BudgetSpent(format!(
-            "this run started its {} sessions (run.max_sessions); the spec is not finished",
-            self.sessions,
+            "this run started its {} (run.max_sessions); the spec is not finished",
+            crate::text::count(self.sessions, "session"),
         ))
         .with_hint(format!(
             "run `{}` again to go on",

@@ -142,13 +142,18 @@ impl Run {
         Ok(())
     }
 
+    /// Exit 6: the pause in the reader's local time with the time left, and in UTC (what
+    /// JSON and logs keep).
     fn paused_error(&self, pause: &Pause, too_long: bool) -> anyhow::Error {
-        let until = pause
+        let now = chrono::Utc::now();
+        let utc = pause
             .until
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let mut message = format!(
-            "spec {} is paused by a usage limit until {until}; run again after {until}, or pass --wait\n({})",
-            self.paths.name, pause.reason
+            "spec {} is paused by a usage limit {} ({utc}); run again after it, or pass --wait\n({})",
+            self.paths.name,
+            crate::clock::until_words(pause.until, now),
+            pause.reason
         );
         if too_long {
             message.push_str(&format!(
@@ -158,7 +163,8 @@ impl Run {
         }
         RunnerError::UsageLimited(message)
             .with_hint(format!(
-                "after {until}: {}",
+                "after {}: {}",
+                crate::clock::local_time(pause.until, now),
                 run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
             ))
             .into()
@@ -169,13 +175,19 @@ impl Run {
     /// clock set forward ends the wait early; one set back makes `honour_pause` wait again,
     /// within `run.max_wait`, which counts the time really slept).
     async fn wait_out(&mut self, pause: &Pause, for_: Duration) -> anyhow::Result<()> {
-        let until = pause
-            .until
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let now = chrono::Utc::now();
+        let until = crate::clock::local_time(pause.until, now);
         self.reporter.line(format!(
-            "Paused by a usage limit until {until} ({}); waiting (--wait), Ctrl-C to stop",
+            "Paused by a usage limit {} ({}); waiting (--wait), Ctrl-C to stop",
+            crate::clock::until_words(pause.until, now),
             pause.reason
         ));
+        // The bar shows the spec's chunks while it waits, not an empty count: a run that
+        // starts paused has reported no position yet.
+        if let Ok(Some(plan)) = self.paths.plan.load() {
+            let done = plan.count(crate::plan::Status::Completed);
+            self.reporter.progress(done, plan.total(), "");
+        }
         let end = pause.until + crate::policy::pause::MARGIN;
         let started = std::time::Instant::now();
         let result = loop {

@@ -258,7 +258,8 @@ impl Run {
             )
         };
         RunnerError::NeedsHuman(format!(
-            "the planner did not produce a valid plan in {max} attempts. Last problems:\n{}\n{kept}; logs are in {}",
+            "the planner did not produce a valid plan in {}. Last problems:\n{}\n{kept}; logs are in {}",
+            crate::text::count(max, "attempt"),
             errors.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"),
             self.paths.sessions_dir.display()
         ))
@@ -427,9 +428,9 @@ impl Run {
             plan: plan.to_value(),
         }))?;
         self.reporter.line(format!(
-            "Plan ready: {} phases, {} chunks.",
-            plan.phases.len(),
-            plan.total()
+            "Plan ready: {}, {}.",
+            crate::text::count(plan.phases.len(), "phase"),
+            crate::text::count(plan.total(), "chunk")
         ));
         Ok(())
     }

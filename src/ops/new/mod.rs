@@ -209,9 +209,8 @@ fn decide(
                 identical: false,
             })),
             None => Err(RunnerError::bad_input(format!(
-                "--choice {n}: {} unfinished spec{} like this one {} found",
-                found.len(),
-                if found.len() == 1 { "" } else { "s" },
+                "--choice {n}: {} like this one {} found",
+                crate::text::count(found.len(), "unfinished spec"),
                 if found.len() == 1 { "was" } else { "were" }
             ))
             .with_hint("run without --choice to see them, or pass --new-spec to start fresh")
@@ -268,18 +267,18 @@ fn choice_needed(description: &str, found: &[Candidate]) -> RunnerError {
     let t = |s: &str| crate::text::for_terminal(s).into_owned();
     let base = format!("runner new {}", crate::sh(description));
     let mut e = RunnerError::bad_input(format!(
-        "found {} unfinished spec{} like this one; say which to continue, or start fresh",
-        found.len(),
-        if found.len() == 1 { "" } else { "s" }
+        "found {} like this one; say which to continue, or start fresh",
+        crate::text::count(found.len(), "unfinished spec")
     ));
     for (i, c) in found.iter().enumerate() {
         e = e.with_hint(format!(
-            "{}. {} ({}, {}/{} chunks, score {:.2}): {base} --choice {}",
+            "{}. {} ({}, {}/{} {}, score {:.2}): {base} --choice {}",
             i + 1,
             t(&c.spec),
             t(&c.status),
             c.chunks.completed,
             c.chunks.total,
+            crate::text::noun(c.chunks.total, "chunk"),
             c.score,
             i + 1
         ));

@@ -165,8 +165,8 @@ fn continue_with(
 pub fn ambiguous(hint: Option<&str>, matches: &[Match]) -> RunnerError {
     let what = hint.map_or("The hint".to_string(), |h| format!("'{h}'"));
     let mut e = RunnerError::bad_input(format!(
-        "{what} matches {} resumable runs; name one",
-        matches.len()
+        "{what} matches {}; name one",
+        crate::text::count(matches.len(), "resumable run")
     ));
     for m in matches {
         e = e.with_hint(format!("{}: {}", match_line(m), m.command));

@@ -87,8 +87,11 @@ pub fn render(s: &ResumeSummary, now: DateTime<Utc>) -> String {
         Some(c) => {
             let _ = writeln!(
                 md,
-                "- Current chunk: `{}` ({}, {} attempts): {}",
-                c.id, c.status, c.attempts, c.description
+                "- Current chunk: `{}` ({}, {}): {}",
+                c.id,
+                c.status,
+                crate::text::count(c.attempts, "attempt"),
+                c.description
             );
         }
         None => {
@@ -98,8 +101,12 @@ pub fn render(s: &ResumeSummary, now: DateTime<Utc>) -> String {
     let p = &sum.progress;
     let _ = writeln!(
         md,
-        "- Progress: {}/{} chunks done; {} s spent, ${:.2}",
-        p.done, p.total, p.seconds_spent, p.cost_usd
+        "- Progress: {}/{} {} done; {} s spent, ${:.2}",
+        p.done,
+        p.total,
+        crate::text::noun(p.total, "chunk"),
+        p.seconds_spent,
+        p.cost_usd
     );
     for phase in &p.by_phase {
         let _ = writeln!(md, "  - {}: {}/{}", phase.phase, phase.done, phase.total);
@@ -115,10 +122,11 @@ pub fn render(s: &ResumeSummary, now: DateTime<Utc>) -> String {
     let g = &sum.git_status;
     let _ = writeln!(
         md,
-        "- Git: branch `{}`{}, {} commits ahead of {}, {} staged, {} changed",
+        "- Git: branch `{}`{}, {} ahead of {}, {} staged, {} changed",
         g.branch,
         if g.branch_exists { "" } else { " (missing)" },
-        g.commits_ahead.map_or("?".into(), |n| n.to_string()),
+        g.commits_ahead
+            .map_or("? commits".into(), |n| crate::text::count(n, "commit")),
         g.base.as_deref().unwrap_or("its base"),
         g.staged.len(),
         g.changed.len()

@@ -197,10 +197,9 @@ pub fn resolve(ws: &Workspace, req: &ResumeOptions, now: DateTime<Utc>) -> anyho
         return match resolve::pick(&candidates, n) {
             Some(c) => Ok(Target::One(c.clone())),
             None => Err(RunnerError::bad_input(format!(
-                "--choice {n}: there {} {} match{} (choose 1 to {})",
+                "--choice {n}: there {} {} (choose 1 to {})",
                 if candidates.len() == 1 { "is" } else { "are" },
-                candidates.len(),
-                if candidates.len() == 1 { "" } else { "es" },
+                crate::text::count(candidates.len(), "match"),
                 candidates.len()
             ))
             .into()),

@@ -299,7 +299,11 @@ fn recent_actions(spec_dir: &std::path::Path) -> Vec<String> {
 pub fn in_words(e: &Event) -> Option<String> {
     Some(match e {
         Event::RunStart(r) => format!("run started in slot {}", r.slot),
-        Event::RunEnd(r) => format!("run ended: {} ({} sessions)", r.outcome, r.sessions),
+        Event::RunEnd(r) => format!(
+            "run ended: {} ({})",
+            r.outcome,
+            crate::text::count(r.sessions, "session")
+        ),
         Event::SessionStart(s) => match &s.chunk {
             Some(c) => format!("{} session started on {c} (attempt {})", s.role, s.attempt),
             None => format!("{} session started", s.role),

@@ -266,10 +266,7 @@ fn new_commits_continue_and_stay_on_the_branch() {
     let action = &report["specs"][0]["actions"][0];
     assert_eq!(action["decision"], "continue");
     assert!(
-        action["detail"]
-            .as_str()
-            .unwrap()
-            .contains("1 new commit(s)"),
+        action["detail"].as_str().unwrap().contains("1 new commit"),
         "{action}"
     );
     // Kept on the branch, nothing reset.
@@ -420,7 +417,7 @@ fn unreported_work_is_next_only_when_committed_and_verified() {
         action["detail"]
             .as_str()
             .unwrap()
-            .contains("its work is committed (1 new commit(s)) and its verification passes"),
+            .contains("its work is committed (1 new commit) and its verification passes"),
         "{action}"
     );
     let b = repo.chunk(spec, "core-b");
