@@ -173,8 +173,12 @@ fn read(path: &Path, whose: Whose) -> Result<Option<toml::Table>, RunnerError> {
             }
             // (`runner init --force` is no advice for a file that cannot be read: the
             // refusal's own is.)
+            // (Nor is "fix the key it names": a file that does not read names no key.)
             return Err(match whose {
-                Whose::User => with_whose_hint(err, whose),
+                Whose::User => err.with_hint(
+                    "this is your user-level config, read in every repository \
+                     (docs/configuration.md)",
+                ),
                 Whose::Repository => err,
             });
         }

@@ -228,3 +228,36 @@ fn the_harness_gives_every_runner_an_empty_user_config() {
     assert_eq!(v["user_file_exists"], false, "{v}");
     assert!(!want.exists());
 }
+
+/// A user config that cannot be read says what is there and how to clear it: a folder at its
+/// path (made by `mkdir -p ~/.config/runner/config.toml`) is a folder, not "a FIFO, a device or
+/// a socket", and `rm` would not remove it; no key is named, so no hint says to fix one.
+#[test]
+fn a_folder_or_fifo_where_the_user_config_belongs_is_said_for_what_it_is() {
+    let repo = TestRepo::new();
+    let home = repo.tmp.path().join("xdg");
+    let file = home.join("runner/config.toml");
+    std::fs::create_dir_all(&file).unwrap();
+    let out = with_home(&repo, &home, &["config"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "{} is a folder, where runner reads a file",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("FIFO") && !err.contains("`rm "), "{err}");
+    assert!(!err.contains("the key it names"), "{err}");
+    assert!(err.contains("user-level config"), "{err}");
+
+    std::fs::remove_dir(&file).unwrap();
+    let made = isolated("mkfifo").arg(&file).status().unwrap();
+    assert!(made.success());
+    let out = with_home(&repo, &home, &["config"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(!err.contains("the key it names"), "{err}");
+}

@@ -74,6 +74,20 @@ fn not_regular(path: &Path) -> std::io::Error {
     )
 }
 
+/// A folder where runner reads a file: `rm` would not remove it, and it is no FIFO either.
+fn folder_not_file(path: &Path) -> std::io::Error {
+    refusal(
+        RunnerError::bad_input(format!(
+            "{} is a folder, where runner reads a file",
+            path.display()
+        ))
+        .with_hint(format!(
+            "move the folder away (`mv {0} {0}.folder`) and run again",
+            crate::sh(path.display().to_string())
+        )),
+    )
+}
+
 fn hard_linked(path: &Path) -> std::io::Error {
     refusal(
         RunnerError::bad_input(format!(
@@ -475,6 +489,9 @@ pub fn open_read(path: impl AsRef<Path>) -> std::io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = retry(|| rustix::fs::open(path, flags, Perm::empty()))?;
     let st = stat_fd(fd.as_fd())?;
+    if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+        return Err(folder_not_file(path));
+    }
     if !is_regular(&st) {
         return Err(not_regular(path));
     }
