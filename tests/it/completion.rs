@@ -236,3 +236,47 @@ fn a_complete_variable_that_names_no_shell_is_ignored() {
         assert!(stdout(&out).contains("001-add-login"), "{}", stdout(&out));
     }
 }
+
+/// A candidate is put on the command line unquoted, so a spec folder a repository ships named
+/// `001-$(cmd)` would run `cmd` when the completed line is entered: a name a shell would not
+/// read as it is is not offered (it can still be typed, quoted), and the others still are.
+#[test]
+fn spec_names_a_shell_would_expand_are_not_offered() {
+    let repo = repo_with_specs();
+    let pwned = repo.root.join("pwned");
+    for name in [
+        "003-$(>pwned)",
+        "004-$(id)",
+        "005-`id`",
+        "006-a;id",
+        "007-a|id",
+        "008-it's",
+        "009-a&b",
+        "011-a>b",
+    ] {
+        repo.add_spec(name);
+    }
+    // Through bash's own script, the completed line entered as it stands runs nothing.
+    let bin = Path::new(RUNNER).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = "source <(runner completions bash)\n\
+         COMP_WORDS=(runner status --spec 00); COMP_CWORD=3; COMP_TYPE=9\n\
+         _clap_complete_runner runner 00 --spec\n\
+         for c in \"${COMPREPLY[@]}\"; do eval \"echo runner status --spec $c\"; done";
+    let out = isolated("bash")
+        .args(["-c", script])
+        .env("PATH", &path)
+        .current_dir(&repo.root)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(!pwned.exists(), "{}", stdout(&out));
+    assert_eq!(
+        candidates_in(&repo.root, &["runner", "run", "--spec", ""]),
+        ["001-add-login", "002-fix-bug", "010-other"]
+    );
+}
