@@ -160,6 +160,26 @@ pub fn set_aside_link(slot: &Slot, dry_run: bool) -> anyhow::Result<Option<SlotR
     }
     let target = std::fs::read_link(&slot.path).unwrap_or_default();
     let dangling = std::fs::metadata(&slot.path).is_err();
+    // A link to a git worktree (a folder with a `.git` file: the slot's own, moved elsewhere
+    // and linked back, works through the link): moving the link aside would leave its
+    // uncommitted work behind unsaved, and the slot made afresh would take over its
+    // registration, so that two folders shared one index. A person puts it back.
+    if !dangling && std::fs::symlink_metadata(slot.path.join(".git")).is_ok_and(|m| m.is_file()) {
+        let sh = |p: &Path| crate::sh(p.display().to_string());
+        return Err(crate::error::RunnerError::bad_input(format!(
+            "{} is a symbolic link to {}, a git worktree (it holds a .git file): runner never \
+             builds through a link, and moving the link aside would leave that worktree's work \
+             behind",
+            slot.path.display(),
+            target.display()
+        ))
+        .with_hint(format!(
+            "put the worktree back in place (`rm {0} && mv {1} {0}`), then run again",
+            sh(&slot.path),
+            sh(&target)
+        ))
+        .into());
+    }
     let to = crate::store::unused_path(&slot.path.with_file_name(format!(
         "{}.link-{}",
         slot.name,

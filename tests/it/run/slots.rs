@@ -319,3 +319,51 @@ fn a_link_to_a_folder_outside_where_the_slot_belongs_is_never_followed() {
     );
     assert!(repo.worktree().join("work/polish.txt").is_file());
 }
+
+/// A link where the slot belongs that names the slot's own worktree, moved to another disk and
+/// linked back (git works through it; `status` calls the slot ready), holding uncommitted work:
+/// moving the link aside left that work behind unsaved and made the slot afresh on the same
+/// registration, so that the old folder and the new one shared one index. A person puts it
+/// back; nothing is moved, and the work is where it was.
+#[test]
+fn a_link_to_the_slots_own_worktree_moved_elsewhere_is_left_to_a_person() {
+    let repo = repo_with_fixture_plan("016-moved");
+    repo.write_config("[run]\nmax_attempts = 1\n");
+    repo.script("core-b * fail nope\n* * done\n");
+    assert_exit(&repo.run_spec("016", &[]), 3);
+    std::fs::write(repo.worktree().join("uncommitted.txt"), "precious\n").unwrap();
+    let elsewhere = repo.tmp.path().join("other-disk");
+    std::fs::rename(repo.worktree(), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.worktree()).unwrap();
+    repo.script("* * done\n");
+    for args in [
+        &["recover", "--spec", "016", "--retry-failed"][..],
+        &["run", "--spec", "016", "--agent-command", "x"],
+    ] {
+        let out = repo.runner(args);
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains("a git worktree"), "{args:?}: {err}");
+        assert!(err.contains("mv "), "{args:?}: {err}");
+        assert!(
+            std::fs::symlink_metadata(repo.worktree())
+                .unwrap()
+                .is_symlink(),
+            "{args:?}: the link is left in place"
+        );
+        assert!(slot_entries(&repo, "auto-claude.link-").is_empty());
+    }
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("uncommitted.txt")).unwrap(),
+        "precious\n"
+    );
+    // Put back as the hint says, the run goes on from it.
+    std::fs::remove_file(repo.worktree()).unwrap();
+    std::fs::rename(&elsewhere, repo.worktree()).unwrap();
+    assert_exit(
+        &repo.runner(&["recover", "--spec", "016", "--retry-failed"]),
+        0,
+    );
+    assert_exit(&repo.run_spec("016", &[]), 0);
+    assert!(repo.worktree().join("uncommitted.txt").is_file());
+}
