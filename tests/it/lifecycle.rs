@@ -428,13 +428,14 @@ fn existing_work_without_a_terminal_exits_2_at_once_naming_each_choice() {
         let err = stderr(&out);
         for choice in [
             "3/3 chunks done, 3 commits ahead of main",
-            "runner run --spec 001-feature --auto-continue",
             "runner review --spec 001-feature",
             "runner merge --spec 001-feature --yes",
             "runner discard --spec 001-feature --yes",
         ] {
             assert!(err.contains(choice), "{choice:?} missing in:\n{err}");
         }
+        // Every chunk is done: nothing to continue.
+        assert!(!err.contains("--auto-continue"), "{err}");
     }
     assert_eq!(snapshot(&repo), before);
 }
