@@ -40,15 +40,24 @@ pub enum LastRun {
     Discarded,
 }
 
+/// The outcomes of an agent run that stopped before it worked on the spec: a question
+/// cancelled, the spec or its slot busy, a refusal or an error of its own checks. Such a run
+/// says nothing of where the spec stands: the record before it does.
+const DID_NOTHING: &[&str] = &["cancelled", "busy", "error"];
+
 /// Where `newest_first` (the spec's records, newest first) leaves the spec: the first record
-/// that is not a recover decides.
+/// that is not a recover, nor an agent run that did nothing, decides. An agent run that never
+/// ended (killed), was stopped by a signal (`interrupted`) or was found killed by a later run
+/// (`cut_off`) left the spec interrupted.
 pub fn last_run(newest_first: impl IntoIterator<Item = Record>) -> LastRun {
     for r in newest_first {
+        let outcome = r.outcome.as_deref().unwrap_or("");
         return match r.work {
             Work::Recover => continue,
-            Work::Agent if !r.ended || r.outcome.as_deref() == Some("interrupted") => {
+            Work::Agent if !r.ended || matches!(outcome, "interrupted" | "cut_off") => {
                 LastRun::Interrupted
             }
+            Work::Agent if DID_NOTHING.contains(&outcome) => continue,
             Work::Agent => LastRun::Ended,
             Work::Lifecycle if r.ended && r.outcome.as_deref() == Some("discarded") => {
                 LastRun::Discarded
@@ -112,6 +121,18 @@ mod tests {
             Ended
         );
         assert_eq!(last_run([merge, stopped.clone()]), Ended);
+        // Found killed by a later run: interrupted all the same.
+        assert_eq!(
+            last_run([r(Work::Agent, true, Some("cut_off"))]),
+            Interrupted
+        );
+        // A run that did nothing (a question cancelled, busy, its checks refused) says nothing.
+        for nothing in ["cancelled", "busy", "error"] {
+            let r = r(Work::Agent, true, Some(nothing));
+            assert_eq!(last_run([r.clone(), stopped.clone()]), Interrupted);
+            assert_eq!(last_run([r.clone(), complete.clone()]), Ended);
+            assert_eq!(last_run([r]), Unknown);
+        }
         assert_eq!(last_run([discard, stopped]), Discarded);
         // A discard that did not happen (it failed, or was cut off) threw nothing away.
         assert_eq!(

@@ -53,7 +53,8 @@ pub struct RunRecord {
     pub ended: Option<DateTime<Utc>>,
     /// How it ended, in the words `runner run` uses for a spec's outcome (`complete`,
     /// `failed`, `interrupted`, `usage_limited`, `budget_exhausted`, `planned`, `merged`,
-    /// `discarded`, `undone`, `recovered`, `error`, …); `None` while it runs or if it was killed.
+    /// `discarded`, `undone`, `recovered`, `error`, `cancelled`, `cut_off`, …); `None` while it
+    /// runs or if it was killed.
     #[serde(default)]
     pub outcome: Option<String>,
     pub host: String,

@@ -339,3 +339,85 @@ fn status_says_interrupted_whatever_stopped_the_last_run() {
         assert_eq!(status_json(&repo, "001-i")["status"], "complete");
     }
 }
+
+#[test]
+fn the_mcp_tools_give_the_one_command_and_it_continues_the_spec() {
+    use crate::mcp::{block_on, call, ok, start};
+    use serde_json::json;
+    let repo = repo_with_fixture_plan("001-build-the-demo-thing");
+    stopped_by(&repo, "001-build-the-demo-thing", libc::SIGINT);
+    let [bare, _] = expected("001-build-the-demo-thing");
+    let (status, summary, created) = block_on(async {
+        let client = start(&repo, &[]).await;
+        let status = ok(call(&client, "status", json!({})).await);
+        let summary = ok(call(&client, "summarize_interrupted_run", json!({})).await);
+        let created = ok(call(
+            &client,
+            "create_spec",
+            json!({"description": "Build the demo thing", "choice": 1}),
+        )
+        .await);
+        client.cancel().await.unwrap();
+        (status, summary, created)
+    });
+    assert_eq!(
+        status["specs"][0]["continue_command"],
+        bare.as_str(),
+        "{status}"
+    );
+    let steps: Vec<&str> = summary["summary"]["summary"]["next_steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{summary}"))
+        .iter()
+        .filter_map(|s| s["command"].as_str())
+        .filter(|c| c.starts_with("runner run "))
+        .collect();
+    assert_eq!(steps, [bare.as_str()], "{summary}");
+    assert_eq!(created["next_command"], bare.as_str(), "{created}");
+    assert_eq!(
+        created["candidates"][0]["continue_command"],
+        bare.as_str(),
+        "{created}"
+    );
+    assert_continues(&repo, "001-build-the-demo-thing", &bare);
+}
+
+#[test]
+fn a_run_that_did_nothing_leaves_the_status_as_it_was() {
+    let repo = repo_with_fixture_plan("001-q");
+    repo.write_config("[run]\nmax_sessions = 1\n");
+    repo.script("* * done\n");
+    assert_exit(&repo.run_spec("001-q", &[]), 5);
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
+    assert_eq!(status_json(&repo, "001-q")["status"], "in_progress");
+    let refused = || {
+        let out = Command::new(RUNNER)
+            .args(["run", "--spec", "001-q", "--agent-command", &agent()])
+            .current_dir(&repo.root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+    };
+    // Refused without a terminal, or the question cancelled: nothing was done.
+    refused();
+    assert_eq!(status_json(&repo, "001-q")["status"], "in_progress");
+    {
+        use expectrl::Expect;
+        let mut cmd = Command::new(RUNNER);
+        cmd.args(["run", "--spec", "001-q", "--agent-command", &agent()])
+            .current_dir(&repo.root)
+            .env("TERM", "xterm");
+        let mut s = expectrl::session::OsSession::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+        s.expect("What now?").unwrap();
+        s.send("\x1b").unwrap();
+        s.expect("nothing was changed").unwrap();
+        let _ = s.expect(expectrl::Eof);
+    }
+    assert_eq!(status_json(&repo, "001-q")["status"], "in_progress");
+    // Interrupted, then a run that did nothing: still interrupted.
+    stopped_at(&repo, "001-q", "core-b", libc::SIGINT);
+    refused();
+    assert_eq!(status_json(&repo, "001-q")["status"], "interrupted");
+}
