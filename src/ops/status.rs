@@ -126,8 +126,15 @@ pub fn status(ctx: &super::Ctx, opts: StatusOptions) -> anyhow::Result<StatusRep
             _ => None,
         },
     };
+    // Shown whatever its state: a spec named, or the one of the slot the command runs in (not
+    // merely the only spec there is).
+    let asked_for = match (&opts.spec, &only) {
+        (Some(_), _) => true,
+        (None, Some(_)) => crate::store::spec::slot_spec(&ctx.ws, &ctx.cwd).is_some(),
+        (None, None) => false,
+    };
     let mut report = status_of(&ctx.ws, only.as_deref())?;
-    if only.is_none() && !opts.all {
+    if !asked_for && !opts.all {
         let before = report.specs.len();
         report
             .specs

@@ -261,3 +261,32 @@ fn attempt_numbers_count_failed_attempts_against_the_maximum() {
         "{err}"
     );
 }
+
+#[test]
+fn a_discarded_spec_is_not_shown_as_the_only_spec_nor_continued_by_auto_continue() {
+    let repo = repo_with_fixture_plan("001-gone");
+    crate::continue_command::stopped_by(&repo, "001-gone", libc::SIGINT);
+    assert_exit(&repo.runner(&["discard", "--spec", "001-gone", "--yes"]), 0);
+    let shown = json(&repo.runner(&["status", "--json"]));
+    assert_eq!(shown["specs"], serde_json::json!([]), "{shown}");
+    assert_eq!(shown["hidden"], 1, "{shown}");
+    let text = stdout(&repo.runner(&["status"]));
+    assert!(
+        text.contains("1 merged or discarded spec not shown"),
+        "{text}"
+    );
+    // `run --auto-continue` without --spec resumes interrupted specs, not a discarded one.
+    let out = repo.runner(&["run", "--auto-continue", "--agent-command", &agent()]);
+    assert_exit(&out, 0);
+    assert!(
+        repo.statuses("001-gone")
+            .iter()
+            .all(|(_, s)| s == "pending"),
+        "{:?}\n{}",
+        repo.statuses("001-gone"),
+        stderr(&out)
+    );
+    // Named, it is shown.
+    let named = json(&repo.runner(&["status", "--spec", "001", "--json"]));
+    assert_eq!(named["specs"][0]["status"], "discarded", "{named}");
+}
