@@ -4,7 +4,7 @@
 //! (stdin /dev/null), and the spec goes on. Also: `status` says `interrupted` whatever stopped
 //! the last run, and the words of `resume --no-run` and `new` say what happened.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -51,7 +51,7 @@ fn run_as_printed(repo: &TestRepo, command: &str) -> Output {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    Command::new("sh")
+    isolated("sh")
         .arg("-c")
         .arg(command)
         .current_dir(&repo.root)
@@ -265,7 +265,7 @@ fn the_existing_work_refusal_and_the_retry_hint_continue_as_printed() {
         0,
     );
     // `run` without --auto-continue and without a terminal: a refusal naming each choice.
-    let refused = Command::new(RUNNER)
+    let refused = runner_command()
         .args(["run", "--spec", "001-w", "--agent-command", &agent()])
         .current_dir(&repo.root)
         .stdin(Stdio::null())
@@ -391,7 +391,7 @@ fn a_run_that_did_nothing_leaves_the_status_as_it_was() {
     std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
     assert_eq!(status_json(&repo, "001-q")["status"], "in_progress");
     let refused = || {
-        let out = Command::new(RUNNER)
+        let out = runner_command()
             .args(["run", "--spec", "001-q", "--agent-command", &agent()])
             .current_dir(&repo.root)
             .stdin(Stdio::null())
@@ -404,7 +404,7 @@ fn a_run_that_did_nothing_leaves_the_status_as_it_was() {
     assert_eq!(status_json(&repo, "001-q")["status"], "in_progress");
     {
         use expectrl::Expect;
-        let mut cmd = Command::new(RUNNER);
+        let mut cmd = runner_command();
         cmd.args(["run", "--spec", "001-q", "--agent-command", &agent()])
             .current_dir(&repo.root)
             .env("TERM", "xterm");

@@ -4,7 +4,7 @@
 //! repository points at `runner new`; a complete spec offers review and merge, never
 //! "Continue"; attempt numbers count failed attempts against `run.max_attempts`.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -92,7 +92,7 @@ fn merged_and_discarded_specs_are_hidden_unless_all() {
     let one = json(&repo.runner(&["status", "--spec", "001", "--json"]));
     assert_eq!(names(&one, "specs", "spec"), ["001-merged"]);
     // A picker's list (no --spec, several specs, nobody to ask) leaves them out too.
-    let out = Command::new(RUNNER)
+    let out = runner_command()
         .args(["review"])
         .current_dir(&repo.root)
         .stdin(Stdio::null())
@@ -173,7 +173,7 @@ fn a_complete_spec_offers_review_and_merge_never_continue() {
     repo.script("* * done\n");
     assert_exit(&repo.run_spec("001-done", &[]), 0);
     // No terminal: the refusal names review, merge and discard, not continue.
-    let out = Command::new(RUNNER)
+    let out = runner_command()
         .args(["run", "--spec", "001-done", "--agent-command", &agent()])
         .current_dir(&repo.root)
         .stdin(Stdio::null())
@@ -194,7 +194,7 @@ fn a_complete_spec_offers_review_and_merge_never_continue() {
     // On a terminal: the choices, Review first.
     use expectrl::Expect;
     use expectrl::session::OsSession;
-    let mut cmd = Command::new(RUNNER);
+    let mut cmd = runner_command();
     cmd.args(["run", "--spec", "001-done", "--agent-command", &agent()])
         .current_dir(&repo.root)
         .env("TERM", "xterm");
