@@ -101,12 +101,10 @@ pub fn render(report: &StatusReport, style: Style) -> String {
         render_spec(&mut out, s, width, style);
     }
     if report.hidden > 0 {
-        let (n, specs) = match report.hidden {
-            1 => ("1".to_string(), "spec"),
-            n => (n.to_string(), "specs"),
-        };
+        let specs = if report.hidden == 1 { "spec" } else { "specs" };
         out.push_str(&style.dim(&format!(
-            "({n} merged or discarded {specs} not shown: `runner status --all` shows them)"
+            "({} merged or discarded {specs} not shown: `runner status --all` shows them)",
+            report.hidden
         )));
         out.push('\n');
     }

@@ -84,7 +84,7 @@ fn names(d: &Detection) -> Vec<&str> {
 
 /// `runner status --json`'s line for `spec`.
 fn status_of(repo: &TestRepo, spec: &str) -> Value {
-    let out = repo.runner(&["status", "--json"]);
+    let out = repo.runner(&["status", "--all", "--json"]);
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     v["specs"]

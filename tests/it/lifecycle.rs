@@ -142,7 +142,11 @@ fn a_clean_merge_makes_a_merge_commit_then_cleans_up() {
         main_before
     );
     assert_eq!(repo.plan(SPEC)["merged"]["into"], "main");
+    // A merged spec is left out of the list unless --all (or named).
     let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
+    assert_eq!(st["hidden"], 1, "{st}");
+    let st: Value =
+        serde_json::from_str(&stdout(&repo.runner(&["status", "--all", "--json"]))).unwrap();
     assert_eq!(st["specs"][0]["status"], "merged");
     assert!(repo.events(SPEC).iter().any(|e| e["event"] == "merged"));
     // Merging again: nothing to do.
