@@ -536,10 +536,8 @@ impl Run {
             (AfterFailure::Retry, Some(block)) => format!("\n{block}"),
             _ => String::new(),
         };
-        self.reporter.line(format!(
-            "  ✗ {id} {}: {reason}{here}",
-            counted.failed(max)
-        ));
+        self.reporter
+            .line(format!("  ✗ {id} {}: {reason}{here}", counted.failed(max)));
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
