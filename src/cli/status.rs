@@ -101,10 +101,10 @@ pub fn render(report: &StatusReport, style: Style) -> String {
         render_spec(&mut out, s, width, style);
     }
     if report.hidden > 0 {
-        let specs = if report.hidden == 1 { "spec" } else { "specs" };
         out.push_str(&style.dim(&format!(
-            "({} merged or discarded {specs} not shown: `runner status --all` shows them)",
-            report.hidden
+            "({} merged or discarded {} not shown: `runner status --all` shows them)",
+            report.hidden,
+            runner::text::noun(report.hidden, "spec")
         )));
         out.push('\n');
     }
