@@ -30,10 +30,15 @@ impl Asker for TerminalAsker {
         if !can_ask() {
             return Nobody.existing_work(q);
         }
+        // A complete spec offers no "Continue": there is nothing left to build.
+        let choices = match q.work.complete() {
+            true => vec![REVIEW, MERGE, DISCARD],
+            false => vec![CONTINUE, REVIEW, MERGE, DISCARD],
+        };
         loop {
             eprintln!("{}", q.summary());
             let picked = ask(|| {
-                inquire::Select::new("What now?", vec![CONTINUE, REVIEW, MERGE, DISCARD])
+                inquire::Select::new("What now?", choices.clone())
                     .with_starting_cursor(0)
                     .prompt()
             })?;
@@ -90,10 +95,10 @@ impl ResumeAsker for TerminalAsker {
         Ok(Some(picked.index + 1))
     }
 
-    fn show_summary(&self, summary: &ResumeSummary) {
+    fn show_summary(&self, summary: &ResumeSummary, continuing: bool) {
         print!(
             "{}",
-            super::view::resume::render(summary, super::style::for_stdout())
+            super::view::resume::render(summary, continuing, super::style::for_stdout())
         );
     }
 }

@@ -84,10 +84,17 @@ pub fn run(cwd: &Path, args: NewArgs, directory: Option<&Path>) -> anyhow::Resul
         super::print_json(&report)?;
     } else if let Some(done) = &report.run {
         println!("{}", super::run::summary_line(done));
-    } else if report.created.is_some() {
-        println!("Next: {next}");
     } else {
-        println!("Continue it with: {next}");
+        if report.created.is_some() {
+            println!("Next: {next}");
+        } else {
+            println!("Continue it with: {next}");
+        }
+        if report.needs_agent {
+            println!(
+                "  (no agent is configured: add --agent-command \"CMD\" or --agent NAME to it, or set [agent] in .auto-claude/config.toml)"
+            );
+        }
     }
     Ok(0)
 }
@@ -125,10 +132,10 @@ pub fn created_line(spec: &str) -> String {
 pub fn ask_similar(found: &[Candidate], now: DateTime<Utc>) -> anyhow::Result<Option<usize>> {
     eprint!("{}", render_candidates(found, now));
     let picked = if found.len() == 1 {
-        question("Resume it? [Y/n]", 1, true)?
+        question("Continue it? [Y/n]", 1, true)?
     } else {
         let numbers: Vec<String> = (1..=found.len()).map(|n| n.to_string()).collect();
-        let text = format!("Resume which? [{}/n — start fresh]", numbers.join("/"));
+        let text = format!("Continue which? [{}/n — start fresh]", numbers.join("/"));
         question(&text, found.len(), false)?
     };
     Ok(picked.map(|n| n - 1))
@@ -151,13 +158,22 @@ impl NewAsker for TerminalAsker {
         println!("{}", created_line(spec));
     }
 
-    fn show_continuing(&self, spec: &str, identical: bool) {
+    fn show_continuing(&self, spec: &str, identical: bool, now: bool) {
         let spec = runner::text::for_terminal(spec);
-        if identical {
-            println!("Identical spec found — resuming {spec} (pass --new-spec to start fresh)");
-        } else {
-            println!("Resuming {spec}");
-        }
+        // What happens: continued now (--run), or only chosen (nothing started).
+        println!(
+            "{}",
+            match (identical, now) {
+                (true, true) => format!(
+                    "Identical spec found: continuing {spec} (pass --new-spec to start fresh)"
+                ),
+                (true, false) => format!(
+                    "Identical spec found: {spec}; nothing was started (pass --new-spec to start fresh)"
+                ),
+                (false, true) => format!("Continuing {spec}"),
+                (false, false) => format!("Chose {spec}; nothing was started"),
+            }
+        );
     }
 }
 

@@ -19,6 +19,13 @@ pub struct RunsArgs {
     /// Only the stale runs (not ended, and nobody runs them: killed, or their machine went away).
     #[arg(long)]
     pub stale: bool,
+    /// Also the records of recovers, merges, discards and undos (by default only the runs of
+    /// an agent: run, resume).
+    #[arg(long)]
+    pub all: bool,
+    /// At most N runs, the newest.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
     /// Print JSON: {"schema":1,"runs":[...]}.
     #[arg(long)]
     pub json: bool,
@@ -27,8 +34,9 @@ pub struct RunsArgs {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// The run: its id, or a prefix of 4 characters or more (`runner runs` lists them).
+    /// Without one: the latest run (the first `runner runs` lists).
     #[arg(add = super::complete::run_ids())]
-    pub run: String,
+    pub run: Option<String>,
     /// Print JSON: the run's fields, its checkpoint and its last journal lines.
     #[arg(long)]
     pub json: bool,
@@ -39,6 +47,8 @@ pub fn runs_cmd(cwd: &Path, args: RunsArgs) -> anyhow::Result<i32> {
     let opts = RunsOptions {
         spec: args.spec,
         stale: args.stale,
+        all: args.all,
+        limit: args.limit,
     };
     let found = runs(&ctx, opts)?;
     if args.json {

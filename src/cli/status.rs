@@ -12,14 +12,21 @@ pub struct StatusArgs {
     /// Show only this spec (inside a spec's worktree, that spec is the default).
     #[arg(long, add = super::complete::spec_names())]
     pub spec: Option<String>,
-    /// Print JSON: {"specs": [...], "slots": [...]}.
+    /// Show merged and discarded specs too (left out by default).
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON: {"specs": [...], "slots": [...], "hidden": N}.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
-    let report = status(&ctx, StatusOptions { spec: args.spec })?;
+    let opts = StatusOptions {
+        spec: args.spec,
+        all: args.all,
+    };
+    let report = status(&ctx, opts)?;
     if args.json {
         super::print_json(&report)?;
     } else {
@@ -79,11 +86,27 @@ fn spent_words(s: &SpecStatus) -> String {
 /// The human form of the report.
 pub fn render(report: &StatusReport, style: Style) -> String {
     let mut out = String::new();
-    if report.specs.is_empty() {
-        out.push_str("No specs yet. Create .auto-claude/specs/001-my-feature/spec.md, then `runner run --spec 001`.\n");
+    if report.specs.is_empty() && report.hidden == 0 {
+        out.push_str("No specs yet. Start one with `runner new \"what to build\"` (or write .auto-claude/specs/001-my-feature/spec.md), then run the command it prints.\n");
     }
+    // The name column fits the longest name shown (at least its usual 32).
+    let width = report
+        .specs
+        .iter()
+        .map(|s| t(&s.spec).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(32);
     for s in &report.specs {
-        render_spec(&mut out, s, style);
+        render_spec(&mut out, s, width, style);
+    }
+    if report.hidden > 0 {
+        out.push_str(&style.dim(&format!(
+            "({} merged or discarded {} not shown: `runner status --all` shows them)",
+            report.hidden,
+            runner::text::noun(report.hidden, "spec")
+        )));
+        out.push('\n');
     }
     for slot in &report.slots {
         let what = match (&slot.state[..], &slot.branch, &slot.problem) {
@@ -103,8 +126,8 @@ pub fn render(report: &StatusReport, style: Style) -> String {
     out
 }
 
-fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
-    let name = style.bold(&format!("{:<32}", t(&s.spec)));
+fn render_spec(out: &mut String, s: &SpecStatus, width: usize, style: Style) {
+    let name = style.bold(&format!("{:<width$}", t(&s.spec)));
     let status = paint_status(style, &s.status, &format!("{:<13}", t(&s.status)));
     out.push_str(&format!(
         "{name} {status} {}/{} {}",
@@ -142,21 +165,7 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
             t(r.since.as_deref().unwrap_or("?"))
         ));
     }
-    if let Some(until) = &s.paused_until {
-        // In the reader's local time with the time left; JSON keeps the UTC time.
-        let until = chrono::DateTime::parse_from_rfc3339(until).map_or_else(
-            |_| format!("until {until}"),
-            |at| runner::clock::until_words(at.to_utc(), chrono::Utc::now()),
-        );
-        out.push_str(&format!(
-            "    {} by a usage limit {}; `{}` goes on after it (or pass --wait)\n",
-            style.warn("paused:"),
-            t(&until),
-            t(&runner::engine::run::run_again_command(
-                &s.spec, None, false
-            ))
-        ));
-    }
+    render_next(out, s, style);
     if let Some(wt) = &s.worktree {
         out.push_str(&style.dim(&format!("    worktree: {}", t(wt))));
         out.push('\n');
@@ -175,5 +184,40 @@ fn render_spec(out: &mut String, s: &SpecStatus, style: Style) {
     if let Some(e) = &s.error {
         let first = e.lines().next().unwrap_or("");
         out.push_str(&format!("    {} {}\n", style.bad("error:"), t(first)));
+    }
+}
+
+/// What to do next with a spec that stopped where a person must say: an interrupted or paused
+/// spec's continue command (the report's, printed exactly), a complete one's review and merge.
+fn render_next(out: &mut String, s: &SpecStatus, style: Style) {
+    let again = t(&s
+        .continue_command
+        .clone()
+        .unwrap_or_else(|| runner::policy::next_command::continue_command(&s.spec, None)));
+    let spec = runner::sh(&s.spec);
+    match (&s.status[..], &s.paused_until) {
+        (_, Some(until)) => {
+            // In the reader's local time with the time left; JSON keeps the UTC time.
+            let until = chrono::DateTime::parse_from_rfc3339(until).map_or_else(
+                |_| format!("until {until}"),
+                |at| runner::clock::until_words(at.to_utc(), chrono::Utc::now()),
+            );
+            out.push_str(&format!(
+                "    {} by a usage limit {}; `{again}` goes on after it (or pass --wait)\n",
+                style.warn("paused:"),
+                t(&until),
+            ))
+        }
+        ("interrupted", _) => out.push_str(&format!(
+            "    {} the last run did not end; `{again}` continues it\n",
+            style.warn("interrupted:")
+        )),
+        ("complete", _) => out.push_str(&format!(
+            "    {} look at it with `runner review --spec {}`, then land it with `runner merge --spec {}`\n",
+            style.ok("done:"),
+            t(&spec),
+            t(&spec)
+        )),
+        _ => {}
     }
 }

@@ -175,7 +175,9 @@ pub fn outcome_word<T>(result: &anyhow::Result<T>, ok: &str) -> String {
 /// outcomes.
 pub fn error_word(e: &anyhow::Error) -> String {
     match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
-        Some(RunnerError::Interrupted | RunnerError::Cancelled) => "interrupted",
+        Some(RunnerError::Interrupted) => "interrupted",
+        // A question cancelled: the run stopped before it did anything.
+        Some(RunnerError::Cancelled) => "cancelled",
         Some(RunnerError::NeedsHuman(_)) => "needs_human",
         Some(RunnerError::BudgetSpent(_)) => "budget_exhausted",
         Some(RunnerError::UsageLimited(_)) => "usage_limited",

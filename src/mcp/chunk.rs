@@ -17,8 +17,11 @@ use runner::ops::status::{StatusOptions, StatusReport, status};
 #[serde(deny_unknown_fields)]
 pub struct StatusInput {
     /// Only this spec (a name, or a prefix such as its number). Default: the spec of the
-    /// worktree the server runs in, else every spec.
+    /// worktree the server runs in, else every spec but the merged and discarded ones.
     pub spec: Option<String>,
+    /// Merged and discarded specs too (`runner status --all`).
+    #[serde(default)]
+    pub all: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,7 +68,7 @@ pub struct ChunkReport {
 #[tool_router(router = chunk_tools, vis = "pub(super)")]
 impl Server {
     #[tool(
-        description = "Every spec (or one): its status, progress, branch, worktree, current and next chunk, who runs it, what it cost; and the worktree slots. What `runner status --json` prints.",
+        description = "Every spec (or one): its status, progress, branch, worktree, current and next chunk, who runs it, what it cost, the command that continues it; and the worktree slots (merged and discarded specs only with `all`). What `runner status --json` prints.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(
@@ -76,7 +79,11 @@ impl Server {
         answer(move || {
             let ctx =
                 runner::ops::Ctx::open(&cwd)?.with_spec_command(Box::new(with_spec("status")));
-            status(&ctx, StatusOptions { spec: input.spec })
+            let opts = StatusOptions {
+                spec: input.spec,
+                all: input.all,
+            };
+            status(&ctx, opts)
         })
         .await
     }

@@ -39,12 +39,20 @@ pub struct ListRunsInput {
     /// away); each can be resumed.
     #[serde(default)]
     pub stale: bool,
+    /// The records of recovers, merges, discards and undos too (by default only the runs of
+    /// an agent).
+    #[serde(default)]
+    pub all: bool,
+    /// At most this many, the newest.
+    #[serde(default, deserialize_with = "number::whole_usize")]
+    #[schemars(schema_with = "number::whole_schema")]
+    pub limit: Option<usize>,
 }
 
 #[tool_router(router = run_tools, vis = "pub(super)")]
 impl Server {
     #[tool(
-        description = "The runs of every spec (or of one), newest first: id, spec, kind, state (active, stale = killed, ended), heartbeat, chunk, outcome. What `runner runs --json` prints.",
+        description = "The runs of every spec (or of one), newest first: id, spec, kind, state (active, stale = killed, ended), heartbeat, chunk, outcome. The runs of an agent only, unless `all` (recovers, merges, discards, undos too); at most `limit`. What `runner runs --json` prints.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_runs(
@@ -57,6 +65,8 @@ impl Server {
             let opts = RunsOptions {
                 spec: input.spec,
                 stale: input.stale,
+                all: input.all,
+                limit: input.limit,
             };
             let runs = runner::ops::runs::runs(&ctx, opts)?
                 .iter()
@@ -78,7 +88,10 @@ impl Server {
         let cwd = self.cwd.clone();
         answer(move || {
             let ctx = super::ctx(&cwd, "show_run")?;
-            let details = runner::ops::runs::show(&ctx, ShowOptions { run: input.run_id })?;
+            let opts = ShowOptions {
+                run: Some(input.run_id),
+            };
+            let details = runner::ops::runs::show(&ctx, opts)?;
             Ok(RunDetailsView::of(&details))
         })
         .await

@@ -85,12 +85,13 @@ pub fn settle_existing_work(
         return Ok(Choice::Continue);
     }
     let asker = if opts.yes { &Nobody } else { asker };
+    let agent_flag = opts.agent_flag();
     let question = WorkQuestion {
         ws,
         paths,
         base,
         work: &work,
-        agent_flag: opts.agent_command.as_deref(),
+        agent_flag: agent_flag.as_ref(),
     };
     let spec = &paths.name;
     let reporter = prepared.reporter();

@@ -106,7 +106,19 @@ impl Ctx {
         person: &dyn Person,
         matching: Matching,
     ) -> anyhow::Result<String> {
-        let choice = crate::store::spec::choose_with(&self.ws, &self.cwd, query, matching)?;
+        let mut choice = crate::store::spec::choose_with(&self.ws, &self.cwd, query, matching)?;
+        // A list of every spec to choose from leaves out the merged and discarded ones (as
+        // `status` does), while any other is left; named, they are found as always.
+        if let SpecChoice::NotSaid { candidates } = &mut choice {
+            let open: Vec<String> = candidates
+                .iter()
+                .filter(|n| !super::status::is_finished(&self.ws, n))
+                .cloned()
+                .collect();
+            if !open.is_empty() {
+                *candidates = open;
+            }
+        }
         let (title, candidates) = match &choice {
             SpecChoice::One(name) => return Ok(name.clone()),
             SpecChoice::SeveralMatch { query, candidates } => {

@@ -49,12 +49,12 @@ pub struct Candidate {
     /// The spec's task description (`requirements.json`'s, else `spec.md`'s): its first
     /// non-empty line, at most 200 characters.
     pub description: String,
-    /// The command that continues it, ready to paste: `runner resume --spec <spec>` when
-    /// resume has a state to continue (a checkpoint, journal or branch to rebuild it from),
-    /// else `runner run --spec <spec>` (not planned yet, or planned and never run).
+    /// The command that continues it, ready to paste (without a terminal too): `runner run
+    /// --spec <spec> --auto-continue`, the one continue command.
     pub continue_command: String,
-    /// How it is continued: `resume` (`runner resume`) or `run` (`runner run --spec`); what
-    /// `continue_command` runs.
+    /// How `runner new --run` (or `--choice N --run`) continues it: `resume` (as `runner
+    /// resume`, with its summary and `resumed_from`: there is a state to rebuild) or `run` (as
+    /// `runner run --spec`: not planned yet, or planned and never run).
     pub continue_with: ContinueWith,
 }
 
@@ -88,8 +88,8 @@ pub const DETECTION_BOUND: Duration = Duration::from_millis(200);
 const SHOWN_CHARS: usize = 200;
 
 /// The status words of specs that are never reported: finished, thrown out, unreadable. (A
-/// discarded spec, whose plan is all pending again, is told by `discarded`.)
-const NOT_CANDIDATES: &[&str] = &["complete", "merged", "refused", "invalid_plan"];
+/// discarded spec is told by `discarded` too: resume's reading, for records of older runners.)
+const NOT_CANDIDATES: &[&str] = &["complete", "merged", "discarded", "refused", "invalid_plan"];
 
 /// The status words of a spec a live run holds: not a candidate (nothing to continue), but
 /// reported as `identical` (a new spec would repeat the one being built).
@@ -404,14 +404,9 @@ fn candidate(
     if NOT_CANDIDATES.contains(&status.status.as_str()) || discarded(facts, &s.spec) {
         return None;
     }
-    let with = continue_with(ws, &s.spec, now);
-    let verb = match with {
-        ContinueWith::Resume => "resume",
-        ContinueWith::Run => "run",
-    };
     Some(Candidate {
-        continue_command: format!("runner {verb} --spec {}", crate::sh(&s.spec)),
-        continue_with: with,
+        continue_command: crate::policy::next_command::continue_command(&s.spec, None),
+        continue_with: continue_with(ws, &s.spec, now),
         status: status.status,
         score: similar::rounded(s.score),
         chunks: CandidateChunks {

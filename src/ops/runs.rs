@@ -181,6 +181,11 @@ pub struct RunsOptions {
     pub spec: Option<String>,
     /// Only the stale ones (killed: nobody runs them, their end never written).
     pub stale: bool,
+    /// The records of recovers, merges, discards and undos too (by default only the runs of
+    /// an agent: `runner run`, `resume`, `start_run`).
+    pub all: bool,
+    /// At most this many, the newest.
+    pub limit: Option<usize>,
 }
 
 /// `runner runs`: every run the records tell of, newest first.
@@ -194,18 +199,36 @@ pub fn runs(ctx: &super::Ctx, opts: RunsOptions) -> anyhow::Result<Vec<RunInfo>>
     if opts.stale {
         found.retain(|r| r.state == RunState::Stale);
     }
+    if !opts.all {
+        found.retain(|r| r.record.kind == runs::RunKind::Run);
+    }
+    if let Some(n) = opts.limit {
+        found.truncate(n);
+    }
     Ok(found)
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct ShowOptions {
-    /// A whole run id, or a prefix of 4 characters or more.
-    pub run: String,
+    /// A whole run id, or a prefix of 4 characters or more; none: the latest run of an agent
+    /// (the first `runner runs` lists).
+    pub run: Option<String>,
 }
 
-/// `runner show RUN`: one run in detail.
+/// `runner show [RUN]`: one run in detail.
 pub fn show(ctx: &super::Ctx, opts: ShowOptions) -> anyhow::Result<ShowReport> {
-    details(&ctx.ws, &opts.run, ctx.now())
+    let run = match opts.run {
+        Some(run) => run,
+        None => runs(ctx, RunsOptions::default())?
+            .into_iter()
+            .next()
+            .map(|r| r.record.run_id)
+            .ok_or_else(|| {
+                RunnerError::bad_input("No runs yet")
+                    .with_hint("`runner runs --all` lists recovers, merges, discards and undos too")
+            })?,
+    };
+    details(&ctx.ws, &run, ctx.now())
 }
 
 /// The runs of every spec (or of the spec `spec` names, resolved as `--spec` is everywhere),

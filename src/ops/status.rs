@@ -16,16 +16,24 @@ use crate::store::{LockState, lock};
 pub struct StatusReport {
     pub specs: Vec<SpecStatus>,
     pub slots: Vec<SlotStatus>,
+    /// How many merged or discarded specs were left out (`all` shows them).
+    pub hidden: usize,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SpecStatus {
     pub spec: String,
-    /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted, failed,
-    /// blocked, budget_exhausted (the last run stopped: the spec's budget is spent), complete,
-    /// merged, refused (its folder links outside the repository),
-    /// missing_work (the branch lost a completed chunk's commit), paused (a usage limit)
+    /// not_planned, planning, invalid_plan, planned, running, in_progress, interrupted (the
+    /// last run did not end: Ctrl-C, a closed terminal, kill -9, a crash), failed, blocked,
+    /// budget_exhausted (the last run stopped: the spec's budget is spent), complete, merged,
+    /// discarded (its build was thrown away, nothing ran since), refused (its folder links
+    /// outside the repository), missing_work (the branch lost a completed chunk's commit),
+    /// paused (a usage limit)
     pub status: String,
+    /// The command that continues the spec (`runner run --spec S --auto-continue`) when a run
+    /// would go on with it now or after its pause: not_planned, planned, in_progress,
+    /// interrupted, paused; else null.
+    pub continue_command: Option<String>,
     pub branch: Option<String>,
     pub worktree: Option<String>,
     pub chunks: Counts,
@@ -105,6 +113,8 @@ pub struct StatusOptions {
     /// Only this spec (never asked: several matches are an error listing each); none: the
     /// spec of the slot the command runs in (or the only one), else every spec.
     pub spec: Option<String>,
+    /// Merged and discarded specs too (left out of the list of every spec by default).
+    pub all: bool,
 }
 
 /// `runner status`.
@@ -116,7 +126,33 @@ pub fn status(ctx: &super::Ctx, opts: StatusOptions) -> anyhow::Result<StatusRep
             _ => None,
         },
     };
-    status_of(&ctx.ws, only.as_deref())
+    // Shown whatever its state: a spec named, or the one of the slot the command runs in (not
+    // merely the only spec there is).
+    let asked_for = match (&opts.spec, &only) {
+        (Some(_), _) => true,
+        (None, Some(_)) => crate::store::spec::slot_spec(&ctx.ws, &ctx.cwd).is_some(),
+        (None, None) => false,
+    };
+    let mut report = status_of(&ctx.ws, only.as_deref())?;
+    if !asked_for && !opts.all {
+        let before = report.specs.len();
+        report
+            .specs
+            .retain(|s| !crate::policy::last_run::is_finished(&s.status));
+        report.hidden = before - report.specs.len();
+    }
+    Ok(report)
+}
+
+/// Whether spec `name` is merged or discarded, read as `status` reads it (for a picker's list:
+/// a plan that cannot be read is not finished).
+pub fn is_finished(ws: &Workspace, name: &str) -> bool {
+    let Ok(paths) = ws.spec(name) else {
+        return false;
+    };
+    let merged = matches!(paths.plan.load(), Ok(Some(plan)) if plan.raw.contains_key("merged"));
+    merged
+        || crate::store::runs::last_run(&paths.dir) == crate::policy::last_run::LastRun::Discarded
 }
 
 /// The status of every spec (or only `only`), and of every slot.
@@ -138,7 +174,11 @@ pub fn status_of(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StatusRep
     let (specs, entries) = judge(ws, names, &slots, tips.as_ref(), &cache)?;
     let slots = slots.into_iter().map(slot_status).collect();
     cache.save(&ws.state_dir, entries, only.is_none());
-    Ok(StatusReport { specs, slots })
+    Ok(StatusReport {
+        specs,
+        slots,
+        hidden: 0,
+    })
 }
 
 /// The status lines of the specs `names`, exactly as `status` judges them (the one rule), for
@@ -225,6 +265,8 @@ struct Looked {
     shown: Option<Shown>,
     /// The planner's sessions (`store::ledger`).
     planner: crate::policy::budget::Spent,
+    /// Where the spec's newest run records leave it (interrupted, discarded).
+    last_run: crate::policy::last_run::LastRun,
     entry: Option<Entry>,
 }
 
@@ -296,6 +338,7 @@ fn look(paths: &SpecPaths, cache: &StatusCache) -> std::io::Result<Looked> {
         running,
         shown: found.digest.map(Shown::of_digest),
         planner: crate::store::ledger::planner(&paths.dir),
+        last_run: crate::store::runs::last_run(&paths.dir),
         entry: found.entry,
     })
 }
@@ -311,6 +354,7 @@ fn unreadable_lock(paths: &SpecPaths, e: std::io::Error) -> RunnerError {
 fn refused(name: String, e: RunnerError) -> SpecStatus {
     SpecStatus {
         status: "refused".into(),
+        continue_command: None,
         branch: None,
         worktree: None,
         chunks: Counts::default(),
@@ -365,6 +409,7 @@ fn spec_status(
         .and_then(|p| crate::engine::integrity::missing_work(&ws.main, &name, p))
         .map(|b| b.describe(&branch));
     let mut state = spec_state(shown.as_ref(), error.is_some(), running.is_some());
+    state = crate::policy::last_run::status_word(state, looked.last_run);
     if problem.is_some() && running.is_none() {
         state = "missing_work";
     }
@@ -386,7 +431,13 @@ fn spec_status(
         ..
     } = shown.unwrap_or_else(Shown::none);
     ledger.add(&looked.planner);
+    let continuable = matches!(
+        state,
+        "not_planned" | "planned" | "in_progress" | "interrupted" | "paused"
+    );
     SpecStatus {
+        continue_command: continuable
+            .then(|| crate::policy::next_command::continue_command(&name, None)),
         spent: SpentStatus {
             usd: ledger.usd,
             tokens: ledger.tokens,

@@ -61,7 +61,10 @@ fn made_meanwhile(ws: &Workspace, seen: &Seen) -> Result<(), RunnerError> {
             return Err(RunnerError::Busy(format!(
                 "spec {shown} with this description was just created by another `runner new`; nothing was created"
             ))
-            .with_hint(format!("continue it: runner run --spec {}", crate::sh(&name)))
+            .with_hint(format!(
+                "continue it: {}",
+                crate::policy::next_command::continue_command(&name, None)
+            ))
             .with_hint("pass --new-spec to start another spec anyway"));
         }
     }

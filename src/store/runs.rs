@@ -53,7 +53,8 @@ pub struct RunRecord {
     pub ended: Option<DateTime<Utc>>,
     /// How it ended, in the words `runner run` uses for a spec's outcome (`complete`,
     /// `failed`, `interrupted`, `usage_limited`, `budget_exhausted`, `planned`, `merged`,
-    /// `discarded`, `undone`, `recovered`, `error`, …); `None` while it runs or if it was killed.
+    /// `discarded`, `undone`, `recovered`, `error`, `cancelled`, `cut_off`, …); `None` while it
+    /// runs or if it was killed.
     #[serde(default)]
     pub outcome: Option<String>,
     pub host: String,
@@ -183,6 +184,42 @@ pub fn stat_records(
             Some((identity.modified()?, regular.then_some(identity)))
         })
         .collect()
+}
+
+/// Where the spec's newest run records leave it (`policy::last_run`): its records read newest
+/// first by when each was last written (a run rewrites its record at every heartbeat and at its
+/// end), one at a time until one decides (usually the first). A record that cannot be read is
+/// passed over: the records are advisory.
+pub fn last_run(spec_dir: &Path) -> crate::policy::last_run::LastRun {
+    use crate::policy::last_run::{Record, Work};
+    let ids = list(spec_dir);
+    if ids.is_empty() {
+        return crate::policy::last_run::LastRun::Unknown;
+    }
+    let times = stat_records(spec_dir, &ids);
+    let mut by_time: Vec<(std::time::SystemTime, &String)> = ids
+        .iter()
+        .zip(times)
+        .filter_map(|(id, t)| Some((t?.0, id)))
+        .collect();
+    by_time.sort_by(|a, b| b.cmp(a));
+    // A record that names another spec is not this spec's (a copy, a forgery).
+    let spec = spec_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let records = by_time
+        .into_iter()
+        .filter_map(|(_, id)| match read(spec_dir, id) {
+            Found::Record(r) if r.spec == spec => Some(Record {
+                work: match r.kind {
+                    RunKind::Run => Work::Agent,
+                    RunKind::Recover => Work::Recover,
+                    RunKind::Merge | RunKind::Discard | RunKind::Undo => Work::Lifecycle,
+                },
+                ended: r.ended.is_some(),
+                outcome: r.outcome,
+            }),
+            Found::Record(_) | Found::Nothing | Found::Unusable(_) => None,
+        });
+    crate::policy::last_run::last_run(records)
 }
 
 /// The record of `run_id` in `spec_dir`.

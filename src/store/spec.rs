@@ -113,7 +113,7 @@ pub fn choose_with(
 }
 
 /// How to make a first spec (the advice of every "no specs yet" error).
-pub const NEW_SPEC_HINT: &str = "create .auto-claude/specs/001-my-feature/spec.md describing the feature, then run `runner run --spec 001`";
+pub const NEW_SPEC_HINT: &str = "start one with `runner new \"what to build\"` (or write .auto-claude/specs/001-my-feature/spec.md), then run the command it prints";
 
 /// `choose` for a caller that cannot ask: one spec, or an error (exit 2) that lists the
 /// candidates, each with `command(name)`, the command to type for it.

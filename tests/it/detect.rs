@@ -84,7 +84,7 @@ fn names(d: &Detection) -> Vec<&str> {
 
 /// `runner status --json`'s line for `spec`.
 fn status_of(repo: &TestRepo, spec: &str) -> Value {
-    let out = repo.runner(&["status", "--json"]);
+    let out = repo.runner(&["status", "--all", "--json"]);
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     v["specs"]
@@ -412,10 +412,20 @@ fn each_candidates_command_continues_it() {
             .clone()
     };
     let (fresh, planned, killed) = (by("001-not-planned"), by("002-planned"), by("003-killed"));
-    assert_eq!(fresh.continue_command, "runner run --spec 001-not-planned");
+    // The one continue command for each; how `--run` continues it is `continue_with`.
+    assert_eq!(
+        fresh.continue_command,
+        "runner run --spec 001-not-planned --auto-continue"
+    );
     // Planned but never run: resume would have nothing to rebuild from.
-    assert_eq!(planned.continue_command, "runner run --spec 002-planned");
-    assert_eq!(killed.continue_command, "runner resume --spec 003-killed");
+    assert_eq!(
+        planned.continue_command,
+        "runner run --spec 002-planned --auto-continue"
+    );
+    assert_eq!(
+        killed.continue_command,
+        "runner run --spec 003-killed --auto-continue"
+    );
     assert_eq!(killed.status, "interrupted");
     assert_eq!(
         [
@@ -446,8 +456,8 @@ fn a_discarded_spec_is_not_a_candidate_until_it_runs_again() {
         &repo.runner(&["discard", "--spec", "001-login", "--yes"]),
         0,
     );
-    // Its plan is all pending again: `status` says planned, but its work was thrown away.
-    assert_eq!(status_of(&repo, "001-login")["status"], "planned");
+    // Its plan is all pending again, and its work was thrown away: `status` says discarded.
+    assert_eq!(status_of(&repo, "001-login")["status"], "discarded");
     let d = detect_in(&repo, LOGIN);
     assert!(d.candidates.is_empty() && d.identical.is_none(), "{d:#?}");
     // Run again (and killed): a candidate again.

@@ -142,7 +142,11 @@ fn a_clean_merge_makes_a_merge_commit_then_cleans_up() {
         main_before
     );
     assert_eq!(repo.plan(SPEC)["merged"]["into"], "main");
+    // A merged spec is left out of the list unless --all (or named).
     let st: Value = serde_json::from_str(&stdout(&repo.runner(&["status", "--json"]))).unwrap();
+    assert_eq!(st["hidden"], 1, "{st}");
+    let st: Value =
+        serde_json::from_str(&stdout(&repo.runner(&["status", "--all", "--json"]))).unwrap();
     assert_eq!(st["specs"][0]["status"], "merged");
     assert!(repo.events(SPEC).iter().any(|e| e["event"] == "merged"));
     // Merging again: nothing to do.
@@ -428,13 +432,14 @@ fn existing_work_without_a_terminal_exits_2_at_once_naming_each_choice() {
         let err = stderr(&out);
         for choice in [
             "3/3 chunks done, 3 commits ahead of main",
-            "runner run --spec 001-feature --auto-continue",
             "runner review --spec 001-feature",
             "runner merge --spec 001-feature --yes",
             "runner discard --spec 001-feature --yes",
         ] {
             assert!(err.contains(choice), "{choice:?} missing in:\n{err}");
         }
+        // Every chunk is done: nothing to continue.
+        assert!(!err.contains("--auto-continue"), "{err}");
     }
     assert_eq!(snapshot(&repo), before);
 }

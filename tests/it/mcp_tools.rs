@@ -309,13 +309,15 @@ fn wait_for_end(repo: &TestRepo, spec: &str) {
     loop {
         let out = repo.runner(&["status", "--json"]);
         let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        let status = v["specs"]
+        // Complete, and no longer held: `status` says complete as soon as the plan is, while
+        // the run may still hold the spec for an instant (its record then reads active).
+        let ended = v["specs"]
             .as_array()
             .unwrap()
             .iter()
             .find(|s| s["spec"] == spec)
-            .map(|s| s["status"].clone());
-        if status == Some(json!("complete")) {
+            .is_some_and(|s| s["status"] == "complete" && s["running"].is_null());
+        if ended {
             return;
         }
         assert!(

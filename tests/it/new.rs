@@ -75,8 +75,10 @@ fn new_creates_a_numbered_spec_with_spec_md_and_requirements_json() {
     assert_eq!(v["candidates"], serde_json::json!([]));
     assert_eq!(
         v["next_command"],
-        "runner run --spec 001-add-a-login-page-jwt"
+        "runner run --spec 001-add-a-login-page-jwt --auto-continue"
     );
+    // No agent given, configured or remembered: the printed command needs one.
+    assert_eq!(v["needs_agent"], true);
     let spec = "001-add-a-login-page-jwt";
     assert_eq!(
         repo.read(&format!(".auto-claude/specs/{spec}/spec.md")),
@@ -108,14 +110,16 @@ fn new_creates_a_numbered_spec_with_spec_md_and_requirements_json() {
     // runner's folders are kept out of git, as a run would.
     assert!(repo.git(&["status", "--porcelain"]).is_empty());
 
-    // Text: what was made, and the next command.
+    // Text: what was made, and the next command (with an agent configured, it needs no flag).
+    repo.write_config("[agent]\ncommand = \"my-agent\"\n");
     let out = new(&repo, &["Fix the logout bug", "-N"]);
     assert_exit(&out, 0);
     assert_eq!(
         stdout(&out),
         "Created spec 002-fix-the-logout-bug in .auto-claude/specs/002-fix-the-logout-bug\n\
-         Next: runner run --spec 002-fix-the-logout-bug\n"
+         Next: runner run --spec 002-fix-the-logout-bug --auto-continue\n"
     );
+    std::fs::remove_file(repo.path(".auto-claude/config.toml")).unwrap();
     assert_eq!(
         spec_folders(&repo),
         [spec, "002-fix-the-logout-bug"],
@@ -428,8 +432,9 @@ fn the_same_description_again_reports_the_spec_and_creates_nothing() {
         assert_eq!(
             stdout(&out),
             format!(
-                "Identical spec found — resuming {SPEC} (pass --new-spec to start fresh)\n\
-                 Continue it with: runner run --spec {SPEC}\n"
+                "Identical spec found: {SPEC}; nothing was started (pass --new-spec to start fresh)\n\
+                 Continue it with: runner run --spec {SPEC} --auto-continue\n  \
+                 (no agent is configured: add --agent-command \"CMD\" or --agent NAME to it, or set [agent] in .auto-claude/config.toml)\n"
             )
         );
         let v = json(&new(&repo, &[again, "--json"]));
@@ -438,7 +443,7 @@ fn the_same_description_again_reports_the_spec_and_creates_nothing() {
         assert_eq!(v["identical"]["spec"], SPEC);
         assert_eq!(
             v["next_command"],
-            format!("runner run --spec {SPEC}").as_str()
+            format!("runner run --spec {SPEC} --auto-continue").as_str()
         );
     }
     assert_eq!(spec_folders(&repo), [SPEC]);
@@ -466,7 +471,7 @@ fn run_on_an_identical_interrupted_spec_resumes_it_to_completion() {
     let text = stdout(&out);
     assert!(
         text.starts_with(&format!(
-            "Identical spec found — resuming {SPEC} (pass --new-spec to start fresh)\n"
+            "Identical spec found: continuing {SPEC} (pass --new-spec to start fresh)\n"
         )),
         "{text}"
     );
@@ -542,7 +547,7 @@ fn without_a_terminal_candidates_are_listed_with_each_command_and_exit_2() {
     assert!(c["score"].as_f64().unwrap() >= 0.35, "{c}");
     assert_eq!(
         c["continue_command"],
-        format!("runner resume --spec {SPEC}").as_str()
+        format!("runner run --spec {SPEC} --auto-continue").as_str()
     );
     assert_eq!(v["error"]["code"], 2);
     assert_eq!(
@@ -557,7 +562,9 @@ fn without_a_terminal_candidates_are_listed_with_each_command_and_exit_2() {
     assert_exit(&out, 0);
     assert_eq!(
         stdout(&out),
-        format!("Resuming {SPEC}\nContinue it with: runner resume --spec {SPEC}\n")
+        format!(
+            "Chose {SPEC}; nothing was started\nContinue it with: runner run --spec {SPEC} --auto-continue\n"
+        )
     );
     let out = new(&repo, &["JWT login page", "--choice", "2"]);
     assert_exit(&out, 2);
@@ -598,15 +605,17 @@ fn on_a_terminal_one_match_is_shown_and_asked_about() {
     s.expect("$0.00").unwrap();
     s.expect("last activity  just now").unwrap();
     s.expect(DESC).unwrap();
-    s.expect("Resume it? [Y/n]").unwrap();
+    s.expect("Continue it? [Y/n]").unwrap();
     s.send("\r").unwrap();
-    s.expect(format!("Continue it with: runner resume --spec {SPEC}").as_str())
+    s.expect(format!("Chose {SPEC}; nothing was started").as_str())
+        .unwrap();
+    s.expect(format!("Continue it with: runner run --spec {SPEC} --auto-continue").as_str())
         .unwrap();
     s.expect(expectrl::Eof).unwrap();
     assert_eq!(spec_folders(&repo), [SPEC]);
     // Answered n: a new spec.
     let mut s = on_a_terminal(&repo, &["JWT login page"]);
-    s.expect("Resume it? [Y/n]").unwrap();
+    s.expect("Continue it? [Y/n]").unwrap();
     s.send("n\r").unwrap();
     s.expect("Created spec 002-jwt-login-page").unwrap();
     s.expect(expectrl::Eof).unwrap();
@@ -623,7 +632,7 @@ fn on_a_terminal_several_matches_are_a_numbered_list() {
     s.expect("1. ").unwrap();
     s.expect("[").unwrap();
     s.expect("2. ").unwrap();
-    s.expect("Resume which? [1/2/n — start fresh]").unwrap();
+    s.expect("Continue which? [1/2/n — start fresh]").unwrap();
     // Not a choice: asked again; then the second.
     s.send("7\r").unwrap();
     let shown = s.expect("choices in brackets");
@@ -631,13 +640,13 @@ fn on_a_terminal_several_matches_are_a_numbered_list() {
     // Rub the 7 out, then the second.
     s.send("\x7f").unwrap();
     s.send("2\r").unwrap();
-    s.expect("Resuming ").unwrap();
-    s.expect("Continue it with: runner ").unwrap();
+    s.expect("Chose ").unwrap();
+    s.expect("Continue it with: runner run --spec ").unwrap();
     s.expect(expectrl::Eof).unwrap();
     assert_eq!(spec_folders(&repo), [SPEC, "002-jwt-login-page-form"]);
     // n: start fresh.
     let mut s = on_a_terminal(&repo, &["login page with jwt tokens"]);
-    s.expect("Resume which?").unwrap();
+    s.expect("Continue which?").unwrap();
     s.send("n\r").unwrap();
     s.expect("Created spec 003-login-page-with-jwt-tokens")
         .unwrap();
@@ -659,7 +668,7 @@ fn on_a_terminal_yes_with_run_resumes_it() {
         .env("FAKE_AGENT_PLAN", fixture("plans/two-phases.json"));
     let mut s = expectrl::session::OsSession::spawn(cmd).unwrap();
     s.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
-    s.expect("Resume it? [Y/n]").unwrap();
+    s.expect("Continue it? [Y/n]").unwrap();
     s.send("y\r").unwrap();
     s.expect(format!("{SPEC}: complete").as_str()).unwrap();
     s.expect(expectrl::Eof).unwrap();
@@ -790,7 +799,11 @@ fn a_failed_run_still_reports_the_spec_created_or_continued_in_json() {
     assert_eq!(v["resumed"], Value::Null);
     assert_eq!(
         v["next_command"],
-        format!("runner run --spec {SPEC}").as_str()
+        format!(
+            "runner run --spec {SPEC} --auto-continue --agent-command {}",
+            shell_words::quote(&agent)
+        )
+        .as_str()
     );
     assert_eq!(v["error"]["code"], 3);
     assert_eq!(v["error"]["kind"], "needs_human");
@@ -901,7 +914,7 @@ fn choice_wins_over_an_identical_spec() {
     let out = new(&repo, &[DESC, "--choice", "2"]);
     assert_exit(&out, 0);
     assert!(
-        stdout(&out).starts_with(&format!("Resuming {other}\n")),
+        stdout(&out).starts_with(&format!("Chose {other}; nothing was started\n")),
         "{}",
         stdout(&out)
     );

@@ -77,7 +77,8 @@ fn write_json(path: &Path, value: &Value) {
 }
 
 pub fn spec_status(repo: &TestRepo, spec: &str) -> Value {
-    let out = repo.runner(&["status", "--json"]);
+    // --all: a merged or discarded spec too.
+    let out = repo.runner(&["status", "--all", "--json"]);
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     v["specs"]

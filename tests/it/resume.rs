@@ -265,7 +265,7 @@ fn on_a_terminal_several_matches_are_a_numbered_list_to_choose_from() {
     // Down to the second, Enter.
     s.send("\x1b[B").unwrap();
     s.send("\r").unwrap();
-    s.expect("Resuming").unwrap();
+    s.expect("Where it stood:").unwrap();
     s.expect("spec 001-add-login").unwrap();
     s.expect(expectrl::Eof).unwrap();
 }
@@ -353,7 +353,7 @@ fn the_summary_has_the_issues_shape_in_json_and_the_same_content_in_text() {
     let steps = s["next_steps"].as_array().unwrap();
     let commands: Vec<&str> = steps.iter().filter_map(|s| s["command"].as_str()).collect();
     assert!(
-        commands.contains(&format!("runner resume {id}").as_str()),
+        commands.contains(&"runner run --spec 001-add-login --auto-continue"),
         "{commands:?}"
     );
     assert!(commands.contains(&"runner chunk show core-b --spec 001-add-login"));
@@ -367,13 +367,13 @@ fn the_summary_has_the_issues_shape_in_json_and_the_same_content_in_text() {
     assert_exit(&out, 0);
     let text = stdout(&out);
     for part in [
-        format!("Resuming {id}  spec 001-add-login"),
+        format!("Where it stood: {id}  spec 001-add-login (--no-run: nothing was started)"),
         format!("confidence {}/100", v["confidence_score"]),
         "current chunk core-b (in_progress, 1 attempt): Build part B".into(),
         "progress 1/3 chunks".into(),
         "2 commits ahead of main".into(),
         "committed core-a".into(),
-        format!("runner resume {id}"),
+        "runner run --spec 001-add-login --auto-continue".into(),
     ] {
         assert!(text.contains(&part), "{part:?} in {text}");
     }
@@ -452,7 +452,10 @@ fn handoff_writes_markdown_and_never_overwrites_one() {
             text.starts_with("# Resume handoff: 001-add-login"),
             "{text}"
         );
-        assert!(text.contains(&format!("runner resume {id}")), "{text}");
+        assert!(
+            text.contains("runner run --spec 001-add-login --auto-continue"),
+            "{text}"
+        );
         assert!(text.contains("core-b"), "{text}");
     }
     // Written in the same minute: the second has a suffix (or the minute turned).
@@ -612,7 +615,10 @@ fn a_handoff_written_before_a_refused_run_says_that_the_run_was_refused() {
         text.starts_with("# Resume handoff: 001-add-login"),
         "{text}"
     );
-    assert!(text.contains(&format!("runner resume {id}")), "{text}");
+    assert!(
+        text.contains("runner run --spec 001-add-login --auto-continue"),
+        "{text}"
+    );
     // The document does not leave the reader to believe the run went on.
     let tail = text.rsplit("## The run").next().unwrap();
     assert!(text.contains("## The run"), "{text}");

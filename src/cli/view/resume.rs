@@ -3,19 +3,23 @@
 use super::super::style::Style;
 use runner::ops::resume::ResumeSummary;
 
-/// The summary for a person.
-pub fn render(s: &ResumeSummary, style: Style) -> String {
+/// The summary for a person; `continuing`: a run continues it next (else nothing is started,
+/// and the first line says so).
+pub fn render(s: &ResumeSummary, continuing: bool, style: Style) -> String {
     use std::fmt::Write as _;
     let t = |s: &str| runner::text::for_terminal(s).into_owned();
     let sum = &s.summary;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} {}  spec {}",
-        style.bold("Resuming"),
-        s.run_id.as_deref().unwrap_or("(no run record)"),
-        t(&s.spec)
-    );
+    let run = s.run_id.as_deref().unwrap_or("(no run record)");
+    let _ = match continuing {
+        true => writeln!(out, "{} {run}  spec {}", style.bold("Resuming"), t(&s.spec)),
+        false => writeln!(
+            out,
+            "{} {run}  spec {} (--no-run: nothing was started)",
+            style.bold("Where it stood:"),
+            t(&s.spec)
+        ),
+    };
     let confidence = format!("{}/100", s.confidence_score);
     let confidence = if s.confidence_score < runner::ops::resume::summary::LOW_CONFIDENCE {
         style.warn(&confidence)

@@ -291,8 +291,8 @@ fn refuse_unsafe_places(
                 crate::text::capped_list(&dirty),
             ))
             .with_hint(format!(
-                "finish the chunk (`runner run --spec {}`) or commit them there, then merge",
-                crate::sh(&paths.name)
+                "finish the chunk (`{}`) or commit them there, then merge",
+                crate::policy::next_command::continue_command(&paths.name, None)
             ))
             .into());
         }

@@ -79,6 +79,12 @@ pub struct ExistingWork {
 }
 
 impl ExistingWork {
+    /// Every chunk is done: there is nothing to continue, only to review and merge (or
+    /// discard).
+    pub fn complete(&self) -> bool {
+        self.total > 0 && self.completed == self.total
+    }
+
     pub fn summary(&self, spec: &str, base: &str) -> String {
         format!(
             "{spec}: {}/{} {} done, {} ahead of {base}, {}, last activity {}",
@@ -100,8 +106,8 @@ pub struct WorkQuestion<'a> {
     pub paths: &'a SpecPaths,
     pub base: &'a str,
     pub work: &'a ExistingWork,
-    /// The run's `--agent-command`, for the commands the refusal prints.
-    pub agent_flag: Option<&'a str>,
+    /// The run's agent flag, for the commands the refusal prints.
+    pub agent_flag: Option<&'a crate::policy::next_command::AgentFlag>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,21 +126,24 @@ impl WorkQuestion<'_> {
     pub fn refusal(&self) -> anyhow::Error {
         let spec = &self.paths.name;
         let q = crate::sh(spec);
-        let again = |auto| crate::engine::run::run_again_command(spec, self.agent_flag, auto);
-        RunnerError::bad_input(format!(
+        let again = |auto| crate::policy::next_command::run_command(spec, self.agent_flag, auto);
+        let mut e = RunnerError::bad_input(format!(
             "{}.\nWithout a terminal runner will not guess what to do with it",
             self.summary(),
-        ))
-        .with_hint(format!("continue:                {}", again(true)))
-        .with_hint(format!("review:                  runner review --spec {q}"))
-        .with_hint(format!(
-            "merge:                   runner merge --spec {q} --yes"
-        ))
-        .with_hint(format!(
-            "discard and start fresh: runner discard --spec {q} --yes && {}",
-            again(false)
-        ))
-        .into()
+        ));
+        // A complete spec has nothing to continue: review and merge are its way on.
+        if !self.work.complete() {
+            e = e.with_hint(format!("continue:                {}", again(true)));
+        }
+        e.with_hint(format!("review:                  runner review --spec {q}"))
+            .with_hint(format!(
+                "merge:                   runner merge --spec {q} --yes"
+            ))
+            .with_hint(format!(
+                "discard and start fresh: runner discard --spec {q} --yes && {}",
+                again(false)
+            ))
+            .into()
     }
 }
 

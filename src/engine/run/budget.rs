@@ -88,7 +88,10 @@ impl Run {
             raise.push(format!(
                 "raise [budget] max_usd in {} or run `{} --max-usd N` with N above ${}",
                 crate::config::CONFIG_FILE,
-                run_again_command(&self.paths.name, self.agent_flag.as_deref(), true),
+                crate::policy::next_command::continue_command(
+                    &self.paths.name,
+                    self.agent_flag.as_ref()
+                ),
                 budget::dollars(total.usd)
             ));
         }

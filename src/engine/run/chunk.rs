@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::agent::output::SessionFacts;
+use crate::policy::attempt_count::Counted;
 use crate::policy::pause::LimitedAttempt;
 use crate::policy::transition::{ChunkEvent, StatusChange, apply};
 use crate::store::event::{self as ev, Event};
@@ -206,12 +207,14 @@ impl Run {
         let done = plan.count(Status::Completed);
         let id = taken.chunk.id.clone();
         self.reporter.progress(done, plan.total(), &id);
+        // Numbered as `run.max_attempts` counts: the failed ones, and this one next.
+        let counted = Counted::of(taken.chunk.attempts().iter().map(|a| a.outcome.as_deref()));
         self.reporter.line(format!(
-            "[{}/{}] {id}: {} (attempt {})",
+            "[{}/{}] {id}: {} ({})",
             done + 1,
             plan.total(),
             taken.chunk.description(),
-            taken.attempt
+            counted.starting(self.config.run.max_attempts)
         ));
         let prompt = match self.first_prompt(&taken, prompt_override) {
             Ok(prompt) => prompt,
@@ -494,14 +497,10 @@ impl Run {
             .sessions_dir
             .join(&taken.session_id)
             .join("output.log");
-        let (failed_count, decision, change, facts) = self.paths.plan.update(|plan| {
+        let (counted, decision, change, facts) = self.paths.plan.update(|plan| {
             let chunk = end_last_attempt(plan, id, "failed", &kept, agent_report)?;
-            let failed = chunk
-                .attempts()
-                .iter()
-                .filter(|a| a.outcome.as_deref() == Some("failed"))
-                .count() as u32;
-            let decision = policy::after_failure(failed, max);
+            let counted = Counted::of(chunk.attempts().iter().map(|a| a.outcome.as_deref()));
+            let decision = policy::after_failure(counted.failed, max);
             let attempt = taken.attempt;
             let change = match decision {
                 AfterFailure::Retry => apply(chunk, &ChunkEvent::AttemptFailed { attempt })?,
@@ -511,8 +510,9 @@ impl Run {
                     change
                 }
             };
-            Ok((failed, decision, change, self.keeper.facts.of(plan)))
+            Ok((counted, decision, change, self.keeper.facts.of(plan)))
         })?;
+        let failed_count = counted.failed;
         crate::failpoint::hit("after_fail");
         self.journal
             .write(&Event::AttemptFailed(ev::AttemptFailed {
@@ -536,10 +536,8 @@ impl Run {
             (AfterFailure::Retry, Some(block)) => format!("\n{block}"),
             _ => String::new(),
         };
-        self.reporter.line(format!(
-            "  ✗ {id} attempt {} failed: {reason}{here}",
-            taken.attempt
-        ));
+        self.reporter
+            .line(format!("  ✗ {id} {}: {reason}{here}", counted.failed(max)));
         match decision {
             AfterFailure::Retry => Ok(()),
             AfterFailure::GiveUp => Err(RunnerError::NeedsHuman(format!(
@@ -550,7 +548,7 @@ impl Run {
             ))
             .with_hint(format!(
                 "to retry it: {}",
-                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_ref())
             ))
             .into()),
         }

@@ -162,7 +162,7 @@ impl Run {
         let what_to_do = if plan.count(Status::Failed) > 0 {
             format!(
                 "for failed chunks: {}",
-                retry_failed_hint(&self.paths.name, self.agent_flag.as_deref())
+                retry_failed_hint(&self.paths.name, self.agent_flag.as_ref())
             )
         } else {
             format!(
@@ -259,7 +259,10 @@ impl Run {
         ))
         .with_hint(format!(
             "run `{}` again to go on",
-            run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
+            crate::policy::next_command::continue_command(
+                &self.paths.name,
+                self.agent_flag.as_ref()
+            )
         ))
     }
 

@@ -90,6 +90,11 @@ fn interrupted_state(
     if !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)) {
         return None;
     }
+    // Its build was thrown away (`runner discard`) and nothing ran since: the person chose
+    // not to go on with it; a run names it to start it again.
+    if crate::store::runs::last_run(&paths.dir) == crate::policy::last_run::LastRun::Discarded {
+        return None;
+    }
     // (A pause file that is not usable is the run's to report and clear.)
     let pause = match crate::store::pause::read(&ws.state_dir, name, now) {
         crate::store::pause::Found::Paused(p) => Some(p.until),

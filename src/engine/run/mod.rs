@@ -74,6 +74,16 @@ pub struct RunOptions {
     pub run_id: Option<String>,
 }
 
+impl RunOptions {
+    /// The agent flag this run was given, as the commands it prints must repeat it.
+    pub fn agent_flag(&self) -> Option<crate::policy::next_command::AgentFlag> {
+        crate::policy::next_command::AgentFlag::of(
+            self.agent_command.as_deref(),
+            self.agent.as_deref(),
+        )
+    }
+}
+
 /// What a finished run reports (`--json`; read back by `run --jobs` from each spec's run).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
@@ -93,8 +103,9 @@ struct Run {
     paths: SpecPaths,
     config: Config,
     agent: crate::agent::AgentSetup,
-    /// `--agent-command` as given: printed commands that run the spec again need it.
-    agent_flag: Option<String>,
+    /// `--agent-command` or `--agent` as given: printed commands that run the spec again
+    /// need it.
+    agent_flag: Option<crate::policy::next_command::AgentFlag>,
     run_id: String,
     journal: Journal,
     worktree: PathBuf,
@@ -140,7 +151,7 @@ fn empty_plan() -> Plan {
     Plan::default()
 }
 
-static RESUME_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+static RESUME_COMMAND: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// The chunk runner is about to work on, as the prompt and the loop need it.
 struct Taken {

@@ -78,8 +78,9 @@ impl Run {
             Ok(apply(chunk, &ChunkEvent::UsageLimited { attempt })?)
         })?;
         self.journal.status(id, change)?;
-        self.reporter
-            .line(format!("  ⏸ {id} attempt {attempt} stopped: {reason}"));
+        self.reporter.line(format!(
+            "  ⏸ {id} stopped (not counted toward run.max_attempts): {reason}"
+        ));
         Ok(())
     }
 
@@ -165,7 +166,10 @@ impl Run {
             .with_hint(format!(
                 "after {}: {}",
                 crate::clock::local_time(pause.until, now),
-                run_again_command(&self.paths.name, self.agent_flag.as_deref(), true)
+                crate::policy::next_command::continue_command(
+                    &self.paths.name,
+                    self.agent_flag.as_ref()
+                )
             ))
             .into()
     }

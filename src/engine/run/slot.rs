@@ -14,7 +14,7 @@ pub(super) async fn prepare_slot(
     base_tip: crate::git::Oid,
     journal: &Journal,
     reporter: &Reporter,
-    agent_flag: Option<&str>,
+    agent_flag: Option<&crate::policy::next_command::AgentFlag>,
 ) -> anyhow::Result<()> {
     let main = &ws.main;
     let branch = branch_for(spec);
@@ -161,8 +161,8 @@ struct Switch<'a> {
     branch: &'a str,
     journal: &'a Journal,
     reporter: &'a Reporter,
-    /// The run's `--agent-command`, for the commands its refusals print.
-    agent_flag: Option<&'a str>,
+    /// The run's agent flag, for the commands its refusals print.
+    agent_flag: Option<&'a crate::policy::next_command::AgentFlag>,
 }
 
 impl Switch<'_> {
@@ -170,7 +170,7 @@ impl Switch<'_> {
     fn elsewhere(&self) -> String {
         format!(
             "{} --slot NAME",
-            crate::engine::run::run_again_command(self.spec, self.agent_flag, false)
+            crate::policy::next_command::continue_command(self.spec, self.agent_flag)
         )
     }
 }

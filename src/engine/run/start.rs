@@ -147,7 +147,7 @@ fn resolve<'a>(ws: &'a Workspace, cwd: &Path, opts: &RunOptions) -> anyhow::Resu
     }
     // The front end asked already where it could; here an open choice is an error (exit 2).
     let spec_name = crate::store::spec::choose_or_explain(ws, cwd, opts.spec.as_deref(), &|n| {
-        run_again_command(n, opts.agent_command.as_deref(), false)
+        crate::policy::next_command::continue_command(n, opts.agent_flag().as_ref())
     })?;
     let paths = ws.spec(&spec_name)?;
     // Every session is given the feature.
@@ -165,10 +165,9 @@ fn resolve<'a>(ws: &'a Workspace, cwd: &Path, opts: &RunOptions) -> anyhow::Resu
         }
     };
     // What `main` prints if this run is interrupted: the exact command that resumes it.
-    let _ = RESUME_COMMAND.set(run_again_command(
+    hints::set_resume_command(crate::policy::next_command::continue_command(
         &spec_name,
-        opts.agent_command.as_deref(),
-        true,
+        opts.agent_flag().as_ref(),
     ));
     let chosen = policy::agent_choice::choose_agent(flag, config_agent.clone(), remembered)
         .ok_or_else(crate::agent::preset::no_agent)?;
@@ -438,7 +437,7 @@ impl Prepared<'_> {
             self.base_tip,
             &self.journal,
             &self.reporter,
-            self.opts.agent_command.as_deref(),
+            self.opts.agent_flag().as_ref(),
         )
         .await
         {
@@ -489,7 +488,7 @@ impl Prepared<'_> {
             paths: self.paths,
             config: self.config,
             agent: self.agent,
-            agent_flag: self.opts.agent_command.clone(),
+            agent_flag: self.opts.agent_flag(),
             run_id,
             journal: self.journal,
             base: self.base,

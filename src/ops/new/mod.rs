@@ -45,8 +45,12 @@ pub struct NewReport {
     pub identical: Option<Candidate>,
     /// Detection ran past its bound and was given up (as if nothing matched).
     pub timed_out: bool,
-    /// The command that continues the chosen spec, or runs the one created.
+    /// The command that continues the chosen spec, or runs the one created: the one continue
+    /// command, with the agent flag given to `new`.
     pub next_command: Option<String>,
+    /// No agent is given, configured or remembered for the spec: `next_command` needs one
+    /// (`--agent-command`, `--agent`, or `[agent]` in the config).
+    pub needs_agent: bool,
     /// With `run`: the run's report.
     pub run: Option<RunReport>,
     /// Why it stopped, when it did: a choice is needed, the same spec is being run, or the
@@ -74,8 +78,9 @@ pub trait NewAsker: ResumeAsker {
     /// The spec was created.
     fn show_created(&self, _spec: &str) {}
 
-    /// The unfinished spec `spec` is the one to go on with (`identical`: same description).
-    fn show_continuing(&self, _spec: &str, _identical: bool) {}
+    /// The unfinished spec `spec` is the one to go on with (`identical`: same description;
+    /// `now`: a run continues it at once, else nothing is started).
+    fn show_continuing(&self, _spec: &str, _identical: bool, _now: bool) {}
 }
 
 impl NewAsker for Nobody {}
@@ -151,9 +156,13 @@ pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn NewAsker) -> anyhow::Result
     let run = opts.run;
     let result = match decision {
         Decision::Continue { spec, identical } => {
-            person.show_continuing(&spec.spec, identical);
+            person.show_continuing(&spec.spec, identical, run);
             report.resumed = Some(spec.spec.clone());
-            report.next_command = Some(spec.continue_command.clone());
+            report.next_command = Some(crate::policy::next_command::continue_command(
+                &spec.spec,
+                go.agent_flag().as_ref(),
+            ));
+            report.needs_agent = needs_agent(ws, &spec.spec, &go);
             run.then(|| continue_spec(ctx, &spec, go, person))
         }
         Decision::Create => {
@@ -165,7 +174,11 @@ pub fn new(ctx: &Ctx, opts: NewOptions, person: &dyn NewAsker) -> anyhow::Result
             };
             let created = create(ws, &request, now)?;
             person.show_created(&created.spec);
-            report.next_command = Some(format!("runner run --spec {}", crate::sh(&created.spec)));
+            report.next_command = Some(crate::policy::next_command::continue_command(
+                &created.spec,
+                go.agent_flag().as_ref(),
+            ));
+            report.needs_agent = needs_agent(ws, &created.spec, &go);
             report.created = Some(created.spec.clone());
             let opts = RunOptions {
                 spec: Some(created.spec),
@@ -247,6 +260,15 @@ fn continue_spec(
         ..go
     };
     super::run::run(ctx, opts, person)
+}
+
+/// No agent for `spec`'s next run: none given to `new`, none in the config, none remembered
+/// for the spec. (A config that cannot be read is the run's to report.)
+fn needs_agent(ws: &crate::store::workspace::Workspace, spec: &str, go: &RunOptions) -> bool {
+    use crate::store::agent_memory::{Recall, recall};
+    go.agent_flag().is_none()
+        && ws.config().is_ok_and(|c| c.agent.choice().is_none())
+        && !matches!(recall(&ws.state_dir, spec), Recall::Agent(_))
 }
 
 /// A live run holds the spec with the same description (exit 4).

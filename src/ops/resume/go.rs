@@ -20,8 +20,9 @@ pub trait ResumeAsker: Person {
         Ok(None)
     }
 
-    /// Where the run being resumed stood, before it continues.
-    fn show_summary(&self, _summary: &ResumeSummary) {}
+    /// Where the run being resumed stood, before it continues (`continuing`; false: nothing
+    /// is started, `--no-run`).
+    fn show_summary(&self, _summary: &ResumeSummary, _continuing: bool) {}
 }
 
 impl ResumeAsker for Nobody {}
@@ -132,7 +133,7 @@ fn continue_with(
         summary.handoff_document = Some(path.display().to_string());
         written = Some(path);
     }
-    person.show_summary(&summary);
+    person.show_summary(&summary, !opts.no_run);
     if opts.no_run {
         return Ok(ResumeReport::Resumed {
             summary: Box::new(summary),

@@ -170,7 +170,6 @@ pub fn build(
     };
     let next_steps = next_steps(&Facts {
         spec: &paths.name,
-        run_id: target.run_id.as_deref(),
         current: to_do,
         failed: &failed,
         all_done: progress.total > 0 && progress.done == progress.total,
@@ -219,7 +218,6 @@ fn by_phase(plan: &Plan, done: &dyn Fn(&str) -> bool) -> Vec<PhaseProgress> {
 /// What the next steps are decided from.
 pub struct Facts<'a> {
     pub spec: &'a str,
-    pub run_id: Option<&'a str>,
     pub current: Option<&'a str>,
     pub failed: &'a [String],
     pub all_done: bool,
@@ -258,11 +256,10 @@ pub fn next_steps(f: &Facts) -> Vec<NextStep> {
         ));
         return steps;
     }
-    let resume = match f.run_id {
-        Some(id) => format!("runner resume {id}"),
-        None => format!("runner resume --spec {spec}"),
-    };
-    steps.push(step("Continue the run where it stopped".into(), resume));
+    steps.push(step(
+        "Continue the spec where it stopped".into(),
+        crate::policy::next_command::continue_command(f.spec, None),
+    ));
     if let Some(chunk) = f.current {
         steps.push(step(
             format!("See what chunk {chunk} asks for"),
@@ -348,7 +345,6 @@ mod tests {
     fn facts<'a>(failed: &'a [String]) -> Facts<'a> {
         Facts {
             spec: "001-a b",
-            run_id: Some("r3f9a0c41b2d7"),
             current: Some("subtask-1-2"),
             failed,
             all_done: false,
@@ -366,7 +362,7 @@ mod tests {
         assert_eq!(
             commands(&next_steps(&facts(&[]))),
             vec![
-                "runner resume r3f9a0c41b2d7",
+                "runner run --spec '001-a b' --auto-continue",
                 "runner chunk show subtask-1-2 --spec '001-a b'",
                 "runner review --spec '001-a b'"
             ]
@@ -391,14 +387,13 @@ mod tests {
         );
         let low = next_steps(&Facts {
             low_confidence: true,
-            run_id: None,
             ..facts(&[])
         });
         assert_eq!(
             commands(&low),
             vec![
                 "runner review --spec '001-a b'",
-                "runner resume --spec '001-a b'",
+                "runner run --spec '001-a b' --auto-continue",
                 "runner chunk show subtask-1-2 --spec '001-a b'"
             ]
         );

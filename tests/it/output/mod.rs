@@ -172,6 +172,7 @@ fn status_names_the_chunk_being_worked_on_and_the_one_left_interrupted() {
     assert!(text.contains("interrupted at: core-a"), "{text}");
     crate::assert_screen!(repo, text, @r#"
         001-now                          interrupted   0/3 chunks, interrupted at: core-a
+            interrupted: the last run did not end; `runner run --spec 001-now --auto-continue` continues it
             worktree: [repo]/.worktrees/auto-claude
         slot [repo]/.worktrees/auto-claude [ready] holds auto-claude/001-now
         "#);
@@ -200,13 +201,13 @@ fn a_chunk_failed_for_good_points_at_recover_retry_failed() {
           - chunk core-b is failed
           - phase-2 waits for phase-1
           hint: look at the journal [repo]/.auto-claude/specs/001-fail/events.jsonl and the session logs in [repo]/.auto-claude/specs/001-fail/sessions
-          hint: for failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail --agent-command [checkout]/fixtures/fake-agent` again
+          hint: for failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail --auto-continue --agent-command [checkout]/fixtures/fake-agent` again
         "#);
     let text = stdout(&repo.runner(&["status"]));
     assert!(text.contains(hint), "{text}");
     crate::assert_screen!(repo, text, @r#"
         001-fail                         failed        1/3 chunks, 1 failed
-            failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail` again
+            failed chunks: after fixing the cause, `runner recover --spec 001-fail --retry-failed` sets them back to pending (their attempts are kept); then `runner run --spec 001-fail --auto-continue` again
             worktree: [repo]/.worktrees/auto-claude
         slot [repo]/.worktrees/auto-claude [ready] holds auto-claude/001-fail
         "#);

@@ -505,7 +505,7 @@ fn a_terminal_gets_a_progress_bar_and_a_pipe_gets_plain_lines() {
     assert_exit(&out, 0);
     let err = stderr(&out);
     assert!(
-        err.contains("[1/3] core-a: Build part A (attempt 1)"),
+        err.contains("[1/3] core-a: Build part A (attempt 1 of 3)"),
         "{err}"
     );
     assert!(
