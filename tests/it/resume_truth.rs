@@ -326,3 +326,46 @@ fn a_heartbeat_or_checkpoint_in_the_future_is_said_so_and_not_fresh() {
         "{text}"
     );
 }
+
+/// The summary is the truth of what the run it continues into does: a run that ended (stopped on
+/// a failed chunk, no session died, so no recovery undoes an edit), then a person sets core-a,
+/// completed with its commit on the branch, back to pending to have it done again. The summary
+/// counts core-a completed ("git has the commit, so it is counted as completed"), but `runner
+/// resume` reads the plan and does core-a again: progress said 1/3 done, the run did all 3.
+#[test]
+fn the_summary_counts_done_only_what_the_continued_run_does_not_do_again() {
+    let repo = TestRepo::new();
+    let dir = repo.add_spec(SPEC);
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+    repo.script("core-b * fail broken\n* * done\n");
+    let out = repo.run_spec(SPEC, &[]);
+    assert_exit(&out, 3);
+    let id = run_ids(&repo)[0].clone();
+    edit_json(&repo.plan_path(SPEC), |plan| {
+        plan["phases"][0]["subtasks"][0]["status"] = "pending".into();
+        plan["phases"][0]["subtasks"][1]["status"] = "pending".into();
+    });
+    let v = summary(&repo, &[&id]);
+    let done = v["summary"]["progress"]["done"].as_u64().unwrap();
+    let total = v["summary"]["progress"]["total"].as_u64().unwrap();
+
+    repo.script("* * done\n");
+    let before = repo.agent_log().len();
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo.runner(&["resume", &id, "--agent-command", &agent]);
+    assert_exit(&out, 0);
+    let mut worked: Vec<String> = repo.agent_log()[before..]
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().to_string())
+        .collect();
+    worked.dedup();
+    assert_eq!(
+        total - done,
+        worked.len() as u64,
+        "the summary counted {done} of {total} done, the run then worked on {worked:?}: {v:#}"
+    );
+}
