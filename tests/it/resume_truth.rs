@@ -369,3 +369,26 @@ fn the_summary_counts_done_only_what_the_continued_run_does_not_do_again() {
         "the summary counted {done} of {total} done, the run then worked on {worked:?}: {v:#}"
     );
 }
+
+/// After the branch is reset so a completed chunk's commit is gone, the summary counts it not
+/// done, but its first next step is still "Continue the run where it stopped" (`runner resume
+/// ID`), and that run's recovery stops at once for a person (exit 3: "the branch's history was
+/// rewritten"). A step offered first must work as printed: here it is the way back (`runner
+/// recover`), not Continue.
+#[test]
+fn after_history_is_rewritten_the_first_step_is_not_a_continue_that_stops_for_a_person() {
+    let repo = TestRepo::new();
+    let id = interrupted(&repo, "after_commit@2");
+    git_in(&repo.worktree(), &["reset", "-q", "--hard", "main"]);
+    let v = summary(&repo, &[&id]);
+    let first = &v["summary"]["next_steps"][0];
+    let command = first["command"].as_str().unwrap().to_string();
+    repo.script("* * done\n");
+    let agent = fixture("fake-agent").display().to_string();
+    let out = repo.runner(&["resume", &id, "--agent-command", &agent]);
+    assert!(
+        !(first["text"].as_str().unwrap().starts_with("Continue") && out.status.code() == Some(3)),
+        "the first step offered, {command:?}, stops for a person:\n{}\n{v:#}",
+        stderr(&out)
+    );
+}
