@@ -117,16 +117,24 @@ fn a_chunk_whose_commit_left_the_branch_is_not_done_and_confidence_falls() {
         stdout(&out)
     );
 
-    // A person accepts the loss as the docs say (core-a back to pending): plan and git agree.
+    // A person sets core-a back to pending while the run that died in core-b's session is
+    // unsettled: the continued run's recovery undoes that edit (the journal names no person's),
+    // finds core-a's commit gone and stops for a person. The summary says so: not done, the
+    // commit gone, and the way back first.
     edit_json(&repo.plan_path(SPEC), |plan| {
         plan["phases"][0]["subtasks"][0]["status"] = "pending".into();
     });
     let v = summary(&repo, &[&id]);
     assert_eq!(v["summary"]["progress"]["done"], 0, "{v}");
-    assert!(score(&v) >= 90, "{v}");
     assert!(
-        warnings(&v).iter().any(|w| w
-            == &format!("Chunk core-a (completed by the journal, pending by the plan): its commit is no longer on auto-claude/{SPEC}: counted as the plan says")),
+        warnings(&v).iter().any(|w| w.starts_with(&format!(
+            "Chunk core-a: completed by the journal, but its commit is no longer on auto-claude/{SPEC}"
+        ))),
+        "{v}"
+    );
+    assert_eq!(
+        v["summary"]["next_steps"][0]["command"],
+        format!("runner recover --spec {SPEC}"),
         "{v}"
     );
 }
@@ -166,21 +174,19 @@ fn checkpoint_statuses_the_plan_or_git_contradict_lower_the_confidence_and_are_n
         "{w:?}"
     );
 
-    // A person sets core-a back to pending (to have it done again), its commit still there:
-    // git backs the checkpoint, so it is kept, but not at 100, and it is said.
+    // Core-a set back to pending in the plan, its commit still there, while the run that died
+    // in core-b's session is unsettled: the continued run's recovery undoes that edit (the
+    // journal names no person's), so core-a is done as the run will read it, and nothing
+    // disagrees. (A set-back after a run that ended stands: see
+    // the_summary_counts_done_only_what_the_continued_run_does_not_do_again.)
     std::fs::write(&cp, honest).unwrap();
     edit_json(&repo.plan_path(SPEC), |plan| {
         plan["phases"][0]["subtasks"][0]["status"] = "pending".into();
     });
     let v = summary(&repo, &[&id]);
     assert_eq!(v["source"], "checkpoint", "{v}");
-    assert!(score(&v) < 100, "{v}");
-    assert!(
-        warnings(&v).iter().any(|w| w.starts_with(
-            "Chunk core-a (completed by the checkpoint, pending by the plan): the plan disagrees"
-        )),
-        "{v}"
-    );
+    assert_eq!(v["summary"]["progress"]["done"], 1, "{v}");
+    assert!(!warnings(&v).iter().any(|w| w.contains("core-a")), "{v}");
 }
 
 #[test]
@@ -350,6 +356,12 @@ fn the_summary_counts_done_only_what_the_continued_run_does_not_do_again() {
         plan["phases"][0]["subtasks"][1]["status"] = "pending".into();
     });
     let v = summary(&repo, &[&id]);
+    assert!(
+        warnings(&v)
+            .iter()
+            .any(|w| w.starts_with("Chunk core-a (") && w.contains("the run will do it again")),
+        "{v:#}"
+    );
     let done = v["summary"]["progress"]["done"].as_u64().unwrap();
     let total = v["summary"]["progress"]["total"].as_u64().unwrap();
 
