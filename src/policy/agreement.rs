@@ -7,14 +7,18 @@
 //! source records for a completed chunk on the spec's branch; does a chunk commit naming it,
 //! `auto-claude: <id> - …`, sit there). Whether the work is done is git's to say when it can;
 //! what is still to do, the plan's (a person sets a failed or blocked chunk back to pending by
-//! editing it, as the docs say, and the next run reads it so):
+//! editing it, as the docs say, and the next run reads it so). The plan judged against is the
+//! one the continued run reads: after its recovery, which undoes an agent's edits of a session
+//! whose run died (`engine::recovery::plan_after_recovery`), so a set-back still standing then is
+//! a person's, and the run does the chunk again:
 //!
 //! | the source says | git | the plan | counted as | doubt |
 //! |---|---|---|---|---|
 //! | completed | its commit left the branch, a chunk commit naming it is there (a rebase) | any | completed, with that commit | 10 |
 //! | completed | its commit left the branch, none names it | not completed | the plan's status | 10 |
 //! | completed | its commit left the branch, none names it | completed | pending: not done | 25 |
-//! | completed | has its commit | not completed | completed (set back by hand, or by an agent?) | 10 |
+//! | completed | has its commit | in progress (the run died before marking it) | completed | 10 |
+//! | completed | has its commit | pending, failed or blocked | the plan's status (set back by hand: the run does it again) | 10 |
 //! | completed | no commit recorded or naming it | not completed | the plan's status | 25 |
 //! | not completed | has the plan's commit, or one naming it | completed | completed (the source lags) | 25 |
 //! | not completed | has no commit for it | completed | completed (as a run reads the plan) | 50 |
@@ -64,8 +68,12 @@ pub enum Finding {
     /// Completed, its commit no longer on the branch, a chunk commit naming it there (the
     /// branch was rebased or amended). Completed, with that commit.
     CommitReplaced,
-    /// Completed, with its commit on the branch, but not by the plan. Kept completed.
+    /// Completed, with its commit on the branch, but not by the plan the run reads (set back
+    /// by a person). The plan's status: the run does the chunk again.
     PlanBehind,
+    /// Completed, with its commit on the branch; the plan still has it in progress (the run
+    /// died before marking it; its recovery decides). Kept completed.
+    PlanInProgress,
     /// Completed by the source alone: no commit recorded or on the branch, and the plan says
     /// otherwise. The plan's status.
     Unconfirmed,
@@ -83,7 +91,10 @@ impl Finding {
     /// How likely (in percent of one chunk) the status counted is wrong.
     pub fn doubt(self) -> u32 {
         match self {
-            Finding::CommitReplaced | Finding::CommitGoneAccepted | Finding::PlanBehind => 10,
+            Finding::CommitReplaced
+            | Finding::CommitGoneAccepted
+            | Finding::PlanBehind
+            | Finding::PlanInProgress => 10,
             Finding::CommitGone | Finding::Unconfirmed | Finding::PlanAhead => 25,
             Finding::PlanDiffers => 25,
             Finding::PlanAheadUnconfirmed => 50,
@@ -127,8 +138,15 @@ pub fn judge(w: Witnesses) -> Verdict {
                     finding: Some(Finding::CommitGone),
                 },
             },
+            // The run reads the plan, not git: a chunk set back stays to do whatever git has,
+            // and counting it done would say the run skips work it then does.
             (Some(true), _) | (None, true) => match plan_not_done {
-                Some(_) => keep(Some(Finding::PlanBehind)),
+                Some(Status::InProgress) => keep(Some(Finding::PlanInProgress)),
+                Some(p) => Verdict {
+                    status: p,
+                    use_chunk_commit: false,
+                    finding: Some(Finding::PlanBehind),
+                },
                 None => keep(None),
             },
             (None, false) => match plan_not_done {
@@ -203,6 +221,7 @@ pub fn warnings(noted: &[Noted], source: &str, branch: &str, recover: &str) -> V
             let one = of.len() == 1;
             let chunks = names(&of, |n| match kind {
                 Finding::PlanBehind
+                | Finding::PlanInProgress
                 | Finding::Unconfirmed
                 | Finding::PlanAhead
                 | Finding::PlanAheadUnconfirmed
@@ -215,9 +234,9 @@ pub fn warnings(noted: &[Noted], source: &str, branch: &str, recover: &str) -> V
                 ),
                 _ => crate::text::for_terminal(&n.chunk).into_owned(),
             });
-            let (chunk, its, is) = match one {
-                true => ("Chunk", "its commit is", "it is"),
-                false => ("Chunks", "their commits are", "they are"),
+            let (chunk, its, them) = match one {
+                true => ("Chunk", "its commit is", "it"),
+                false => ("Chunks", "their commits are", "them"),
             };
             match kind {
                 Finding::CommitGone => format!(
@@ -234,8 +253,14 @@ pub fn warnings(noted: &[Noted], source: &str, branch: &str, recover: &str) -> V
                     if one { "it" } else { "each" }
                 ),
                 Finding::PlanBehind => format!(
-                    "{chunk} {chunks}: the plan disagrees; git has the commit, so {is} counted as \
-                     completed: check by hand"
+                    "{chunk} {chunks}: git has the commit, but the plan sets {them} back and the run \
+                     reads the plan: counted as the plan says, the run will do {them} again (set \
+                     {them} back to completed in the plan to keep the work as done)",
+                ),
+                Finding::PlanInProgress => format!(
+                    "{chunk} {chunks}: the plan disagrees; git has the commit, so {} counted \
+                     as completed: check by hand",
+                    if one { "it is" } else { "they are" }
                 ),
                 Finding::Unconfirmed => format!(
                     "{chunk} {chunks}: neither the plan nor git confirms completed: counted as \
@@ -319,13 +344,20 @@ mod tests {
 
     #[test]
     fn a_source_ahead_of_the_plan_is_kept_only_when_git_backs_it() {
+        // Set back by a person, its commit on the branch: the run reads the plan and does it
+        // again, so the plan's status is what it will do.
         assert_eq!(
             counted(Completed, Some(Pending), git(Some(true), true, false)),
-            (Completed, Some(Finding::PlanBehind))
+            (Pending, Some(Finding::PlanBehind))
         );
         assert_eq!(
-            counted(Completed, Some(Pending), git(None, true, false)),
-            (Completed, Some(Finding::PlanBehind))
+            counted(Completed, Some(Failed), git(None, true, false)),
+            (Failed, Some(Finding::PlanBehind))
+        );
+        // Still in progress by the plan (the run died before marking it): git's, named.
+        assert_eq!(
+            counted(Completed, Some(InProgress), git(Some(true), true, false)),
+            (Completed, Some(Finding::PlanInProgress))
         );
         // Forged: completed with no commit anywhere, the plan says in progress.
         assert_eq!(
@@ -405,8 +437,10 @@ mod tests {
                  longer on auto-claude/001-a (its history was rewritten): counted as not done; \
                  `runner recover --spec 001-a` keeps the last tip runner knew and prints the way \
                  back",
-                "Chunk polish (completed by the journal, pending by the plan): the plan \
-                 disagrees; git has the commit, so it is counted as completed: check by hand"
+                "Chunk polish (completed by the journal, pending by the plan): git has the \
+                 commit, but the plan sets it back and the run reads the plan: counted as the \
+                 plan says, the run will do it again (set it back to completed in the plan to \
+                 keep the work as done)"
             ]
         );
         let many: Vec<Noted> = (0..12)

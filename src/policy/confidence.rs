@@ -29,9 +29,11 @@ pub const LOW: u8 = 80;
 pub const LOW_NOTE: &str = "Low confidence recovery. Verify manually.";
 
 /// The highest score of a reconstruction from the branch's chunk commits and the plan alone: a
-/// chunk with its commit on the branch is surely completed, but which chunk was in progress,
-/// which failed and which were set back by hand is not in git.
-pub const COMMITS_MAX: u8 = 90;
+/// chunk with its commit on the branch is surely completed, but which chunk was in progress
+/// and which failed is not in git (a chunk set back by hand is the plan's, as the run reads
+/// it). 95, not 90: with set-backs followed, the calibration suite measured this source right
+/// on every chunk, and 90 stated it more than 10 points under that.
+pub const COMMITS_MAX: u8 = 95;
 
 /// A score and its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,7 +325,7 @@ mod tests {
         );
         // The commits source stays marked low.
         let c = doubted(from_commits(8, 0), 1, 3);
-        assert_eq!(c.score, 87);
+        assert_eq!(c.score, 92);
         assert!(c.reason.ends_with(LOW_NOTE), "{c:?}");
         assert_eq!(doubted(cp(10, 0, false), 0, 0), cp(10, 0, false));
     }
@@ -360,7 +362,7 @@ mod tests {
         );
         let all = from_commits(8, 0);
         assert_eq!(all.score, COMMITS_MAX);
-        assert!(all.reason.contains("(100, at most 90)"));
+        assert!(all.reason.contains("(100, at most 95)"));
         assert!(all.reason.ends_with(LOW_NOTE));
         let low = from_commits(4, 3);
         assert_eq!(low.score, 25);

@@ -469,6 +469,17 @@ pub const PLAN_BEFORE_SESSION: &str = "implementation_plan.json.before-session";
 /// Where earlier builds kept that copy: in the session's own folder (still read).
 const PLAN_BEFORE_SESSION_IN_SESSION: &str = "plan-before-session.json";
 
+/// The plan as the next run reads it once its recovery has settled a session whose run died
+/// (`found` itself when there is nothing to settle). Writes nothing: `runner resume` judges
+/// its summary against this plan, so that it says what the continued run will do (a person's
+/// edit this recovery undoes is not the run's plan).
+pub fn plan_after_recovery(paths: &SpecPaths, found: Plan) -> Plan {
+    match settle_interrupted_session(paths, &found) {
+        Some((settled, _)) => settled,
+        None => found,
+    }
+}
+
 /// The plan settled against the plan as it was when the session started, when a run died with
 /// exactly one chunk in progress and a session of it started: `None` when there is nothing to
 /// undo, or when that copy does not show the same attempt in progress. Person changes are those

@@ -72,6 +72,11 @@ pub struct Reconstruction {
     /// from the commits source scoring 80 or more, also "Low confidence recovery. Verify
     /// manually." (below 80 the score says it: consumers warn from the score).
     pub warnings: Vec<String>,
+    /// A chunk counted completed has its commit gone from the branch, no chunk commit naming
+    /// it, the plan still calling it completed (`agreement::Finding::CommitGone`): the next
+    /// run's recovery stops for a person there (exit 3, history rewritten), so the way on is
+    /// `runner recover`, not a continue.
+    pub commit_gone: bool,
     pub checkpoint: Option<CheckpointInfo>,
     pub verification: Option<LastVerification>,
     pub seconds_spent: u64,

@@ -90,6 +90,9 @@ pub fn reconstruct(
         },
     };
     let mut r = rebuilt;
+    // Judged against the plan the continued run reads: its recovery undoes a person's edit of
+    // a session whose run died, and keeps it when the run ended.
+    let plan = crate::engine::recovery::plan_after_recovery(spec, plan);
     witness::check(&ws.main, &spec.name, &plan, &branch, &mut r);
     if let Some((why, detail)) = aside {
         let from = match r.source {
@@ -290,6 +293,7 @@ fn built(
         confidence: c.score,
         confidence_reason: c.reason,
         warnings: Vec::new(),
+        commit_gone: false,
         checkpoint: None,
         verification: None,
         seconds_spent,

@@ -58,7 +58,10 @@ pub fn check(
         // From the commits source, a chunk with a chunk commit is git's word already; one the
         // plan alone calls completed is checked by the commit the plan records.
         let by_plan = source == Status::Completed && c.commit.is_none();
-        if commits_only && !by_plan {
+        // ... unless the plan sets it back: the run reads the plan and does it again.
+        let set_back =
+            plan_status.is_some_and(|p| p != Status::Completed && p != Status::InProgress);
+        if commits_only && !by_plan && !set_back {
             continue;
         }
         let plan_recorded = plan_commit(&c.id).map(|o| o.to_string());
@@ -105,6 +108,9 @@ pub fn check(
     if noted.is_empty() {
         return;
     }
+    r.commit_gone = noted
+        .iter()
+        .any(|n| n.finding == agreement::Finding::CommitGone);
     let findings: Vec<_> = noted.iter().map(|n| n.finding).collect();
     let c = match r.source {
         // Git's word on the chunks the plan alone called completed: no longer unconfirmed (the

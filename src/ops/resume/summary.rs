@@ -175,6 +175,7 @@ pub fn build(
         all_done: progress.total > 0 && progress.done == progress.total,
         low_confidence: recon.confidence < LOW_CONFIDENCE,
         branch_exists: git_status.branch_exists,
+        commit_gone: recon.commit_gone,
     });
     ResumeSummary {
         success: true,
@@ -223,6 +224,9 @@ pub struct Facts<'a> {
     pub all_done: bool,
     pub low_confidence: bool,
     pub branch_exists: bool,
+    /// A completed chunk's commit is gone from the branch (`Reconstruction::commit_gone`):
+    /// a continued run's recovery would stop for a person at once.
+    pub commit_gone: bool,
 }
 
 /// The next steps, each with its exact command.
@@ -233,6 +237,16 @@ pub fn next_steps(f: &Facts) -> Vec<NextStep> {
         command: Some(command),
     };
     let mut steps = Vec::new();
+    if f.commit_gone {
+        // The command the run's own refusal names (`engine::run::start`'s hint): it keeps the
+        // last tip runner knew and prints the way back; a continue would stop at once (exit 3).
+        steps.push(step(
+            "The branch's history was rewritten: keep the last tip runner knew and see the way \
+             back before going on"
+                .into(),
+            format!("runner recover --spec {spec}"),
+        ));
+    }
     if f.low_confidence {
         steps.push(step(
             "Check the reconstructed state against the branch before going on".into(),
@@ -350,6 +364,7 @@ mod tests {
             all_done: false,
             low_confidence: false,
             branch_exists: true,
+            commit_gone: false,
         }
     }
 
@@ -383,6 +398,20 @@ mod tests {
             vec![
                 "runner review --spec '001-a b'",
                 "runner merge --spec '001-a b'"
+            ]
+        );
+        // A completed chunk's commit gone: the way back first (a continue stops for a person).
+        let gone = next_steps(&Facts {
+            commit_gone: true,
+            low_confidence: true,
+            ..facts(&[])
+        });
+        assert_eq!(
+            commands(&gone)[..3],
+            [
+                "runner recover --spec '001-a b'",
+                "runner review --spec '001-a b'",
+                "runner run --spec '001-a b' --auto-continue"
             ]
         );
         let low = next_steps(&Facts {
