@@ -324,6 +324,31 @@ impl Rng {
     }
 }
 
+/// A spec with the two-phase fixture plan (chunks core-a, core-b, polish) in `repo`.
+pub fn add_fixture_spec(repo: &TestRepo, spec: &str) {
+    let dir = repo.add_spec(spec);
+    std::fs::copy(
+        fixture("plans/two-phases.json"),
+        dir.join("implementation_plan.json"),
+    )
+    .unwrap();
+}
+
+/// The ids of `spec`'s run records, in folder order. Only records: a heartbeat's write under
+/// way leaves a temp file beside them.
+pub fn run_ids(repo: &TestRepo, spec: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(repo.spec_dir(spec).join("runs")) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let id = name.strip_suffix(".json")?;
+            (id.len() == 13 && id.starts_with('r')).then(|| id.to_string())
+        })
+        .collect()
+}
+
 /// `runner run --spec SPEC` with the fake agent, which must SIGKILL itself at `failpoint`
 /// (`name[@N]`, see src/failpoint.rs).
 pub fn run_killed_at(repo: &TestRepo, spec: &str, failpoint: &str) {

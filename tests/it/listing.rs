@@ -15,15 +15,6 @@ fn agent() -> String {
     fixture("fake-agent").display().to_string()
 }
 
-fn add_fixture_spec(repo: &TestRepo, spec: &str) {
-    let dir = repo.add_spec(spec);
-    std::fs::copy(
-        fixture("plans/two-phases.json"),
-        dir.join("implementation_plan.json"),
-    )
-    .unwrap();
-}
-
 fn json(out: &std::process::Output) -> Value {
     assert_exit(out, 0);
     serde_json::from_str(&stdout(out)).unwrap()

@@ -8,16 +8,6 @@ use serde_json::Value;
 
 use crate::common::*;
 
-/// A spec with the two-phase fixture plan (chunks core-a, core-b, polish) in `repo`.
-fn add_fixture_spec(repo: &TestRepo, spec: &str) {
-    let dir = repo.add_spec(spec);
-    std::fs::copy(
-        fixture("plans/two-phases.json"),
-        dir.join("implementation_plan.json"),
-    )
-    .unwrap();
-}
-
 /// Spec `spec` run with the fake agent until it is SIGKILLed at `failpoint`; its run id.
 fn interrupted(repo: &TestRepo, spec: &str, failpoint: &str) -> String {
     add_fixture_spec(repo, spec);
@@ -26,20 +16,6 @@ fn interrupted(repo: &TestRepo, spec: &str, failpoint: &str) -> String {
     let ids = run_ids(repo, spec);
     assert_eq!(ids.len(), 1, "{ids:?}");
     ids[0].clone()
-}
-
-fn run_ids(repo: &TestRepo, spec: &str) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(repo.spec_dir(spec).join("runs")) else {
-        return Vec::new();
-    };
-    // Only records: a heartbeat's write under way leaves a temp file beside them.
-    entries
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let id = name.strip_suffix(".json")?;
-            (id.len() == 13 && id.starts_with('r')).then(|| id.to_string())
-        })
-        .collect()
 }
 
 fn record(repo: &TestRepo, spec: &str, id: &str) -> Value {

@@ -12,30 +12,12 @@ const SPEC: &str = "001-add-login";
 /// Spec `SPEC` (the two-phase fixture plan: core-a, core-b, polish) killed at `failpoint`; its
 /// run id.
 fn interrupted(repo: &TestRepo, failpoint: &str) -> String {
-    let dir = repo.add_spec(SPEC);
-    std::fs::copy(
-        fixture("plans/two-phases.json"),
-        dir.join("implementation_plan.json"),
-    )
-    .unwrap();
+    add_fixture_spec(repo, SPEC);
     repo.script("* * done\n");
     run_killed_at(repo, SPEC, failpoint);
-    let ids = run_ids(repo);
+    let ids = run_ids(repo, SPEC);
     assert_eq!(ids.len(), 1, "{ids:?}");
     ids[0].clone()
-}
-
-fn run_ids(repo: &TestRepo) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(repo.spec_dir(SPEC).join("runs")) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let id = name.strip_suffix(".json")?;
-            (id.len() == 13 && id.starts_with('r')).then(|| id.to_string())
-        })
-        .collect()
 }
 
 /// `runner resume ARGS --no-run --json`, exit 0: the summary.
@@ -350,7 +332,7 @@ fn the_summary_counts_done_only_what_the_continued_run_does_not_do_again() {
     repo.script("core-b * fail broken\n* * done\n");
     let out = repo.run_spec(SPEC, &[]);
     assert_exit(&out, 3);
-    let id = run_ids(&repo)[0].clone();
+    let id = run_ids(&repo, SPEC)[0].clone();
     edit_json(&repo.plan_path(SPEC), |plan| {
         plan["phases"][0]["subtasks"][0]["status"] = "pending".into();
         plan["phases"][0]["subtasks"][1]["status"] = "pending".into();
