@@ -8,6 +8,7 @@
 //! is bounded by the longest line of the slice they are given. Where each event shape comes
 //! from (repository, path, version) is written in `fixtures/agent-output/README.md`.
 
+pub mod activity;
 pub mod aider;
 pub mod answer;
 pub mod claude;

@@ -263,6 +263,10 @@ pub fn last_words_of(session_dir: &Path) -> Option<String> {
 }
 
 /// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
+pub fn tail_bytes(path: &Path, limit: u64) -> Vec<u8> {
+    tail(path, limit)
+}
+
 fn tail(path: &Path, limit: u64) -> Vec<u8> {
     let Ok(mut file) = crate::fs::safe::open_read(path) else {
         return Vec::new();
