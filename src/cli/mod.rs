@@ -14,6 +14,7 @@ mod hint;
 mod init;
 pub mod interact;
 mod json;
+mod live;
 mod merge;
 mod new;
 mod pick;

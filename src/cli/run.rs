@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// (`--jobs`).
     #[arg(long, hide = true)]
     pub progress_events: bool,
+    /// With --progress-events: the runner that started this one shows agent sessions live
+    /// (a terminal), so they are sent too.
+    #[arg(long, hide = true, requires = "progress_events")]
+    pub progress_live: bool,
     /// The run id to take (with --spec; for the MCP server's start_run, which chooses it).
     #[arg(long, hide = true, value_name = "ID", requires = "spec")]
     pub run_id: Option<String>,
@@ -140,7 +144,9 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         ..RunOptions::default()
     });
     let progress: Rc<dyn runner::ops::run::ProgressSink> = if args.progress_events {
-        Rc::new(super::progress::EventsProgress)
+        Rc::new(super::progress::EventsProgress {
+            live: args.progress_live,
+        })
     } else {
         Rc::new(TerminalProgress::new())
     };
@@ -156,6 +162,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
                 })?,
                 cwd: cwd.to_path_buf(),
                 args: job_args,
+                live: shown.live(),
             };
             run_jobs(&ctx, &options)?
         } else {

@@ -9,6 +9,7 @@
 pub mod integrity;
 pub mod jobs;
 pub mod lifecycle;
+pub mod live;
 pub mod mark;
 pub mod progress;
 pub mod recovery;

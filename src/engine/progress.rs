@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::SystemTime;
 
 /// One thing worth telling while a run or a recovery works.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,16 @@ pub enum Progress<'a> {
     /// until `until`; 0 when the wait is over. A terminal shows a countdown; a log shows
     /// nothing (the run said until when in a line).
     Waiting { until: &'a str, left_secs: u64 },
+    /// An agent session started (planner, coder, recovery evaluator): `label` names it
+    /// (`policy::live::session_label`, raw plan text), `started` is when. A terminal shows a
+    /// spinner with its elapsed time until [`Progress::SessionEnded`]; a log shows nothing.
+    /// Sent only to a sink that is [`ProgressSink::live`].
+    SessionStarted { label: &'a str, started: SystemTime },
+    /// The session's agent did something new: its latest activity on one line, raw agent text
+    /// (`agent::output::activity::latest_in_log`, cut by `policy::live::activity_line`).
+    Activity(&'a str),
+    /// The session under way ended (any way).
+    SessionEnded,
     /// The run is over (any outcome): what shows its position goes away.
     Finished,
 }
@@ -32,6 +43,13 @@ pub enum Progress<'a> {
 /// Where progress goes. Called on the run's thread; a sink must not block for long.
 pub trait ProgressSink {
     fn report(&self, event: Progress<'_>);
+
+    /// Whether the sink shows agent sessions as they run (a terminal): only then does the
+    /// engine watch a session's log and send the session's events. A log, `--quiet` or a
+    /// front end that renders at the end says no, and nothing is watched.
+    fn live(&self) -> bool {
+        false
+    }
 
     /// The sink of one of several runs at once (`run --jobs`), working on `spec`: nobody
     /// watches it unless the sink says otherwise.
@@ -65,10 +83,21 @@ pub enum Event {
         until: String,
         left_secs: u64,
     },
+    SessionStarted {
+        label: String,
+        started: SystemTime,
+    },
+    Activity(String),
+    SessionEnded,
     Finished,
 }
 
 impl ProgressSink for Recorded {
+    /// A test sees the live events too.
+    fn live(&self) -> bool {
+        true
+    }
+
     fn report(&self, event: Progress<'_>) {
         self.0.borrow_mut().push(match event {
             Progress::Line(text) => Event::Line(text.to_string()),
@@ -86,6 +115,12 @@ impl ProgressSink for Recorded {
                 until: until.to_string(),
                 left_secs,
             },
+            Progress::SessionStarted { label, started } => Event::SessionStarted {
+                label: label.to_string(),
+                started,
+            },
+            Progress::Activity(text) => Event::Activity(text.to_string()),
+            Progress::SessionEnded => Event::SessionEnded,
             Progress::Finished => Event::Finished,
         });
     }
@@ -94,6 +129,14 @@ impl ProgressSink for Recorded {
 /// The engine's handle on the sink it was given.
 #[derive(Clone)]
 pub struct Reporter(Rc<dyn ProgressSink>);
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reporter")
+            .field("live", &self.live())
+            .finish()
+    }
+}
 
 impl Reporter {
     pub fn new(sink: Rc<dyn ProgressSink>) -> Reporter {
@@ -125,6 +168,26 @@ impl Reporter {
     /// The countdown is over.
     pub fn waiting_over(&self) {
         self.waiting("", 0);
+    }
+
+    /// Whether the sink shows sessions live ([`ProgressSink::live`]).
+    pub fn live(&self) -> bool {
+        self.0.live()
+    }
+
+    /// An agent session started (see [`Progress::SessionStarted`]).
+    pub fn session_started(&self, label: &str, started: SystemTime) {
+        self.0.report(Progress::SessionStarted { label, started });
+    }
+
+    /// The session's agent's latest activity (see [`Progress::Activity`]).
+    pub fn activity(&self, text: &str) {
+        self.0.report(Progress::Activity(text));
+    }
+
+    /// The session under way ended.
+    pub fn session_ended(&self) {
+        self.0.report(Progress::SessionEnded);
     }
 
     pub fn finish(&self) {

@@ -17,7 +17,7 @@ fn agent() -> String {
 /// Specs with the two-phase plan (core-a, core-b, polish), each run killed after its first
 /// coder session (core-a), one after the other in the default slot (each run switches it to
 /// its spec: only the last, 012-c, is still checked out there). Most recent last.
-fn interrupted(repo: &TestRepo, specs: &[&str]) {
+pub(crate) fn interrupted(repo: &TestRepo, specs: &[&str]) {
     interrupted_with(repo, specs, |_, plan| plan.to_string())
 }
 
@@ -564,4 +564,36 @@ fn verbose_reaches_each_job_as_it_reaches_a_single_run() {
             "{spec}: {err}"
         );
     }
+}
+
+#[test]
+fn every_line_of_a_jobs_multi_line_progress_line_carries_its_spec() {
+    let repo = TestRepo::new();
+    let specs = ["010-a", "011-b"];
+    interrupted(&repo, &specs);
+    // core-b's first attempt reports done without its file: its check fails, and the line of
+    // that failure goes on over more lines (what the check printed, where its log is).
+    repo.script("core-b 1 empty-done\n* * done\n");
+    let out = jobs_cmd(&repo, &["--jobs", "2", "--json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    for spec in specs {
+        let lines: Vec<&str> = err.lines().collect();
+        let failed = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("[{spec}]   ✗ core-b attempt 1 of 3 failed")))
+            .unwrap_or_else(|| panic!("{spec}: no failure line in\n{err}"));
+        // The line after it is the same event's: its own spec's, not left bare.
+        assert!(
+            lines[failed + 1].starts_with(&format!("[{spec}]     It printed nothing")),
+            "{spec}: {err}"
+        );
+    }
+    assert!(
+        err.lines()
+            .all(|l| l.starts_with('[') || l.starts_with("Resuming ")),
+        "{err}"
+    );
 }

@@ -34,6 +34,7 @@ mod layers_engine;
 mod lifecycle;
 mod lifecycle_safety;
 mod listing;
+mod live_run;
 mod mcp;
 mod mcp_tools;
 mod new;

@@ -36,6 +36,9 @@ pub struct JobsOptions {
     /// The flags each job gets besides `run --spec S --auto-continue --json
     /// --progress-events [--slot N]`: the run's flags and the global ones, as given.
     pub args: Vec<OsString>,
+    /// Whether the jobs' agent sessions are shown live (a terminal): each job then sends
+    /// them too (`--progress-live`).
+    pub live: bool,
 }
 
 /// How one spec's job ended.
@@ -201,6 +204,9 @@ fn start(
         .map(OsString::from)
         .collect();
     args.push("--progress-events".into());
+    if opts.live {
+        args.push("--progress-live".into());
+    }
     if let Some(suffix) = flag {
         args.push("--slot".into());
         args.push(suffix.into());

@@ -2,6 +2,8 @@
 //! one marked JSON line per event on stderr (`--progress-events`, a hidden flag), and at its end
 //! its `--json` summary or error object on stdout.
 
+use std::time::{Duration, SystemTime};
+
 use serde_json::{Value, json};
 
 use crate::engine::progress::{Event, Progress};
@@ -25,6 +27,11 @@ pub fn encode(event: &Progress<'_>) -> String {
         Progress::Waiting { until, left_secs } => {
             json!({"waiting": {"until": until, "left_secs": left_secs}})
         }
+        Progress::SessionStarted { label, started } => {
+            json!({"session": {"label": label, "started_ms": unix_ms(*started)}})
+        }
+        Progress::Activity(text) => json!({"activity": text}),
+        Progress::SessionEnded => json!({"session_ended": true}),
         Progress::Finished => json!({"finished": true}),
     };
     format!("{MARK}{value}")
@@ -62,6 +69,18 @@ pub fn decode(line: &str) -> Event {
                 left_secs: num(&w["left_secs"])?,
             })
         })()
+    } else if let Some(s) = value.get("session") {
+        (|| {
+            Some(Event::SessionStarted {
+                label: str_of(&s["label"])?,
+                started: SystemTime::UNIX_EPOCH
+                    .checked_add(Duration::from_millis(num(&s["started_ms"])?))?,
+            })
+        })()
+    } else if let Some(t) = value.get("activity") {
+        str_of(t).map(Event::Activity)
+    } else if value.get("session_ended").is_some() {
+        Some(Event::SessionEnded)
     } else if value.get("finished").is_some() {
         Some(Event::Finished)
     } else {
@@ -88,8 +107,20 @@ pub fn as_progress(event: &Event) -> Progress<'_> {
             until,
             left_secs: *left_secs,
         },
+        Event::SessionStarted { label, started } => Progress::SessionStarted {
+            label,
+            started: *started,
+        },
+        Event::Activity(t) => Progress::Activity(t),
+        Event::SessionEnded => Progress::SessionEnded,
         Event::Finished => Progress::Finished,
     }
+}
+
+/// A time as milliseconds since the Unix epoch (0 before it).
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// How a job ended, from its exit code and what it printed on stdout: its summary (exit 0), or
@@ -149,6 +180,12 @@ mod tests {
                 until: "2026-11-23T18:00:00Z".into(),
                 left_secs: 61,
             },
+            Event::SessionStarted {
+                label: "1-2 (attempt 2) \u{1b}]0;x\u{7}".into(),
+                started: SystemTime::UNIX_EPOCH + Duration::from_millis(1_790_000_000_123),
+            },
+            Event::Activity("editing src/lib.rs now\nand \u{1b}[2J".into()),
+            Event::SessionEnded,
             Event::Finished,
         ];
         for event in events {
@@ -165,6 +202,9 @@ mod tests {
             "@runner-progress {not json",
             "@runner-progress {\"position\": {\"done\": -1}}",
             "@runner-progress {\"other\": 1}",
+            "@runner-progress {\"session\": {\"label\": \"x\"}}",
+            "@runner-progress {\"session\": {\"label\": \"x\", \"started_ms\": -5}}",
+            "@runner-progress {\"activity\": 3}",
         ] {
             assert_eq!(decode(line), Event::Notice(line.to_string()));
         }

@@ -19,6 +19,8 @@ pub struct AgentEvaluator {
     pub templates_dir: PathBuf,
     pub timeout: Duration,
     pub max_log_bytes: u64,
+    /// Who watches the session live (a run's progress; `engine::live`), if anyone.
+    pub live: Option<crate::engine::progress::Reporter>,
 }
 
 /// The last JSON object in `output` with a known `decision`.
@@ -106,9 +108,17 @@ pub async fn ask(
         max_log_bytes: evaluator.max_log_bytes,
         watch_for: None,
     };
-    let end = run_child(&spec_child, interrupt, &mut |_| {})
-        .await
-        .map_err(|e| format!("the agent could not run: {e:#}"))?;
+    let label = crate::policy::live::session_label(crate::policy::live::Session::Recovery {
+        chunk: &chunk.id,
+    });
+    let end = crate::engine::live::watched(
+        evaluator.live.as_ref(),
+        &label,
+        &log_path,
+        run_child(&spec_child, interrupt, &mut |_| {}),
+    )
+    .await
+    .map_err(|e| format!("the agent could not run: {e:#}"))?;
     if matches!(end.ended, crate::agent::Ended::Interrupted { .. }) {
         return Err(Unanswered::Interrupted);
     }

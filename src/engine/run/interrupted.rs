@@ -17,6 +17,7 @@ pub fn recover_options(
             templates_dir: ws.templates_dir(),
             timeout: config.run.session_timeout(),
             max_log_bytes: config.agent.max_log_bytes,
+            live: None,
         });
     crate::engine::recovery::RecoverySettings {
         dry_run,

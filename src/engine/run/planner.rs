@@ -98,7 +98,13 @@ impl Run {
             let session_id = crate::store::ids::session_id("planner", None, attempt);
             // The planner's report is journaled with its session end (no attempt record).
             let (end, report) = self
-                .session("planner", None, attempt, &session_id, &prompt, None)
+                .session(
+                    crate::policy::live::Session::Planner { attempt },
+                    attempt,
+                    &session_id,
+                    &prompt,
+                    None,
+                )
                 .await?;
             if let Ended::Interrupted { drained } = end.ended {
                 self.set_aside_partial_plan()?;

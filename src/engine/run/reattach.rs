@@ -340,15 +340,18 @@ impl Run {
     ) -> anyhow::Result<(crate::agent::ChildEnd, SessionFacts)> {
         self.next_session = Some(taken.session.clone());
         let id = taken.chunk.id.clone();
-        self.session(
-            "coder",
-            Some(&id),
-            taken.attempt,
-            &taken.session_id,
-            prompt,
-            start,
-        )
-        .await
+        // Numbered as the run's line numbers it (`policy::attempt_count`): the failed ones,
+        // and this one next.
+        let counted = crate::policy::attempt_count::Counted::of(
+            taken.chunk.attempts().iter().map(|a| a.outcome.as_deref()),
+        );
+        let who = crate::policy::live::Session::Coder {
+            chunk: &id,
+            attempt: counted.failed + 1,
+            reattached: taken.session.reattaches().is_some(),
+        };
+        self.session(who, taken.attempt, &taken.session_id, prompt, start)
+            .await
     }
 
     /// Why the resumed session just ended failed at once (`policy::reattach::failed_at_once`).

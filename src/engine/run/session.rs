@@ -150,15 +150,30 @@ impl Run {
         Ok(end)
     }
 
+    /// The agent of session `who` run to its end, shown live to a sink that shows sessions
+    /// (`engine::live`).
+    async fn run_watched(
+        &self,
+        who: crate::policy::live::Session<'_>,
+        spec: &ChildSpec,
+        session_id: &str,
+    ) -> anyhow::Result<crate::agent::ChildEnd> {
+        let label = crate::policy::live::session_label(who);
+        let run = self.run_journaled(spec, session_id, who.role());
+        crate::engine::live::watched(Some(&self.reporter), &label, &spec.log_path, run).await
+    }
+
+    /// One agent session of `who` (its attempt record's number `attempt`), shown live where
+    /// the progress sink is (`engine::live`).
     pub(super) async fn session(
         &mut self,
-        role: &str,
-        chunk: Option<&str>,
+        who: crate::policy::live::Session<'_>,
         attempt: u32,
         session_id: &str,
         prompt: &str,
         start_commit: Option<String>,
     ) -> anyhow::Result<(crate::agent::ChildEnd, SessionFacts)> {
+        let (role, chunk) = (who.role(), who.chunk());
         // Chosen as the chunk was taken (`resume`); taken now, so none is left for another.
         let next = self.session_mode();
         // After Ctrl-C no new session starts.
@@ -238,7 +253,7 @@ impl Run {
             },
         };
         self.journal.write(&Event::SessionStart(started.clone()))?;
-        let end = self.run_journaled(&spec, session_id, role).await;
+        let end = self.run_watched(who, &spec, session_id).await;
         if let Some(tmp) = &agent_tmp {
             // The session's temporary files go with it (the folder is git-ignored either way).
             self.remove_agent_tmp(tmp);

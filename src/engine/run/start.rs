@@ -311,6 +311,10 @@ async fn recover_first(
     if recover_opts.evaluator.is_some() && !evaluator_may_run(ws, config, paths) {
         recover_opts.evaluator = None;
     }
+    if let Some(evaluator) = recover_opts.evaluator.as_mut() {
+        // The evaluator's session shows live as the run's own sessions do.
+        evaluator.live = Some(reporter.clone());
+    }
     let recovery = crate::engine::recovery::recover_spec(ws, paths, journal, &recover_opts).await?;
     if interrupt.is_set() {
         return Err(RunnerError::Interrupted.into());
