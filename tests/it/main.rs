@@ -42,6 +42,7 @@ mod pause_screens;
 mod plan_compat;
 mod plan_draft;
 mod plan_reference;
+mod plan_view;
 mod plurals;
 mod preset_runs;
 mod presets;
