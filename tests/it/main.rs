@@ -41,6 +41,7 @@ mod output;
 mod pause_screens;
 mod plan_compat;
 mod plan_draft;
+mod plan_only;
 mod plan_reference;
 mod plan_view;
 mod plurals;
