@@ -42,7 +42,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::{RUNNER, runner_command};
 const SMALL: usize = 50;
 const LARGE: usize = 800;
 const RUNS: usize = 3;
@@ -343,7 +344,7 @@ fn one_run(
 
     let spawned_ns = epoch_ns();
     let started = Instant::now();
-    let out = Command::new(RUNNER)
+    let out = runner_command()
         .current_dir(&repo)
         .args(["run", "--spec", "001", "--agent-command", AGENT])
         .env("BENCH_TIMES", &times)

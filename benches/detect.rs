@@ -34,7 +34,8 @@ use serde_json::{Value, json};
 
 const SPECS: usize = 5_000;
 const SAMPLES: usize = 60;
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::runner_command;
 const QUERY: &str = "Add JWT login to the REST API";
 
 fn main() -> ExitCode {
@@ -355,7 +356,7 @@ fn bench(specs: usize, samples: usize, full: bool) -> anyhow::Result<bool> {
         "fixture: {specs} specs ({similar} about the query's feature) in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let status = Command::new(RUNNER)
+    let status = runner_command()
         .args(["status", "--json"])
         .current_dir(&root)
         .output()?;

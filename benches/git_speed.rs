@@ -28,7 +28,8 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::{RUNNER, runner_command};
 const SPEC: &str = "001-bench";
 const PER_FOLDER: usize = 40;
 /// The agent: stamp the clock, report the chunk done.
@@ -210,7 +211,7 @@ fn creations(root: &Path, tmp: &Path, rounds: usize) -> Result<(f64, f64), Strin
                 add_spec(root)?;
                 let _ = std::fs::remove_file(&stamp);
                 let spawned = epoch_ns();
-                let out = Command::new(RUNNER)
+                let out = runner_command()
                     .current_dir(root)
                     .args(["run", "--spec", "001", "--agent-command", AGENT])
                     .env("BENCH_START", &stamp)

@@ -28,7 +28,8 @@ use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Value, json};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::{RUNNER, runner_command};
 const SPEC: &str = "001-memory";
 const CHUNKS: usize = 10_000;
 const RUNS: usize = 3;
@@ -170,7 +171,7 @@ fn bench(full: bool) -> Result<bool, String> {
 
 /// Peak RSS in bytes of `runner args` run in `repo`; checks it succeeded.
 fn peak_of(repo: &Path, args: &[&str]) -> Result<f64, String> {
-    let child = Command::new(RUNNER)
+    let child = runner_command()
         .current_dir(repo)
         .args(args)
         .stdin(Stdio::null())

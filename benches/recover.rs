@@ -2,8 +2,8 @@
 //!
 //! A temp git repository gets 200 specs, each with a 50-chunk plan (half completed, with the
 //! attempt records runner leaves) and a journal of a few hundred events, as after a long day of
-//! runs. Two scenarios, timed with the real release binary (`env!("CARGO_BIN_EXE_runner")`),
-//! 10 runs each after one warm-up:
+//! runs. Two scenarios, timed with the real release binary (`support::runner_command()`, with
+//! an empty user config), 10 runs each after one warm-up:
 //!
 //! - **all quiet**: nothing was interrupted, the common case (the target);
 //! - **10 interrupted**: 10 of the 200 specs have a chunk left `in_progress` with no worktree
@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::runner_command;
 const SPECS: usize = 200;
 const CHUNKS: usize = 50;
 const RUNS: usize = 10;
@@ -66,7 +67,7 @@ fn scenario(specs: usize, interrupted: usize, runs: usize) -> Result<f64, String
     for i in 0..=runs {
         write_specs(&repo, specs, interrupted)?;
         let started = Instant::now();
-        let out = Command::new(RUNNER)
+        let out = runner_command()
             .args(["recover", "--all", "--json"])
             .current_dir(&repo)
             .output()

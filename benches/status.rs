@@ -11,9 +11,9 @@
 //! interrupted (the `in_progress` chunk is `pending`) and a journal of finished runs for the
 //! specs that were run. Both live in real git repositories.
 //!
-//! Timing: the real release binary (`env!("CARGO_BIN_EXE_runner")`), one warm-up, then rounds
-//! that run each side once in turn (A B A B …), so that noise from other processes hits both;
-//! medians, minimum and spread are printed.
+//! Timing: the real release binary (`support::runner_command()`, with an empty user config),
+//! one warm-up, then rounds that run each side once in turn (A B A B …), so that noise from
+//! other processes hits both; medians, minimum and spread are printed.
 //!
 //! The status cache (`.auto-claude/status-cache`, see `store::status_cache`): a plan is cached
 //! only once its times are more than 3 s old, so the bench waits `SETTLE` after writing a
@@ -43,7 +43,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::runner_command;
 const STATUS_SPECS: usize = 200;
 const RECOVER_SPECS: usize = 2_000;
 const PHASES: usize = 4;
@@ -310,7 +311,7 @@ fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
 }
 
 fn run_status(repo: &Path, json: bool) -> Result<Vec<u8>, String> {
-    let mut cmd = Command::new(RUNNER);
+    let mut cmd = runner_command();
     cmd.arg("status").current_dir(repo);
     if json {
         cmd.arg("--json");
@@ -340,7 +341,7 @@ fn check_status(repo: &Path, specs: usize) -> Result<(), String> {
 }
 
 fn recover_all(repo: &Path, specs: usize) -> Result<(), String> {
-    let out = run(Command::new(RUNNER)
+    let out = run(runner_command()
         .args(["recover", "--all", "--json"])
         .current_dir(repo))?;
     let report: Value = serde_json::from_slice(&out).map_err(|e| e.to_string())?;

@@ -28,11 +28,13 @@ pub enum ChunkCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show a chunk (default: RUNNER_CHUNK_ID, else the one in progress, else the next).
+    /// Show a chunk (default: RUNNER_CHUNK_ID, else the one in progress, else the next): its
+    /// fields as a person reads them, or JSON with --json.
     Show {
         id: Option<String>,
         #[arg(long, add = super::complete::spec_names())]
         spec: Option<String>,
+        /// Print JSON: the chunk exactly as the plan holds it, with the plan's progress.
         #[arg(long)]
         json: bool,
     },
@@ -80,16 +82,13 @@ pub fn run(cwd: &Path, cmd: ChunkCommand) -> anyhow::Result<i32> {
             json,
         ),
         ChunkCommand::Show { id, spec, json } => {
-            let value = serde_json::to_value(show_chunk(&ctx, ChunkShowOptions { spec, id })?)?;
+            let view = show_chunk(&ctx, ChunkShowOptions { spec, id })?;
             if json {
-                super::print_json(&value)?;
+                super::print_json(&serde_json::to_value(&view)?)?;
             } else {
-                println!("{}", serde_json::to_string_pretty(&value["current"])?);
-                let total = value["progress"]["total"].as_u64().unwrap_or(0);
-                println!(
-                    "progress: {}/{total} {} completed",
-                    value["progress"]["completed"],
-                    runner::text::noun(total, "chunk")
+                print!(
+                    "{}",
+                    super::view::chunk::render(&view, super::style::for_stdout())
                 );
             }
             return Ok(0);

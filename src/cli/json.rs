@@ -37,6 +37,7 @@ impl JsonOutput for runner::ops::review::ReviewReport {}
 impl JsonOutput for runner::ops::config::ConfigReport {}
 impl JsonOutput for runner::ops::new::NewReport {}
 impl JsonOutput for runner::ops::resume::ResumeReport {}
+impl JsonOutput for runner::ops::plan::PlanReport {}
 /// Built by the command (`review` with `--diff`, `chunk show`): must be an object.
 impl JsonOutput for serde_json::Value {}
 impl JsonOutput for Vec<RunReport> {
@@ -72,6 +73,7 @@ pub fn wants_json(command: &Command) -> bool {
         Command::Undo(a) => a.json,
         Command::Gc(a) => a.json,
         Command::Status(a) => a.json,
+        Command::Plan(a) => a.json,
         Command::Runs(a) => a.json,
         Command::Show(a) => a.json,
         Command::Chunk(c) => c.json(),
@@ -193,6 +195,7 @@ mod tests {
         &["chunk", "done", "x"],
         &["chunk", "fail", "x", "--reason", "r"],
         &["chunk", "show"],
+        &["plan"],
     ];
 
     #[test]

@@ -18,6 +18,7 @@ mod live;
 mod merge;
 mod new;
 mod pick;
+mod plan;
 mod progress;
 mod recover;
 mod resume;
@@ -81,6 +82,8 @@ pub enum Command {
     Gc(gc::GcArgs),
     /// Every spec: progress, branch, worktree, who is running it.
     Status(status::StatusArgs),
+    /// A spec's whole plan: its phases and chunks, with statuses, attempts and verifications.
+    Plan(plan::PlanArgs),
     /// The runs of every spec, newest first: active, stale (killed) or ended.
     Runs(runs::RunsArgs),
     /// One run in detail: its heartbeat, last chunk, checkpoint and last journal lines.
@@ -118,6 +121,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
+        Command::Plan(args) => plan::run(&cwd()?, args),
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
         Command::Show(args) => runs::show_cmd(&cwd()?, args),
         Command::Review(args) => review::review(&cwd()?, args),

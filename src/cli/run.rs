@@ -30,7 +30,12 @@ pub struct RunArgs {
     /// each by a run of its own in a slot of its own (default 1: one after the other).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Print the final summary as JSON on stdout.
+    /// Plan the spec (when it has no plan yet), show the plan and stop before any chunk, so
+    /// that it can be read and edited; the next `runner run` codes from it.
+    #[arg(long, conflicts_with = "jobs")]
+    pub plan_only: bool,
+    /// Print the final summary as JSON on stdout (with --plan-only: the plan, as `runner plan
+    /// --json`).
     #[arg(long)]
     pub json: bool,
     /// Progress as marked JSON lines on stderr, for the runner that started this one
@@ -125,7 +130,9 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     // be asked.
     check_jobs(&args)?;
     let ctx = super::open(cwd)?;
-    let many = args.spec.is_none()
+    // --plan-only is about one spec, chosen as everywhere.
+    let many = !args.plan_only
+        && args.spec.is_none()
         && args.auto_continue
         && runner::store::spec::slot_spec(&ctx.ws, cwd).is_none();
     if args.jobs.is_some() && !many {
@@ -135,6 +142,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     }
     let job_args = job_args(&args);
     let jobs = args.jobs.unwrap_or(1);
+    let (plan_only, json) = (args.plan_only, args.json);
     let opts = args.go.options(RunOptions {
         spec: args.spec,
         auto_continue: args.auto_continue,
@@ -151,6 +159,9 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
         Rc::new(TerminalProgress::new())
     };
     let ctx = ctx.with_progress(progress);
+    if plan_only {
+        return show_plan_only(&ctx, opts, json);
+    }
     let summaries = if many {
         let all = if jobs > 1 {
             let shown = super::progress::JobsProgress::new();
@@ -186,6 +197,25 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
             println!("{}", summary_line(summary));
         }
     }
+    Ok(0)
+}
+
+/// `--plan-only`: the plan (written first if there was none), then what to do with it.
+fn show_plan_only(ctx: &runner::ops::Ctx, opts: RunOptions, json: bool) -> anyhow::Result<i32> {
+    let report = runner::ops::run::plan_only(ctx, opts, &TerminalAsker)?;
+    let plan = &report.plan;
+    let spec = runner::text::for_terminal(&plan.spec).into_owned();
+    let again = runner::engine::run::run_again_command(&plan.spec, None, false);
+    let first = match &report.planned {
+        Some(_) => format!("Planned {spec}; no chunk was started."),
+        None => format!("{spec} has a plan already: nothing was planned or started."),
+    };
+    super::plan::show(plan, json)?;
+    super::info(&format!(
+        "{first}\nRead it, edit {} if you like, then `{}` codes from it.",
+        runner::text::for_terminal(&plan.plan),
+        runner::text::for_terminal(&again)
+    ));
     Ok(0)
 }
 

@@ -57,6 +57,10 @@ pub struct StartRunInput {
     #[serde(default, deserialize_with = "number::amount")]
     #[schemars(schema_with = "number::amount_schema")]
     pub max_usd: Option<f64>,
+    /// Plan the spec if it has no plan yet and stop before any chunk (`runner run
+    /// --plan-only`): read it with show_plan, edit it, then start_run again to build it.
+    #[serde(default)]
+    pub plan_only: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -147,6 +151,7 @@ impl Server {
                 base_branch: input.base_branch,
                 drain_timeout: input.drain_timeout,
                 max_usd: input.max_usd,
+                plan_only: input.plan_only,
             };
             runner::ops::start::start(&ctx(&cwd, "start_run")?, opts, &Nobody)
         })
@@ -154,7 +159,7 @@ impl Server {
     }
 
     #[tool(
-        description = "A spec's plan: its phases in order (and what each waits for), each chunk with its status (pending, in_progress, completed, failed, blocked) and attempts, the progress, the chunk in progress and the next one.",
+        description = "A spec's plan (`runner plan --json`): its phases in order (and what each waits for), each chunk with its status (pending, in_progress, completed, failed, blocked), its attempts (in words as a run numbers them), its verification in brief and why it failed, the progress, the chunk in progress and the next one.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn show_plan(

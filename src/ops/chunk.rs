@@ -82,7 +82,11 @@ pub struct ChunkShowOptions {
 
 pub fn show_chunk(ctx: &super::Ctx, opts: ChunkShowOptions) -> anyhow::Result<ChunkView> {
     let paths = locate_spec(ctx, opts.spec.as_deref())?;
-    show(&paths, opts.id.as_deref())
+    show(
+        &paths,
+        opts.id.as_deref(),
+        ctx.ws.config()?.run.max_attempts,
+    )
 }
 
 /// The agent session making this call: `RUNNER_SESSION_ID`; else, if this process descends
@@ -153,11 +157,16 @@ pub struct ShownChunk {
     pub phase_name: Option<String>,
     /// The chunk as the plan has it (id, description, status, files, verification, …).
     pub chunk: Map<String, Value>,
+    /// Its attempts in words, as `runner plan` says them ("attempt 2 of 3"); null when its
+    /// status says all.
+    pub attempt: Option<String>,
+    /// Its verification in brief, as `runner plan` shows it; null when it has none.
+    pub verification: Option<crate::plan::verification::Brief>,
 }
 
 /// One chunk (by id, else `RUNNER_CHUNK_ID`, else the one in progress or next) with the plan's
-/// progress.
-pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<ChunkView> {
+/// progress, its attempts counted against `max_attempts`.
+pub fn show(paths: &SpecPaths, id: Option<&str>, max_attempts: u32) -> anyhow::Result<ChunkView> {
     let plan = paths
         .plan
         .load()?
@@ -178,10 +187,14 @@ pub fn show(paths: &SpecPaths, id: Option<&str>) -> anyhow::Result<ChunkView> {
                 .find_chunk(&id)
                 .ok_or_else(|| unknown_chunk(&plan, &id))?;
             let phase = &plan.phases[pos.phase];
+            let chunk = plan.chunk(pos);
+            let line = super::plan::chunk_line(chunk, max_attempts);
             Some(ShownChunk {
                 phase: phase.label(pos.phase),
                 phase_name: phase.name().map(str::to_string),
-                chunk: plan.chunk(pos).raw().clone(),
+                chunk: chunk.raw().clone(),
+                attempt: line.attempt,
+                verification: line.verification,
             })
         }
         None => None,

@@ -18,6 +18,40 @@ pub fn run(ctx: &Ctx, mut opts: RunOptions, person: &dyn Person) -> anyhow::Resu
     run_spec(ctx, opts, person)
 }
 
+/// What `runner run --plan-only` did, and the plan to read.
+#[derive(Debug)]
+pub struct PlanOnlyReport {
+    /// The run that planned the spec; none when it had a plan already (nothing was started).
+    pub planned: Option<RunReport>,
+    pub plan: super::plan::PlanReport,
+}
+
+/// `runner run --plan-only`: the spec's plan, written first by a run that stops before any
+/// chunk when there is none yet. A plan that is there (and reads) is only shown: no run, no
+/// lock, nothing changed. One that does not read goes to the run, whose recovery deals with it
+/// as for any run.
+pub fn plan_only(
+    ctx: &Ctx,
+    mut opts: RunOptions,
+    person: &dyn Person,
+) -> anyhow::Result<PlanOnlyReport> {
+    let name = ctx.spec_name(opts.spec.as_deref(), person)?;
+    let paths = ctx.ws.spec(&name)?;
+    let max_attempts = ctx.ws.config()?.run.max_attempts;
+    let planned = match paths.plan.load() {
+        Ok(Some(_)) => None,
+        _ => {
+            opts.spec = Some(name);
+            opts.plan_only = true;
+            Some(run_spec(ctx, opts, person)?)
+        }
+    };
+    Ok(PlanOnlyReport {
+        planned,
+        plan: super::plan::plan_of(&paths, max_attempts)?,
+    })
+}
+
 /// Run the spec `opts.spec` names exactly.
 fn run_spec(ctx: &Ctx, opts: RunOptions, asker: &dyn Asker) -> anyhow::Result<RunReport> {
     let progress = ctx.progress().clone();

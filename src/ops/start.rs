@@ -36,6 +36,8 @@ pub struct StartOptions {
     pub base_branch: Option<String>,
     pub drain_timeout: Option<u64>,
     pub max_usd: Option<f64>,
+    /// `--plan-only`: plan the spec if it has no plan yet, and stop before any chunk.
+    pub plan_only: bool,
 }
 
 /// The run started.
@@ -145,6 +147,9 @@ fn flags(opts: &StartOptions) -> Vec<String> {
     flag("--base-branch", opts.base_branch.clone());
     flag("--drain-timeout", opts.drain_timeout.map(|s| s.to_string()));
     flag("--max-usd", opts.max_usd.map(|usd| usd.to_string()));
+    if opts.plan_only {
+        out.push("--plan-only".into());
+    }
     out
 }
 

@@ -147,3 +147,81 @@ pub fn describe(chunk: &Chunk) -> Option<String> {
         other => serde_json::to_string_pretty(other).ok(),
     }
 }
+
+/// A chunk's verification in brief, for a person reading the plan: of what kind, the command
+/// runner runs (only for `command`), what it expects, and the instructions of a check runner
+/// does not run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct Brief {
+    /// `command`, `manual`, `browser`, `e2e`, … as the plan says (lower case), or `text` for a
+    /// verification written as prose.
+    pub kind: String,
+    /// Whether runner runs it after the chunk (a command verification): it must pass.
+    pub runs: bool,
+    /// The command (`command` or `run`).
+    pub command: Option<String>,
+    /// What the command must give: its exit status when not 0, the text its output must hold.
+    pub expect: Option<String>,
+    /// What is expected or to be done, in the plan's words (`expected`, `instructions`,
+    /// `scenario`, a `url`, else the first of its `steps` or `checks`; the whole text of a prose
+    /// verification): shown, never checked.
+    pub note: Option<String>,
+}
+
+/// The fields whose text says what a check expects or asks, the first present one shown.
+const NOTE: &[&str] = &["expected", "instructions", "scenario", "description", "url"];
+
+/// The verification of `chunk` in brief, if it has one.
+pub fn brief(chunk: &Chunk) -> Option<Brief> {
+    let v = match chunk.raw().get("verification")? {
+        Value::String(s) if !s.trim().is_empty() => {
+            return Some(Brief {
+                kind: "text".into(),
+                runs: false,
+                command: None,
+                expect: None,
+                note: Some(s.clone()),
+            });
+        }
+        Value::Object(v) => v,
+        _ => return None,
+    };
+    let check = command_check(chunk);
+    let expect = check.as_ref().and_then(|c| {
+        let mut parts = Vec::new();
+        if c.expect_status != 0 {
+            parts.push(format!("exit status {}", c.expect_status));
+        }
+        if let Some(out) = &c.expect_output {
+            parts.push(format!("output holds {out:?}"));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    });
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+    };
+    // Else the first of its `steps` or `checks` (e2e, browser), and how many more there are.
+    let first_step = || {
+        ["steps", "checks"].iter().find_map(|k| {
+            let items = v.get(*k)?.as_array()?;
+            let first = text(items.first()?)?;
+            Some(match items.len() - 1 {
+                0 => first,
+                more => format!("{first} (and {more} more)"),
+            })
+        })
+    };
+    let note = NOTE
+        .iter()
+        .find_map(|k| v.get(*k).and_then(text))
+        .or_else(first_step);
+    Some(Brief {
+        kind: type_of(v),
+        runs: check.is_some(),
+        command: command_of(v).map(str::to_string),
+        expect,
+        note,
+    })
+}

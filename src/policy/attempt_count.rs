@@ -61,6 +61,24 @@ impl Counted {
             None => n,
         }
     }
+
+    /// A chunk's attempts as the plan's view says them beside its status (`status` as the plan
+    /// spells it): in progress, the attempt under way ("attempt 2 of 3"); failed, or pending
+    /// again after a failure, the last counted one ("attempt 1 of 3 failed"); completed after
+    /// earlier tries, the one that did it ("done on attempt 2 of 3"); any attempt not counted
+    /// said apart. Nothing for a chunk whose only story is its status (pending and never tried,
+    /// completed at the first try).
+    pub fn for_status(&self, status: &str, max: u32) -> Option<String> {
+        match status {
+            "in_progress" => Some(self.starting(max)),
+            "completed" if self.failed > 0 || self.apart().is_some() => {
+                Some(format!("done on {}", self.starting(max)))
+            }
+            _ if self.failed > 0 => Some(self.failed(max)),
+            "completed" => None,
+            _ => self.apart(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +114,53 @@ mod tests {
         assert_eq!(
             Counted::of([Some("failed")]).failed(3),
             "attempt 1 of 3 failed"
+        );
+    }
+
+    #[test]
+    fn each_status_says_its_attempts_as_the_run_numbers_them() {
+        let none = Counted::default();
+        assert_eq!(none.for_status("pending", 3), None);
+        assert_eq!(none.for_status("completed", 3), None);
+        assert_eq!(
+            none.for_status("in_progress", 3).as_deref(),
+            Some("attempt 1 of 3")
+        );
+        let once = Counted::of([Some("failed"), None]);
+        assert_eq!(
+            once.for_status("in_progress", 3).as_deref(),
+            Some("attempt 2 of 3")
+        );
+        assert_eq!(
+            once.for_status("pending", 3).as_deref(),
+            Some("attempt 1 of 3 failed")
+        );
+        assert_eq!(
+            once.for_status("completed", 3).as_deref(),
+            Some("done on attempt 2 of 3")
+        );
+        let all = Counted::of([
+            Some("failed"),
+            Some("interrupted"),
+            Some("failed"),
+            Some("failed"),
+        ]);
+        assert_eq!(
+            all.for_status("failed", 3).as_deref(),
+            Some("attempt 3 of 3 failed (1 interrupted, not counted)")
+        );
+        let cut = Counted::of([Some("interrupted")]);
+        assert_eq!(
+            cut.for_status("pending", 3).as_deref(),
+            Some("1 interrupted, not counted")
+        );
+        assert_eq!(
+            cut.for_status("completed", 3).as_deref(),
+            Some("done on attempt 1 of 3; 1 interrupted, not counted")
+        );
+        assert_eq!(
+            cut.for_status("blocked", 3).as_deref(),
+            Some("1 interrupted, not counted")
         );
     }
 }

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum RunOutcome {
     /// Every chunk done.
     Complete,
+    /// `--plan-only`: the spec has a plan, and the run stopped before any chunk.
+    Planned,
     /// The person chose to merge the existing work instead of running.
     Merged,
     /// Ctrl-C, SIGTERM or SIGHUP: it stopped between two steps and resumes.
@@ -28,6 +30,7 @@ impl RunOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             RunOutcome::Complete => "complete",
+            RunOutcome::Planned => "planned",
             RunOutcome::Merged => "merged",
             RunOutcome::Interrupted => "interrupted",
             RunOutcome::NeedsHuman => "needs_human",

@@ -263,3 +263,55 @@ fn an_agent_session_may_report_only_on_its_own_chunk() {
     );
     assert_eq!(std::fs::read(repo.plan_path("005-own")).unwrap(), before);
 }
+
+#[test]
+fn chunk_show_reads_as_text_and_gives_json_with_json() {
+    let repo = repo_with_fixture_plan("001-show");
+    let mut plan = repo.plan("001-show");
+    plan["phases"][1]["subtasks"][0]["description"] = "Polish \u{1b}[2J it".into();
+    plan["phases"][1]["subtasks"][0]["files_to_modify"] = serde_json::json!(["src/a.rs"]);
+    repo.write_plan("001-show", &serde_json::to_string_pretty(&plan).unwrap());
+    let out = repo.runner(&["chunk", "show", "polish", "--spec", "001"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+    crate::assert_screen!(repo, text, @r#"
+    Chunk polish [pending]
+    Spec 001-show, phase phase-2 (Polish)
+
+    Polish \u{1b}[2J it
+
+    Files to modify:
+    - src/a.rs
+
+    Also in the plan:
+      x_custom: {"kept":true}
+
+    Progress: 0/3 chunks completed
+    "#);
+    let core_a = stdout(&repo.runner(&["chunk", "show", "core-a", "--spec", "001"]));
+    assert!(
+        core_a.contains("\nFiles to create:\n- work/core-a.txt\n"),
+        "{core_a}"
+    );
+
+    let json: Value = serde_json::from_str(&stdout(
+        &repo.runner(&["chunk", "show", "polish", "--json"]),
+    ))
+    .unwrap();
+    assert_eq!(
+        json["current"]["chunk"]["description"],
+        "Polish \u{1b}[2J it"
+    );
+    assert_eq!(json["current"]["chunk"]["x_custom"]["kept"], true);
+    assert_eq!(json["current"]["attempt"], Value::Null);
+    let core_b: Value = serde_json::from_str(&stdout(
+        &repo.runner(&["chunk", "show", "core-b", "--json"]),
+    ))
+    .unwrap();
+    assert_eq!(
+        core_b["current"]["verification"]["command"],
+        "test -f work/core-b.txt"
+    );
+    assert_eq!(core_b["current"]["verification"]["runs"], true);
+}

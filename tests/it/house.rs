@@ -117,3 +117,31 @@ fn every_runner_a_test_starts_is_isolated_from_the_users_config() {
         bare.join("\n")
     );
 }
+
+/// The benches start the release binary to time it: through `benches/support`'s
+/// `runner_command()`, which points `XDG_CONFIG_HOME` at an empty folder as the tests do, so a
+/// user's own config (a `max_sessions`, an agent) cannot change a bench's figures. Only that
+/// module names the binary.
+#[test]
+fn every_runner_a_bench_starts_is_isolated_from_the_users_config() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let support = dir.join("support");
+    let mut bare = Vec::new();
+    for path in files.iter().filter(|p| !p.starts_with(&support)) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("CARGO_BIN_EXE_runner") || line.contains("Command::new(RUNNER") {
+                let rel = path.strip_prefix(&dir).unwrap().display();
+                bare.push(format!("benches/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "start runner with support::runner_command(), so the user's own config cannot leak \
+         in:\n{}",
+        bare.join("\n")
+    );
+}

@@ -544,3 +544,35 @@ fn start_run_refusals_say_why() {
         client.cancel().await.unwrap();
     });
 }
+
+#[test]
+fn start_run_with_plan_only_plans_and_builds_nothing() {
+    let repo = TestRepo::new();
+    repo.add_spec("001-plan-first");
+    block_on(async {
+        let client = start_with_agent(&repo).await;
+        let started = ok(call(
+            &client,
+            "start_run",
+            json!({"spec": "001", "plan_only": true, "agent_command": fixture("fake-agent")}),
+        )
+        .await);
+        let run_id = started["run_id"].as_str().unwrap().to_string();
+        wait_for("the plan-only run to end", || {
+            let out = repo.runner(&["show", &run_id, "--json"]);
+            serde_json::from_str::<Value>(&stdout(&out)).is_ok_and(|v| v["outcome"] == "planned")
+        });
+        let plan = ok(call(&client, "show_plan", json!({"spec": "001"})).await);
+        assert_eq!(
+            (plan["completed"].clone(), plan["total"].clone()),
+            (json!(0), json!(3))
+        );
+        client.cancel().await.unwrap();
+    });
+    assert!(
+        repo.agent_log().iter().all(|l| l.starts_with("planner ")),
+        "{:?}",
+        repo.agent_log()
+    );
+    assert!(repo.branch_log("auto-claude/001-plan-first").is_empty());
+}

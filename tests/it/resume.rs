@@ -185,10 +185,19 @@ fn several_matches_without_a_terminal_list_each_with_its_command_and_choice_pick
     assert_exit(&out, 2);
     let err = stderr(&out);
     assert!(err.contains("'login' matches 2 resumable runs"), "{err}");
+    // Each with the one command that continues its spec (what a resume of it would run).
     for (spec, id) in [("001-add-login", &a), ("010-login-page", &c)] {
-        assert!(err.contains(spec), "{err}");
-        assert!(err.contains(&format!("runner resume {id}")), "{err}");
+        assert!(
+            err.contains(&format!(" {}", &id[..6]))
+                && err.contains(&format!("spec {spec}  chunk core-")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(": runner run --spec {spec} --auto-continue\n")),
+            "{err}"
+        );
     }
+    assert!(!err.contains("runner resume r"), "{err}");
     assert!(err.contains("--choice N"), "{err}");
     assert_eq!(stdout(&out), "");
     // --json: the list as data, exit 2.
@@ -206,7 +215,10 @@ fn several_matches_without_a_terminal_list_each_with_its_command_and_choice_pick
     assert_eq!(matches[0]["choice"], 1);
     assert_eq!(matches[0]["chunk"], "core-a");
     assert!(matches[0]["last_activity"].is_string());
-    assert_eq!(matches[1]["command"], format!("runner resume {a}"));
+    assert_eq!(
+        matches[1]["command"],
+        "runner run --spec 001-add-login --auto-continue"
+    );
     // --choice picks; out of range is exit 2.
     let v = summary(&repo, &["login", "--choice", "2"]);
     assert_eq!(v["spec"], "001-add-login");

@@ -24,6 +24,10 @@ impl Run {
         } else {
             self.pin_base()?;
         }
+        if self.plan_only {
+            // A person reads (and may edit) the plan before any code is written.
+            return Ok(());
+        }
         self.refuse_blocked_chunks()?;
         self.reattach_cut_off_sessions(ws, &resume).await?;
         // A chunk's completion takes the next one in the same plan write (see `complete`).

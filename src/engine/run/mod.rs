@@ -72,6 +72,8 @@ pub struct RunOptions {
     /// background, `ops::start`), instead of a new one. Must have the form of a run id and be
     /// unused for the spec.
     pub run_id: Option<String>,
+    /// `--plan-only`: stop once the spec has a plan (its outcome `planned`), before any chunk.
+    pub plan_only: bool,
 }
 
 impl RunOptions {
@@ -145,6 +147,8 @@ struct Run {
     keeper: keep::Keeper,
     /// The chunks' commits: each looks only at what changed since the last (`git::stage`).
     stager: std::sync::Mutex<crate::git::Stager>,
+    /// `--plan-only`: the run ends once the spec has a plan.
+    plan_only: bool,
 }
 
 fn empty_plan() -> Plan {

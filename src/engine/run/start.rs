@@ -510,6 +510,7 @@ impl Prepared<'_> {
             limited: None,
             keeper: self.keeper,
             stager: std::sync::Mutex::new(crate::git::Stager::new(&slot.path)),
+            plan_only: self.opts.plan_only,
         };
         run.checkpoint(
             crate::store::checkpoint::Trigger::RunStart,
@@ -553,6 +554,7 @@ impl Run {
     ) -> anyhow::Result<RunReport> {
         self.reporter.finish();
         let outcome = match &result {
+            Ok(()) if self.plan_only => RunOutcome::Planned,
             Ok(()) => RunOutcome::Complete,
             Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
                 Some(RunnerError::Interrupted) => RunOutcome::Interrupted,

@@ -51,7 +51,8 @@ pub struct Match {
     pub spec: String,
     pub chunk: Option<String>,
     pub last_activity: Option<DateTime<Utc>>,
-    /// What to type to resume this one.
+    /// What to type to go on with it: the one continue command of its spec
+    /// (`runner run --spec S --auto-continue`). `--choice N` picks it for `runner resume`.
     pub command: String,
 }
 
@@ -222,10 +223,9 @@ pub fn resolve(ws: &Workspace, req: &ResumeOptions, now: DateTime<Utc>) -> anyho
                 .run_id
                 .as_ref()
                 .map(|id| ids.get(id).cloned().unwrap_or(id.clone()));
-            let command = match &c.run_id {
-                Some(id) => format!("runner resume {id}"),
-                None => format!("runner resume --spec {}", crate::sh(&c.spec)),
-            };
+            // How to go on with it: the one continue command (a resume of the run would end by
+            // running it), not a second way to the same place.
+            let command = crate::policy::next_command::continue_command(&c.spec, None);
             Match {
                 choice: i + 1,
                 run_id: c.run_id,

@@ -263,3 +263,35 @@ fn null_verification_fields_count_as_absent() {
     chunk_with(json!("run the tests by hand"));
     chunk_with(Value::Null);
 }
+
+#[test]
+fn a_brief_says_what_is_run_and_what_is_only_asked() {
+    let brief = |v: Value| verification::brief(&chunk_with(v)).expect("a brief");
+    let run = brief(
+        json!({"type": "Command ", "command": "cargo test", "expected": "No errors",
+                           "expect_status": 2, "expect_output": "ok"}),
+    );
+    assert_eq!(
+        run,
+        verification::Brief {
+            kind: "command".into(),
+            runs: true,
+            command: Some("cargo test".into()),
+            expect: Some("exit status 2, output holds \"ok\"".into()),
+            note: Some("No errors".into()),
+        }
+    );
+    let manual = brief(json!({"type": "manual", "instructions": "Open the page"}));
+    assert!(!manual.runs);
+    assert_eq!(manual.kind, "manual");
+    assert_eq!(manual.command, None);
+    assert_eq!(manual.note.as_deref(), Some("Open the page"));
+    let e2e = brief(json!({"type": "e2e", "steps": ["Open the app", "Paste an image"]}));
+    assert_eq!(e2e.note.as_deref(), Some("Open the app (and 1 more)"));
+    let prose = brief(json!("Tests pass"));
+    assert_eq!(
+        (prose.kind.as_str(), prose.note.as_deref()),
+        ("text", Some("Tests pass"))
+    );
+    assert_eq!(verification::brief(&chunk_with(json!(null))), None);
+}
