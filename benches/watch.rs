@@ -20,7 +20,9 @@ use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
+mod support;
+use support::{RUNNER, empty_config_home, runner_command};
+
 const LINES: usize = 20;
 const IDLE: Duration = Duration::from_secs(10);
 const LATENCY_TARGET: Duration = Duration::from_secs(1);
@@ -148,13 +150,11 @@ impl Bench {
         .map_err(|e| e.to_string())?;
         std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .map_err(|e| e.to_string())?;
-        let config_home = dir.path().join("xdg");
-        std::fs::create_dir_all(&config_home).map_err(|e| e.to_string())?;
-        let run = Command::new(RUNNER)
+        let config_home = empty_config_home();
+        let run = runner_command()
             .args(["run", "--spec", SPEC, "--auto-continue", "--agent-command"])
             .arg(&agent)
             .current_dir(&root)
-            .env("XDG_CONFIG_HOME", &config_home)
             .env("BENCH_FIFO", &fifo)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
