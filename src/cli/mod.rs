@@ -29,6 +29,7 @@ mod status;
 pub mod style;
 mod undo;
 mod view;
+mod watch;
 
 pub use hint::carry_directory;
 pub use json::{print_error_json, wants_json};
@@ -86,6 +87,9 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// The runs of every spec, newest first: active, stale (killed) or ended.
     Runs(runs::RunsArgs),
+    /// Every spec and every active run on one live full screen: state, chunk, progress, cost,
+    /// the agent's latest line; Enter opens a spec's log, q quits (needs a terminal).
+    Watch(watch::WatchArgs),
     /// One run in detail: its heartbeat, last chunk, checkpoint and last journal lines.
     Show(runs::ShowArgs),
     /// Report on a chunk (for agents): done, fail, show.
@@ -123,6 +127,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Status(args) => status::run(&cwd()?, args),
         Command::Plan(args) => plan::run(&cwd()?, args),
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
+        Command::Watch(args) => watch::run(&cwd()?, args),
         Command::Show(args) => runs::show_cmd(&cwd()?, args),
         Command::Review(args) => review::review(&cwd()?, args),
         Command::Merge(args) => merge::merge_cmd(&cwd()?, args),

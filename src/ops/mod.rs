@@ -28,3 +28,4 @@ pub mod runs;
 pub mod start;
 pub mod status;
 pub mod undo;
+pub mod watch;

@@ -135,13 +135,19 @@ pub fn status(ctx: &super::Ctx, opts: StatusOptions) -> anyhow::Result<StatusRep
     };
     let mut report = status_of(&ctx.ws, only.as_deref())?;
     if !asked_for && !opts.all {
-        let before = report.specs.len();
-        report
-            .specs
-            .retain(|s| !crate::policy::last_run::is_finished(&s.status));
-        report.hidden = before - report.specs.len();
+        hide_finished(&mut report);
     }
     Ok(report)
+}
+
+/// Leave merged and discarded specs out of the report, counting them in `hidden`: what a list
+/// of every spec shows by default (`status`, `watch`).
+pub fn hide_finished(report: &mut StatusReport) {
+    let before = report.specs.len();
+    report
+        .specs
+        .retain(|s| !crate::policy::last_run::is_finished(&s.status));
+    report.hidden += before - report.specs.len();
 }
 
 /// Whether spec `name` is merged or discarded, read as `status` reads it (for a picker's list:

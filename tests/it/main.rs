@@ -65,6 +65,7 @@ mod status_cache;
 mod transitions;
 mod usage_limits;
 mod user_config;
+mod watch;
 
 /// A file in `tests/it/` (or in a module's folder) that no `mod` line names is never compiled,
 /// and its tests silently never run: fail instead.
