@@ -15,6 +15,8 @@ pub enum NotifyEvent {
     Resuming,
     /// Every chunk is done (or the person merged the existing work instead of running).
     Complete,
+    /// `run --plan-only`: the plan is written, for a person to read before any code is.
+    Planned,
     /// A chunk failed its last attempt, or the run stopped on an error of its own.
     Failed,
     /// The agent's usage limit paused the spec.
@@ -29,9 +31,10 @@ pub enum NotifyEvent {
 }
 
 impl NotifyEvent {
-    pub const ALL: [NotifyEvent; 7] = [
+    pub const ALL: [NotifyEvent; 8] = [
         NotifyEvent::Resuming,
         NotifyEvent::Complete,
+        NotifyEvent::Planned,
         NotifyEvent::Failed,
         NotifyEvent::UsageLimited,
         NotifyEvent::BudgetExhausted,
@@ -43,6 +46,7 @@ impl NotifyEvent {
         match self {
             NotifyEvent::Resuming => "resuming",
             NotifyEvent::Complete => "complete",
+            NotifyEvent::Planned => "planned",
             NotifyEvent::Failed => "failed",
             NotifyEvent::UsageLimited => "usage_limited",
             NotifyEvent::BudgetExhausted => "budget_exhausted",
@@ -57,6 +61,7 @@ impl NotifyEvent {
 pub fn end_event(outcome: RunOutcome, failed_chunks: usize) -> NotifyEvent {
     match outcome {
         RunOutcome::Complete | RunOutcome::Merged => NotifyEvent::Complete,
+        RunOutcome::Planned => NotifyEvent::Planned,
         RunOutcome::Interrupted => NotifyEvent::Interrupted,
         RunOutcome::NeedsHuman if failed_chunks > 0 => NotifyEvent::Failed,
         RunOutcome::NeedsHuman => NotifyEvent::NeedsHuman,
@@ -132,6 +137,7 @@ pub fn end_payload(facts: &SpecFacts<'_>, end: &RunEnd<'_>) -> Payload {
     let state = match (event, end.outcome) {
         (_, RunOutcome::Merged) => "was merged".to_string(),
         (NotifyEvent::Complete, _) => "is complete".to_string(),
+        (NotifyEvent::Planned, _) => "is planned".to_string(),
         (NotifyEvent::Failed, _) => "failed".to_string(),
         (NotifyEvent::UsageLimited, _) => "is paused by a usage limit".to_string(),
         (NotifyEvent::BudgetExhausted, _) => "is out of budget".to_string(),
@@ -340,6 +346,7 @@ mod tests {
         for (outcome, failed, event) in [
             (O::Complete, 0, E::Complete),
             (O::Merged, 0, E::Complete),
+            (O::Planned, 0, E::Planned),
             (O::Interrupted, 1, E::Interrupted),
             (O::NeedsHuman, 1, E::Failed),
             (O::NeedsHuman, 0, E::NeedsHuman),
