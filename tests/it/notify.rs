@@ -723,3 +723,32 @@ fn a_plan_only_run_is_planned() {
             .starts_with("runner run --spec 001-note --auto-continue")
     );
 }
+
+#[test]
+fn merging_the_work_at_the_question_is_complete_as_merged() {
+    use expectrl::Expect;
+    let repo = repo_with_fixture_plan(SPEC);
+    with_recorder(&repo, "", "");
+    assert_exit(&repo.run_spec(SPEC, &[]), 0);
+    // A run on a terminal, without --auto-continue: asked what now, the person merges.
+    let agent = agent();
+    let mut cmd = runner_command();
+    cmd.args(["run", "--spec", SPEC, "--agent-command", &agent])
+        .current_dir(&repo.root)
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1");
+    let mut s = expectrl::session::OsSession::spawn(cmd).unwrap();
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    s.expect("What now?").unwrap();
+    // Review, Merge, Discard: the second.
+    s.send("\u{1b}[B").unwrap();
+    s.send("\r").unwrap();
+    s.expect(expectrl::Eof).unwrap();
+    assert_eq!(events(&repo), ["complete", "complete"]);
+    let p = &notified(&repo)[1]["stdin"];
+    assert_eq!(p["outcome"], "merged");
+    assert_eq!(p["exit_code"], 0);
+    assert!(p["next_command"].is_null(), "{p}");
+    assert_eq!(p["message"], "spec 001-note was merged: 3/3 chunks done");
+    assert_ne!(p["run_id"], notified(&repo)[0]["stdin"]["run_id"]);
+}
