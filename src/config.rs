@@ -9,6 +9,7 @@
 mod agent;
 mod files;
 mod keys;
+mod notify;
 
 use std::path::Path;
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub use agent::parse_preset;
 use agent::{permission_name, preset_name};
 pub use files::{ConfigFiles, Loaded, load, load_quietly};
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
+pub use notify::NotifyConfig;
 
 pub const CONFIG_FILE: &str = "config.toml";
 
@@ -56,6 +58,8 @@ pub struct Config {
     pub budget: BudgetConfig,
     #[serde(default)]
     pub resume: ResumeConfig,
+    #[serde(default)]
+    pub notify: NotifyConfig,
 }
 
 /// `[resume]`: how `runner runs`, `show` and `resume` judge runs.
@@ -320,6 +324,9 @@ impl Config {
                 self.agent.max_log_bytes
             ));
         }
+        if let Some(problem) = self.notify.problem() {
+            return bad(&problem);
+        }
         Ok(())
     }
 }
@@ -467,6 +474,10 @@ mod tests {
         assert_eq!(c.agent.program.take().as_deref(), Some("claude"));
         assert_eq!(c.budget.max_usd.take(), Some(5.0));
         assert_eq!(c.budget.max_tokens.take(), Some(2_000_000));
+        assert_eq!(
+            c.notify.command.take().as_deref(),
+            Some("notify-send \"runner\" \"$RUNNER_MESSAGE\"")
+        );
         assert_eq!(c, Config::default());
     }
 

@@ -5,7 +5,8 @@
 //! - `cli` (front end): clap, rendering, questions; the only layer that prints or asks;
 //! - `ops` (operations): one per command, typed options in, `Serialize` data out;
 //! - `engine`: run, recovery, lifecycle (merge, discard, undo), the one verification runner;
-//! - `plan`, `store`, `git`, `agent`, `config` (mechanism): files, locks, journal, git, processes;
+//! - `plan`, `store`, `git`, `agent`, `config`, `notify` (mechanism): files, locks, journal, git,
+//!   processes, notifications;
 //!   every `git2` call is in `git`;
 //! - `policy`: pure decisions over plain data, and the one chunk status transition table.
 //! - `error`, `output`, `text`, `clock`, `failpoint`: leaf utilities any layer may use.
@@ -93,6 +94,7 @@ pub mod failpoint;
 pub mod fs;
 pub mod git;
 pub mod ids;
+pub mod notify;
 pub mod ops;
 pub mod output;
 pub mod plan;

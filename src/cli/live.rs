@@ -147,7 +147,7 @@ impl RunBars {
                     multi.remove(&bar);
                 }
             }
-            Progress::Line(_) | Progress::Notice(_) => return false,
+            Progress::Line(_) | Progress::Notice(_) | Progress::Bell => return false,
         }
         true
     }

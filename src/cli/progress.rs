@@ -48,14 +48,24 @@ pub fn plain_line(event: &Progress<'_>) -> Option<String> {
         | Progress::SessionStarted { .. }
         | Progress::Activity(_)
         | Progress::SessionEnded
-        | Progress::Finished => None,
+        | Progress::Finished
+        | Progress::Bell => None,
     }
+}
+
+/// BEL on stderr, which is a terminal (the callers know).
+fn ring_bell() {
+    // Not std's `eprint!`, which panics when stderr is gone.
+    runner::write_quietly(&mut std::io::stderr().lock(), format_args!("\u{7}"));
 }
 
 /// What `-q/--quiet` keeps: the notices (where work was saved, what recovery did), not the
 /// news of a run going well nor its bars.
 pub fn shown_when_quiet(event: &Progress<'_>) -> bool {
-    matches!(event, Progress::Notice(_) | Progress::Finished)
+    matches!(
+        event,
+        Progress::Notice(_) | Progress::Finished | Progress::Bell
+    )
 }
 
 /// `line` with `[spec] ` before each of its lines (a line of news may run over several: a
@@ -74,6 +84,13 @@ pub fn prefixed(spec: Option<&str>, line: &str) -> String {
 /// Show `event` on `bars` if they show it (on a terminal); else print its line — above the
 /// bars on a terminal, plain otherwise — each of its lines after the job's spec.
 fn show(multi: Option<&MultiProgress>, bars: &mut RunBars, event: &Progress<'_>) {
+    if matches!(event, Progress::Bell) {
+        // `notify.bell`: on a terminal only, never into a pipe or a file.
+        if multi.is_some() {
+            ring_bell();
+        }
+        return;
+    }
     if let Some(multi) = multi
         && bars.show(multi, event)
     {

@@ -38,6 +38,9 @@ pub enum Progress<'a> {
     SessionEnded,
     /// The run is over (any outcome): what shows its position goes away.
     Finished,
+    /// `notify.bell`: ring the terminal's bell, where there is a terminal (never into a pipe
+    /// or a file).
+    Bell,
 }
 
 /// Where progress goes. Called on the run's thread; a sink must not block for long.
@@ -90,6 +93,7 @@ pub enum Event {
     Activity(String),
     SessionEnded,
     Finished,
+    Bell,
 }
 
 impl ProgressSink for Recorded {
@@ -122,6 +126,7 @@ impl ProgressSink for Recorded {
             Progress::Activity(text) => Event::Activity(text.to_string()),
             Progress::SessionEnded => Event::SessionEnded,
             Progress::Finished => Event::Finished,
+            Progress::Bell => Event::Bell,
         });
     }
 }
@@ -192,5 +197,10 @@ impl Reporter {
 
     pub fn finish(&self) {
         self.0.report(Progress::Finished);
+    }
+
+    /// The terminal bell (see [`Progress::Bell`]).
+    pub fn bell(&self) {
+        self.0.report(Progress::Bell);
     }
 }

@@ -56,11 +56,16 @@ pub fn plan_only(
 fn run_spec(ctx: &Ctx, opts: RunOptions, asker: &dyn Asker) -> anyhow::Result<RunReport> {
     let progress = ctx.progress().clone();
     crate::engine::block_on(async {
-        let prepared =
+        let mut prepared =
             crate::engine::run::prepare(&ctx.ws, &ctx.cwd, &opts, progress, asker).await?;
         match super::choice::settle_existing_work(&prepared, &opts, asker) {
-            Ok(super::choice::Choice::Merged) => prepared.merged(),
-            Ok(_) => prepared.execute().await,
+            Ok(super::choice::Choice::Merged) => prepared.merged().await,
+            Ok(choice) => {
+                if matches!(choice, super::choice::Choice::DiscardedStartFresh) {
+                    prepared.started_afresh();
+                }
+                prepared.execute().await
+            }
             Err(e) => {
                 // Cancelled, or no terminal to ask on: "nothing was changed" must hold. (A
                 // confirmed re-pin is written only once every question is answered, so a

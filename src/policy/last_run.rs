@@ -50,22 +50,26 @@ const DID_NOTHING: &[&str] = &["cancelled", "busy", "error"];
 /// ended (killed), was stopped by a signal (`interrupted`) or was found killed by a later run
 /// (`cut_off`) left the spec interrupted.
 pub fn last_run(newest_first: impl IntoIterator<Item = Record>) -> LastRun {
-    for r in newest_first {
-        let outcome = r.outcome.as_deref().unwrap_or("");
-        return match r.work {
-            Work::Recover => continue,
-            Work::Agent if !r.ended || matches!(outcome, "interrupted" | "cut_off") => {
-                LastRun::Interrupted
-            }
-            Work::Agent if DID_NOTHING.contains(&outcome) => continue,
-            Work::Agent => LastRun::Ended,
-            Work::Lifecycle if r.ended && r.outcome.as_deref() == Some("discarded") => {
-                LastRun::Discarded
-            }
-            Work::Lifecycle => LastRun::Ended,
-        };
-    }
-    LastRun::Unknown
+    newest_first
+        .into_iter()
+        .find_map(|r| decided_by(&r))
+        .unwrap_or(LastRun::Unknown)
+}
+
+/// Where record `r` leaves the spec, or `None` when it says nothing of it (a recover, an agent
+/// run that did nothing): then the record before it decides ([`last_run`]).
+pub fn decided_by(r: &Record) -> Option<LastRun> {
+    let outcome = r.outcome.as_deref().unwrap_or("");
+    Some(match r.work {
+        Work::Recover => return None,
+        Work::Agent if !r.ended || matches!(outcome, "interrupted" | "cut_off") => {
+            LastRun::Interrupted
+        }
+        Work::Agent if DID_NOTHING.contains(&outcome) => return None,
+        Work::Agent => LastRun::Ended,
+        Work::Lifecycle if r.ended && outcome == "discarded" => LastRun::Discarded,
+        Work::Lifecycle => LastRun::Ended,
+    })
 }
 
 /// `status`'s word for a spec (`state`, from its plan and lock) as the newest run records

@@ -15,6 +15,7 @@ pub mod last_run;
 pub mod live;
 pub mod new_spec;
 pub mod next_command;
+pub mod notify;
 pub mod outcome;
 pub mod pause;
 pub mod reattach;

@@ -191,10 +191,24 @@ pub fn stat_records(
 /// end), one at a time until one decides (usually the first). A record that cannot be read is
 /// passed over: the records are advisory.
 pub fn last_run(spec_dir: &Path) -> crate::policy::last_run::LastRun {
-    use crate::policy::last_run::{Record, Work};
+    deciding(spec_dir).map_or(crate::policy::last_run::LastRun::Unknown, |(last, _)| last)
+}
+
+/// The record of the agent run that left the spec interrupted (killed, stopped by a signal or
+/// cut off), when the newest records say it is: what a run that takes it up resumes.
+pub fn interrupted_run(spec_dir: &Path) -> Option<RunRecord> {
+    match deciding(spec_dir)? {
+        (crate::policy::last_run::LastRun::Interrupted, r) => Some(r),
+        _ => None,
+    }
+}
+
+/// The newest record that says where the spec stands, and what it says.
+fn deciding(spec_dir: &Path) -> Option<(crate::policy::last_run::LastRun, RunRecord)> {
+    use crate::policy::last_run::{Record, Work, decided_by};
     let ids = list(spec_dir);
     if ids.is_empty() {
-        return crate::policy::last_run::LastRun::Unknown;
+        return None;
     }
     let times = stat_records(spec_dir, &ids);
     let mut by_time: Vec<(std::time::SystemTime, &String)> = ids
@@ -205,21 +219,23 @@ pub fn last_run(spec_dir: &Path) -> crate::policy::last_run::LastRun {
     by_time.sort_by(|a, b| b.cmp(a));
     // A record that names another spec is not this spec's (a copy, a forgery).
     let spec = spec_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let records = by_time
+    by_time
         .into_iter()
-        .filter_map(|(_, id)| match read(spec_dir, id) {
-            Found::Record(r) if r.spec == spec => Some(Record {
-                work: match r.kind {
-                    RunKind::Run => Work::Agent,
-                    RunKind::Recover => Work::Recover,
-                    RunKind::Merge | RunKind::Discard | RunKind::Undo => Work::Lifecycle,
-                },
-                ended: r.ended.is_some(),
-                outcome: r.outcome,
-            }),
+        .find_map(|(_, id)| match read(spec_dir, id) {
+            Found::Record(r) if r.spec == spec => {
+                let record = Record {
+                    work: match r.kind {
+                        RunKind::Run => Work::Agent,
+                        RunKind::Recover => Work::Recover,
+                        RunKind::Merge | RunKind::Discard | RunKind::Undo => Work::Lifecycle,
+                    },
+                    ended: r.ended.is_some(),
+                    outcome: r.outcome.clone(),
+                };
+                decided_by(&record).map(|last| (last, *r))
+            }
             Found::Record(_) | Found::Nothing | Found::Unusable(_) => None,
-        });
-    crate::policy::last_run::last_run(records)
+        })
 }
 
 /// The record of `run_id` in `spec_dir`.

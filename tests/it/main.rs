@@ -38,6 +38,7 @@ mod live_run;
 mod mcp;
 mod mcp_tools;
 mod new;
+mod notify;
 mod output;
 mod pause_screens;
 mod plan_compat;

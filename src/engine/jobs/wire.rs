@@ -33,6 +33,7 @@ pub fn encode(event: &Progress<'_>) -> String {
         Progress::Activity(text) => json!({"activity": text}),
         Progress::SessionEnded => json!({"session_ended": true}),
         Progress::Finished => json!({"finished": true}),
+        Progress::Bell => json!({"bell": true}),
     };
     format!("{MARK}{value}")
 }
@@ -83,6 +84,8 @@ pub fn decode(line: &str) -> Event {
         Some(Event::SessionEnded)
     } else if value.get("finished").is_some() {
         Some(Event::Finished)
+    } else if value.get("bell").is_some() {
+        Some(Event::Bell)
     } else {
         None
     };
@@ -114,6 +117,7 @@ pub fn as_progress(event: &Event) -> Progress<'_> {
         Event::Activity(t) => Progress::Activity(t),
         Event::SessionEnded => Progress::SessionEnded,
         Event::Finished => Progress::Finished,
+        Event::Bell => Progress::Bell,
     }
 }
 
@@ -187,6 +191,7 @@ mod tests {
             Event::Activity("editing src/lib.rs now\nand \u{1b}[2J".into()),
             Event::SessionEnded,
             Event::Finished,
+            Event::Bell,
         ];
         for event in events {
             let line = encode(&as_progress(&event));

@@ -40,6 +40,7 @@ pub struct Prepared<'a> {
     repin_written: std::cell::Cell<bool>,
     /// The run's record (written from the moment it holds its locks) and its checkpoints.
     keeper: keep::Keeper,
+    notifier: notify::Notifier,
 }
 
 /// What the run will work on, resolved before anything is written.
@@ -81,6 +82,15 @@ pub async fn prepare<'a>(
     let reporter = Reporter::new(progress);
     let locks = take_locks(ws, &paths, opts, &reporter)?;
     let journal = Journal::new(&paths.dir, &locks.run_id);
+    // Before the run's own record is written: it would read as an interrupted run.
+    let notifier = notify::Notifier::new(
+        &config,
+        &ws.root,
+        &paths,
+        &locks.run_id,
+        opts,
+        (&reporter, &interrupt),
+    );
     let keeper = keep::Keeper::start(
         &paths,
         &locks.run_id,
@@ -114,7 +124,9 @@ pub async fn prepare<'a>(
         Ok(steps) => steps,
         Err(e) => {
             keeper.track.end(&crate::engine::track::error_word(&e));
-            return Err(e);
+            let failed = Err(e);
+            notifier.ended(&failed, RunOutcome::Error).await;
+            return failed;
         }
     };
     Ok(Prepared {
@@ -135,6 +147,7 @@ pub async fn prepare<'a>(
         repinned_from,
         repin_written: std::cell::Cell::new(false),
         keeper,
+        notifier,
     })
 }
 
@@ -415,9 +428,17 @@ impl Prepared<'_> {
         self.keeper.track.end(&crate::engine::track::error_word(e));
     }
 
+    /// The person chose to throw the existing work away and start afresh: it resumes nothing.
+    pub fn started_afresh(&mut self) {
+        self.notifier.forget_interrupted();
+    }
+
     /// The existing work was merged instead of built on: the run ends here.
-    pub fn merged(self) -> anyhow::Result<RunReport> {
+    pub async fn merged(self) -> anyhow::Result<RunReport> {
         self.keeper.track.end("merged");
+        (self.notifier)
+            .ended_as(RunOutcome::Merged, crate::error::exit::OK, None)
+            .await;
         let plan = self.paths.plan.load()?.unwrap_or_else(empty_plan);
         Ok(RunReport {
             spec: self.paths.name.clone(),
@@ -446,9 +467,12 @@ impl Prepared<'_> {
         .await
         {
             self.keeper.track.end(&crate::engine::track::error_word(&e));
-            return Err(e);
+            let failed = Err(e);
+            self.notifier.ended(&failed, RunOutcome::Error).await;
+            return failed;
         }
         crate::failpoint::hit("after_prepare_slot");
+        self.notifier.resuming().await;
         // The run goes ahead: the spec remembers its agent for the next `runner run`.
         if let Err(e) = agent_memory::remember(&self.ws.state_dir, &self.paths.name, &self.memory) {
             self.reporter.notice(format!(
@@ -520,7 +544,7 @@ impl Prepared<'_> {
         run.journal_start(&slot, &self.existing, self.opts.auto_continue)?;
         let result = run.drive(ws).await;
         heartbeat.abort();
-        run.end(result, locks)
+        run.end(result, locks, self.notifier).await
     }
 }
 
@@ -544,58 +568,5 @@ impl Run {
             }))?;
         }
         Ok(())
-    }
-
-    /// Journal how the run ended, let go of its socket and then its locks, and sum it up.
-    fn end(
-        mut self,
-        result: anyhow::Result<()>,
-        locks: Arc<Vec<FileLock>>,
-    ) -> anyhow::Result<RunReport> {
-        self.reporter.finish();
-        let outcome = match &result {
-            Ok(()) if self.plan_only => RunOutcome::Planned,
-            Ok(()) => RunOutcome::Complete,
-            Err(e) => match e.downcast_ref::<RunnerError>().map(RunnerError::fact) {
-                Some(RunnerError::Interrupted) => RunOutcome::Interrupted,
-                Some(RunnerError::NeedsHuman(_)) => RunOutcome::NeedsHuman,
-                Some(RunnerError::BudgetSpent(_)) => RunOutcome::BudgetSpent,
-                Some(RunnerError::UsageLimited(_)) => RunOutcome::UsageLimited,
-                _ => RunOutcome::Error,
-            },
-        };
-        let _ = self.journal.write(&Event::RunEnd(ev::RunEnd {
-            outcome: outcome.as_str().into(),
-            sessions: self.sessions,
-        }));
-        // The checkpoint and the record say how it ended (the plan read once, for both the
-        // checkpoint and the summary).
-        // A plan that cannot be read now leaves the last checkpoint as it is: one with no
-        // chunks would say less than the truth.
-        let plan = self.paths.plan.load();
-        if let Ok(Some(plan)) = &plan {
-            let facts = keep::PlanFacts::of(plan);
-            self.checkpoint(crate::store::checkpoint::Trigger::RunEnd, Some(facts), None);
-        }
-        self.keeper.track.end(&crate::engine::track::outcome_word(
-            &result,
-            outcome.as_str(),
-        ));
-        // The socket goes before the locks: it must never outlive them into another run's time.
-        self.person.take();
-        drop(locks);
-        result?;
-        let plan = plan?.unwrap_or_else(empty_plan);
-        Ok(RunReport {
-            spec: self.paths.name.clone(),
-            outcome,
-            branch: branch_for(&self.paths.name),
-            worktree: self.worktree.clone(),
-            base_branch: self.base.clone(),
-            completed: plan.count(Status::Completed),
-            total: plan.total(),
-            sessions: self.sessions,
-            run_id: self.run_id.clone(),
-        })
     }
 }
