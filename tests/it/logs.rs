@@ -407,3 +407,122 @@ fn ctrl_c_ends_follow_with_exit_130() {
     assert_eq!(follow.ended(), 130);
     assert_eq!(follow.stdout(), "");
 }
+
+/// An agent script (a plain `--agent-command`) that runs the shell code `before`, waits until
+/// the file `go` exists, runs `after`, then works as fake-agent does.
+fn waiting_agent(repo: &TestRepo, before: &str, after: &str) -> (String, PathBuf) {
+    let go = repo.tmp.path().join("go");
+    let agent = repo.tmp.path().join("waiting-agent");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/usr/bin/env bash\n{before}\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n{after}\nexec {}\n",
+            go.display(),
+            fixture("fake-agent").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (agent.display().to_string(), go)
+}
+
+#[test]
+fn follow_shows_each_line_of_a_live_session_as_it_is_written_and_a_partial_line_once_whole() {
+    let repo = repo_with_fixture_plan(SPEC);
+    let (agent, go) = waiting_agent(&repo, "printf 'step one\\npart'", "printf 'ial done\\n'");
+    let mut run = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", &agent])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut follow = Follower::start(&repo, &["logs", SPEC, "-f"]);
+    // The session is alive (waiting for `go`): its first line is shown, its partial one not.
+    wait_for("the live line", || follow.stdout().contains("step one\n"));
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(!follow.stdout().contains("part"), "{}", follow.stdout());
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "the session is still running"
+    );
+    std::fs::write(&go, "").unwrap();
+    wait_for("the rest of the line", || {
+        follow.stdout().contains("partial done\n")
+    });
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    assert_eq!(follow.ended(), 0, "{}", follow.stderr());
+    // Every coder session of the run, in order, each line once.
+    let text = follow.stdout();
+    assert_eq!(headers(&text).len(), 3, "{text}");
+    assert_eq!(text.matches("step one\n").count(), 3, "{text}");
+}
+
+#[test]
+fn follow_through_a_log_cut_by_its_cap_shows_no_garbage_and_nothing_twice() {
+    // The session prints past the head of its log (cap 4096: head 2048) and waits until the
+    // follower has shown that, then prints 200 kB more: at its end the log is cut back to the
+    // head, runner's marker and the tail, under the follower's feet.
+    let repo = repo_with_fixture_plan(SPEC);
+    repo.write_config("[agent]\nmax_log_bytes = 4096\n");
+    let (agent, go) = waiting_agent(
+        &repo,
+        "echo HEAD-MARK; head -c 2970 /dev/zero | tr '\\0' x | fold -w 99; echo; echo LIVE-END",
+        "head -c 200000 /dev/zero | tr '\\0' x | fold -w 99; echo; echo TAIL-MARK",
+    );
+    let mut run = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", &agent])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut follow = Follower::start(&repo, &["logs", SPEC, "-f"]);
+    wait_for("the follower to read past the head", || {
+        follow.stdout().contains("LIVE-END\n")
+    });
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    assert_eq!(follow.ended(), 0, "{}", follow.stderr());
+    let text = follow.stdout();
+    let section: Vec<&str> = text
+        .split("── ")
+        .find(|s| s.starts_with("coder core-a"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let cut_note =
+        |l: &str| l.starts_with("  · runner: ") && l.contains("bytes of output cut here");
+    for line in &section {
+        let xs = !line.is_empty() && line.len() <= 99 && line.bytes().all(|b| b == b'x');
+        assert!(
+            xs || cut_note(line)
+                || ["HEAD-MARK", "LIVE-END", "TAIL-MARK"].contains(line)
+                || line.contains("reported done"),
+            "garbage: {line:?}"
+        );
+    }
+    let at = |what: &dyn Fn(&str) -> bool| -> Vec<usize> {
+        section
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| what(l))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (head, live, cut, tail) = (
+        at(&|l| l == "HEAD-MARK"),
+        at(&|l| l == "LIVE-END"),
+        at(&cut_note),
+        at(&|l| l == "TAIL-MARK"),
+    );
+    assert_eq!(
+        (head.len(), live.len(), cut.len(), tail.len()),
+        (1, 1, 1, 1),
+        "{section:?}"
+    );
+    assert!(head[0] < live[0] && live[0] < cut[0] && cut[0] < tail[0]);
+    // Bounded: about the cap, not the 200 kB the agent printed.
+    assert!(section.len() < 120, "{}", section.len());
+}
