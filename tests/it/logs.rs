@@ -526,3 +526,56 @@ fn follow_through_a_log_cut_by_its_cap_shows_no_garbage_and_nothing_twice() {
     // Bounded: about the cap, not the 200 kB the agent printed.
     assert!(section.len() < 120, "{}", section.len());
 }
+
+#[test]
+fn follow_while_a_new_run_holds_the_spec_waits_for_that_runs_sessions() {
+    // An earlier run was killed after a session; a new run holds the spec but has not started
+    // a session yet (paused after preparing its slot). `-f` and `--run <new> -f` show the new
+    // run's sessions only, not the killed run's latest, and end with the new run.
+    let repo = TestRepo::new();
+    repo.add_spec(SPEC);
+    run_killed_at(&repo, SPEC, "after_coder_session@1");
+    let before = sessions(&repo, SPEC);
+    let old_run = run_ids(&repo, SPEC).pop().unwrap();
+    let agent = fixture("fake-agent").display().to_string();
+    let mut run = repo
+        .cmd(&["run", "--spec", SPEC, "--agent-command", &agent])
+        .env("RUNNER_FAILPOINTS", "after_prepare_slot~4000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the new run's record", || run_ids(&repo, SPEC).len() == 2);
+    let new_run = run_ids(&repo, SPEC)
+        .into_iter()
+        .find(|r| *r != old_run)
+        .unwrap();
+    let mut follow = Follower::start(&repo, &["logs", SPEC, "-f"]);
+    let out = repo.tmp.path().join("by-run.out");
+    let mut by_run = repo
+        .cmd(&["logs", SPEC, "--run", &new_run, "-f"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the follower to wait for the new run", || {
+        follow
+            .stderr()
+            .contains(&format!("waiting for the first session of run {new_run}"))
+    });
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    assert_eq!(follow.ended(), 0, "{}", follow.stderr());
+    assert_eq!(by_run.wait().unwrap().code(), Some(0));
+    let after: Vec<String> = sessions(&repo, SPEC)
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert!(!after.is_empty());
+    for text in [follow.stdout(), std::fs::read_to_string(&out).unwrap()] {
+        let shown = headers(&text);
+        assert_eq!(shown.len(), after.len(), "{text}");
+        for (h, id) in shown.iter().zip(&after) {
+            assert!(h.ends_with(id.as_str()), "{h} {id}");
+        }
+    }
+}

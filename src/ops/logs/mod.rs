@@ -84,6 +84,8 @@ pub fn logs(ctx: &super::Ctx, opts: LogsOptions) -> anyhow::Result<Logs> {
             crate::sh(&name)
         )
     };
+    // Following a run with no session yet: its sessions are those after the spec's latest.
+    let latest = existing.last().cloned();
     let (queue, run, wait) = if let Some(id) = &opts.session {
         if !sessions::is_session_id(id) || !existing.contains(id) {
             return Err(RunnerError::bad_input(format!(
@@ -129,7 +131,8 @@ pub fn logs(ctx: &super::Ctx, opts: LogsOptions) -> anyhow::Result<Logs> {
             }
         }
     };
-    Ok(Logs::new(name, paths, opts, queue, run, wait))
+    let after = if queue.is_empty() { latest } else { None };
+    Ok(Logs::new(name, paths, opts, queue, run, wait, after))
 }
 
 /// The run of spec `paths` that `query` names (a whole run id, or a prefix of 4 characters or

@@ -53,6 +53,8 @@ pub struct Logs {
     /// A session of another run appeared: the followed one ended.
     other_run_began: bool,
     waiting_said: bool,
+    /// How many sessions this stream began.
+    shown: usize,
     pending: VecDeque<Piece>,
     ended: bool,
 }
@@ -65,6 +67,7 @@ impl Logs {
         queue: VecDeque<String>,
         run: Option<String>,
         waiting_for_first: bool,
+        after: Option<String>,
     ) -> Logs {
         let mut logs = Logs {
             spec,
@@ -74,12 +77,13 @@ impl Logs {
             poll: opts.poll,
             queue,
             current: None,
-            last: None,
+            last: after,
             run,
             listed_at: None,
             next_liveness: Instant::now(),
             other_run_began: false,
             waiting_said: false,
+            shown: 0,
             pending: VecDeque::new(),
             ended: false,
         };
@@ -178,9 +182,9 @@ impl Logs {
         }
         if !self.waiting_said {
             self.waiting_said = true;
-            let what = match (&self.run, &self.last) {
-                (Some(run), None) => format!("waiting for the first session of run {run}"),
-                (None, None) => format!("waiting for the first session of spec {}", self.spec),
+            let what = match (&self.run, self.shown) {
+                (Some(run), 0) => format!("waiting for the first session of run {run}"),
+                (None, 0) => format!("waiting for the first session of spec {}", self.spec),
                 _ => "waiting for the next session".to_string(),
             };
             self.pending.push_back(Piece::Waiting(what));
@@ -196,6 +200,7 @@ impl Logs {
         }
         started.run_id = started.run_id.or_else(|| self.run.clone());
         self.pending.push_back(Piece::Session(started));
+        self.shown += 1;
         self.current = Some(Current {
             log: SessionLog::new(&sessions::log_of(&self.paths.sessions_dir, &id)),
             id,
