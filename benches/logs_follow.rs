@@ -13,7 +13,7 @@
 //! record not ended and the spec's run lock held by this process with the run's holder record,
 //! as `runner run` holds them. A writer (this process) appends to the live log.
 //!
-//! The real release binary (`env!("CARGO_BIN_EXE_runner")`) is timed. `cargo bench --bench
+//! The real release binary (`benches/support`'s `runner_command`) is timed. `cargo bench --bench
 //! logs_follow` runs it all and exits 1 when a target is missed (2 on an error); `cargo test
 //! --benches` runs a smoke version (20 chunks, 3 lines, 1 s idle) without a verdict.
 
@@ -23,10 +23,11 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod support;
+
 use runner::store::event::{Event, Session};
 use runner::store::runs::{self, RunKind, RunRecord};
 
-const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
 const SPEC: &str = "001-big";
 const RUN_ID: &str = "r0123456789ab";
 const LATENCY_TARGET: Duration = Duration::from_secs(1);
@@ -130,10 +131,9 @@ fn bench(sizes: &Sizes) -> anyhow::Result<(Vec<Duration>, f64)> {
     let lock = runner::fs::lock::FileLock::acquire(&spec_dir.join("run.lock"))?;
     lock.write_holder(&runner::store::guard::new_holder(RUN_ID, Some(SPEC)))?;
 
-    let mut child = Command::new(RUNNER)
+    let mut child = support::runner_command()
         .args(["logs", SPEC, "--follow", "--color", "never"])
         .current_dir(&root)
-        .env("XDG_CONFIG_HOME", tmp.path().join("xdg"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
