@@ -15,6 +15,7 @@ mod init;
 pub mod interact;
 mod json;
 mod live;
+mod logs;
 mod merge;
 mod new;
 mod pick;
@@ -92,6 +93,8 @@ pub enum Command {
     Watch(watch::WatchArgs),
     /// One run in detail: its heartbeat, last chunk, checkpoint and last journal lines.
     Show(runs::ShowArgs),
+    /// What the agent said and did in a spec's sessions (the latest, a run's, one); -f follows.
+    Logs(logs::LogsArgs),
     /// Report on a chunk (for agents): done, fail, show.
     #[command(subcommand)]
     Chunk(chunk::ChunkCommand),
@@ -129,6 +132,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
         Command::Watch(args) => watch::run(&cwd()?, args),
         Command::Show(args) => runs::show_cmd(&cwd()?, args),
+        Command::Logs(args) => logs::run(&cwd()?, args),
         Command::Review(args) => review::review(&cwd()?, args),
         Command::Merge(args) => merge::merge_cmd(&cwd()?, args),
         Command::Discard(args) => discard::discard_cmd(&cwd()?, args),

@@ -13,6 +13,7 @@ pub mod new_spec;
 pub mod pause;
 pub mod resolve_cache;
 pub mod runs;
+pub mod session_log;
 pub mod sessions;
 pub mod spec;
 pub mod spec_text;

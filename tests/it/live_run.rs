@@ -161,14 +161,19 @@ fn escape_sequences_in_the_agents_words_never_reach_the_terminal() {
     let repo = repo_with_fixture_plan("001-evil");
     let (agent, go) = live_agent(&repo);
     let mut cmd = repo.cmd(&["run", "--spec", "001", "--agent-command", &agent]);
-    cmd.env("LIVE_LINE", r"clear \033[2J\033]0;pwned\007 title");
+    cmd.env(
+        "LIVE_LINE",
+        r"clear \033[2J\033]0;pwned\007 title \033c reset",
+    );
     let mut screen = Screen::start(cmd, &go);
-    // Shown, as visible escapes.
-    screen.shows(&regex_quote(r"clear \u{1b}[2J\u{1b}]0;pwned\u{7} title"));
+    // The line as a terminal showed it (its colour, cursor and title sequences dropped, as
+    // `agent::output::activity` reads text lines); any other control character shown as a
+    // visible escape.
+    screen.shows(&regex_quote(r"clear title \u{1b}c reset"));
     let_go(&go, "001-evil", "coder");
     let (shown, status) = screen.end();
     assert!(exited_0(&status), "{status}");
-    for raw in [&b"\x1b[2J"[..], b"\x1b]0;pwned", b"\x07"] {
+    for raw in [&b"\x1b[2J"[..], b"\x1b]0;pwned", b"\x07", b"\x1bc"] {
         assert!(
             !shown.windows(raw.len()).any(|w| w == raw),
             "{raw:?} reached the terminal:\n{}",

@@ -35,6 +35,7 @@ mod lifecycle;
 mod lifecycle_safety;
 mod listing;
 mod live_run;
+mod logs;
 mod mcp;
 mod mcp_tools;
 mod new;

@@ -190,7 +190,7 @@ pub fn last_words(output: &[u8]) -> Option<String> {
 /// runners print even into a pipe (gemini's red "not running in a trusted directory", pytest's
 /// red FAILED), nor its title and link sequences (`ESC ] … BEL`): the words are what is kept;
 /// any other control character is escaped where they are shown (`text::for_terminal`).
-fn without_colours(text: &str) -> String {
+pub(super) fn without_colours(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

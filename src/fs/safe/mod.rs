@@ -499,6 +499,33 @@ pub fn open_read(path: impl AsRef<Path>) -> std::io::Result<File> {
     Ok(File::from(fd))
 }
 
+/// Open `path` to read it as [`open_read`] does, but never through a link: not the file's
+/// own name (an agent's log replaced by a link to a secret), nor a folder on the way below the
+/// anchored root (walked as writes are). For what runner shows as it is (`runner logs`).
+pub fn open_read_no_link(path: &Path) -> std::io::Result<File> {
+    let (dir, name) = parent(path)?;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match openat(dir.fd.as_fd(), name, flags) {
+        Ok(fd) => fd,
+        Err(e) if errno(&e) == Some(Errno::LOOP) => {
+            return Err(not_read(path, "a symbolic link"));
+        }
+        Err(e) => return Err(e),
+    };
+    if !is_regular(&stat_fd(fd.as_fd())?) {
+        return Err(not_read(path, "not a regular file"));
+    }
+    clear_nonblock(&fd)?;
+    Ok(File::from(fd))
+}
+
+fn not_read(path: &Path, what: &str) -> std::io::Error {
+    refusal(RunnerError::bad_input(format!(
+        "{} is {what}; runner does not read through it",
+        path.display()
+    )))
+}
+
 /// `std::fs::read` of a regular file only (see `open_read`).
 pub fn read(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
     let path = path.as_ref();
