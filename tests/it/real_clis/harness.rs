@@ -530,6 +530,7 @@ pub fn build_scenario(cli: Cli) -> Case {
         cli != Cli::Aider,
         "{cli:?}: the verification's output in a request"
     );
+    assert_logs_read_as_a_person_reads_them(&case, cli);
     record(
         &case,
         cli,
@@ -540,6 +541,37 @@ pub fn build_scenario(cli: Cli) -> Case {
         ],
     );
     case
+}
+
+/// `runner logs` on what the real CLI printed: the latest session (chunk-2's coder, which ran
+/// the verification with the CLI's shell tool, but aider, which runs no command) shown as a
+/// person reads it, never as the CLI's raw JSON events.
+fn assert_logs_read_as_a_person_reads_them(case: &Case, cli: Cli) {
+    let out = case.cmd(&["logs", SPEC]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{cli:?}: runner logs: {}",
+        stderr(&out)
+    );
+    assert!(
+        !text.trim().is_empty(),
+        "{cli:?}: runner logs printed nothing"
+    );
+    let raw: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("{\""))
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "{cli:?}: raw JSON events in runner logs: {raw:?}\n{text}"
+    );
+    if cli != Cli::Aider {
+        assert!(
+            text.contains(VERIFICATION),
+            "{cli:?}: runner logs does not name the command the agent ran:\n{text}"
+        );
+    }
 }
 
 /// With `RUNNER_RECORD_AGENT_OUTPUT` set (`scripts/record-agent-outputs`), the CLI's output of
