@@ -163,7 +163,7 @@ impl SessionLog {
         let mut region = vec![0; 2 * MARKER_MAX as usize];
         let got = read_at_most(file, &mut region, from);
         region.truncate(got);
-        let Some(marker) = find_marker(&region, from) else {
+        let Some(marker) = find_marker(&region, from, size) else {
             if self.cutting && self.cut_tried == tried {
                 // Written over, not by the cut (the file stood still since the last look):
                 // read on from its end, never from a place that means nothing.
@@ -176,6 +176,7 @@ impl SessionLog {
         };
         self.cutting = false;
         self.before.clear();
+        // find_marker checked that this sum does not overflow.
         let tail_from_output = marker.head + marker.cut;
         if tail_from_output <= self.pos {
             // The tail overlaps what was read: go on just after it.
@@ -227,7 +228,7 @@ struct Marker {
 
 /// The marker in `region` (read from file offset `from`): the one whose own words put it where
 /// it is (`the log keeps the first H`: its newline at offset H), all written.
-fn find_marker(region: &[u8], from: u64) -> Option<Marker> {
+fn find_marker(region: &[u8], from: u64, size: u64) -> Option<Marker> {
     let needle = b"\n[runner: ";
     for at in memchr::memmem::find_iter(region, needle) {
         let start = at + 1;
@@ -240,15 +241,26 @@ fn find_marker(region: &[u8], from: u64) -> Option<Marker> {
                 .parse()
                 .ok()
         };
-        let (Some(cut), Some(head)) = (number_after("[runner: "), number_after("keeps the first "))
-        else {
+        let (Some(cut), Some(head), Some(last)) = (
+            number_after("[runner: "),
+            number_after("keeps the first "),
+            number_after(" and the last "),
+        ) else {
             continue;
         };
-        if from + at as u64 == head && line.contains("bytes of output cut here") {
+        // The agent's own bytes come just before the real marker and may forge one: the real
+        // one starts where its head ends, is followed by exactly its tail to the end of the
+        // file, and its figures add up without overflowing.
+        let tail_at = from + end as u64 + 1;
+        if from + at as u64 == head
+            && tail_at.checked_add(last) == Some(size)
+            && head.checked_add(cut).is_some()
+            && line.contains("bytes of output cut here")
+        {
             return Some(Marker {
                 head,
                 cut,
-                tail_at: from + end as u64 + 1,
+                tail_at,
                 line: region[start..=end].to_vec(),
             });
         }

@@ -58,6 +58,7 @@ mod resolve_cache;
 mod resolver;
 mod resume;
 mod resume_truth;
+mod review28;
 mod review_cli;
 mod run;
 mod runs;

@@ -263,14 +263,23 @@ pub fn last_words_of(session_dir: &Path) -> Option<String> {
 }
 
 /// The last `limit` bytes of the regular file at `path`; nothing if it cannot be read.
+/// Never through a link: an agent may put one where its log belongs, and the line is shown
+/// (`runner watch`, the live `runner run`).
 pub fn tail_bytes(path: &Path, limit: u64) -> Vec<u8> {
-    tail(path, limit)
+    let Ok(file) = crate::fs::safe::open_read_no_link(path) else {
+        return Vec::new();
+    };
+    tail_of(file, limit)
 }
 
 fn tail(path: &Path, limit: u64) -> Vec<u8> {
-    let Ok(mut file) = crate::fs::safe::open_read(path) else {
+    let Ok(file) = crate::fs::safe::open_read(path) else {
         return Vec::new();
     };
+    tail_of(file, limit)
+}
+
+fn tail_of(mut file: std::fs::File, limit: u64) -> Vec<u8> {
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > limit && file.seek(SeekFrom::Start(len - limit)).is_err() {
         return Vec::new();

@@ -45,6 +45,8 @@ pub struct Logs {
     current: Option<Current>,
     /// The last session shown: newer ones are looked for after it.
     last: Option<String>,
+    /// Every session shown, so that one whose folder is gone can be stepped past.
+    seen: std::collections::HashSet<String>,
     /// The run followed, once known.
     run: Option<String>,
     /// The sessions folder's time when it was last listed.
@@ -78,6 +80,7 @@ impl Logs {
             queue,
             current: None,
             last: after,
+            seen: std::collections::HashSet::new(),
             run,
             listed_at: None,
             next_liveness: Instant::now(),
@@ -201,6 +204,7 @@ impl Logs {
         started.run_id = started.run_id.or_else(|| self.run.clone());
         self.pending.push_back(Piece::Session(started));
         self.shown += 1;
+        self.seen.insert(id.clone());
         self.current = Some(Current {
             log: SessionLog::new(&sessions::log_of(&self.paths.sessions_dir, &id)),
             id,
@@ -250,12 +254,19 @@ impl Logs {
             None => self.last.clone(),
         };
         let ids = sessions::list(&self.paths.sessions_dir);
-        let next = match after.and_then(|a| ids.iter().position(|id| *id == a)) {
-            Some(at) => ids.get(at + 1).cloned(),
-            // Nothing shown yet (waiting for the first session): the oldest. (A session shown
-            // that is gone from the folder: none is after it.)
-            None if self.current.is_none() && self.last.is_none() => ids.first().cloned(),
-            None => None,
+        let next = match after {
+            Some(a) => match ids.iter().position(|id| *id == a) {
+                Some(at) => ids.get(at + 1).cloned(),
+                // The shown session's folder is gone (an agent may remove it): the first not
+                // shown that started in its second or later (ids begin with their start time,
+                // to the second; the list orders one second's sessions as they started).
+                None => ids
+                    .iter()
+                    .find(|id| id.get(..16) >= a.get(..16) && !self.seen.contains(id.as_str()))
+                    .cloned(),
+            },
+            // Nothing shown yet (waiting for the first session): the oldest.
+            None => ids.first().cloned(),
         };
         let Some(next) = next else {
             self.listed_at = changed;

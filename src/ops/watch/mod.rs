@@ -35,6 +35,9 @@ pub struct WatchView {
 
 /// A watch of a workspace's specs: [`Watch::refresh`] as often as wanted, [`Watch::view`]
 /// to see.
+/// A spec's newest session, and the stamp of its sessions folder when it was read.
+type NewestSeen = (Option<stamps::FileStamp>, Option<String>);
+
 pub struct Watch<'a> {
     ctx: &'a super::Ctx,
     opts: WatchOptions,
@@ -44,6 +47,10 @@ pub struct Watch<'a> {
     seen: (Option<stamps::FileStamp>, Vec<(String, stamps::SpecStamp)>),
     /// The stamps each active run's latest line was read at.
     logs: HashMap<String, stamps::LogStamp>,
+    /// Each spec's newest session as a pane last asked, with the stamp of its sessions folder
+    /// then: listing the sessions may read the journal (sessions of the same second), so it is
+    /// done again only when the folder changed, not at every poll.
+    newest: std::cell::RefCell<HashMap<String, NewestSeen>>,
 }
 
 impl<'a> Watch<'a> {
@@ -60,6 +67,7 @@ impl<'a> Watch<'a> {
             live: HashMap::new(),
             seen: (None, Vec::new()),
             logs: HashMap::new(),
+            newest: std::cell::RefCell::new(HashMap::new()),
         };
         watch.refresh(true)?;
         Ok(watch)
@@ -173,7 +181,18 @@ impl<'a> Watch<'a> {
 
     /// The newest session of `spec`, if any (a pane follows into the next session).
     pub fn newest_session(&self, spec: &str) -> Option<String> {
-        crate::store::sessions::latest(&self.spec_paths(spec)?.sessions_dir)
+        let dir = self.spec_paths(spec)?.sessions_dir;
+        let stamp = stamps::of(&dir);
+        let mut newest = self.newest.borrow_mut();
+        if let Some((seen, id)) = newest.get(spec)
+            && stamp.is_some()
+            && *seen == stamp
+        {
+            return id.clone();
+        }
+        let id = crate::store::sessions::latest(&dir);
+        newest.insert(spec.to_string(), (stamp, id.clone()));
+        id
     }
 
     /// The repository's folder.
