@@ -393,6 +393,9 @@ fn follow_ends_when_the_run_it_follows_is_killed() {
     let out = repo.runner(&["logs", SPEC, "-f"]);
     assert_exit(&out, 0);
     assert!(stderr(&out).contains("stopped without ending"));
+    // The one continue command, as every other screen gives it.
+    let command = format!("runner run --spec {SPEC} --auto-continue");
+    assert!(stderr(&out).contains(&command), "{}", stderr(&out));
 }
 
 #[test]

@@ -314,8 +314,9 @@ impl Logs {
                 if let Some(r) = record {
                     self.pending.push_back(Piece::RunGone(format!(
                         "run {} stopped without ending (killed or crashed: its lock is free); \
-                         `runner resume` continues it",
-                        r.run_id
+                         `{}` continues it",
+                        r.run_id,
+                        crate::policy::next_command::continue_command(&self.spec, None)
                     )));
                 }
                 true
