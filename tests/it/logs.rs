@@ -279,15 +279,16 @@ fn a_log_replaced_by_a_link_is_never_read() {
     }
 }
 
-/// `runner ARGS` started in the background, its stdout and stderr going to files.
-struct Follower {
+/// `runner ARGS` started in the background, its stdout and stderr going to files; killed if
+/// still running when dropped (a failing test leaves no follower behind). `review28` uses it too.
+pub struct Follower {
     child: Child,
     out: PathBuf,
     err: PathBuf,
 }
 
 impl Follower {
-    fn start(repo: &TestRepo, args: &[&str]) -> Follower {
+    pub fn start(repo: &TestRepo, args: &[&str]) -> Follower {
         let out = repo.tmp.path().join("follow.out");
         let err = repo.tmp.path().join("follow.err");
         let child = repo
@@ -299,16 +300,16 @@ impl Follower {
         Follower { child, out, err }
     }
 
-    fn stdout(&self) -> String {
+    pub fn stdout(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap()
     }
 
-    fn stderr(&self) -> String {
+    pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.err).unwrap()
     }
 
     /// Its exit code once it ended by itself (within 20 s).
-    fn ended(&mut self) -> i32 {
+    pub fn ended(&mut self) -> i32 {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -324,6 +325,13 @@ impl Follower {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -3,66 +3,13 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::logs::Follower;
 
 const SPEC: &str = "001-feature";
-
-/// `runner ARGS` in the background, its stdout and stderr going to files.
-struct Follower {
-    child: Child,
-    out: PathBuf,
-    err: PathBuf,
-}
-
-impl Follower {
-    fn start(repo: &TestRepo, args: &[&str]) -> Follower {
-        let out = repo.tmp.path().join("follow.out");
-        let err = repo.tmp.path().join("follow.err");
-        let child = repo
-            .cmd(args)
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        Follower { child, out, err }
-    }
-
-    fn stdout(&self) -> String {
-        std::fs::read_to_string(&self.out).unwrap()
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap()
-    }
-
-    fn ended(&mut self) -> i32 {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "logs -f did not end\nstdout:\n{}\nstderr:\n{}",
-                    self.stdout(),
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Follower {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// An agent script that runs `before`, waits until the file `go` exists (30 s at most), runs
 /// `after`, then works as fake-agent does.
