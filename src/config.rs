@@ -8,6 +8,7 @@
 
 mod agent;
 mod files;
+mod fleet;
 mod keys;
 mod notify;
 
@@ -22,6 +23,7 @@ use crate::policy::invocation::{Permission, Preset};
 pub use agent::parse_preset;
 use agent::{permission_name, preset_name};
 pub use files::{ConfigFiles, Loaded, load, load_quietly};
+pub use fleet::FleetConfig;
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
 pub use notify::NotifyConfig;
 
@@ -60,6 +62,8 @@ pub struct Config {
     pub resume: ResumeConfig,
     #[serde(default)]
     pub notify: NotifyConfig,
+    #[serde(default)]
+    pub fleet: FleetConfig,
 }
 
 /// `[resume]`: how `runner runs`, `show` and `resume` judge runs.
@@ -327,6 +331,9 @@ impl Config {
         if let Some(problem) = self.notify.problem() {
             return bad(&problem);
         }
+        if let Some(problem) = self.fleet.problem() {
+            return bad(&problem);
+        }
         Ok(())
     }
 }
@@ -478,7 +485,31 @@ mod tests {
             c.notify.command.take().as_deref(),
             Some("notify-send \"runner\" \"$RUNNER_MESSAGE\"")
         );
+        assert_eq!(c.fleet.account.take().as_deref(), Some("team-claude"));
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn fleet_keys_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for bad in [
+            "lease_secs = 1",
+            "lease_secs = 3601",
+            "remote = \"\"",
+            "remote = \"-x\"",
+            "account = \"../x\"",
+        ] {
+            std::fs::write(&path, format!("[fleet]\n{bad}\n")).unwrap();
+            let err = Config::load(&path).unwrap_err();
+            assert!(format!("{err:#}").contains("fleet."), "{bad}: {err:#}");
+        }
+        std::fs::write(&path, "[fleet]\nlease_secs = 2\naccount = \"a@b\"\n").unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(
+            (c.fleet.lease_secs, c.fleet.account.as_deref()),
+            (2, Some("a@b"))
+        );
     }
 
     #[test]

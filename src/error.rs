@@ -34,6 +34,9 @@ pub mod exit {
     pub const BUSY: i32 = 4;
     pub const BUDGET_SPENT: i32 = 5;
     pub const USAGE_LIMITED: i32 = 6;
+    /// The git remote could not be reached, or refused what was pushed (a lease another worker
+    /// holds, a ref that moved): issue 29's fleet commands.
+    pub const REMOTE: i32 = 7;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -60,6 +63,10 @@ pub enum RunnerError {
     /// The agent hit its usage limit: the spec is paused until a time; work remains.
     #[error("{0}")]
     UsageLimited(String),
+    /// The git remote could not be reached or refused a push (a lease another worker holds, a
+    /// ref that moved since it was read). Nothing was published; local work is kept.
+    #[error("{0}")]
+    Remote(String),
     /// SIGINT or SIGTERM.
     #[error("interrupted")]
     Interrupted,
@@ -95,6 +102,7 @@ impl RunnerError {
             RunnerError::Busy(_) => exit::BUSY,
             RunnerError::BudgetSpent(_) => exit::BUDGET_SPENT,
             RunnerError::UsageLimited(_) => exit::USAGE_LIMITED,
+            RunnerError::Remote(_) => exit::REMOTE,
             RunnerError::Interrupted | RunnerError::Cancelled => exit::INTERRUPTED,
             // (`fact` never returns `Hinted`.)
             RunnerError::Io { .. } | RunnerError::Hinted { .. } => exit::INTERNAL,
@@ -145,6 +153,7 @@ impl RunnerError {
             RunnerError::Busy(_) => "busy",
             RunnerError::BudgetSpent(_) => "budget_spent",
             RunnerError::UsageLimited(_) => "usage_limited",
+            RunnerError::Remote(_) => "remote",
             RunnerError::Interrupted => "interrupted",
             RunnerError::Cancelled => "cancelled",
             RunnerError::Io { .. } | RunnerError::Hinted { .. } => "internal",

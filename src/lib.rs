@@ -91,6 +91,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod failpoint;
+pub mod fleet;
 pub mod fs;
 pub mod git;
 pub mod ids;

@@ -125,6 +125,12 @@ const REFERENCE: &[Section] = &[
                  --wait.",
             ),
             (
+                "7",
+                "The git remote could not be reached, or refused what was pushed (a lease \
+                 another worker holds, a ref that moved since it was read): nothing was \
+                 published, and local work is kept.",
+            ),
+            (
                 "130",
                 "Interrupted (SIGINT, SIGTERM, SIGHUP), or a question cancelled (Esc, Ctrl-C).",
             ),

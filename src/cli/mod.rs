@@ -42,7 +42,7 @@ use clap::{Parser, Subcommand};
     name = "runner",
     version,
     about = "Drive AI coding agents through a plan, chunk by chunk, in a git worktree — and survive any interruption.",
-    after_help = "Exit codes: 0 done, 1 unexpected error, 2 bad input or usage, 3 needs a human, 4 busy, 5 budget spent (sessions, dollars or tokens), 6 paused by a usage limit, 130 interrupted."
+    after_help = "Exit codes: 0 done, 1 unexpected error, 2 bad input or usage, 3 needs a human, 4 busy, 5 budget spent (sessions, dollars or tokens), 6 paused by a usage limit, 7 the git remote unreachable or refusing, 130 interrupted."
 )]
 pub struct Cli {
     /// More log output on stderr (repeat for more). RUST_LOG works too.

@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(
             tables,
             [
-                "agent", "run", "git", "recovery", "backup", "budget", "resume", "notify"
+                "agent", "run", "git", "recovery", "backup", "budget", "resume", "notify", "fleet"
             ]
         );
         let resume = &known.iter().find(|(t, _)| t == "resume").unwrap().1;

@@ -81,7 +81,7 @@ fn the_git2_rule_sees_paths_and_imports() {
 fn layer_of(module: &str) -> Option<u8> {
     Some(match module {
         "policy" | "fs" => 0,
-        "plan" | "store" | "git" | "agent" | "config" | "notify" => 1,
+        "plan" | "store" | "git" | "agent" | "config" | "notify" | "fleet" => 1,
         "engine" => 2,
         "ops" => 3,
         "cli" | "mcp" => 4,
