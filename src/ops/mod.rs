@@ -31,3 +31,4 @@ pub mod start;
 pub mod status;
 pub mod undo;
 pub mod watch;
+pub mod worker;

@@ -20,6 +20,14 @@ pub fn poll_every(lease: Duration) -> Duration {
     (lease / RENEWALS_PER_LEASE).clamp(Duration::from_secs(1), Duration::from_secs(20))
 }
 
+/// How often a worker looks at its leases (and renews those due): twice per renewal
+/// interval, so that a renewal is never late by more than a sixth of the lease (a tick that
+/// comes an instant before one is due would otherwise put it off by a whole interval); at
+/// least every quarter second, at most every 10 seconds.
+pub fn tick_every(lease: Duration) -> Duration {
+    (lease / (2 * RENEWALS_PER_LEASE)).clamp(Duration::from_millis(250), Duration::from_secs(10))
+}
+
 /// A lease that expires at `expires_at` has expired at `now` (the reading worker's clock):
 /// another worker may take the spec over.
 pub fn expired(expires_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {

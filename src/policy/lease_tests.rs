@@ -25,6 +25,28 @@ fn renewal_is_due_every_third_and_the_lease_lapses_after_a_whole_lease_without_o
 }
 
 #[test]
+fn the_leases_are_looked_at_twice_per_renewal_interval() {
+    assert_eq!(tick_every(LEASE), Duration::from_secs(10));
+    assert_eq!(
+        tick_every(Duration::from_secs(3)),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        tick_every(Duration::from_secs(2)),
+        Duration::from_millis(333)
+    );
+    assert_eq!(
+        tick_every(Duration::from_secs(3600)),
+        Duration::from_secs(10)
+    );
+    // A renewal is at most a sixth of the lease late.
+    for secs in [2, 3, 4, 60, 600] {
+        let lease = Duration::from_secs(secs);
+        assert!(lease / 3 + tick_every(lease) <= lease / 2, "{secs}");
+    }
+}
+
+#[test]
 fn an_idle_worker_polls_a_third_of_the_lease_within_bounds() {
     assert_eq!(poll_every(LEASE), Duration::from_secs(20));
     assert_eq!(poll_every(Duration::from_secs(2)), Duration::from_secs(1));
