@@ -33,7 +33,7 @@ fn the_leases_are_looked_at_twice_per_renewal_interval() {
     );
     assert_eq!(
         tick_every(Duration::from_secs(2)),
-        Duration::from_millis(333)
+        Duration::from_nanos(333_333_333)
     );
     assert_eq!(
         tick_every(Duration::from_secs(3600)),
