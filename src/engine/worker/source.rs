@@ -31,6 +31,8 @@ pub struct Fleet<'a> {
     /// ended with an error a new run would meet again (or their folder could not be made
     /// local), and taking them over and over would only hammer the remote.
     skip: BTreeMap<String, crate::git::Oid>,
+    /// Where each published folder commit seen leaves its spec.
+    judged: BTreeMap<(String, crate::git::Oid), crate::policy::lease::Published>,
     held: BTreeMap<String, Held>,
     account: Account,
     report: WorkerReport,
@@ -64,6 +66,7 @@ impl<'a> Fleet<'a> {
             view: None,
             offers: Vec::new(),
             skip: BTreeMap::new(),
+            judged: BTreeMap::new(),
             held: BTreeMap::new(),
             account: Account::new(opts.account.clone()),
             report: WorkerReport {
@@ -108,6 +111,7 @@ impl<'a> Fleet<'a> {
         for warning in &view.warnings {
             crate::output::warn(warning);
         }
+        let judged = &mut self.judged;
         self.offers = view
             .specs
             .iter()
@@ -125,9 +129,14 @@ impl<'a> Fleet<'a> {
                     },
                     Some((_, Err(_))) => LeaseSeen::Unbelieved,
                 };
+                // A spec's folder commit is judged once: its plan and records never change.
+                let state = judged
+                    .entry((spec.clone(), folder))
+                    .or_insert_with(|| super::judge::published(&ws.main.repo, spec, folder))
+                    .clone();
                 Some(Offer {
                     spec: spec.clone(),
-                    state: super::judge::published(&ws.main.repo, spec, folder),
+                    state,
                     lease,
                 })
             })
