@@ -27,7 +27,9 @@ mod review;
 mod run;
 pub(crate) mod runs;
 mod status;
+mod status_remote;
 pub mod style;
+mod submit;
 mod undo;
 mod view;
 mod watch;
@@ -83,8 +85,10 @@ pub enum Command {
     Undo(undo::UndoArgs),
     /// Remove backups older than a number of days (never done automatically).
     Gc(gc::GcArgs),
-    /// Every spec: progress, branch, worktree, who is running it.
+    /// Every spec: progress, branch, worktree, who is running it (--remote: a remote's).
     Status(status::StatusArgs),
+    /// Publish a spec (its folder and branch) on the git remote for workers to build.
+    Submit(submit::SubmitArgs),
     /// A spec's whole plan: its phases and chunks, with statuses, attempts and verifications.
     Plan(plan::PlanArgs),
     /// The runs of every spec, newest first: active, stale (killed) or ended.
@@ -132,6 +136,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
+        Command::Submit(args) => submit::run(&cwd()?, args),
         Command::Plan(args) => plan::run(&cwd()?, args),
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
         Command::Watch(args) => watch::run(&cwd()?, args),

@@ -217,6 +217,15 @@ pub fn ls_remote(
         .collect())
 }
 
+/// Whether `repo` has a remote named `name` (`git remote` lists it).
+pub fn remote_exists(repo: &crate::git::Repository, name: &str) -> bool {
+    repo.find_remote(name).is_ok()
+}
+
+/// How long one network step may take before git is stopped: a push of a spec's branch to a
+/// slow remote takes seconds, a remote that never answers is cut here.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A ref runner pushes must be a full, valid ref name (no `:`, no leading `-`: nothing git
 /// would read as more than one ref).
 fn check_ref(name: &str) -> anyhow::Result<()> {

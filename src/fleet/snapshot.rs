@@ -182,6 +182,18 @@ pub fn validate(repo: &Repository, commit: Oid) -> anyhow::Result<BTreeMap<Strin
     })
 }
 
+/// The bytes of the published file `rel` of a checked folder (`files`, from [`validate`]).
+pub fn file_bytes(
+    repo: &Repository,
+    files: &BTreeMap<String, Oid>,
+    rel: &str,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    match files.get(rel) {
+        Some(id) => Ok(Some(repo.find_blob(*id)?.content().to_vec())),
+        None => Ok(None),
+    }
+}
+
 /// Make `spec_dir` hold what the published folder `commit` holds: the whole tree is checked
 /// first ([`validate`]: nothing is written when any entry is wrong), and every place a file
 /// goes (a link or a folder there is an error, not followed); then each file that differs is
