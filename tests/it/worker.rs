@@ -45,8 +45,7 @@ impl Fleet {
     }
 
     /// Publish spec `spec` (its folder with `spec.md`, and the two-phase plan when
-    /// `planned`) on the remote, as `runner submit` does: its folder as a commit under
-    /// `refs/runner/specs/<spec>`.
+    /// `planned`) on the remote with `runner submit`.
     pub fn submit(&self, spec: &str, planned: bool) {
         let dir = self.origin.add_spec(spec);
         if planned {
@@ -56,10 +55,12 @@ impl Fleet {
             )
             .unwrap();
         }
-        self.submit_folder(spec, &dir);
+        let out = self.origin.runner(&["submit", "--spec", spec]);
+        assert_exit(&out, 0);
     }
 
-    /// Publish the folder `dir` as spec `spec`'s (whatever it holds).
+    /// Publish the folder `dir` as spec `spec`'s, whatever it holds (`runner submit` would
+    /// refuse a spec it cannot run): its files as a commit under `refs/runner/specs/<spec>`.
     pub fn submit_folder(&self, spec: &str, dir: &Path) {
         let index = self.tmp.path().join(format!("index-{spec}"));
         let git = |args: &[&str]| {
