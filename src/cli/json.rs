@@ -195,6 +195,7 @@ mod tests {
         &["gc"],
         &["status"],
         &["submit"],
+        &["worker"],
         &["runs"],
         &["show", "r1234"],
         &["logs"],
