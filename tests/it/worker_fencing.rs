@@ -331,3 +331,44 @@ fn a_usage_limit_on_one_worker_pauses_the_others_of_its_account_and_no_other() {
         b.worker_stderr()
     );
 }
+
+#[test]
+fn a_worker_cut_off_from_the_remote_past_its_lease_stops_the_spec_and_keeps_its_work() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let a = fleet.host("host-a", "[fleet]\nlease_secs = 3\n");
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker_a = a.start_worker(&["--json", "--exit-when-idle"]);
+    wait_long("worker A's session of core-b", 60, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    // The network is cut: the remote's address leads nowhere.
+    let nowhere = fleet.tmp.path().join("cut-off.git");
+    git_in(
+        &a.root,
+        &["remote", "set-url", "origin", &crate::worker::url(&nowhere)],
+    );
+    let status = wait_exit(&mut worker_a, 40);
+    assert_eq!(status.code(), Some(0), "{}", a.worker_stderr());
+    let err = a.worker_stderr();
+    assert!(
+        err.contains(
+            "lease of spec 001-a lost (no renewal reached origin for as long as the lease lasts)"
+        ),
+        "{err}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
+    assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
+    assert!(report["remote_errors"].as_u64().unwrap() >= 1, "{report}");
+    let kept = git_in(
+        &a.root,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/recovery/001-a/_lease-lost/",
+        ],
+    );
+    assert!(kept.contains("/_lease-lost/1/branch"), "{kept}");
+}

@@ -66,9 +66,18 @@ pub struct Held {
     /// Publications of work (the branch or the folder changed).
     pub publications: usize,
     /// The lease is lost: nothing of this spec is pushed again.
-    pub lost: Option<Refused>,
+    pub lost: Option<Lost>,
     /// The last push deleted the lease: the spec was let go.
     pub released: bool,
+}
+
+/// Why a lease is lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// A push was refused; what the lease on the remote said then.
+    Refused(Refused),
+    /// No renewal reached the remote for as long as the lease lasts.
+    Lapsed,
 }
 
 /// What a push of a held spec came to.
@@ -157,7 +166,6 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
             expect: expect(held.branch),
         });
     }
-    crate::failpoint::hit("worker_before_publish");
     match me.push(ws, &updates) {
         Ok(PushOutcome::Pushed) => {
             if let Some(lease) = lease {

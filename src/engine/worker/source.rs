@@ -16,7 +16,7 @@ use crate::policy::lease::{LeaseSeen, Offer, Refused};
 use crate::store::workspace::Workspace;
 
 use super::account::{Account, May};
-use super::held::{Held, Me, Pushed};
+use super::held::{Held, Lost, Me, Pushed};
 use super::{LostLease, TakenSpec, WorkerOptions, WorkerReport};
 
 pub struct Fleet<'a> {
@@ -287,7 +287,7 @@ impl<'a> Fleet<'a> {
                 return self.lapsed(spec);
             }
         };
-        self.lose(spec, lost)
+        self.lose(spec, Lost::Refused(lost))
     }
 
     /// A lease not renewed for as long as it lasts is lost.
@@ -296,19 +296,19 @@ impl<'a> Fleet<'a> {
         if held.lost.is_none()
             && crate::policy::lease::lapsed(held.last_success.elapsed(), self.me.lease)
         {
-            return self.lose(spec, Refused::Lost { holder: None });
+            return self.lose(spec, Lost::Lapsed);
         }
         None
     }
 
-    fn lose(&mut self, spec: &str, why: Refused) -> Option<StopJob> {
+    fn lose(&mut self, spec: &str, why: Lost) -> Option<StopJob> {
         let held = self.held.get_mut(spec)?;
         held.lost = Some(why);
         Some(StopJob::Stop(spec.to_string()))
     }
 
     /// A lost lease at its job's end: the leftovers kept, said, reported.
-    fn lost_at_end(&mut self, spec: &str, why: &Refused) {
+    fn lost_at_end(&mut self, spec: &str, why: &Lost) {
         let kept = super::local::keep_leftovers(self.ws, spec).unwrap_or_else(|e| {
             self.notice(&format!(
                 "runner worker: spec {spec}: keeping its leftovers: {e:#}"
@@ -316,12 +316,21 @@ impl<'a> Fleet<'a> {
             Vec::new()
         });
         let (holder, reason) = match why {
-            Refused::Lost { holder: Some(h) } => (Some(h.clone()), format!("{h} holds it now")),
-            Refused::Lost { holder: None } => (
+            Lost::Refused(Refused::Lost { holder: Some(h) }) => {
+                (Some(h.clone()), format!("{h} holds it now"))
+            }
+            Lost::Lapsed => (
+                None,
+                format!(
+                    "no renewal reached {} for as long as the lease lasts",
+                    self.me.remote
+                ),
+            ),
+            Lost::Refused(Refused::Lost { holder: None }) => (
                 None,
                 "it expired or was released before this worker could renew it".to_string(),
             ),
-            Refused::Diverged => (
+            Lost::Refused(Refused::Diverged) => (
                 None,
                 format!(
                     "the spec's branch or folder on {} was changed by someone else",
