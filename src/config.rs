@@ -23,7 +23,7 @@ use crate::policy::invocation::{Permission, Preset};
 pub use agent::parse_preset;
 use agent::{permission_name, preset_name};
 pub use files::{ConfigFiles, Loaded, load, load_quietly};
-pub use fleet::FleetConfig;
+pub use fleet::{FleetConfig, MAX_LEASE_SECS, MIN_LEASE_SECS};
 pub use keys::{Setting, Source, UnknownKey, known_keys, settings, unknown_keys};
 pub use notify::NotifyConfig;
 

@@ -52,7 +52,7 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Unicode's Bidi_Control characters (PropList.txt).
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

@@ -38,6 +38,8 @@ impl JsonOutput for runner::ops::config::ConfigReport {}
 impl JsonOutput for runner::ops::new::NewReport {}
 impl JsonOutput for runner::ops::resume::ResumeReport {}
 impl JsonOutput for runner::ops::plan::PlanReport {}
+impl JsonOutput for runner::ops::remote::submit::SubmitReport {}
+impl JsonOutput for runner::ops::remote::status::RemoteStatusReport {}
 /// Built by the command (`review` with `--diff`, `chunk show`): must be an object.
 impl JsonOutput for serde_json::Value {}
 impl JsonOutput for Vec<RunReport> {
@@ -73,6 +75,7 @@ pub fn wants_json(command: &Command) -> bool {
         Command::Undo(a) => a.json,
         Command::Gc(a) => a.json,
         Command::Status(a) => a.json,
+        Command::Submit(a) => a.json,
         Command::Plan(a) => a.json,
         Command::Runs(a) => a.json,
         Command::Show(a) => a.json,
@@ -189,6 +192,7 @@ mod tests {
         &["undo"],
         &["gc"],
         &["status"],
+        &["submit"],
         &["runs"],
         &["show", "r1234"],
         &["logs"],

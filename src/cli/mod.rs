@@ -27,7 +27,9 @@ mod review;
 mod run;
 pub(crate) mod runs;
 mod status;
+mod status_remote;
 pub mod style;
+mod submit;
 mod undo;
 mod view;
 mod watch;
@@ -82,8 +84,10 @@ pub enum Command {
     Undo(undo::UndoArgs),
     /// Remove backups older than a number of days (never done automatically).
     Gc(gc::GcArgs),
-    /// Every spec: progress, branch, worktree, who is running it.
+    /// Every spec: progress, branch, worktree, who is running it (--remote: a remote's).
     Status(status::StatusArgs),
+    /// Publish a spec (its folder and branch) on the git remote for workers to build.
+    Submit(submit::SubmitArgs),
     /// A spec's whole plan: its phases and chunks, with statuses, attempts and verifications.
     Plan(plan::PlanArgs),
     /// The runs of every spec, newest first: active, stale (killed) or ended.
@@ -128,6 +132,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Recover(args) => recover::run(&cwd()?, args),
         Command::Resume(args) => resume::run(&cwd()?, args),
         Command::Status(args) => status::run(&cwd()?, args),
+        Command::Submit(args) => submit::run(&cwd()?, args),
         Command::Plan(args) => plan::run(&cwd()?, args),
         Command::Runs(args) => runs::runs_cmd(&cwd()?, args),
         Command::Watch(args) => watch::run(&cwd()?, args),
@@ -212,6 +217,35 @@ fn info(line: &str) {
 
 /// Print `value` as pretty JSON on stdout: one object that starts with `"schema"`
 /// (docs/json.md).
+/// A command's report with what `--remote` added (`fetched`, `published`), as one JSON object.
+fn print_remote_json<R: serde::Serialize>(
+    value: &runner::ops::remote::lifecycle::WithRemote<R>,
+) -> anyhow::Result<()> {
+    print_json(&serde_json::to_value(value)?)
+}
+
+/// What `--remote` brought here, and the refs that keep what was here before, on stderr.
+fn fetched_lines(fetched: &runner::ops::remote::bring::Brought, spec: &str) {
+    let t = |s: &str| runner::text::for_terminal(s).into_owned();
+    info(&format!(
+        "Fetched {} from {}: its folder ({}){}.",
+        t(spec),
+        t(&fetched.remote),
+        runner::git::short_id(&fetched.folder),
+        match &fetched.branch {
+            Some(tip) => format!(
+                " and branch auto-claude/{} ({})",
+                t(spec),
+                runner::git::short_id(tip)
+            ),
+            None => String::new(),
+        }
+    ));
+    for kept in &fetched.backups {
+        info(&format!("What was here before is kept on {}.", t(kept)));
+    }
+}
+
 fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {
     println!("{}", json::to_json(value)?);
     Ok(())

@@ -47,7 +47,7 @@ pub fn show(report: &PlanReport, json: bool) -> anyhow::Result<()> {
 
 /// The columns of the terminal stdout is, if it is one (else `COLUMNS`, if set): the width the
 /// text fits. Into a pipe with no `COLUMNS`, nothing is cut.
-fn width() -> Option<usize> {
+pub(super) fn width() -> Option<usize> {
     let stdout = std::io::stdout();
     if stdout.is_terminal()
         && let Ok(size) = rustix::termios::tcgetwinsize(&stdout)

@@ -15,13 +15,33 @@ pub struct StatusArgs {
     /// Show merged and discarded specs too (left out by default).
     #[arg(long)]
     pub all: bool,
-    /// Print JSON: {"specs": [...], "slots": [...], "hidden": N}.
+    /// Print JSON: {"specs": [...], "slots": [...], "hidden": N} (with --remote: {"remote",
+    /// "specs", "pauses", "warnings"}).
     #[arg(long)]
     pub json: bool,
+    /// Show the specs published on this git remote instead: state, progress, who holds each
+    /// and how fresh its heartbeat is, and the accounts' pauses.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["spec", "all"])]
+    pub remote: Option<String>,
 }
 
 pub fn run(cwd: &Path, args: StatusArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
+    if let Some(remote) = args.remote {
+        let opts = runner::ops::remote::status::RemoteStatusOptions {
+            remote: Some(remote),
+        };
+        let report = runner::ops::remote::status::remote_status(&ctx, opts)?;
+        if args.json {
+            super::print_json(&report)?;
+        } else {
+            print!(
+                "{}",
+                super::status_remote::render(&report, super::plan::width())
+            );
+        }
+        return Ok(0);
+    }
     let opts = StatusOptions {
         spec: args.spec,
         all: args.all,

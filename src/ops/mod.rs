@@ -22,6 +22,7 @@ pub mod new;
 pub mod person;
 pub mod plan;
 pub mod recover;
+pub mod remote;
 pub mod resume;
 pub mod review;
 pub mod run;

@@ -548,6 +548,20 @@ impl Shown {
 }
 
 /// One word for a spec's state: a plain function over what was read of its plan.
+/// `status`'s word and chunk counts for a plan read elsewhere (a published folder: no lock,
+/// no branch to check), by the same rule as a local spec's; `last` from its run records.
+pub fn plan_state(
+    plan: Option<&Plan>,
+    invalid: bool,
+    running: bool,
+    last: crate::policy::last_run::LastRun,
+) -> (&'static str, Counts) {
+    let shown = plan.map(Shown::of);
+    let state = spec_state(shown.as_ref(), invalid, running);
+    let state = crate::policy::last_run::status_word(state, last);
+    (state, shown.map(|s| s.counts).unwrap_or_default())
+}
+
 fn spec_state(plan: Option<&Shown>, invalid: bool, running: bool) -> &'static str {
     if invalid {
         return "invalid_plan";

@@ -3,6 +3,7 @@
 //! modules, the recovery rules (recovery.rs) and the one table of legal chunk status changes
 //! (transition.rs). No I/O here: the engine gathers the facts and acts on the answer.
 
+pub mod account;
 pub mod age;
 pub mod agent_choice;
 pub mod agent_rules;

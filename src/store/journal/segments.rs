@@ -52,7 +52,7 @@ pub fn segment_name(n: u64) -> String {
 }
 
 /// `n` if `name` is exactly a segment's name.
-fn segment_number(name: &str) -> Option<u64> {
+pub fn segment_number(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("events.")?.strip_suffix(".jsonl")?;
     let n = digits.parse::<u64>().ok()?;
     (digits.bytes().all(|b| b.is_ascii_digit()) && n.to_string() == digits).then_some(n)
