@@ -493,13 +493,9 @@ mod tests {
     fn fleet_keys_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
-        for bad in [
-            "lease_secs = 1",
-            "lease_secs = 3601",
-            "remote = \"\"",
-            "remote = \"-x\"",
-            "account = \"../x\"",
-        ] {
+        let bad_lines =
+            "lease_secs = 1\nlease_secs = 3601\nremote = \"\"\nremote = \"-x\"\naccount = \"../x\"";
+        for bad in bad_lines.lines() {
             std::fs::write(&path, format!("[fleet]\n{bad}\n")).unwrap();
             let err = Config::load(&path).unwrap_err();
             assert!(format!("{err:#}").contains("fleet."), "{bad}: {err:#}");

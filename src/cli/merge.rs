@@ -26,11 +26,18 @@ pub struct MergeArgs {
     pub yes: bool,
     #[arg(long)]
     pub json: bool,
+    /// Fetch the spec (built elsewhere) from this git remote first, then publish its folder
+    /// there as merged so workers never take it again. Needs --spec.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
 }
 
 pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
-    let name = ctx.spec_to_change(args.spec.as_deref(), &TerminalAsker)?;
+    let name = match &args.remote {
+        Some(_) => runner::ops::remote::lifecycle::spec_of(args.spec.as_deref())?,
+        None => ctx.spec_to_change(args.spec.as_deref(), &TerminalAsker)?,
+    };
     let mode = if args.squash {
         MergeMode::Squash
     } else if args.no_commit {
@@ -49,14 +56,32 @@ pub fn merge_cmd(cwd: &Path, args: MergeArgs) -> anyhow::Result<i32> {
         }
     }
     let opts = MergeOptions {
-        spec: Some(name),
+        spec: Some(name.clone()),
         mode,
         keep_worktree: args.keep_worktree,
     };
-    let outcome = merge(&ctx, opts, &TerminalAsker)?;
+    let (outcome, remote) = match &args.remote {
+        Some(remote) => {
+            let r =
+                runner::ops::remote::lifecycle::merge(&ctx, Some(remote), opts, &TerminalAsker)?;
+            if args.json {
+                return super::print_remote_json(&r).map(|()| 0);
+            }
+            super::fetched_lines(&r.fetched, &name);
+            (r.report, Some((remote.clone(), r.published)))
+        }
+        None => (merge(&ctx, opts, &TerminalAsker)?, None),
+    };
     if args.json {
         super::print_json(&outcome)?;
         return Ok(0);
+    }
+    if let Some((remote, Some(folder))) = &remote {
+        println!(
+            "Published its folder on {} as merged ({}): workers will not take it again.",
+            runner::text::for_terminal(remote),
+            runner::git::short_id(folder)
+        );
     }
     if outcome.already_merged {
         println!(

@@ -222,6 +222,35 @@ fn info(line: &str) {
 
 /// Print `value` as pretty JSON on stdout: one object that starts with `"schema"`
 /// (docs/json.md).
+/// A command's report with what `--remote` added (`fetched`, `published`), as one JSON object.
+fn print_remote_json<R: serde::Serialize>(
+    value: &runner::ops::remote::lifecycle::WithRemote<R>,
+) -> anyhow::Result<()> {
+    print_json(&serde_json::to_value(value)?)
+}
+
+/// What `--remote` brought here, and the refs that keep what was here before, on stderr.
+fn fetched_lines(fetched: &runner::ops::remote::bring::Brought, spec: &str) {
+    let t = |s: &str| runner::text::for_terminal(s).into_owned();
+    info(&format!(
+        "Fetched {} from {}: its folder ({}){}.",
+        t(spec),
+        t(&fetched.remote),
+        runner::git::short_id(&fetched.folder),
+        match &fetched.branch {
+            Some(tip) => format!(
+                " and branch auto-claude/{} ({})",
+                t(spec),
+                runner::git::short_id(tip)
+            ),
+            None => String::new(),
+        }
+    ));
+    for kept in &fetched.backups {
+        info(&format!("What was here before is kept on {}.", t(kept)));
+    }
+}
+
 fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {
     println!("{}", json::to_json(value)?);
     Ok(())

@@ -17,10 +17,27 @@ pub struct ReviewArgs {
     pub diff: bool,
     #[arg(long)]
     pub json: bool,
+    /// Fetch the spec (built elsewhere) from this git remote first: its folder and branch
+    /// replace what is here, which is kept on a backup ref first. Needs --spec.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
 }
 
 pub fn review(cwd: &Path, args: ReviewArgs) -> anyhow::Result<i32> {
     let ctx = super::open(cwd)?;
+    if let Some(remote) = &args.remote {
+        let spec = runner::ops::remote::lifecycle::spec_of(args.spec.as_deref())?;
+        let r = runner::ops::remote::lifecycle::review(&ctx, Some(remote), &spec, args.diff)?;
+        if args.json {
+            return super::print_remote_json(&r).map(|()| 0);
+        }
+        super::fetched_lines(&r.fetched, &spec);
+        print!("{}", super::view::review::render(&r.report, for_stdout()));
+        if let Some(diff) = &r.report.diff {
+            show_patch(diff)?;
+        }
+        return Ok(0);
+    }
     let opts = ReviewOptions {
         spec: args.spec,
         diff: args.diff,

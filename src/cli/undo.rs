@@ -16,6 +16,10 @@ pub struct UndoArgs {
     pub list: bool,
     #[arg(long)]
     pub json: bool,
+    /// Fetch the spec from this git remote first, then publish its folder there again once
+    /// the undo is done. Needs --spec.
+    #[arg(long, value_name = "NAME", conflicts_with = "list")]
+    pub remote: Option<String>,
 }
 
 pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
@@ -37,7 +41,29 @@ pub fn undo_cmd(cwd: &Path, args: UndoArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let ctx = super::open(cwd)?;
-    let outcome = undo(&ctx, UndoOptions { spec: args.spec }, &TerminalAsker)?;
+    let outcome = match &args.remote {
+        Some(remote) => {
+            let r = runner::ops::remote::lifecycle::undo(
+                &ctx,
+                Some(remote),
+                args.spec.as_deref(),
+                &TerminalAsker,
+            )?;
+            if args.json {
+                return super::print_remote_json(&r).map(|()| 0);
+            }
+            super::fetched_lines(&r.fetched, &r.report.spec);
+            if let Some(folder) = &r.published {
+                println!(
+                    "Published its folder on {} again ({}).",
+                    runner::text::for_terminal(remote),
+                    runner::git::short_id(folder)
+                );
+            }
+            r.report
+        }
+        None => undo(&ctx, UndoOptions { spec: args.spec }, &TerminalAsker)?,
+    };
     if args.json {
         super::print_json(&outcome)?;
     } else {

@@ -53,7 +53,7 @@ impl FleetConfig {
             ));
         }
         if let Some(account) = &self.account
-            && !crate::fleet::names::is_account_name(account)
+            && !crate::policy::account::is_account_name(account)
         {
             return Some(format!(
                 "fleet.account must be 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with `.` or `-`; it is {account:?}"

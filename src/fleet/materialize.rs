@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::snapshot::{RUNS, is_published_name, is_run_record_name};
+use super::published::{RUNS, is_published_name, is_run_record_name};
 use crate::error::RunnerError;
 use crate::git::{Oid, Repository};
 

@@ -20,6 +20,7 @@ mod materialize;
 pub mod names;
 pub mod net;
 pub mod pause;
+mod published;
 mod record;
 pub mod snapshot;
 mod tree_check;

@@ -40,20 +40,9 @@ pub fn fetched_ref(remote: &str, kind: &str, name: &str) -> String {
     format!("refs/runner/remotes/{remote}/{kind}/{name}")
 }
 
-/// Whether `name` may be an agent account's name (`fleet.account`, or read from a remote's
-/// pause ref): 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with `.` or
-/// `-`, no `..`, not ending in `.lock`. Such a name is safe as one ref component and as a file
-/// name.
-pub fn is_account_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
-        && !name.starts_with(['.', '-'])
-        && !name.contains("..")
-        && !name.contains("@{")
-        && !name.ends_with(".lock")
-}
+/// Whether `name` may be an agent account's name (see `policy::account`; kept there so that
+/// `config` checks `fleet.account` without depending on this module).
+pub use crate::policy::account::is_account_name;
 
 #[cfg(test)]
 mod tests {

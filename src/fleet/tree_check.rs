@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::snapshot::{MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, RUNS};
+use super::published::{MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, RUNS};
 use crate::git::{Oid, Repository};
 
 /// A tree object larger than this is not a published folder's (an entry is about 60 bytes).
@@ -46,7 +46,7 @@ pub fn published_files(repo: &Repository, commit: Oid) -> Result<BTreeMap<String
             }
             for (run, mode, id) in entries(repo, &header, id)? {
                 let path = format!("{RUNS}/{run}");
-                if !super::snapshot::is_run_record_name(&run) {
+                if !super::published::is_run_record_name(&run) {
                     return Err(format!("has {path:?}, which is not a run record's name"));
                 }
                 total += file_size(&header, &path, mode, id)?;
@@ -54,7 +54,7 @@ pub fn published_files(repo: &Repository, commit: Oid) -> Result<BTreeMap<String
             }
             continue;
         }
-        if !super::snapshot::is_published_name(&name) {
+        if !super::published::is_published_name(&name) {
             return Err(format!(
                 "has {name:?}, which is not a published file's name"
             ));

@@ -29,6 +29,21 @@ pub fn account_of(configured: Option<&str>, agent: &AgentChoice) -> String {
     agent.preset.name().to_string()
 }
 
+/// Whether `name` may be an agent account's name (`fleet.account`, or read from a remote's
+/// pause ref): 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with `.` or
+/// `-`, no `..`, not ending in `.lock`. Such a name is safe as one ref component and as a file
+/// name. (Used by the config and by `fleet` alike.)
+pub fn is_account_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
+        && !name.starts_with(['.', '-'])
+        && !name.contains("..")
+        && !name.contains("@{")
+        && !name.ends_with(".lock")
+}
+
 /// The characters of an account name (as `fleet.account` allows them).
 fn is_name(name: &str) -> bool {
     (1..=64).contains(&name.len())

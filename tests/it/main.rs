@@ -55,6 +55,7 @@ mod presets;
 mod real_clis;
 mod reattach;
 mod recover;
+mod remote_lifecycle;
 mod remote_submit;
 mod resolve_cache;
 mod resolver;

@@ -2,6 +2,8 @@
 //! `runner submit`, `runner status --remote`. What they share: which remote (`--remote`, else
 //! `fleet.remote`), checked to exist, and one fetch of what it holds.
 
+pub mod bring;
+pub mod lifecycle;
 pub mod status;
 pub mod submit;
 
