@@ -38,6 +38,7 @@ impl JsonOutput for runner::ops::config::ConfigReport {}
 impl JsonOutput for runner::ops::new::NewReport {}
 impl JsonOutput for runner::ops::resume::ResumeReport {}
 impl JsonOutput for runner::ops::plan::PlanReport {}
+impl JsonOutput for runner::ops::worker::WorkerReport {}
 impl JsonOutput for runner::ops::remote::submit::SubmitReport {}
 impl JsonOutput for runner::ops::remote::status::RemoteStatusReport {}
 /// Built by the command (`review` with `--diff`, `chunk show`): must be an object.
@@ -83,6 +84,7 @@ pub fn wants_json(command: &Command) -> bool {
         Command::Chunk(c) => c.json(),
         Command::Demo(a) => a.json,
         Command::Config(a) => a.json,
+        Command::Worker(a) => a.json,
         // A command without --json (the list is checked by a test below).
         _ => false,
     }
@@ -193,6 +195,7 @@ mod tests {
         &["gc"],
         &["status"],
         &["submit"],
+        &["worker"],
         &["runs"],
         &["show", "r1234"],
         &["logs"],

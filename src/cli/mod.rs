@@ -33,6 +33,7 @@ mod submit;
 mod undo;
 mod view;
 mod watch;
+mod worker;
 
 pub use hint::carry_directory;
 pub use json::{print_error_json, wants_json};
@@ -113,6 +114,9 @@ pub enum Command {
     Man,
     /// Serve runner's tools over MCP on stdin/stdout (for agents and IDEs; see docs/commands.md).
     Mcp,
+    /// Build specs published on a git remote, under a lease each, publishing every chunk
+    /// (one worker per clone; see docs/fleet.md).
+    Worker(worker::WorkerArgs),
     /// Show runner at work on a throw-away repository with a built-in scripted agent.
     Demo(demo::DemoArgs),
     /// The scripted agent the demo uses (internal).
@@ -149,6 +153,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Man => completions::man(),
         Command::Mcp => crate::mcp::serve(cwd()?),
         Command::Chunk(cmd) => chunk::run(&cwd()?, cmd),
+        Command::Worker(args) => worker::run(&cwd()?, args),
         Command::Demo(args) => demo::run(args),
         Command::DemoAgent => demo::agent(),
     }

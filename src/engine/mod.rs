@@ -17,6 +17,7 @@ pub mod resume;
 pub mod run;
 pub mod track;
 pub mod verify;
+pub mod worker;
 
 /// Run an async operation to its end on a single-threaded runtime: runner's concurrency is one
 /// child process, its signals and a heartbeat, so one thread is enough (and keeps the agent's

@@ -47,6 +47,35 @@ pub fn tree_and_parents(repo: &Repository, commit: Oid) -> Option<(Oid, Vec<Oid>
         .map(|c| (c.tree_id(), c.parent_ids().collect()))
 }
 
+/// The regular files of `commit`'s tree in its folder `dir` (`""`: the top), not below it,
+/// each as (name, bytes); a file larger than `cap` bytes, a link or a folder is left out, as is
+/// everything when the commit or the folder is missing. For reading a spec folder published
+/// as a commit (`fleet`) without writing it anywhere.
+pub fn files_at(repo: &Repository, commit: Oid, dir: &str, cap: usize) -> Vec<(String, Vec<u8>)> {
+    let Ok(tree) = repo.find_commit(commit).and_then(|c| c.tree()) else {
+        return Vec::new();
+    };
+    let tree = match dir {
+        "" => tree,
+        dir => match tree
+            .get_path(std::path::Path::new(dir))
+            .and_then(|e| e.to_object(repo))
+            .and_then(|o| o.peel_to_tree())
+        {
+            Ok(sub) => sub,
+            Err(_) => return Vec::new(),
+        },
+    };
+    tree.iter()
+        .filter(|e| e.filemode() == i32::from(git2::FileMode::Blob))
+        .filter_map(|e| {
+            let name = e.name()?.to_string();
+            let blob = repo.find_blob(e.id()).ok()?;
+            (blob.size() <= cap).then(|| (name, blob.content().to_vec()))
+        })
+        .collect()
+}
+
 /// The commit a branch points at (an error when the branch does not exist).
 pub fn branch_commit(repo: &Repository, branch: &str) -> anyhow::Result<Oid> {
     repo.refname_to_id(&format!("refs/heads/{branch}"))

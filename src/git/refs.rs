@@ -185,6 +185,13 @@ pub fn create(repo: &Repository, name: &str, commit: Oid, message: &str) -> anyh
     Ok(())
 }
 
+/// Point `name` at `commit`, whether or not it exists or points elsewhere.
+pub fn set(repo: &Repository, name: &str, commit: Oid, message: &str) -> anyhow::Result<()> {
+    repo.reference(name, commit, true, message)
+        .with_context(|| format!("setting {name}"))?;
+    Ok(())
+}
+
 /// Move `name` from `expected` to `commit`; an error (nothing moved) if it is not at `expected`
 /// any more: someone moved it meanwhile.
 pub fn move_if_at(

@@ -13,6 +13,7 @@ pub mod budget;
 pub mod confidence;
 pub mod invocation;
 pub mod last_run;
+pub mod lease;
 pub mod live;
 pub mod new_spec;
 pub mod next_command;

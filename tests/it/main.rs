@@ -27,6 +27,7 @@ mod hostile;
 mod house;
 mod import_circles;
 mod jobs;
+mod jobs_many;
 mod journal_segments;
 mod json_shape;
 mod layers;
@@ -71,6 +72,8 @@ mod transitions;
 mod usage_limits;
 mod user_config;
 mod watch;
+mod worker;
+mod worker_fencing;
 
 /// A file in `tests/it/` (or in a module's folder) that no `mod` line names is never compiled,
 /// and its tests silently never run: fail instead.

@@ -310,6 +310,9 @@ const LIMIT_POINTS: &[&str] = &["after_limit_paused"];
 /// Failpoints exercised in tests/jobs.rs (`run --jobs` between a spec's check and its job's
 /// start: another runner takes the spec there).
 const JOBS_POINTS: &[&str] = &["jobs_job_checked"];
+/// Failpoints counted in tests/it/worker.rs (how often an idle worker looks at its remote: a
+/// spec whose run failed is not taken again at each look).
+const WORKER_POINTS: &[&str] = &["worker_view_fetched"];
 /// Failpoints exercised in tests/it/new.rs (`runner new` killed with its spec staged, and just
 /// after its rename into place; detection slowed past its bound).
 const NEW_POINTS: &[&str] = &[
@@ -349,6 +352,7 @@ fn every_failpoint_in_the_source_is_exercised() {
                 || STATUS_POINTS.contains(&point.as_str())
                 || LIMIT_POINTS.contains(&point.as_str())
                 || JOBS_POINTS.contains(&point.as_str())
+                || WORKER_POINTS.contains(&point.as_str())
                 || NEW_POINTS.contains(&point.as_str()),
             "the failpoint {point} in src/ is exercised by no crash test"
         );

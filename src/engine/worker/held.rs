@@ -1,0 +1,218 @@
+//! A spec this worker holds the lease of, and the one kind of push that touches it: taking it,
+//! and publishing its work with the lease renewed (or deleted, to release it) in ONE atomic
+//! push checked against the lease this worker holds (fencing, docs/fleet.md). A refused
+//! push changed nothing on the remote; what it means is read from the lease there now.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::fleet::lease::Lease;
+use crate::fleet::names;
+use crate::fleet::net::{Expect, PushOutcome, RefUpdate};
+use crate::git::{Oid, branch_for};
+use crate::policy::lease::Refused;
+use crate::store::workspace::Workspace;
+
+/// Who this worker is and where it publishes.
+#[derive(Debug, Clone)]
+pub struct Me {
+    /// `<host>:<pid>:<random>`: unique among the workers of a fleet.
+    pub worker: String,
+    pub host: String,
+    pub pid: u32,
+    pub remote: String,
+    pub lease: Duration,
+    /// Every network step's limit (a push, a fetch).
+    pub timeout: Duration,
+}
+
+impl Me {
+    /// A lease commit taken or renewed at `now` (first taken at `taken_at`).
+    fn lease_commit(&self, ws: &Workspace, taken_at: DateTime<Utc>) -> anyhow::Result<Oid> {
+        let now = Utc::now();
+        crate::fleet::lease::write_lease(
+            &ws.main.repo,
+            &Lease {
+                worker: self.worker.clone(),
+                host: self.host.clone(),
+                pid: self.pid,
+                taken_at,
+                renewed_at: now,
+                expires_at: crate::policy::lease::expires_at(now, self.lease),
+                lease_secs: self.lease.as_secs(),
+            },
+        )
+    }
+
+    fn push(&self, ws: &Workspace, updates: &[RefUpdate]) -> anyhow::Result<PushOutcome> {
+        crate::fleet::net::push_atomic(&ws.root, &self.remote, updates, self.timeout)
+    }
+}
+
+/// A spec whose lease this worker holds.
+#[derive(Debug)]
+pub struct Held {
+    pub spec: String,
+    /// The lease commit on the remote that is this worker's.
+    pub lease: Oid,
+    pub taken_at: DateTime<Utc>,
+    /// The folder's commit and the branch tip this worker published last (or found there).
+    pub folder: Option<Oid>,
+    pub branch: Option<Oid>,
+    /// Just before the last push the remote accepted (monotonic: the lease it wrote expires
+    /// `lease` after this at the latest).
+    pub last_success: Instant,
+    /// Publications of work (the branch or the folder changed).
+    pub publications: usize,
+    /// The lease is lost: nothing of this spec is pushed again.
+    pub lost: Option<Lost>,
+    /// The last push deleted the lease: the spec was let go.
+    pub released: bool,
+}
+
+/// Why a lease is lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// A push was refused; what the lease on the remote said then.
+    Refused(Refused),
+    /// No renewal reached the remote for as long as the lease lasts.
+    Lapsed,
+}
+
+/// What a push of a held spec came to.
+#[derive(Debug)]
+pub enum Pushed {
+    Done,
+    /// Refused by the remote: what the lease there says now.
+    Refused(Refused),
+    /// The remote could not be reached (or the push timed out): nothing is known to have
+    /// changed; try again at the next heartbeat.
+    Unreachable(anyhow::Error),
+}
+
+/// Take `spec` with a new lease commit, the remote's lease ref expected to be `expect`: the
+/// lease when the remote accepted it (`None`: refused, another worker was first).
+pub fn take(
+    ws: &Workspace,
+    me: &Me,
+    spec: &str,
+    expect: Expect,
+) -> anyhow::Result<Option<(Oid, DateTime<Utc>, Instant)>> {
+    let taken_at = Utc::now();
+    let started = Instant::now();
+    let lease = me.lease_commit(ws, taken_at)?;
+    let update = RefUpdate {
+        dst: names::lease_ref(spec),
+        new: Some(lease),
+        expect,
+    };
+    Ok(match me.push(ws, &[update])? {
+        PushOutcome::Pushed => Some((lease, taken_at, started)),
+        PushOutcome::Refused { .. } => None,
+    })
+}
+
+/// Delete the lease of `spec` (`mine`), nothing else: a spec taken and found not to be
+/// built after all. Best effort: a lease left behind expires.
+pub fn let_go(ws: &Workspace, me: &Me, spec: &str, mine: Oid) -> anyhow::Result<bool> {
+    let update = RefUpdate {
+        dst: names::lease_ref(spec),
+        new: None,
+        expect: Expect::At(mine),
+    };
+    Ok(matches!(me.push(ws, &[update])?, PushOutcome::Pushed))
+}
+
+/// Publish what changed of `held` (its folder, its branch) with its lease renewed, or with
+/// its lease deleted when `release`: one atomic push, every ref expected where this worker
+/// left it. Nothing changed and not releasing: a renewal alone (the heartbeat).
+pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyhow::Result<Pushed> {
+    let repo = &ws.main.repo;
+    let started = Instant::now();
+    let spec = held.spec.clone();
+    // The folder before the branch: a chunk's commit is made before the plan records it, so
+    // a plan read first never says more than the branch read after it holds.
+    let paths = ws.spec(&spec)?;
+    let message = format!("runner: {spec} published by {}", me.worker);
+    let folder = crate::fleet::snapshot::commit_folder(repo, &paths.dir, held.folder, &message)?;
+    let tree = |oid: Option<Oid>| oid.and_then(|o| crate::git::history::tree_of(repo, o));
+    let folder = (tree(Some(folder)) != tree(held.folder)).then_some(folder);
+    let branch = ws
+        .main
+        .branch_tip(&branch_for(&spec))
+        .filter(|tip| Some(*tip) != held.branch);
+    let lease = match release {
+        true => None,
+        false => Some(me.lease_commit(ws, held.taken_at)?),
+    };
+    let mut updates = vec![RefUpdate {
+        dst: names::lease_ref(&spec),
+        new: lease,
+        expect: Expect::At(held.lease),
+    }];
+    let expect = |last: Option<Oid>| last.map_or(Expect::Absent, Expect::At);
+    if let Some(folder) = folder {
+        updates.push(RefUpdate {
+            dst: names::spec_ref(&spec),
+            new: Some(folder),
+            expect: expect(held.folder),
+        });
+    }
+    if let Some(branch) = branch {
+        updates.push(RefUpdate {
+            dst: names::branch_ref(&spec),
+            new: Some(branch),
+            expect: expect(held.branch),
+        });
+    }
+    match me.push(ws, &updates) {
+        Ok(PushOutcome::Pushed) => {
+            if let Some(lease) = lease {
+                held.lease = lease;
+            }
+            held.folder = folder.or(held.folder);
+            held.branch = branch.or(held.branch);
+            held.last_success = started;
+            if folder.is_some() || branch.is_some() {
+                held.publications += 1;
+            }
+            Ok(Pushed::Done)
+        }
+        Ok(PushOutcome::Refused { .. }) => Ok(Pushed::Refused(why_refused(ws, me, held)?)),
+        Err(e) => Ok(Pushed::Unreachable(e)),
+    }
+}
+
+/// What a refusal means: read the lease on the remote now.
+fn why_refused(ws: &Workspace, me: &Me, held: &Held) -> anyhow::Result<Refused> {
+    let lease_ref = names::lease_ref(&held.spec);
+    let now_at = crate::fleet::net::ls_remote(
+        &ws.root,
+        &me.remote,
+        std::slice::from_ref(&lease_ref),
+        me.timeout,
+    )?
+    .into_iter()
+    .find(|(name, _)| *name == lease_ref)
+    .map(|(_, oid)| oid);
+    let holder = match now_at {
+        Some(oid) if oid != held.lease => {
+            let local = names::fetched_ref(&me.remote, "leases", &held.spec);
+            crate::fleet::net::fetch(
+                &ws.root,
+                &me.remote,
+                &[format!("+{lease_ref}:{local}")],
+                me.timeout,
+            )?;
+            crate::fleet::lease::read_lease(&ws.main.repo, oid)
+                .ok()
+                .map(|l| format!("{} on {}", l.worker, l.host))
+        }
+        _ => None,
+    };
+    Ok(crate::policy::lease::after_refusal(
+        now_at.map(|oid| (oid, holder)),
+        &held.lease,
+    ))
+}

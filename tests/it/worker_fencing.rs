@@ -1,0 +1,374 @@
+//! `runner worker` when things go wrong (docs/fleet.md, "The lease and fencing"): a worker
+//! killed with SIGKILL is taken over once its lease expires, and the spec completes from what
+//! was published, one commit per chunk; a worker frozen past its lease (SIGSTOP, with its run
+//! and agent) and thawed after another took the spec over lands nothing, says so and keeps
+//! its leftovers on a local recovery ref; a usage limit met on one worker pauses every worker
+//! of the same account, and no other.
+
+use std::process::Child;
+
+use crate::common::*;
+use crate::worker::{Fleet, interrupt, wait_exit, wait_long, wait_or};
+
+/// The pids of `pid` and all its descendants, parents first.
+fn family(pid: u32) -> Vec<i32> {
+    let mut all = vec![pid as i32];
+    let mut i = 0;
+    while i < all.len() {
+        let parent = all[i];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid …: the comm may hold spaces, the last ')' ends it.
+            let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+            let ppid = after.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            if ppid == Some(parent) && !all.contains(&child) {
+                all.push(child);
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+fn signal_all(pids: &[i32], sig: i32) {
+    for pid in pids {
+        unsafe { libc::kill(*pid, sig) };
+    }
+}
+
+/// A spec's remote branch after main, as commit subjects.
+fn chunks_of(fleet: &Fleet, spec: &str) -> Vec<String> {
+    fleet.branch_log(spec)
+}
+
+#[test]
+fn a_worker_killed_with_sigkill_is_taken_over_after_its_lease_and_the_spec_completes_once() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    // core-a done at once; core-b's session outlasts the kill.
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker_a = a.start_worker(&[]);
+    wait_long("core-a published by worker A", 60, || {
+        chunks_of(&fleet, "001-a").len() == 1
+    });
+    wait_long("worker A's session of core-b", 30, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&["--json"]);
+    wait_or(
+        "worker B to complete the spec",
+        90,
+        || fleet.published_complete("001-a"),
+        || format!("A: {}\nB: {}", a.worker_stderr(), b.worker_stderr()),
+    );
+    interrupt(&worker_b);
+    let status = wait_exit(&mut worker_b, 60);
+    assert_eq!(status.code(), Some(130), "{}", b.worker_stderr());
+    // One commit per chunk: A's core-a, then B's core-b and polish; nothing twice.
+    let log = chunks_of(&fleet, "001-a");
+    assert_eq!(log.len(), 3, "{log:?}\n{}", b.worker_stderr());
+    for (subject, chunk) in log.iter().zip(["core-a", "core-b", "polish"]) {
+        assert!(subject.contains(chunk), "{log:?}");
+    }
+    // B did not redo what A had published.
+    let chunks_b: Vec<String> = b.sessions().into_iter().map(|s| s.2).collect();
+    assert!(!chunks_b.contains(&"core-a".to_string()), "{chunks_b:?}");
+    assert!(chunks_b.contains(&"core-b".to_string()), "{chunks_b:?}");
+    assert_eq!(fleet.remote_ref("refs/runner/leases/001-a"), None);
+}
+
+#[test]
+fn a_worker_frozen_past_its_lease_lands_nothing_once_another_took_the_spec_over() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    // core-b's session is under way when A is frozen; it finishes once A thaws.
+    a.script("core-b * slow 4\n* * done\n");
+    let mut worker_a = a.start_worker(&["--json"]);
+    wait_long("core-a published by worker A", 60, || {
+        chunks_of(&fleet, "001-a").len() == 1
+    });
+    wait_long("worker A's session of core-b", 30, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    let frozen = family(worker_a.id());
+    signal_all(&frozen, libc::SIGSTOP);
+    // B takes the spec over once A's lease expired, and builds it to the end.
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&[]);
+    wait_long("worker B to complete the spec", 90, || {
+        fleet.published_complete("001-a") && fleet.remote_ref("refs/runner/leases/001-a").is_none()
+    });
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let branch = fleet.remote_ref("auto-claude/001-a");
+    let folder = fleet.remote_ref("refs/runner/specs/001-a");
+    // A thaws: its run finishes core-b, its worker tries to publish and is refused.
+    signal_all(&frozen, libc::SIGCONT);
+    wait_long("worker A to say its lease is lost", 60, || {
+        a.worker_stderr().contains("lease of spec 001-a lost")
+    });
+    interrupt(&worker_a);
+    let status = wait_exit(&mut worker_a, 60);
+    assert_eq!(status.code(), Some(130), "{}", a.worker_stderr());
+    // Nothing of A's reached the remote after B's work.
+    assert_eq!(fleet.remote_ref("auto-claude/001-a"), branch);
+    assert_eq!(fleet.remote_ref("refs/runner/specs/001-a"), folder);
+    assert_eq!(fleet.remote_ref("refs/runner/leases/001-a"), None);
+    let log = chunks_of(&fleet, "001-a");
+    assert_eq!(log.len(), 3, "{log:?}");
+    // A's leftovers are on its local recovery refs, and its report says so.
+    let kept = git_in(
+        &a.root,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/recovery/001-a/_lease-lost/",
+        ],
+    );
+    assert!(
+        kept.contains("/_lease-lost/1/branch"),
+        "{kept}\n{}",
+        a.worker_stderr()
+    );
+    assert!(kept.contains("/_lease-lost/1/folder"), "{kept}");
+    let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
+    let lost = &report["leases_lost"][0];
+    assert_eq!(lost["spec"], "001-a", "{report}");
+    assert!(lost["kept"].as_array().unwrap().len() == 2, "{report}");
+    // Its late work was pushed and refused by the remote (the lease was no longer its own).
+    assert!(report["pushes_refused"].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
+    assert!(
+        a.worker_stderr()
+            .contains("refs/auto-claude/recovery/001-a/_lease-lost/1/branch")
+    );
+}
+
+/// Another worker's lease on `spec`, pushed over whatever the remote holds (as a worker that
+/// believed the lease expired would take it), until an hour from now.
+fn steal_lease(fleet: &Fleet, spec: &str) {
+    let now = chrono::Utc::now();
+    let lease = serde_json::json!({
+        "worker": "intruder:1:abcd", "host": "elsewhere", "pid": 1,
+        "taken_at": now.to_rfc3339(), "renewed_at": now.to_rfc3339(),
+        "expires_at": (now + chrono::Duration::hours(1)).to_rfc3339(), "lease_secs": 3600,
+    });
+    let origin = &fleet.origin;
+    let empty = origin.git(&["hash-object", "-t", "tree", "-w", "/dev/null"]);
+    let commit = origin.git(&["commit-tree", empty.trim(), "-m", &lease.to_string()]);
+    let refspec = format!("{}:refs/runner/leases/{spec}", commit.trim());
+    // The holder may renew at the same instant: the push then fails to lock the ref; again.
+    wait_long("the stolen lease on the remote", 30, || {
+        git_result(&origin.root, &["push", "-q", "--force", "origin", &refspec]).is_ok()
+    });
+}
+
+#[test]
+fn a_lease_taken_over_while_the_job_runs_refuses_the_next_push_and_the_job_stops_at_once() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let a = fleet.host("host-a", "[fleet]\nlease_secs = 30\n");
+    // core-b's session would take a minute: the job is stopped long before.
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker_a = a.start_worker(&["--json", "--exit-when-idle"]);
+    wait_long("core-a published by worker A", 60, || {
+        chunks_of(&fleet, "001-a").len() == 1
+    });
+    wait_long("worker A's session of core-b", 30, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    steal_lease(&fleet, "001-a");
+    // From here on nothing of A's may land.
+    let before = fleet.remote_ref("refs/runner/specs/001-a");
+    let branch = fleet.remote_ref("auto-claude/001-a");
+    let stolen = fleet.remote_ref("refs/runner/leases/001-a");
+    // The next renewal (every 10 s) is refused: the job is stopped, the worker goes idle and
+    // exits, well before core-b's session would have ended.
+    let started = std::time::Instant::now();
+    let status = wait_exit(&mut worker_a, 40);
+    assert!(started.elapsed() < std::time::Duration::from_secs(40));
+    assert_eq!(status.code(), Some(0), "{}", a.worker_stderr());
+    let err = a.worker_stderr();
+    assert!(
+        err.contains("lease of spec 001-a lost (intruder:1:abcd on elsewhere holds it now)"),
+        "{err}"
+    );
+    // Nothing more of A reached the remote, and the intruder's lease stands.
+    assert_eq!(chunks_of(&fleet, "001-a").len(), 1);
+    assert_eq!(fleet.remote_ref("auto-claude/001-a"), branch);
+    assert_eq!(fleet.remote_ref("refs/runner/specs/001-a"), before);
+    assert_eq!(fleet.remote_ref("refs/runner/leases/001-a"), stolen);
+    let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
+    assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
+    assert_eq!(report["specs"][0]["released"], false, "{report}");
+    assert_eq!(
+        report["leases_lost"][0]["holder"], "intruder:1:abcd on elsewhere",
+        "{report}"
+    );
+    assert!(report["pushes_refused"].as_u64().unwrap() >= 1, "{report}");
+}
+
+/// A host whose agent is the fake claude CLI (which can say "usage limit"), account `account`.
+fn claude_host(
+    fleet: &Fleet,
+    name: &str,
+    account: &str,
+    preset_script: &str,
+) -> crate::worker::Host {
+    let host = fleet.host(
+        name,
+        &format!("[fleet]\nlease_secs = 3\naccount = \"{account}\"\n"),
+    );
+    let program = fixture("fake-claude").display().to_string();
+    // The sessions log, kept by a wrapper around the fake CLI.
+    let wrapper = host.dir.join("claude.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$RUNNER_SPEC $RUNNER_ROLE ${{RUNNER_CHUNK_ID:-}} $(date +%s.%N)\" >> '{}'\nexec '{program}' \"$@\"\n",
+            host.dir.join("sessions.log").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    host.write(
+        ".auto-claude/config.toml",
+        &format!(
+            "[agent]\npreset = \"claude\"\nprogram = \"{}\"\n[fleet]\nlease_secs = 3\naccount = \"{account}\"\n",
+            wrapper.display()
+        ),
+    );
+    std::fs::write(host.dir.join("preset-script"), preset_script).unwrap();
+    std::fs::create_dir_all(host.dir.join("fake-sessions")).unwrap();
+    host
+}
+
+fn claude_worker(host: &crate::worker::Host, args: &[&str]) -> Child {
+    let mut all = vec!["worker"];
+    all.extend_from_slice(args);
+    host.cmd(&all)
+        .env("FAKE_PRESET_SCRIPT", host.dir.join("preset-script"))
+        .env("FAKE_SESSIONS_DIR", host.dir.join("fake-sessions"))
+        .stdout(std::fs::File::create(host.dir.join("worker.out")).unwrap())
+        .stderr(std::fs::File::create(host.dir.join("worker.err")).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_usage_limit_on_one_worker_pauses_the_others_of_its_account_and_no_other() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    // A meets the limit in its first session, reset 8 s after it started.
+    let a = claude_host(&fleet, "host-a", "team", "core-a 1 limit +8\n");
+    let mut worker_a = claude_worker(&a, &["--exit-when-idle", "--json"]);
+    let status = wait_exit(&mut worker_a, 60);
+    assert_eq!(status.code(), Some(0), "{}", a.worker_stderr());
+    let pause = fleet
+        .remote_git(&["log", "-1", "--format=%B", "refs/runner/pauses/team"])
+        .unwrap_or_else(|| panic!("no pause published\n{}", a.worker_stderr()));
+    let pause: serde_json::Value = serde_json::from_str(pause.trim()).unwrap();
+    let until = chrono::DateTime::parse_from_rfc3339(pause["until"].as_str().unwrap())
+        .unwrap()
+        .timestamp() as f64;
+    assert!(until > chrono::Utc::now().timestamp() as f64, "{pause}");
+    // The spec was released (not lost): it waits for the pause's end.
+    assert_eq!(fleet.remote_ref("refs/runner/leases/001-a"), None);
+    fleet.submit("002-b", true);
+    // B shares the account; C's is another. C is slow, so that B has a spec left after the
+    // reset.
+    let b = claude_host(&fleet, "host-b", "team", "");
+    let c = claude_host(&fleet, "host-c", "other", "");
+    c.script("* * slow 5\n");
+    let mut worker_b = claude_worker(&b, &[]);
+    let mut worker_c = claude_worker(&c, &[]);
+    wait_long("both specs complete", 120, || {
+        fleet.published_complete("001-a") && fleet.published_complete("002-b")
+    });
+    for w in [&worker_b, &worker_c] {
+        interrupt(w);
+    }
+    wait_exit(&mut worker_b, 60);
+    wait_exit(&mut worker_c, 60);
+    let (sessions_b, sessions_c) = (b.sessions(), c.sessions());
+    // C was not held back by another account's pause.
+    assert!(
+        sessions_c.iter().any(|s| s.3 < until),
+        "C: {sessions_c:?}, until {until}\n{}",
+        c.worker_stderr()
+    );
+    // B built after the reset, and no session of B started before it.
+    assert!(!sessions_b.is_empty(), "{}", b.worker_stderr());
+    assert!(
+        sessions_b.iter().all(|s| s.3 >= until),
+        "B: {sessions_b:?}, until {until}"
+    );
+    // The check went well: the pause is gone.
+    assert_eq!(
+        fleet.remote_ref("refs/runner/pauses/team"),
+        None,
+        "{}",
+        b.worker_stderr()
+    );
+}
+
+#[test]
+fn a_worker_cut_off_from_the_remote_past_its_lease_stops_the_spec_and_keeps_its_work() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let a = fleet.host("host-a", "[fleet]\nlease_secs = 3\n");
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker_a = a.start_worker(&["--json", "--exit-when-idle"]);
+    wait_long("worker A's session of core-b", 60, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    // The network is cut: the remote's address leads nowhere.
+    let nowhere = fleet.tmp.path().join("cut-off.git");
+    git_in(
+        &a.root,
+        &["remote", "set-url", "origin", &crate::worker::url(&nowhere)],
+    );
+    let status = wait_exit(&mut worker_a, 40);
+    assert_eq!(status.code(), Some(0), "{}", a.worker_stderr());
+    let err = a.worker_stderr();
+    assert!(
+        err.contains(
+            "lease of spec 001-a lost (no renewal reached origin for as long as the lease lasts)"
+        ),
+        "{err}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
+    assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
+    assert!(report["remote_errors"].as_u64().unwrap() >= 1, "{report}");
+    let kept = git_in(
+        &a.root,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/auto-claude/recovery/001-a/_lease-lost/",
+        ],
+    );
+    assert!(kept.contains("/_lease-lost/1/branch"), "{kept}");
+}
