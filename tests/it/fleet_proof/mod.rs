@@ -7,6 +7,7 @@ use std::path::PathBuf;
 mod audit;
 mod chaos;
 mod harness;
+mod harness_checks;
 mod netcut;
 mod procs;
 mod reports;
