@@ -128,10 +128,9 @@ impl Supervisor {
         for r in std::mem::take(&mut self.running) {
             let mut killed = false;
             while !r.thread.is_finished() {
-                if Instant::now() >= deadline && !killed {
-                    if let Some(pid) = *r.pid.lock().unwrap() {
-                        killed = procs::kill9(pid, procs::Kind::Worker, &self.mark);
-                    }
+                let pid = *r.pid.lock().unwrap();
+                if let Some(pid) = pid.filter(|_| Instant::now() >= deadline && !killed) {
+                    killed = procs::kill9(pid, procs::Kind::Worker, &self.mark);
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
