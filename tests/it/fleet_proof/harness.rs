@@ -295,10 +295,38 @@ impl Host {
         );
     }
 
-    /// `runner submit --spec SPEC` from this clone; the test fails if it does.
+    /// Publish `spec`'s folder on the remote as `runner submit` does (docs/fleet.md): its
+    /// files as a commit, pushed to `refs/runner/specs/<spec>`. (By hand: no `runner submit`
+    /// exists on this branch yet.)
     pub fn submit(&self, spec: &str) {
-        let out = self.cmd(&["submit", "--spec", spec]).output().unwrap();
-        assert_exit(&out, 0);
+        let dir = self.root.join(".auto-claude/specs").join(spec);
+        let index = self.dir.join(format!("index-{spec}"));
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("--work-tree")
+                .arg(&dir)
+                .args(args)
+                .current_dir(&self.root)
+                .env("GIT_INDEX_FILE", &index)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+            stdout(&out).trim().to_string()
+        };
+        git(&["add", "-A", "."]);
+        let tree = git(&["write-tree"]);
+        let commit = git(&[
+            "commit-tree",
+            &tree,
+            "-m",
+            &format!("runner: submit {spec}"),
+        ]);
+        self.git(&[
+            "push",
+            "-q",
+            "origin",
+            &format!("{commit}:refs/runner/specs/{spec}"),
+        ]);
     }
 
     /// A file for a worker's output: `logs/<name>`.

@@ -1,6 +1,6 @@
 //! What the workers themselves said: their stderr lines and `--json` reports, from every
-//! incarnation's log files, counted by what they tell (a lease lost, a push refused, a spec
-//! taken over).
+//! incarnation's log files, counted by what they tell (a lease lost, a push refused). A worker
+//! killed with -9 prints no report: its stderr lines are what it said.
 
 use std::path::Path;
 
@@ -72,43 +72,43 @@ impl Reports {
         self.json.extend(docs.map_while(Result::ok));
     }
 
-    fn count(&self, any_of: &[&str]) -> usize {
+    /// Lines holding every one of `all`.
+    fn count(&self, all: &[&str]) -> usize {
         self.lines
             .iter()
-            .filter(|(_, l)| {
-                let l = l.to_lowercase();
-                any_of.iter().any(|p| l.contains(p))
-            })
+            .filter(|(_, l)| all.iter().all(|p| l.contains(p)))
             .count()
     }
 
-    /// Lines saying a lease was lost.
+    /// The sum of `field` over the JSON reports (a number, or a list's length).
+    fn sum(&self, field: &str) -> usize {
+        self.json
+            .iter()
+            .map(|r| match &r[field] {
+                Value::Array(a) => a.len(),
+                v => v.as_u64().unwrap_or(0) as usize,
+            })
+            .sum()
+    }
+
+    /// Lines saying a lease was lost (`runner worker: lease of spec S lost (…)`).
     pub fn lease_lost(&self) -> usize {
-        self.count(&[
-            "lease lost",
-            "lost the lease",
-            "lost its lease",
-            "lost lease",
-        ])
+        self.count(&["lease of spec ", " lost ("])
     }
 
-    /// Lines saying the remote refused a push.
+    /// Pushes refused, as the workers that ended with a report counted them.
     pub fn refused(&self) -> usize {
-        self.count(&["refused"])
-    }
-
-    /// Lines saying a spec was taken over from another worker.
-    pub fn takeovers(&self) -> usize {
-        self.count(&["took over", "taking over", "takeover"])
+        self.sum("pushes_refused")
     }
 
     pub fn figures(&self) -> Value {
         serde_json::json!({
-            "lease_lost": self.lease_lost(),
-            "refused_pushes": self.refused(),
-            "takeovers": self.takeovers(),
-            "stderr_lines": self.lines.len(),
+            "lease_lost_lines": self.lease_lost(),
+            "leases_lost_in_reports": self.sum("leases_lost"),
+            "pushes_refused_in_reports": self.refused(),
+            "remote_errors_in_reports": self.sum("remote_errors"),
             "json_reports": self.json.len(),
+            "stderr_lines": self.lines.len(),
         })
     }
 
