@@ -61,9 +61,9 @@ fn main() -> ExitCode {
                 .unwrap_or(21),
             idle_leases: 4,
             idle: Duration::from_secs(10),
-            specs: 8,
+            specs: 4,
             chunks: 4,
-            chunk_secs: 2.0,
+            chunk_secs: 3.0,
             workers: &[1, 2, 4],
         }
     } else {
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             specs: 2,
             chunks: 2,
             chunk_secs: 0.2,
-            workers: &[1, 2],
+            workers: &[2],
         }
     };
     match bench(&sizes) {
@@ -381,7 +381,7 @@ fn idle_worker(sizes: &Sizes, place: &Place) -> anyhow::Result<()> {
     let host = place.host("idle.git", "idle-host", lease_secs, "* * signed 3600")?;
     let mut worker = host.worker(&["--jobs", &n.to_string()])?;
     let result = (|| {
-        let bare = place.base.join("fleet.git");
+        let bare = place.base.join("idle.git");
         wait(
             Duration::from_secs(60),
             "the worker to hold every lease",
@@ -389,7 +389,8 @@ fn idle_worker(sizes: &Sizes, place: &Place) -> anyhow::Result<()> {
                 worker.alive()?;
                 Ok(refs(&bare, "refs/runner/leases/")?.len() == n)
             },
-        )?;
+        )
+        .map_err(|e| e.context(worker.said()))?;
         std::thread::sleep(Duration::from_secs(1));
         let before = (cpu_ticks(worker.child.id())?, Instant::now());
         std::thread::sleep(sizes.idle);
@@ -640,6 +641,14 @@ struct Worker {
 }
 
 impl Worker {
+    /// What the worker said on stderr so far.
+    fn said(&self) -> String {
+        format!(
+            "the worker said: {}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        )
+    }
+
     /// An error with what it said if the worker has exited.
     fn alive(&mut self) -> anyhow::Result<()> {
         match self.child.try_wait()? {
