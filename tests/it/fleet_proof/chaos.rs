@@ -17,9 +17,10 @@ use crate::common::*;
 
 const HOSTS: usize = 3;
 const SPECS: usize = 6;
-/// Each spec: 2 phases of 3 chunks.
+/// Each spec: 2 phases of 4 chunks (48 chunks in all: enough work to outlast the minute of
+/// kills).
 const PHASES: usize = 2;
-const CHUNKS_PER_PHASE: usize = 3;
+const CHUNKS_PER_PHASE: usize = 4;
 /// Seconds each agent session takes.
 const CHUNK_SECS: &str = "1.5";
 const LEASE_SECS: u64 = 3;
@@ -139,6 +140,7 @@ fn chaos(test: &str, transport: Transport) {
             "workers": kills.get(&Kind::Worker).copied().unwrap_or(0),
             "runs": kills.get(&Kind::Run).copied().unwrap_or(0),
             "agents": kills.get(&Kind::Agent).copied().unwrap_or(0),
+            "chunk_reports": kills.get(&Kind::Report).copied().unwrap_or(0),
         },
         "restarts": restarts,
         "lease_takes": audit.takes,
@@ -184,7 +186,7 @@ fn chaos(test: &str, transport: Transport) {
         context()
     );
     // The chaos did happen: each kind was killed, and workers were restarted.
-    for kind in [Kind::Worker, Kind::Agent] {
+    for kind in [Kind::Worker, Kind::Run, Kind::Agent] {
         assert!(
             kills.get(&kind).copied().unwrap_or(0) > 0,
             "no {kind:?} was killed: {kills:?}"
@@ -193,7 +195,8 @@ fn chaos(test: &str, transport: Transport) {
     assert!(restarts > 0, "no worker was restarted");
 }
 
-/// For `CHAOS`, every 0.3–1.5 s: kill -9 one marked process, its kind (worker, run, agent)
+/// For `CHAOS`, every 0.3–1.5 s: kill -9 one marked process, its kind (worker, run, agent,
+/// an agent's `runner chunk done`)
 /// drawn first, then one of that kind. Stops early once every spec is complete (there is
 /// nothing left to break). The kills made, by kind.
 fn kill_at_random(remote: &Remote, specs: &[String], rng: &mut Rng) -> BTreeMap<Kind, usize> {

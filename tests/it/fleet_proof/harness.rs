@@ -262,14 +262,6 @@ impl Host {
             .stdin(Stdio::null());
     }
 
-    /// `runner ARGS` on this host.
-    pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = runner_command();
-        cmd.args(args);
-        self.environ(&mut cmd);
-        cmd
-    }
-
     /// The arguments of a worker that keeps polling with the fake agent (after `runner`).
     pub fn worker_args(extra: &[&str]) -> Vec<String> {
         let mut args = vec![

@@ -244,7 +244,11 @@ fn a_host_cut_off_past_its_lease_lands_nothing_after_the_cut() {
         "processes_left": left.len(),
     });
     let path = super::write_figures("fleet_netcut", &figures);
-    eprintln!("fleet_netcut figures ({}): {figures:#}", path.display());
+    eprintln!(
+        "fleet_netcut figures ({}): {figures:#}\nhostA said:\n{}",
+        path.display(),
+        reports_a.tail(20)
+    );
 
     let context = || format!("{}\n{}", audit.describe(), reports_a.tail(30));
     // The remote saw hostA's address before the cut (the check below is not vacuous), and

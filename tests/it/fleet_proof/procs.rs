@@ -14,8 +14,10 @@ use crate::common::*;
 pub enum Kind {
     /// `runner worker`.
     Worker,
-    /// Any other runner: a worker's child run, `runner chunk done` called by an agent.
+    /// `runner run`: a worker's job, the run that builds one spec.
     Run,
+    /// Any other runner: `runner chunk done` called by an agent.
+    Report,
     /// The fake agent (bash running fixtures/fake-agent).
     Agent,
     /// Anything else: git, sleep, ip.
@@ -48,10 +50,10 @@ fn carries(pid: i32, mark: &str) -> bool {
 fn kind_of(argv: &[String]) -> Kind {
     let agent = fixture("fake-agent").display().to_string();
     if argv.first().is_some_and(|a| a == RUNNER) {
-        if argv.get(1).is_some_and(|a| a == "worker") {
-            Kind::Worker
-        } else {
-            Kind::Run
+        match argv.get(1).map(String::as_str) {
+            Some("worker") => Kind::Worker,
+            Some("run") => Kind::Run,
+            _ => Kind::Report,
         }
     } else if argv.iter().take(3).any(|a| *a == agent) {
         Kind::Agent
