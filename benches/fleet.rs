@@ -496,7 +496,7 @@ fn complete(bare: &Path, spec: &str) -> anyhow::Result<bool> {
     Ok(!chunks.is_empty() && chunks.iter().all(|c| c["status"] == "completed"))
 }
 
-/// Specs with a plan of `chunks` chunks each, written in a desk clone and published.
+/// Specs with a plan of `chunks` chunks each, written in a desk clone and `runner submit`ted.
 fn submit_specs(place: &Place, bare: &str, specs: &[String], chunks: usize) -> anyhow::Result<()> {
     let desk = place.clone_of(bare, "desk")?;
     for spec in specs {
@@ -504,21 +504,16 @@ fn submit_specs(place: &Place, bare: &str, specs: &[String], chunks: usize) -> a
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("spec.md"), format!("# {spec}\n\nBuild it.\n"))?;
         write_plan(&dir, 0, chunks)?;
-        // As `runner submit` publishes it (docs/fleet.md): the folder as a commit under
-        // refs/runner/specs/<spec>.
-        let repo = Repository::open(&desk)?;
-        let folder = commit_folder(&repo, &dir, None, &format!("runner: submit {spec}"))?;
-        let update = RefUpdate {
-            dst: names::spec_ref(spec),
-            new: Some(folder),
-            expect: Expect::Absent,
-        };
-        pushed(push_atomic(
-            &desk,
-            &place.url(bare),
-            &[update],
-            NET_TIMEOUT,
-        )?)?;
+        let out = support::runner_command()
+            .args(["submit", "--spec", spec])
+            .current_dir(&desk)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "runner submit {spec}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(())
 }

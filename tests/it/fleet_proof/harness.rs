@@ -287,38 +287,12 @@ impl Host {
         );
     }
 
-    /// Publish `spec`'s folder on the remote as `runner submit` does (docs/fleet.md): its
-    /// files as a commit, pushed to `refs/runner/specs/<spec>`. (By hand: no `runner submit`
-    /// exists on this branch yet.)
+    /// `runner submit --spec SPEC` from this clone; the test fails if it does.
     pub fn submit(&self, spec: &str) {
-        let dir = self.root.join(".auto-claude/specs").join(spec);
-        let index = self.dir.join(format!("index-{spec}"));
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .arg("--work-tree")
-                .arg(&dir)
-                .args(args)
-                .current_dir(&self.root)
-                .env("GIT_INDEX_FILE", &index)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-            stdout(&out).trim().to_string()
-        };
-        git(&["add", "-A", "."]);
-        let tree = git(&["write-tree"]);
-        let commit = git(&[
-            "commit-tree",
-            &tree,
-            "-m",
-            &format!("runner: submit {spec}"),
-        ]);
-        self.git(&[
-            "push",
-            "-q",
-            "origin",
-            &format!("{commit}:refs/runner/specs/{spec}"),
-        ]);
+        let mut cmd = runner_command();
+        cmd.args(["submit", "--spec", spec]);
+        self.environ(&mut cmd);
+        assert_exit(&cmd.output().unwrap(), 0);
     }
 
     /// A file for a worker's output: `logs/<name>`.
