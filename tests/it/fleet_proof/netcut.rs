@@ -227,15 +227,28 @@ fn a_host_cut_off_past_its_lease_lands_nothing_after_the_cut() {
     let audit = audit(&remote, &spec);
     let updates = remote.updates();
     let from_a: Vec<_> = updates.iter().filter(|u| u.from == net.ns_addr).collect();
-    let late: Vec<_> = from_a.iter().filter(|u| u.at >= cut_at).collect();
+    // The fence: hostB's first lease update on the remote. A push of hostA's already on the
+    // wire when the link went down may still land before it (the remote cannot tell it from
+    // one sent a moment earlier); nothing of hostA's may land after it.
+    let lease_ref = format!("refs/runner/leases/{SPEC}");
+    let fenced_at = updates
+        .iter()
+        .find(|u| u.from == net.root_addr && u.reference == lease_ref)
+        .map(|u| u.at);
+    let late: Vec<_> = from_a
+        .iter()
+        .filter(|u| fenced_at.is_none_or(|f| u.at >= f))
+        .collect();
+    let in_flight = from_a.iter().filter(|u| u.at >= cut_at).count() - late.len();
     let reports_a = Reports::gather(&loops[..1]);
     let figures = json!({
         "test": "fleet_netcut",
         "lease_secs": LEASE_SECS,
         "takeover_after_cut_secs": taken_after,
         "cut_secs": reconnected_at - cut_at,
-        "accepted_from_cut_host_before_cut": from_a.len() - late.len(),
-        "accepted_from_cut_host_after_cut": late.len(),
+        "accepted_from_cut_host_before_cut": from_a.len() - late.len() - in_flight,
+        "accepted_from_cut_host_in_flight_at_the_cut": in_flight,
+        "accepted_from_cut_host_after_takeover": late.len(),
         "cut_host_says": reports_a.figures(),
         "takeovers": audit.takeovers,
         "chunks_lost": audit.lost(),
@@ -252,14 +265,14 @@ fn a_host_cut_off_past_its_lease_lands_nothing_after_the_cut() {
 
     let context = || format!("{}\n{}", audit.describe(), reports_a.tail(30));
     // The remote saw hostA's address before the cut (the check below is not vacuous), and
-    // nothing from it after.
+    // nothing from it after hostB took the spec over.
     assert!(
         !from_a.is_empty(),
         "no update from hostA at all: {updates:#?}"
     );
     assert!(
         late.is_empty(),
-        "hostA landed after the cut: {late:#?}\n{}",
+        "hostA landed after hostB's takeover at {fenced_at:?}: {late:#?}\n{}",
         context()
     );
     assert!(audit.all_complete(), "{}", context());
