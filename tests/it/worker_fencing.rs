@@ -212,6 +212,8 @@ fn a_lease_taken_over_while_the_job_runs_refuses_the_next_push_and_the_job_stops
         err.contains("lease of spec 001-a lost (intruder:1:abcd on elsewhere holds it now)"),
         "{err}"
     );
+    // The worker stopped the job: no person pressed Ctrl-C, and nothing says so.
+    assert!(!err.contains("Ctrl-C"), "{err}");
     // Nothing more of A reached the remote, and the intruder's lease stands.
     assert_eq!(chunks_of(&fleet, "001-a").len(), 1);
     assert_eq!(fleet.remote_ref("auto-claude/001-a"), branch);

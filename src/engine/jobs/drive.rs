@@ -220,7 +220,12 @@ impl Jobs<'_> {
                     event,
                     Event::SessionStarted { .. } | Event::SessionEnded | Event::Activity(_)
                 );
-                if self.opts.live || !session {
+                // A job its source stopped (a worker's lost lease) answers the signals it was
+                // sent with a person's Ctrl-C words; nobody pressed Ctrl-C, and the source says
+                // why it stopped the job, so those lines are not shown.
+                let ctrl_c_words = job.kill_at.is_some()
+                    && matches!(&event, Event::Notice(t) | Event::Line(t) if t.contains("Ctrl-C"));
+                if (self.opts.live || !session) && !ctrl_c_words {
                     job.sink.report(wire::as_progress(&event));
                 }
                 let spec = job.spec.clone();

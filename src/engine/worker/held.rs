@@ -205,7 +205,10 @@ fn why_refused(ws: &Workspace, me: &Me, held: &Held) -> anyhow::Result<Refused> 
                 &[format!("+{lease_ref}:{local}")],
                 me.timeout,
             )?;
-            crate::fleet::lease::read_lease(&ws.main.repo, oid)
+            // Read what the fetch brought, not the oid `ls_remote` saw: the new holder may
+            // have renewed in between, and that older lease object never arrives.
+            let fetched = crate::git::refs::target(&ws.main.repo, &local).unwrap_or(oid);
+            crate::fleet::lease::read_lease(&ws.main.repo, fetched)
                 .ok()
                 .map(|l| format!("{} on {}", l.worker, l.host))
         }
