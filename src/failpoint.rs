@@ -58,3 +58,19 @@ pub fn hit(name: &str) {
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn hit(_name: &str) {}
+
+/// For a test of the jobs' stop at once (`engine::jobs::StopJob`): in debug builds,
+/// `RUNNER_FAILPOINT_STOP_JOB=SPEC:FILE` makes `run --jobs` stop that spec's job at once as soon
+/// as FILE exists (looked for every 100 ms), as a worker stops a spec whose lease it lost.
+#[cfg(debug_assertions)]
+pub fn stop_job() -> Option<(String, std::path::PathBuf)> {
+    let value = std::env::var("RUNNER_FAILPOINT_STOP_JOB").ok()?;
+    let (spec, file) = value.split_once(':')?;
+    Some((spec.to_string(), file.into()))
+}
+
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn stop_job() -> Option<(String, std::path::PathBuf)> {
+    None
+}

@@ -196,7 +196,9 @@ async fn stop_group(
     grace: Duration,
 ) -> bool {
     kill_group(pgid, libc::SIGTERM);
-    let already = interrupt.count();
+    // Cut short by any signal after the first: one that came with it (a second Ctrl-C at the
+    // same instant, or a job's parent stopping it at once with two signals) already has.
+    let already = interrupt.count().min(1);
     let drained = tokio::select! {
         _ = child.wait() => true,
         _ = tokio::time::sleep(grace) => false,

@@ -138,6 +138,11 @@ impl ProgressSink for EventsProgress {
     fn live(&self) -> bool {
         self.live
     }
+
+    /// The parent needs each session's start and end, shown or not (`engine::jobs`).
+    fn session_bounds(&self) -> bool {
+        true
+    }
 }
 
 /// `run --jobs`: the progress of several runs at once. On a terminal, each running spec's bars

@@ -6,7 +6,9 @@ use std::rc::Rc;
 
 use super::ask::TerminalAsker;
 use super::progress::TerminalProgress;
-use runner::ops::run::{RunOptions, RunReport, run as run_op, run_interrupted, run_jobs};
+use runner::ops::run::{
+    RunOptions, RunReport, run as run_op, run_chosen, run_interrupted, run_jobs,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -26,10 +28,15 @@ pub struct RunArgs {
     pub base_branch: Option<String>,
     #[command(flatten)]
     pub go: ContinueArgs,
-    /// With --auto-continue and no --spec: resume up to N interrupted specs at the same time,
-    /// each by a run of its own in a slot of its own (default 1: one after the other).
+    /// Build up to N specs at the same time — the SPECs given, else every spec with work to
+    /// do (interrupted ones first, then planned and new ones) — each by a run of its own in a
+    /// slot of its own, with no questions (1: one after the other, in this run).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// With --jobs: the specs to build (each named as with --spec); none: every spec with
+    /// work to do.
+    #[arg(value_name = "SPEC", requires = "jobs", add = super::complete::spec_names())]
+    pub specs: Vec<String>,
     /// Plan the spec (when it has no plan yet), show the plan and stop before any chunk, so
     /// that it can be read and edited; the next `runner run` codes from it.
     #[arg(long, conflicts_with = "jobs")]
@@ -123,29 +130,43 @@ fn parse_max_usd(text: &str) -> Result<f64, String> {
     runner::config::check_max_usd(usd)
 }
 
+/// What `runner run` does: one spec, every interrupted spec (`--auto-continue` with no spec),
+/// or several specs at once (`--jobs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Many {
+    One,
+    Interrupted,
+    Jobs(usize),
+}
+
 pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     args.go.check()?;
-    // With --auto-continue and no --spec (and not started in a spec's slot), every interrupted
-    // spec is resumed (JSON: a list). Otherwise the spec is chosen here, where a question may
-    // be asked.
     check_jobs(&args)?;
     let ctx = super::open(cwd)?;
-    // --plan-only is about one spec, chosen as everywhere.
-    let many = !args.plan_only
-        && args.spec.is_none()
-        && args.auto_continue
-        && runner::store::spec::slot_spec(&ctx.ws, cwd).is_none();
-    if args.jobs.is_some() && !many {
-        return Err(jobs_usage(
-            "not inside a spec's slot (it resumes every interrupted spec)",
-        ));
-    }
+    // With --auto-continue and no --spec (and not started in a spec's slot), every interrupted
+    // spec is resumed; with --jobs, the specs named or every one with work to do (JSON: a
+    // list). Otherwise the spec is chosen here, where a question may be asked. (--plan-only is
+    // about one spec, chosen as everywhere.)
+    let in_slot = runner::store::spec::slot_spec(&ctx.ws, cwd).is_some();
+    let many = match args.jobs {
+        Some(_) if in_slot => {
+            return Err(jobs_usage(
+                "not inside a spec's slot (it builds specs in slots of their own)",
+            ));
+        }
+        Some(n) => Many::Jobs(n),
+        None if !args.plan_only && args.spec.is_none() && args.auto_continue && !in_slot => {
+            Many::Interrupted
+        }
+        None => Many::One,
+    };
     let job_args = job_args(&args);
-    let jobs = args.jobs.unwrap_or(1);
     let (plan_only, json) = (args.plan_only, args.json);
+    let named = args.specs;
     let opts = args.go.options(RunOptions {
         spec: args.spec,
-        auto_continue: args.auto_continue,
+        // Each job runs with no questions.
+        auto_continue: args.auto_continue || matches!(many, Many::Jobs(_)),
         base_branch: args.base_branch,
         yes: args.yes,
         run_id: args.run_id,
@@ -162,8 +183,11 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
     if plan_only {
         return show_plan_only(&ctx, opts, json);
     }
-    let summaries = if many {
-        let all = if jobs > 1 {
+    let summaries = match many {
+        Many::One => vec![run_op(&ctx, opts, &TerminalAsker)?],
+        Many::Interrupted => run_interrupted(&ctx, opts, &TerminalAsker)?,
+        Many::Jobs(1) => run_chosen(&ctx, opts, &named, &TerminalAsker)?,
+        Many::Jobs(jobs) => {
             let shown = super::progress::JobsProgress::new();
             let ctx = ctx.with_progress(shown.own());
             let options = runner::engine::jobs::JobsOptions {
@@ -175,22 +199,21 @@ pub fn run(cwd: &Path, args: RunArgs) -> anyhow::Result<i32> {
                 args: job_args,
                 live: shown.live(),
             };
-            run_jobs(&ctx, &options)?
-        } else {
-            run_interrupted(&ctx, opts, &TerminalAsker)?
-        };
-        if all.is_empty() && !args.json {
-            println!("No interrupted spec to resume.");
+            run_jobs(&ctx, &options, &opts, &named)?
         }
-        all
-    } else {
-        vec![run_op(&ctx, opts, &TerminalAsker)?]
     };
-    if args.json {
-        if many {
-            super::print_json(&summaries)?;
-        } else {
+    if summaries.is_empty() && !json {
+        match many {
+            Many::Interrupted => println!("No interrupted spec to resume."),
+            Many::Jobs(_) => println!("No spec to start or continue."),
+            Many::One => {}
+        }
+    }
+    if json {
+        if many == Many::One {
             super::print_json(&summaries[0])?;
+        } else {
+            super::print_json(&summaries)?;
         }
     } else {
         for summary in &summaries {
@@ -219,18 +242,18 @@ fn show_plan_only(ctx: &runner::ops::Ctx, opts: RunOptions, json: bool) -> anyho
     Ok(0)
 }
 
-/// `--jobs` goes with `--auto-continue` and no `--spec` (nor `--slot`: each spec gets a slot
-/// of its own), and is at least 1.
+/// `--jobs` goes without `--spec` (the specs are named after it) nor `--slot` (each spec gets
+/// a slot of its own), and is at least 1.
 fn check_jobs(args: &RunArgs) -> anyhow::Result<()> {
     match args.jobs {
         None => Ok(()),
         Some(0) => Err(runner::error::RunnerError::bad_input(
-            "--jobs 0 would resume nothing; give 1 or more (1: one spec after the other)",
+            "--jobs 0 would build nothing; give 1 or more (1: one spec after the other)",
         )
         .into()),
-        Some(_) if !args.auto_continue || args.spec.is_some() => {
-            Err(jobs_usage("with --auto-continue and without --spec"))
-        }
+        Some(_) if args.spec.is_some() => Err(jobs_usage(
+            "without --spec (name the specs after it: runner run --jobs N SPEC…)",
+        )),
         Some(n) if n > 1 && args.go.slot.is_some() => Err(jobs_usage(
             "without --slot (each spec builds in the slot that holds it, or a new one of its own)",
         )),
@@ -240,9 +263,9 @@ fn check_jobs(args: &RunArgs) -> anyhow::Result<()> {
 
 fn jobs_usage(when: &str) -> anyhow::Error {
     runner::error::RunnerError::bad_input(format!(
-        "--jobs resumes several interrupted specs at once: it is used {when}"
+        "--jobs builds several specs at once: it is used {when}"
     ))
-    .with_hint("runner run --auto-continue --jobs N")
+    .with_hint("runner run --jobs N [SPEC…]")
     .into()
 }
 

@@ -1,7 +1,8 @@
 //! An agent session watched while it runs, for a sink that shows it live (a terminal): the
 //! session's start and end, and, every [`POLL`], the agent's latest activity — read from the
 //! session's log only when the log changed (a stat otherwise). Without a live sink the session
-//! runs exactly as it would unwatched: no timer, no file looked at, no event.
+//! runs exactly as it would unwatched: no timer, no file looked at, no event — but for its
+//! start and end to a sink that asks for them (`ProgressSink::session_bounds`: a job's parent).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -22,11 +23,15 @@ pub async fn watched<T>(
     log: &Path,
     session: impl Future<Output = T>,
 ) -> T {
-    let Some(reporter) = reporter.filter(|r| r.live()) else {
+    let Some(reporter) = reporter.filter(|r| r.session_bounds()) else {
         return session.await;
     };
     reporter.session_started(label, SystemTime::now());
     let _ended = SaysEnded(reporter);
+    if !reporter.live() {
+        // Its start and end only (a job's parent): no log looked at.
+        return session.await;
+    }
     let mut tail = LogTail::new(log);
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -54,6 +54,14 @@ pub trait ProgressSink {
         false
     }
 
+    /// Whether the sink is told when each agent session starts and ends, live or not: a job's
+    /// parent (`run --jobs`, a worker) needs those to know how its jobs go (a usage limit's
+    /// check, a stop at once), whether it shows them or not. Only a live sink gets the
+    /// agent's activity.
+    fn session_bounds(&self) -> bool {
+        self.live()
+    }
+
     /// The sink of one of several runs at once (`run --jobs`), working on `spec`: nobody
     /// watches it unless the sink says otherwise.
     fn job(&self, _spec: &str) -> Rc<dyn ProgressSink> {
@@ -178,6 +186,11 @@ impl Reporter {
     /// Whether the sink shows sessions live ([`ProgressSink::live`]).
     pub fn live(&self) -> bool {
         self.0.live()
+    }
+
+    /// Whether the sink is told of sessions' starts and ends ([`ProgressSink::session_bounds`]).
+    pub fn session_bounds(&self) -> bool {
+        self.0.session_bounds()
     }
 
     /// An agent session started (see [`Progress::SessionStarted`]).

@@ -16,6 +16,7 @@ pub mod context;
 pub mod demo;
 pub mod detect;
 pub mod discard;
+pub mod jobs;
 pub mod logs;
 pub mod merge;
 pub mod new;

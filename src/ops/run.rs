@@ -87,43 +87,100 @@ pub fn run_interrupted(
     opts: RunOptions,
     asker: &dyn Asker,
 ) -> anyhow::Result<Vec<RunReport>> {
-    let progress = ctx.progress().clone();
     let found = crate::engine::run::interrupted_specs(&ctx.ws);
+    let take = found
+        .specs
+        .into_iter()
+        .map(|s| (s, super::jobs::Kind::Interrupted))
+        .collect();
+    let chosen = super::jobs::Chosen {
+        take,
+        skipped: Vec::new(),
+        paused: found.paused,
+    };
+    one_by_one(ctx, opts, chosen, asker)
+}
+
+/// `runner run --jobs 1 [SPEC…]`: the specs `run --jobs` chooses (`ops::jobs::choose`), one
+/// after the other in this process, as `run_interrupted` runs its specs.
+pub fn run_chosen(
+    ctx: &Ctx,
+    opts: RunOptions,
+    named: &[String],
+    asker: &dyn Asker,
+) -> anyhow::Result<Vec<RunReport>> {
+    let chosen = super::jobs::choose(ctx, named)?;
+    one_by_one(ctx, opts, chosen, asker)
+}
+
+/// Each spec of `chosen` by a run of its own, one after the other. After a spec stopped by its
+/// agent account's usage limit (exit 6), the other specs of that account are left (exit 6 at
+/// the end if nothing else failed); with `--wait` each run waits out its own pause.
+fn one_by_one(
+    ctx: &Ctx,
+    opts: RunOptions,
+    chosen: super::jobs::Chosen,
+    asker: &dyn Asker,
+) -> anyhow::Result<Vec<RunReport>> {
+    let progress = ctx.progress().clone();
     let mut summaries = Vec::new();
-    let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
-    for spec in found.specs {
-        progress.report(Progress::Line(&format!("Resuming interrupted spec {spec}")));
+    let mut first_error = FirstError::paused(&chosen.paused, progress.as_ref());
+    say_skipped(&chosen.skipped, progress.as_ref());
+    let mut list = super::jobs::List::new(&ctx.ws, chosen.take, &opts, progress.clone());
+    while let Some(job) = crate::engine::jobs::JobSource::next(&mut list, &[]) {
+        let spec = job.spec;
+        let line = crate::engine::jobs::JobSource::starting(&list, &spec);
+        progress.report(Progress::Line(&line));
         let one = RunOptions {
-            spec: Some(spec),
+            spec: Some(spec.clone()),
             ..opts.clone()
         };
-        match run_spec(ctx, one, asker) {
-            Ok(summary) => summaries.push(summary),
+        let limited = match run_spec(ctx, one, asker) {
+            Ok(summary) => {
+                summaries.push(summary);
+                false
+            }
             Err(e) if crate::error::exit_code_of(&e) == crate::error::exit::INTERRUPTED => {
                 return Err(e);
             }
             Err(e) => {
                 progress.report(Progress::Line(&format!("runner: {e:#}")));
+                let limited = crate::error::exit_code_of(&e) == crate::error::exit::USAGE_LIMITED;
                 first_error.add(e);
+                limited
             }
-        }
+        };
+        list.job_ended(&spec, limited);
     }
+    first_error.limited(&list.limited);
     first_error.or(summaries)
 }
 
-/// `runner run --auto-continue --jobs N` (N ≥ 2): the specs `run_interrupted` resumes, up to N
-/// at the same time, each by a `runner run` of its own in a slot of its own
-/// (`engine::jobs`). Exit as `run_interrupted`: the first error (a skipped pause counting
-/// least), interrupted when stopped — once every job has drained. A spec another runner took
-/// meanwhile is skipped, never run twice.
-pub fn run_jobs(ctx: &Ctx, jobs: &JobsOptions) -> anyhow::Result<Vec<RunReport>> {
+/// `runner run --jobs N [SPEC…]` (N ≥ 2): the specs `ops::jobs::choose` finds, up to N at the
+/// same time, each by a `runner run` of its own in a slot of its own (`engine::jobs`). Exit
+/// as `run_interrupted`: the first error (a skipped pause counting least), interrupted when
+/// stopped — once every job has drained. A spec another runner took meanwhile is skipped,
+/// never run twice.
+pub fn run_jobs(
+    ctx: &Ctx,
+    jobs: &JobsOptions,
+    opts: &RunOptions,
+    named: &[String],
+) -> anyhow::Result<Vec<RunReport>> {
     use crate::engine::jobs::JobEnd;
+    let chosen = super::jobs::choose(ctx, named)?;
     let progress = ctx.progress().clone();
-    let found = crate::engine::run::interrupted_specs(&ctx.ws);
-    let mut first_error = FirstError::paused(&found.paused, progress.as_ref());
+    let mut first_error = FirstError::paused(&chosen.paused, progress.as_ref());
+    say_skipped(&chosen.skipped, progress.as_ref());
     let job_progress = |spec: &str| progress.job(spec);
-    let report =
-        crate::engine::jobs::run_jobs(&ctx.ws, found.specs, jobs, progress.clone(), &job_progress)?;
+    let mut source = super::jobs::List::new(&ctx.ws, chosen.take, opts, progress.clone());
+    let report = crate::engine::jobs::drive_jobs(
+        &ctx.ws,
+        &mut source,
+        jobs,
+        progress.clone(),
+        &job_progress,
+    )?;
     let mut interrupted = report.interrupted;
     let mut summaries = Vec::new();
     for (_, end) in report.ends {
@@ -137,7 +194,15 @@ pub fn run_jobs(ctx: &Ctx, jobs: &JobsOptions) -> anyhow::Result<Vec<RunReport>>
     if interrupted {
         return Err(crate::error::RunnerError::Interrupted.into());
     }
+    first_error.limited(&source.limited);
     first_error.or(summaries)
+}
+
+/// The specs left for a reason of their own, each said with it.
+fn say_skipped(skipped: &[(String, String)], progress: &dyn ProgressSink) {
+    for (spec, why) in skipped {
+        progress.report(Progress::Line(&format!("Skipped spec {spec}: {why}")));
+    }
 }
 
 /// The error several runs end with: the first one, except that a spec skipped because a usage
@@ -163,6 +228,38 @@ impl FirstError {
             first.get_or_insert(crate::error::RunnerError::UsageLimited(message).into());
         }
         FirstError(first)
+    }
+
+    /// Specs not started because a job of their agent account hit its usage limit: exit 6
+    /// if nothing else went wrong, naming them.
+    fn limited(&mut self, limited: &[(String, String, chrono::DateTime<chrono::Utc>)]) {
+        let Some((_, account, until)) = limited.first() else {
+            return;
+        };
+        let specs: Vec<&str> = limited.iter().map(|(s, _, _)| s.as_str()).collect();
+        let message = format!(
+            "not started: {} (account {account} is paused by a usage limit {} ({})); run again after it, or pass --wait",
+            specs.join(", "),
+            crate::clock::until_words(*until, chrono::Utc::now()),
+            until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        match &self.0 {
+            None => self.0 = Some(crate::error::RunnerError::UsageLimited(message).into()),
+            // Another usage limit (the job's own that held these back, a paused spec): one
+            // error says both, with the first one's hints.
+            Some(first)
+                if crate::error::exit_code_of(first) == crate::error::exit::USAGE_LIMITED =>
+            {
+                let report = crate::error::ErrorReport::of(first);
+                let both = crate::error::RunnerError::UsageLimited(format!(
+                    "{}\n{message}",
+                    report.message
+                ));
+                let both = report.hints.into_iter().fold(both, |e, h| e.with_hint(h));
+                self.0 = Some(both.into());
+            }
+            Some(_) => {}
+        }
     }
 
     fn add(&mut self, e: anyhow::Error) {

@@ -335,7 +335,7 @@ fn a_second_runner_with_jobs_never_runs_a_spec_twice() {
 }
 
 #[test]
-fn jobs_needs_auto_continue_no_spec_no_slot_and_one_or_more() {
+fn jobs_needs_no_spec_no_slot_and_one_or_more() {
     let repo = TestRepo::new();
     interrupted(&repo, &["010-a"]);
     let before = repo.events("010-a").len();
@@ -359,19 +359,6 @@ fn jobs_needs_auto_continue_no_spec_no_slot_and_one_or_more() {
         let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(error["error"]["code"], 2);
     }
-    // Without --auto-continue (the harness would add it).
-    let out = crate::common::runner_command()
-        .args(["run", "--jobs", "2", "--agent-command", agent.as_str()])
-        .current_dir(&repo.root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    assert!(
-        stderr(&out).contains("with --auto-continue and without --spec"),
-        "{}",
-        stderr(&out)
-    );
     // Inside a spec's slot (where --auto-continue means that spec).
     let out = repo
         .cmd(&[

@@ -27,6 +27,7 @@ mod hostile;
 mod house;
 mod import_circles;
 mod jobs;
+mod jobs_many;
 mod journal_segments;
 mod json_shape;
 mod layers;

@@ -112,6 +112,17 @@ pub fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
+/// SIGKILL to the job's process group (its own, from `spawn`): a run that did not end when it
+/// was stopped, with whatever of it shares its group.
+pub fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid)
+        && let Some(pid) = rustix::process::Pid::from_raw(pid)
+    {
+        // The group of a child this process started and has not reaped.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

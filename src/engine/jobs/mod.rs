@@ -1,27 +1,29 @@
-//! `runner run --auto-continue --jobs N`: up to N interrupted specs resumed at the same time.
+//! Several specs built at the same time: `runner run --jobs N` and a worker's `--jobs` drive
+//! the same loop ([`drive_jobs`]), told which spec to start next by a [`JobSource`].
 //!
-//! Each spec is resumed by a `runner run --spec S --auto-continue --json` process of its own
-//! (a job), not by a second run inside this one: a run's crash safety — its locks, heartbeat,
+//! Each spec is run by a `runner run --spec S --auto-continue --json` process of its own (a
+//! job), not by a second run inside this one: a run's crash safety — its locks, heartbeat,
 //! journal, drain and the process-wide signal count it depends on — stays exactly that of a
 //! single run, and a job that crashes takes no other job with it. This process picks each
 //! job's slot, starts up to N jobs, shows their progress (one stream per job), forwards every
 //! Ctrl-C/SIGTERM/SIGHUP it gets to each job once (a second one then stops them at once, as for
-//! one run) and waits for their drains; it never touches a spec's state itself.
+//! one run), stops a job at once when its source asks ([`StopJob`]) and waits for their
+//! drains; it never touches a spec's state itself.
 
 mod child;
+mod drive;
+mod start;
 pub mod wire;
 
-use std::collections::{HashMap, VecDeque};
+pub use start::held_by_another;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::time::Duration;
 
-use crate::agent::Interrupt;
-use crate::engine::progress::{Progress, ProgressSink};
+use crate::engine::progress::ProgressSink;
 use crate::engine::run::RunReport;
-use crate::error::RunnerError;
-use crate::git::{Slot, SlotState, branch_for, slot_holding};
-use crate::store::lock::{self, LockState};
 use crate::store::workspace::Workspace;
 
 /// How to start the jobs.
@@ -46,264 +48,98 @@ pub struct JobsOptions {
 pub enum JobEnd {
     Ran(RunReport),
     Failed(anyhow::Error),
-    /// Not started: another runner holds it, or it is no longer interrupted.
+    /// Not started: another runner holds it, or it has nothing left to do.
     Skipped(String),
 }
 
-/// What the jobs did, in the order the specs were given; a spec not started because of an
-/// interruption is not in `ends`.
+/// What the jobs did, in the order they were started (a spec skipped at its start included);
+/// a spec not started because of an interruption is not in `ends`.
 #[derive(Debug, Default)]
 pub struct JobsReport {
     pub ends: Vec<(String, JobEnd)>,
     pub interrupted: bool,
 }
 
-/// A job that is running.
-struct Running {
-    spec: String,
-    pid: u32,
-    slot: Slot,
-    sink: Rc<dyn ProgressSink>,
+/// A job to start: its spec, and the flags its `runner run` gets besides
+/// [`JobsOptions::args`] (after them; for example `--agent NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStart {
+    pub spec: String,
+    pub extra_args: Vec<OsString>,
 }
 
-/// Resume `specs` (most recent first), up to `opts.jobs` at a time. `progress` gets this
-/// process's own lines; `job_progress(spec)` gives the sink of one job's progress.
-pub fn run_jobs(
+impl JobStart {
+    /// A job with no flags of its own.
+    pub fn new(spec: impl Into<String>) -> JobStart {
+        JobStart {
+            spec: spec.into(),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// What a [`JobSource`] asks of a running job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopJob {
+    /// Stop that spec's job at once: it gets the two signals a second Ctrl-C sends (a SIGINT,
+    /// then a SIGTERM, which its run counts apart), so its run kills its agent's process group,
+    /// keeps the leftovers as after a second Ctrl-C, and exits. A run that has not ended
+    /// [`STOP_GRACE`] later is killed (SIGKILL): recovery then deals with it as with any
+    /// killed run.
+    Stop(String),
+}
+
+/// How long a job stopped by [`StopJob::Stop`] has to end before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Where the jobs come from, and who hears how they go: `run --jobs` (a list) and a worker
+/// (its remote). Every callback is called on the loop's thread, between the loop's own steps:
+/// the loop waits on none of them longer than it takes.
+pub trait JobSource {
+    /// The next spec to start now that fewer than N jobs run (`running`: their specs); `None`:
+    /// none for now. Not asked once a Ctrl-C arrived.
+    fn next(&mut self, running: &[String]) -> Option<JobStart>;
+    /// When nothing runs and `next` gave `None`: true to wait for `tick_every` (1 s when
+    /// `None`) and ask again (a worker polling its remote); false ends the jobs.
+    fn keep_waiting(&mut self) -> bool {
+        false
+    }
+    /// How often `tick` is called while the jobs go on (a worker's heartbeat); `None`: never.
+    fn tick_every(&self) -> Option<Duration> {
+        None
+    }
+    /// Called every `tick_every`; the jobs to stop at once.
+    fn tick(&mut self, _running: &[String]) -> Vec<StopJob> {
+        Vec::new()
+    }
+    /// Each progress event of a running job, as decoded from its stderr (`wire::decode`).
+    fn progress(&mut self, _spec: &str, _event: &crate::engine::progress::Event) -> Vec<StopJob> {
+        Vec::new()
+    }
+    /// A job ended (or was not started: [`JobEnd::Skipped`], or [`JobEnd::Failed`] when its
+    /// process could not be started).
+    fn ended(&mut self, _spec: &str, _end: &JobEnd) {}
+    /// The line said when the job of `spec` starts, before " in <slot>".
+    fn starting(&self, spec: &str) -> String {
+        format!("Starting spec {spec}")
+    }
+    /// Whether `spec` still has work for this source: asked when its job ended busy (exit 4)
+    /// and no runner holds it any more, to tell "another runner ran it" (skipped) from a busy
+    /// slot (an error).
+    fn still_to_do(&mut self, _spec: &str) -> bool {
+        true
+    }
+}
+
+/// Start and watch jobs, up to `opts.jobs` at a time, as `source` says, until it has no more
+/// and every job ended (or a Ctrl-C drained them). `progress` gets this process's own lines;
+/// `job_progress(spec)` gives the sink of one job's progress.
+pub fn drive_jobs(
     ws: &Workspace,
-    specs: Vec<String>,
+    source: &mut dyn JobSource,
     opts: &JobsOptions,
     progress: Rc<dyn ProgressSink>,
     job_progress: &dyn Fn(&str) -> Rc<dyn ProgressSink>,
 ) -> anyhow::Result<JobsReport> {
-    crate::engine::block_on(drive(ws, specs, opts, progress, job_progress))
-}
-
-async fn drive(
-    ws: &Workspace,
-    specs: Vec<String>,
-    opts: &JobsOptions,
-    progress: Rc<dyn ProgressSink>,
-    job_progress: &dyn Fn(&str) -> Rc<dyn ProgressSink>,
-) -> anyhow::Result<JobsReport> {
-    let interrupt = Interrupt::install()?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut ends: Vec<Option<(String, JobEnd)>> = specs.iter().map(|_| None).collect();
-    let mut queue: VecDeque<(usize, String)> = specs.into_iter().enumerate().collect();
-    let mut running: HashMap<usize, Running> = HashMap::new();
-    let mut forwarded = 0;
-    // A job that ended interrupted (stopped by a signal sent to it alone) stops the starts too:
-    // an interruption stops the specs after it, as without --jobs.
-    let mut stopped = false;
-    loop {
-        while running.len() < opts.jobs.max(1) && !interrupt.is_set() && !stopped {
-            let Some((index, spec)) = queue.pop_front() else {
-                break;
-            };
-            match start(ws, index, &spec, opts, &running, &tx, job_progress) {
-                Ok(job) => {
-                    progress.report(Progress::Line(&format!(
-                        "Resuming interrupted spec {spec} in {}",
-                        job.slot.path.display()
-                    )));
-                    running.insert(index, job);
-                }
-                Err(end) => {
-                    let end = *end;
-                    match &end {
-                        JobEnd::Skipped(why) => {
-                            progress.report(Progress::Line(&format!("Skipped spec {spec}: {why}")))
-                        }
-                        JobEnd::Failed(e) => {
-                            progress.report(Progress::Notice(&format!("runner: {e:#}")))
-                        }
-                        JobEnd::Ran(_) => {}
-                    }
-                    ends[index] = Some((spec, end));
-                }
-            }
-        }
-        if running.is_empty() {
-            break;
-        }
-        tokio::select! {
-            message = rx.recv() => match message {
-                Some(child::Message::Line(index, line)) => {
-                    if let Some(job) = running.get(&index) {
-                        job.sink.report(wire::as_progress(&wire::decode(&line)));
-                    }
-                }
-                Some(child::Message::Exit(index, status, stdout)) => {
-                    if let Some(job) = running.remove(&index) {
-                        job.sink.report(Progress::Finished);
-                        let end = taken_by_another(
-                            ws,
-                            &job.spec,
-                            ended(&job.spec, status, &stdout, interrupt.is_set()),
-                        );
-                        if let JobEnd::Skipped(why) = &end {
-                            progress.report(Progress::Line(&format!(
-                                "Skipped spec {}: {why}",
-                                job.spec
-                            )));
-                        }
-                        stopped |= matches!(&end, JobEnd::Failed(e) if crate::error::is_interrupted(e));
-                        ends[index] = Some((job.spec, end));
-                    }
-                }
-                // Every job's task holds a sender until it sent its exit: not reached while
-                // one runs.
-                None => break,
-            },
-            _ = interrupt.wait_beyond(forwarded) => {
-                // Each signal once to each job: the first drains it, a second stops it now.
-                let count = interrupt.count();
-                for _ in forwarded..count {
-                    for job in running.values() {
-                        child::signal(job.pid, libc::SIGINT);
-                    }
-                }
-                forwarded = count;
-            }
-        }
-    }
-    Ok(JobsReport {
-        ends: ends.into_iter().flatten().collect(),
-        interrupted: interrupt.is_set() || stopped,
-    })
-}
-
-/// Start the job of `spec`, or say why not.
-fn start(
-    ws: &Workspace,
-    index: usize,
-    spec: &str,
-    opts: &JobsOptions,
-    running: &HashMap<usize, Running>,
-    tx: &tokio::sync::mpsc::UnboundedSender<child::Message>,
-    job_progress: &dyn Fn(&str) -> Rc<dyn ProgressSink>,
-) -> Result<Running, Box<JobEnd>> {
-    // Asked again now: the list was made before the earlier jobs ran, and another runner may
-    // have taken this spec (or run it to its end) since. Its run lock decides in the end: a
-    // runner that takes it in the instant between makes this job end busy (exit 4), never a
-    // second run of the spec.
-    if held_by_another(ws, spec) {
-        return Err(Box::new(JobEnd::Skipped(
-            "another runner is running it".into(),
-        )));
-    }
-    if !crate::engine::run::still_interrupted(ws, spec) {
-        return Err(Box::new(JobEnd::Skipped(
-            "it is no longer interrupted".into(),
-        )));
-    }
-    // (A pause here in a test widens the instant between the check and the job's own lock.)
-    crate::failpoint::hit("jobs_job_checked");
-    let (slot, flag) = slot_for(ws, spec, running);
-    let mut args: Vec<OsString> = ["run", "--spec", spec, "--auto-continue", "--json"]
-        .iter()
-        .map(OsString::from)
-        .collect();
-    args.push("--progress-events".into());
-    if opts.live {
-        args.push("--progress-live".into());
-    }
-    if let Some(suffix) = flag {
-        args.push("--slot".into());
-        args.push(suffix.into());
-    }
-    args.extend(opts.args.iter().cloned());
-    match child::spawn(index, &opts.program, &args, &opts.cwd, tx.clone()) {
-        Ok(pid) => Ok(Running {
-            spec: spec.to_string(),
-            pid,
-            slot,
-            sink: job_progress(spec),
-        }),
-        Err(e) => Err(Box::new(JobEnd::Failed(anyhow::anyhow!(
-            "spec {spec}: cannot start its run ({}): {e}",
-            opts.program.display()
-        )))),
-    }
-}
-
-/// The slot the job of `spec` builds in: the one that has its branch checked out (the rule of
-/// every run; the job is given no `--slot`), else the first `auto-claude-<n>` that does not
-/// exist yet, no other runner holds and no other job was given.
-fn slot_for(
-    ws: &Workspace,
-    spec: &str,
-    running: &HashMap<usize, Running>,
-) -> (Slot, Option<String>) {
-    if let Some(slot) = slot_holding(&ws.main, &branch_for(spec)) {
-        return (slot, None);
-    }
-    let mut n = 1usize;
-    loop {
-        let suffix = n.to_string();
-        let slot = Slot::new(&ws.root, Some(&suffix));
-        let taken = running.values().any(|job| job.slot.name == slot.name);
-        let free = !taken
-            && !slot.path.exists()
-            && slot.inspect(&ws.main) == SlotState::Missing
-            && matches!(lock::probe(&ws.slot_lock(&slot.name)), Ok(LockState::Free));
-        if free {
-            return (slot, Some(suffix));
-        }
-        n += 1;
-    }
-}
-
-/// A job that ended busy because another runner took its spec in the instant between the
-/// check before its start and its own lock: skipped, as it would have been a moment later (the
-/// other runner holds the spec's lock, or ran it to where it is no longer interrupted). A job
-/// busy for any other reason (its slot held by another spec's run) stays an error: its spec
-/// was not resumed.
-fn taken_by_another(ws: &Workspace, spec: &str, end: JobEnd) -> JobEnd {
-    let busy = matches!(&end, JobEnd::Failed(e)
-        if crate::error::exit_code_of(e) == crate::error::exit::BUSY);
-    if !busy {
-        return end;
-    }
-    if held_by_another(ws, spec) {
-        JobEnd::Skipped("another runner is running it".into())
-    } else if !crate::engine::run::still_interrupted(ws, spec) {
-        JobEnd::Skipped("another runner ran it".into())
-    } else {
-        end
-    }
-}
-
-/// Whether a runner holds `spec`'s run lock.
-fn held_by_another(ws: &Workspace, spec: &str) -> bool {
-    ws.spec(spec)
-        .map(|paths| !matches!(lock::probe(&paths.run_lock), Ok(LockState::Free)))
-        .unwrap_or(false)
-}
-
-/// A job's end from its exit status and stdout. Killed by a signal: interrupted when this
-/// runner was asked to stop (a job can die of the forwarded Ctrl-C before it listens for it).
-fn ended(
-    spec: &str,
-    status: std::io::Result<std::process::ExitStatus>,
-    stdout: &str,
-    stopping: bool,
-) -> JobEnd {
-    use std::os::unix::process::ExitStatusExt;
-    let status = match status {
-        Ok(status) => status,
-        Err(e) => {
-            return JobEnd::Failed(anyhow::anyhow!("spec {spec}: waiting for its run: {e}"));
-        }
-    };
-    match (status.code(), status.signal()) {
-        (Some(code), _) => match wire::result(spec, code, stdout) {
-            Ok(summary) => JobEnd::Ran(summary),
-            Err(e) => JobEnd::Failed(e),
-        },
-        (None, _) if stopping => JobEnd::Failed(RunnerError::Interrupted.into()),
-        (None, signal) => JobEnd::Failed(anyhow::anyhow!(
-            "spec {spec}: its run was killed (signal {})",
-            signal.unwrap_or(0)
-        )),
-    }
+    crate::engine::block_on(drive::drive(ws, source, opts, progress, job_progress))
 }

@@ -49,6 +49,7 @@ pub use hints::{resume_command, retry_failed_hint, run_again_command};
 pub use interrupted::{ToContinue, interrupted_specs, recover_options, still_interrupted};
 use session::read_report;
 use slot::prepare_slot;
+pub use start::agent_for;
 pub use start::{Prepared, prepare};
 
 #[derive(Debug, Clone, Default)]

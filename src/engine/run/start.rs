@@ -570,3 +570,16 @@ impl Run {
         Ok(())
     }
 }
+
+/// The agent a run of `spec` with `opts` would use, chosen as `resolve` chooses it (none: no
+/// agent, or a flag or config the run would refuse). For `run --jobs`, which tells the specs
+/// of one agent account apart before their runs start.
+pub fn agent_for(ws: &Workspace, spec: &str, opts: &RunOptions) -> Option<AgentChoice> {
+    let config = ws.config().ok()?;
+    let flag = agent_flag(opts, &config).ok()?;
+    let remembered = match agent_memory::recall(&ws.state_dir, spec) {
+        Recall::Agent(r) => Some(r),
+        _ => None,
+    };
+    policy::agent_choice::choose_agent(flag, config.agent.choice(), remembered)
+}
