@@ -245,8 +245,8 @@ const REFERENCE: &[Section] = &[
                 "Plan and build it; killed at any point, the same command continues.",
             ),
             (
-                "runner run --auto-continue --jobs 2",
-                "Resume every interrupted spec, two at a time.",
+                "runner run --jobs 2",
+                "Build every spec with work to do (interrupted, planned, new), two at a time, each in a slot of its own.",
             ),
             (
                 "runner recover --dry-run",

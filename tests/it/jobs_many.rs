@@ -212,6 +212,27 @@ fn the_specs_named_are_built_once_each_and_a_bad_name_starts_nothing() {
     }
 }
 
+#[test]
+fn one_job_builds_new_specs_one_after_the_other_in_the_default_slot() {
+    let repo = TestRepo::new();
+    for spec in ["010-a", "011-b"] {
+        repo.add_spec(spec);
+    }
+    repo.script("* * done\n");
+    let out = jobs_cmd(&repo, &["--jobs", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let runs = runs(&out);
+    assert_eq!(names(&runs), ["010-a", "011-b"], "{}", stderr(&out));
+    let slot = repo.worktree().display().to_string();
+    assert!(
+        runs.iter().all(|r| r["worktree"] == slot.as_str()),
+        "{runs:?}"
+    );
+    assert_eq!(most_at_once(&spans(&sessions(&times_file(&repo)))), 1);
+}
+
 /// A plan with every chunk of the two-phase plan in `status`.
 fn plan_with(status: &str) -> String {
     std::fs::read_to_string(fixture("plans/two-phases.json"))
