@@ -1,6 +1,8 @@
-//! A usage limit is an account's, not a run's: which agent account a run uses, and when specs
-//! several jobs build at once (`run --jobs`) may start while one of that account's jobs hit
-//! its limit. Pure: the jobs' source feeds it what its jobs report.
+//! Agent accounts: their names (`fleet.account`, a remote's `refs/runner/pauses/<account>`), a
+//! pure check used by the config and by `fleet` alike; which account a run's usage limit
+//! belongs to; and, a usage limit being an account's, not a run's, when specs several jobs build
+//! at once (`run --jobs`) may start while one of that account's jobs hit its limit. Pure: the
+//! jobs' source feeds it what its jobs report.
 
 use std::collections::HashMap;
 
@@ -8,6 +10,21 @@ use chrono::{DateTime, Utc};
 
 use super::agent_choice::AgentChoice;
 use super::invocation::Preset;
+
+/// Whether `name` may be an agent account's name (`fleet.account`, or read from a remote's
+/// pause ref): 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with `.` or
+/// `-`, no `..`, not ending in `.lock`. Such a name is safe as one ref component and as a file
+/// name.
+pub fn is_account_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
+        && !name.starts_with(['.', '-'])
+        && !name.contains("..")
+        && !name.contains("@{")
+        && !name.ends_with(".lock")
+}
 
 /// The account a run's usage limit belongs to: `fleet.account` when set; else the agent
 /// preset's name (every `claude` run shares one), and for the `command` preset the file name
@@ -22,35 +39,11 @@ pub fn account_of(configured: Option<&str>, agent: &AgentChoice) -> String {
             .as_deref()
             .and_then(|p| std::path::Path::new(p).file_name())
             .and_then(|n| n.to_str())
-            .filter(|n| is_name(n))
+            .filter(|n| is_account_name(n))
     {
         return name.to_string();
     }
     agent.preset.name().to_string()
-}
-
-/// Whether `name` may be an agent account's name (`fleet.account`, or read from a remote's
-/// pause ref): 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`, not starting with `.` or
-/// `-`, no `..`, not ending in `.lock`. Such a name is safe as one ref component and as a file
-/// name. (Used by the config and by `fleet` alike.)
-pub fn is_account_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
-        && !name.starts_with(['.', '-'])
-        && !name.contains("..")
-        && !name.contains("@{")
-        && !name.ends_with(".lock")
-}
-
-/// The characters of an account name (as `fleet.account` allows them).
-fn is_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && !name.starts_with(['.', '-'])
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
 }
 
 /// May a job of an account start now?

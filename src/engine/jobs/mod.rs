@@ -12,6 +12,8 @@
 
 mod child;
 mod drive;
+#[cfg(test)]
+mod drive_tests;
 mod start;
 pub mod wire;
 
