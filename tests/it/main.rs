@@ -30,6 +30,7 @@ mod jobs;
 mod jobs_many;
 mod journal_segments;
 mod json_shape;
+mod launchers;
 mod layers;
 mod layers_engine;
 mod lifecycle;
