@@ -50,6 +50,7 @@ mod plan_only;
 mod plan_reference;
 mod plan_view;
 mod plurals;
+mod pr;
 mod preset_runs;
 mod presets;
 #[cfg(feature = "real-clis")]
