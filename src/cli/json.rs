@@ -207,6 +207,7 @@ mod tests {
         &["chunk", "fail", "x", "--reason", "r"],
         &["chunk", "show"],
         &["plan"],
+        &["pr"],
     ];
 
     #[test]
