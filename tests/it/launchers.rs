@@ -85,3 +85,43 @@ fn each_launcher_starts_runner_worker() {
         assert!(docs.contains(rel), "docs/fleet.md does not name {rel}");
     }
 }
+
+/// Every flag the launchers give `runner worker` is one it takes (and `claude` an agent it
+/// knows): a renamed flag would leave every launcher restarting a worker that exits 2.
+#[test]
+fn the_launchers_flags_are_runner_workers_own() {
+    let out = crate::common::runner_command()
+        .args(["worker", "--help"])
+        .output()
+        .unwrap();
+    crate::common::assert_exit(&out, 0);
+    let help = crate::common::stdout(&out);
+    for flag in [
+        "--remote <NAME>",
+        "--jobs <N>",
+        "--agent <NAME>",
+        "--exit-when-idle",
+    ] {
+        assert!(
+            help.contains(flag),
+            "runner worker --help lacks {flag}:\n{help}"
+        );
+    }
+    assert!(help.contains("claude"), "{help}");
+    for rel in [
+        "deploy/kubernetes/runner-workers.yaml",
+        "deploy/github-actions/runner-workers.yml",
+        "deploy/systemd/runner-worker@.service",
+    ] {
+        let text = text(rel);
+        let line = text
+            .lines()
+            .find(|l| l.contains("runner") && l.contains("worker") && l.contains("--remote"))
+            .unwrap();
+        for word in line.split(|c: char| c.is_whitespace() || "[]\",".contains(c)) {
+            if word.starts_with("--") {
+                assert!(help.contains(word), "{rel}: runner worker takes no {word}");
+            }
+        }
+    }
+}
