@@ -41,6 +41,7 @@ impl JsonOutput for runner::ops::plan::PlanReport {}
 impl JsonOutput for runner::ops::worker::WorkerReport {}
 impl JsonOutput for runner::ops::remote::submit::SubmitReport {}
 impl JsonOutput for runner::ops::remote::status::RemoteStatusReport {}
+impl JsonOutput for runner::ops::pr::PrReport {}
 /// Built by the command (`review` with `--diff`, `chunk show`): must be an object.
 impl JsonOutput for serde_json::Value {}
 impl JsonOutput for Vec<RunReport> {
@@ -72,6 +73,7 @@ pub fn wants_json(command: &Command) -> bool {
         Command::Resume(a) => a.json,
         Command::Review(a) => a.json,
         Command::Merge(a) => a.json,
+        Command::Pr(a) => a.json,
         Command::Discard(a) => a.json,
         Command::Undo(a) => a.json,
         Command::Gc(a) => a.json,
@@ -205,6 +207,7 @@ mod tests {
         &["chunk", "fail", "x", "--reason", "r"],
         &["chunk", "show"],
         &["plan"],
+        &["pr"],
     ];
 
     #[test]

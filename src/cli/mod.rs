@@ -20,6 +20,7 @@ mod merge;
 mod new;
 mod pick;
 mod plan;
+mod pr;
 mod progress;
 mod recover;
 mod resume;
@@ -81,6 +82,8 @@ pub enum Command {
     Merge(merge::MergeArgs),
     /// Throw a spec's build away and reset its plan (backed up first; undoable).
     Discard(discard::DiscardArgs),
+    /// Push a spec's branch and open its pull request (gh, glab), or print where to open one.
+    Pr(pr::PrArgs),
     /// Reverse the last merge or discard of a spec; --list shows the backups.
     Undo(undo::UndoArgs),
     /// Remove backups older than a number of days (never done automatically).
@@ -145,6 +148,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Review(args) => review::review(&cwd()?, args),
         Command::Merge(args) => merge::merge_cmd(&cwd()?, args),
         Command::Discard(args) => discard::discard_cmd(&cwd()?, args),
+        Command::Pr(args) => pr::run(&cwd()?, args),
         Command::Undo(args) => undo::undo_cmd(&cwd()?, args),
         Command::Gc(args) => gc::gc_cmd(&cwd()?, args),
         Command::Init(args) => init::run(&cwd()?, args),

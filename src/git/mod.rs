@@ -10,6 +10,7 @@ pub mod init;
 pub mod locks;
 pub mod merge;
 pub mod refs;
+pub mod remote_url;
 pub mod repo;
 pub mod slot;
 pub mod stage;

@@ -22,6 +22,7 @@ pub mod merge;
 pub mod new;
 pub mod person;
 pub mod plan;
+pub mod pr;
 pub mod recover;
 pub mod remote;
 pub mod resume;

@@ -171,16 +171,7 @@ pub fn review_of(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<ReviewRepo
                 .collect()
         })
         .unwrap_or_default();
-    let mut verifications: Vec<Value> = Vec::new();
-    for entry in crate::store::journal::read_entries_containing(&paths.dir, "\"verification\"") {
-        let crate::store::Event::Verification(v) = entry.event else {
-            continue;
-        };
-        verifications.retain(|known| known["chunk"] != v.chunk.as_str());
-        verifications.push(serde_json::json!({
-            "chunk": v.chunk, "command": v.command, "passed": v.passed, "time": entry.time,
-        }));
-    }
+    let verifications = verifications_of(paths);
     let last_activity = last_activity(paths);
     let cost = cost(paths, plan.as_ref());
     Ok(ReviewReport {
@@ -204,6 +195,30 @@ pub fn review_of(ws: &Workspace, paths: &SpecPaths) -> anyhow::Result<ReviewRepo
         merge_base,
         tip,
     })
+}
+
+/// The last verification of each chunk in the journal, in the order they were last run:
+/// `{chunk, command, passed, time}`.
+fn verifications_of(paths: &SpecPaths) -> Vec<Value> {
+    let mut verifications: Vec<Value> = Vec::new();
+    for entry in crate::store::journal::read_entries_containing(&paths.dir, "\"verification\"") {
+        let crate::store::Event::Verification(v) = entry.event else {
+            continue;
+        };
+        verifications.retain(|known| known["chunk"] != v.chunk.as_str());
+        verifications.push(serde_json::json!({
+            "chunk": v.chunk, "command": v.command, "passed": v.passed, "time": entry.time,
+        }));
+    }
+    verifications
+}
+
+/// Whether each chunk's last verification passed, by chunk id (`runner pr`'s body).
+pub fn last_verifications(paths: &SpecPaths) -> std::collections::HashMap<String, bool> {
+    verifications_of(paths)
+        .into_iter()
+        .filter_map(|v| Some((v["chunk"].as_str()?.to_string(), v["passed"].as_bool()?)))
+        .collect()
 }
 
 /// The time of the journal's last event.

@@ -20,6 +20,7 @@ pub mod next_command;
 pub mod notify;
 pub mod outcome;
 pub mod pause;
+pub mod pr;
 pub mod reattach;
 pub mod recovery;
 pub mod resolve;

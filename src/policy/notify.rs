@@ -28,10 +28,12 @@ pub enum NotifyEvent {
     NeedsHuman,
     /// Ctrl-C, SIGTERM or SIGHUP stopped the run.
     Interrupted,
+    /// `runner pr` opened a pull request (not when it only printed the page to open one).
+    PrOpened,
 }
 
 impl NotifyEvent {
-    pub const ALL: [NotifyEvent; 8] = [
+    pub const ALL: [NotifyEvent; 9] = [
         NotifyEvent::Resuming,
         NotifyEvent::Complete,
         NotifyEvent::Planned,
@@ -40,6 +42,7 @@ impl NotifyEvent {
         NotifyEvent::BudgetExhausted,
         NotifyEvent::NeedsHuman,
         NotifyEvent::Interrupted,
+        NotifyEvent::PrOpened,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +55,7 @@ impl NotifyEvent {
             NotifyEvent::BudgetExhausted => "budget_exhausted",
             NotifyEvent::NeedsHuman => "needs_human",
             NotifyEvent::Interrupted => "interrupted",
+            NotifyEvent::PrOpened => "pr_opened",
         }
     }
 }
@@ -109,7 +113,8 @@ pub struct Progress {
 pub struct Payload {
     pub event: NotifyEvent,
     pub spec: String,
-    pub run_id: String,
+    /// The run; null for `pr_opened` (`runner pr` is not a run).
+    pub run_id: Option<String>,
     /// How the run ended, as `runner run --json` says it; null for `resuming`.
     pub outcome: Option<RunOutcome>,
     /// runner's exit code; null for `resuming`.
@@ -126,6 +131,8 @@ pub struct Payload {
     pub next_command: Option<String>,
     /// The error the run ended with, whole (it may run over many lines); null when none.
     pub reason: Option<String>,
+    /// `pr_opened`: the pull request's URL, as the tool printed it; null otherwise.
+    pub url: Option<String>,
     /// When, in RFC 3339 (UTC).
     pub time: String,
 }
@@ -142,7 +149,9 @@ pub fn end_payload(facts: &SpecFacts<'_>, end: &RunEnd<'_>) -> Payload {
         (NotifyEvent::UsageLimited, _) => "is paused by a usage limit".to_string(),
         (NotifyEvent::BudgetExhausted, _) => "is out of budget".to_string(),
         (NotifyEvent::Interrupted, _) => "was interrupted".to_string(),
-        (NotifyEvent::NeedsHuman | NotifyEvent::Resuming, _) => "needs a person".to_string(),
+        (NotifyEvent::NeedsHuman | NotifyEvent::Resuming | NotifyEvent::PrOpened, _) => {
+            "needs a person".to_string()
+        }
     };
     let next_command = match (event, end.outcome) {
         (_, RunOutcome::Merged) => None,
@@ -180,11 +189,31 @@ pub fn resuming_payload(facts: &SpecFacts<'_>, chunk: Option<&str>) -> Payload {
     }
 }
 
+/// The payload of a pull request `runner pr` opened at `url` (`None`: the tool printed none),
+/// a draft or not. `facts.run_id` is not used: no run opens it.
+pub fn pr_opened_payload(facts: &SpecFacts<'_>, url: Option<&str>, draft: bool) -> Payload {
+    let what = if draft {
+        "draft pull request"
+    } else {
+        "pull request"
+    };
+    Payload {
+        message: one_line(&format!(
+            "{what} opened for spec {}: {}",
+            facts.spec,
+            url.unwrap_or("(no URL printed)")
+        )),
+        run_id: None,
+        url: url.map(str::to_string),
+        ..common(facts, NotifyEvent::PrOpened)
+    }
+}
+
 fn common(facts: &SpecFacts<'_>, event: NotifyEvent) -> Payload {
     Payload {
         event,
         spec: facts.spec.to_string(),
-        run_id: facts.run_id.to_string(),
+        run_id: Some(facts.run_id.to_string()),
         outcome: None,
         exit_code: None,
         message: String::new(),
@@ -196,6 +225,7 @@ fn common(facts: &SpecFacts<'_>, event: NotifyEvent) -> Payload {
         cost_usd: (facts.usd.is_finite() && facts.usd > 0.0).then_some(facts.usd),
         next_command: None,
         reason: None,
+        url: None,
         time: facts
             .time
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -240,7 +270,7 @@ impl Payload {
         [
             ("RUNNER_NOTIFY_EVENT", self.event.as_str().to_string()),
             ("RUNNER_SPEC", self.spec.clone()),
-            ("RUNNER_RUN_ID", self.run_id.clone()),
+            ("RUNNER_RUN_ID", text(self.run_id.clone())),
             ("RUNNER_OUTCOME", text(self.outcome.map(|o| o.to_string()))),
             (
                 "RUNNER_EXIT_CODE",
@@ -255,6 +285,7 @@ impl Payload {
                 text(self.cost_usd.map(|u| u.to_string())),
             ),
             ("RUNNER_NEXT_COMMAND", text(self.next_command.clone())),
+            ("RUNNER_URL", text(self.url.clone())),
             ("RUNNER_TIME", self.time.clone()),
         ]
         .into_iter()
@@ -398,6 +429,39 @@ mod tests {
             resuming_payload(&one, None).message,
             "resuming interrupted work on 001-a b: planning"
         );
+    }
+
+    #[test]
+    fn a_pull_request_opened_says_where_and_belongs_to_no_run() {
+        let p = pr_opened_payload(&facts(), Some("https://github.com/o/r/pull/7"), false);
+        assert_eq!(p.event, NotifyEvent::PrOpened);
+        assert_eq!(
+            p.message,
+            "pull request opened for spec 001-a b: https://github.com/o/r/pull/7"
+        );
+        assert_eq!(p.url.as_deref(), Some("https://github.com/o/r/pull/7"));
+        assert_eq!(
+            (p.run_id.as_deref(), p.outcome, p.exit_code),
+            (None, None, None)
+        );
+        assert_eq!(p.progress, Progress { done: 2, total: 3 });
+        let json: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
+        assert_eq!(json["event"], "pr_opened");
+        assert_eq!(json["run_id"], serde_json::Value::Null);
+        let env = p.env();
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+        assert_eq!(get("RUNNER_URL"), "https://github.com/o/r/pull/7");
+        assert_eq!(get("RUNNER_RUN_ID"), "");
+        assert_eq!(get("RUNNER_NOTIFY_EVENT"), "pr_opened");
+        let draft = pr_opened_payload(&facts(), None, true);
+        assert_eq!(
+            draft.message,
+            "draft pull request opened for spec 001-a b: (no URL printed)"
+        );
+        // Every other event has a run and no URL.
+        let end = end(RunOutcome::Complete, 0, 0);
+        assert_eq!(end.run_id.as_deref(), Some("r0123456789ab"));
+        assert_eq!(end.url, None);
     }
 
     #[test]

@@ -55,7 +55,9 @@ fn spec_flags_complete_to_the_repositorys_spec_names() {
         candidates_in(&repo.root, &["runner", "status", "--spec", ""]),
         ["001-add-login", "002-fix-bug", "010-other"]
     );
-    for command in ["review", "merge", "discard", "undo", "recover", "runs"] {
+    for command in [
+        "review", "merge", "discard", "undo", "recover", "runs", "pr",
+    ] {
         assert_eq!(
             candidates_in(&repo.root, &["runner", command, "--spec", "0"]).len(),
             3,

@@ -31,6 +31,7 @@ mod jobs;
 mod jobs_many;
 mod journal_segments;
 mod json_shape;
+mod launchers;
 mod layers;
 mod layers_engine;
 mod lifecycle;
@@ -50,6 +51,7 @@ mod plan_only;
 mod plan_reference;
 mod plan_view;
 mod plurals;
+mod pr;
 mod preset_runs;
 mod presets;
 #[cfg(feature = "real-clis")]
