@@ -263,3 +263,48 @@ fn worker_does_not_move_the_branch_checked_out_in_its_clones_main_worktree() {
     );
     assert_eq!(git_in(&a.root, &["status", "--porcelain"]), "");
 }
+
+/// A remote that accepts the connection and then hangs (pre-receive never answers): every
+/// network step's timeout is `max(lease / 3, 10 s)`, so with `lease_secs = 3` one renewal
+/// blocks the worker's loop for 10 s, three leases, while the agent goes on building a spec
+/// whose lease has expired (another worker may be building the same chunk by then). The
+/// docs promise the spec is stopped once as long as the lease has passed since the last
+/// accepted push; it should be stopped within the lease (plus a tick), i.e. a network step
+/// may not outlast what is left of the lease.
+#[test]
+fn a_hanging_remote_stops_the_job_within_its_lease() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let flag = fleet.tmp.path().join("hang");
+    let hook = fleet.remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nif [ -e '{}' ]; then sleep 60; fi\n",
+            flag.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let a = fleet.host("host-a", "[fleet]\nlease_secs = 3\n");
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker = a.start_worker(&["--json", "--exit-when-idle"]);
+    crate::worker::wait_long("worker A's session of core-b", 60, || {
+        a.sessions()
+            .iter()
+            .any(|(_, _, chunk, _)| chunk == "core-b")
+    });
+    std::fs::write(&flag, "").unwrap();
+    let hung = std::time::Instant::now();
+    crate::worker::wait_long("the lease lost", 60, || {
+        a.worker_stderr().contains("lease of spec 001-a lost")
+    });
+    let took = hung.elapsed();
+    let _ = crate::worker::wait_exit(&mut worker, 60);
+    assert!(
+        took < std::time::Duration::from_secs(7),
+        "the job of a 3 s lease ran on {took:?} after the remote stopped answering:\n{}",
+        a.worker_stderr()
+    );
+}
