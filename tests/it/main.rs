@@ -60,6 +60,7 @@ mod reattach;
 mod recover;
 mod remote_lifecycle;
 mod remote_submit;
+mod review29;
 mod resolve_cache;
 mod resolver;
 mod resume;
