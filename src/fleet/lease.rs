@@ -80,9 +80,21 @@ pub fn read_lease(repo: &Repository, id: Oid) -> Result<Lease, String> {
         serde_json::from_str(&json).map_err(|e| format!("{id} is not a lease: {e}"))?;
     match lease.problem() {
         Some(problem) => Err(format!("{id} is not a valid lease: {problem}")),
+        // A lease renewed "in the future" beyond any clock skew would hold the spec for as
+        // long as its writer's clock (or a hostile remote) likes: not believed.
+        None if lease.renewed_at - Utc::now() > MAX_SKEW => Err(format!(
+            "{id} is not a believable lease: renewed at {}, more than {} minutes ahead of this clock",
+            lease.renewed_at.to_rfc3339(),
+            MAX_SKEW.num_minutes()
+        )),
         None => Ok(lease),
     }
 }
+
+/// How far ahead of the reader's clock a lease's renewal may be and still be believed: hosts'
+/// clocks agree to within seconds (NTP); a lease further ahead would keep every other worker
+/// out for as long as it says.
+pub const MAX_SKEW: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 
 #[cfg(test)]
 mod tests {

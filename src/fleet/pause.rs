@@ -60,6 +60,11 @@ pub fn read_pause(repo: &Repository, id: Oid) -> Result<AccountPause, String> {
         serde_json::from_str(&json).map_err(|e| format!("{id} is not a pause: {e}"))?;
     match pause.problem() {
         Some(problem) => Err(format!("{id} is not a valid pause: {problem}")),
+        // As a local pause: one further ahead than runner ever pauses was not written by it.
+        None if !crate::policy::pause::believable(pause.until, Utc::now()) => Err(format!(
+            "{id} is not a believable pause: until {}, further ahead than runner ever pauses",
+            pause.until.to_rfc3339()
+        )),
         None => Ok(pause),
     }
 }

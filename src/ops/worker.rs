@@ -41,13 +41,11 @@ pub fn worker(ctx: &Ctx, opts: WorkerOptions) -> anyhow::Result<WorkerReport> {
         return Err(RunnerError::bad_input("--jobs 0 would build nothing; give 1 or more").into());
     }
     let config = ctx.ws.config()?;
-    let remote = opts.remote.clone().unwrap_or(config.fleet.remote.clone());
-    if remote.trim().is_empty() || remote.starts_with('-') {
-        return Err(RunnerError::bad_input(format!(
-            "--remote must name a git remote (as `git remote` lists them); it is {remote:?}"
-        ))
-        .into());
-    }
+    // Checked as every fleet command checks it: a name git does not list would be read by git
+    // as a path (a folder in the clone, where the worker would publish).
+    let remote = super::remote::remote_name(ctx, opts.remote.as_deref())?;
+    // As every command that writes runner's folder: it is never part of the clone's changes.
+    ctx.ws.main.ensure_excluded()?;
     let path = ctx.ws.state_dir.join(WORKER_LOCK);
     let _lock = crate::fs::lock::FileLock::try_acquire(&path)?.ok_or_else(|| {
         RunnerError::Busy(format!(

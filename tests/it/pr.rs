@@ -467,12 +467,15 @@ fn plant_lease(s: &Setup, expires_at: &str) {
 fn a_spec_a_worker_holds_is_not_pushed_until_its_lease_expires() {
     let s = Setup::new(built(), "https://github.com/o/r");
     s.install("gh");
-    plant_lease(&s, "2999-01-01T00:00:00Z");
+    // A live lease: renewed now, for a minute (one renewed far ahead is not believed).
+    let until = (chrono::Utc::now() + chrono::TimeDelta::seconds(60))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    plant_lease(&s, &until);
     let out = s.pr(&["--spec", SPEC], "ok");
     assert_exit(&out, 4);
     let err = stderr(&out);
     assert!(
-        err.contains("worker w1 on host-a holds it until 2999-01-01T00:00:00Z"),
+        err.contains(&format!("worker w1 on host-a holds it until {until}")),
         "{err}"
     );
     assert_eq!(s.remote_tip(), None, "nothing pushed");

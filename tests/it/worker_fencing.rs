@@ -152,8 +152,16 @@ fn a_worker_frozen_past_its_lease_lands_nothing_once_another_took_the_spec_over(
     let lost = &report["leases_lost"][0];
     assert_eq!(lost["spec"], "001-a", "{report}");
     assert!(lost["kept"].as_array().unwrap().len() == 2, "{report}");
-    // Its late work was pushed and refused by the remote (the lease was no longer its own).
-    assert!(report["pushes_refused"].as_u64().unwrap() >= 1, "{report}");
+    // Its late work was pushed and refused by the remote (the lease was no longer its own),
+    // or never pushed: a push frozen with it ran past its timeout at the thaw, and by its own
+    // clock the lease had lapsed (no renewal for a whole lease) before it tried another.
+    let lapsed = lost["reason"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("no renewal reached origin"));
+    assert!(
+        report["pushes_refused"].as_u64().unwrap() >= 1 || lapsed,
+        "{report}"
+    );
     assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
     assert!(
         a.worker_stderr()

@@ -58,11 +58,14 @@ impl Account {
     }
 
     /// The pause as read from the remote's view.
-    pub fn saw(&mut self, pause: Option<(Oid, Result<AccountPause, String>)>, me: &Me) {
+    pub fn saw(&mut self, pause: Option<(Oid, Result<AccountPause, String>)>) {
         self.seen = pause.map(|(oid, read)| {
             let until = match read {
                 Ok(p) => p.until,
-                Err(_) => crate::policy::lease::expires_at(Utc::now(), me.lease),
+                // Not believed (a year ahead, not a pause at all): taken as over, so one
+                // session checks the limit and the claim replaces it. Taken as a pause of
+                // one more lease at every look, it would hold the account for ever.
+                Err(_) => Utc::now() - chrono::TimeDelta::seconds(1),
             };
             (oid, until)
         });
@@ -269,7 +272,7 @@ impl Account {
         let view =
             crate::fleet::view::fetch_view(&ws.root, &ws.main.repo, &me.remote, me.timeout).ok()?;
         let pause = pause_in(ws, me, &view, &self.name);
-        self.saw(pause, me);
+        self.saw(pause);
         self.seen
     }
 

@@ -69,6 +69,10 @@ pub struct Held {
     pub lost: Option<Lost>,
     /// The last push deleted the lease: the spec was let go.
     pub released: bool,
+    /// A push whose answer never came (a timeout): it may have landed all the same. Its lease
+    /// commit, folder and branch; when the remote's lease is that commit, it did land (the
+    /// push was atomic), and they are this worker's.
+    pub maybe_landed: Option<(Oid, Option<Oid>, Option<Oid>)>,
 }
 
 /// Why a lease is lost.
@@ -179,15 +183,35 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
             }
             Ok(Pushed::Done)
         }
-        Ok(PushOutcome::Refused { .. }) => Ok(Pushed::Refused(why_refused(ws, me, held)?)),
-        Err(e) => Ok(Pushed::Unreachable(e)),
+        Ok(PushOutcome::Refused { .. }) => {
+            if let Some((lease, folder, branch)) = held.maybe_landed.take()
+                && remote_lease(ws, me, &spec)? == Some(lease)
+            {
+                // The push whose answer was lost landed: its lease is this worker's (never
+                // given up for a lost answer), and so are its folder and branch.
+                held.lease = lease;
+                held.folder = folder.or(held.folder);
+                held.branch = branch.or(held.branch);
+                return Ok(Pushed::Unreachable(anyhow::anyhow!(
+                    "an earlier push to {} landed though no answer came back; pushing again",
+                    me.remote
+                )));
+            }
+            Ok(Pushed::Refused(why_refused(ws, me, held)?))
+        }
+        Err(e) => {
+            if let Some(lease) = lease {
+                held.maybe_landed = Some((lease, folder, branch));
+            }
+            Ok(Pushed::Unreachable(e))
+        }
     }
 }
 
-/// What a refusal means: read the lease on the remote now.
-fn why_refused(ws: &Workspace, me: &Me, held: &Held) -> anyhow::Result<Refused> {
-    let lease_ref = names::lease_ref(&held.spec);
-    let now_at = crate::fleet::net::ls_remote(
+/// The lease ref's commit on the remote now (`None`: no lease there).
+fn remote_lease(ws: &Workspace, me: &Me, spec: &str) -> anyhow::Result<Option<Oid>> {
+    let lease_ref = names::lease_ref(spec);
+    Ok(crate::fleet::net::ls_remote(
         &ws.root,
         &me.remote,
         std::slice::from_ref(&lease_ref),
@@ -195,7 +219,13 @@ fn why_refused(ws: &Workspace, me: &Me, held: &Held) -> anyhow::Result<Refused> 
     )?
     .into_iter()
     .find(|(name, _)| *name == lease_ref)
-    .map(|(_, oid)| oid);
+    .map(|(_, oid)| oid))
+}
+
+/// What a refusal means: read the lease on the remote now.
+fn why_refused(ws: &Workspace, me: &Me, held: &Held) -> anyhow::Result<Refused> {
+    let lease_ref = names::lease_ref(&held.spec);
+    let now_at = remote_lease(ws, me, &held.spec)?;
     let holder = match now_at {
         Some(oid) if oid != held.lease => {
             let local = names::fetched_ref(&me.remote, "leases", &held.spec);

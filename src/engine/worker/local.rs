@@ -109,6 +109,18 @@ pub fn adopt(
     branch: Option<Oid>,
 ) -> anyhow::Result<Vec<String>> {
     let repo = &ws.main.repo;
+    // The clone's own checkout on the branch: moving the branch would leave its index and
+    // files on the old tip (a `git commit -a` there would undo the remote's chunks), and a slot
+    // on it too would make two worktrees on one branch. Left alone, before anything moves.
+    if crate::git::head_branch(repo).as_deref() == Some(branch_for(spec).as_str()) {
+        return Err(crate::error::RunnerError::bad_input(format!(
+            "{} is checked out in this clone's main worktree ({}); the worker leaves {spec} alone",
+            branch_for(spec),
+            ws.root.display()
+        ))
+        .with_hint("check out another branch there (a worker's clone is for the worker)")
+        .into());
+    }
     let local = local_state(
         ws,
         spec,

@@ -54,9 +54,9 @@ impl<'a> Fleet<'a> {
             pid,
             remote: opts.remote.clone(),
             lease: opts.lease,
-            // A push or a fetch may take a third of the lease, at least 10 s: the heartbeat
-            // must not outlast the lease it renews by much.
-            timeout: (opts.lease / 3).max(Duration::from_secs(10)),
+            // No network step may outlast what is left of a lease renewed every third of it: a
+            // hanging remote must not keep an agent building past its lease.
+            timeout: (opts.lease / 3).max(Duration::from_secs(2)),
         };
         let mut fleet = Fleet {
             ws,
@@ -142,7 +142,7 @@ impl<'a> Fleet<'a> {
             })
             .collect();
         let pause = super::account::pause_in(ws, &self.me, &view, &self.account.name);
-        self.account.saw(pause, &self.me);
+        self.account.saw(pause);
         self.view = Some((Instant::now(), view));
         Ok(())
     }
@@ -254,6 +254,7 @@ impl<'a> Fleet<'a> {
             publications: 0,
             lost: None,
             released: false,
+            maybe_landed: None,
         }))
     }
 

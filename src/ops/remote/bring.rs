@@ -66,6 +66,16 @@ pub fn bring(
     let branch = branch_for(name);
     let local_tip = ctx.ws.main.branch_tip(&branch);
     let branch_moves = published.branch.is_some() && published.branch != local_tip;
+    // The user's own checkout on the branch: moving it would leave their index and files on
+    // the old tip, and a `git commit -a` would quietly undo the remote's chunks.
+    if branch_moves && crate::git::head_branch(&ctx.ws.main.repo).as_deref() == Some(&branch) {
+        return Err(RunnerError::bad_input(format!(
+            "{branch} is checked out in your main worktree ({}); its tip is not moved under it",
+            ctx.ws.root.display()
+        ))
+        .with_hint("check out another branch (`git switch -`), then run the command again")
+        .into());
+    }
     if branch_moves && let Some(slot) = crate::git::slot_holding(&ctx.ws.main, &branch) {
         return Err(RunnerError::bad_input(format!(
             "{branch} is checked out in {}; its tip is not moved under a worktree",
