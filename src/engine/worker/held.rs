@@ -178,6 +178,8 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
             held.folder = folder.or(held.folder);
             held.branch = branch.or(held.branch);
             held.last_success = started;
+            // Whatever an earlier timed-out push did, this one moved the refs on from it.
+            held.maybe_landed = None;
             if folder.is_some() || branch.is_some() {
                 held.publications += 1;
             }
