@@ -109,6 +109,16 @@ pub fn adopt(
     branch: Option<Oid>,
 ) -> anyhow::Result<Vec<String>> {
     let repo = &ws.main.repo;
+    // A run of this spec still alive in this clone — the draining run of a worker that was
+    // killed (its jobs get SIGTERM, a drain, when it dies) — would go on writing the plan and
+    // the branch under the copy about to be made the remote's: a chunk it marks completed
+    // would then be published without its commit. Left alone until that run has ended.
+    if crate::engine::jobs::held_by_another(ws, spec) {
+        return Err(crate::error::RunnerError::Busy(format!(
+            "a run of {spec} from before is still ending in this clone; the worker takes it once that run has ended"
+        ))
+        .into());
+    }
     // The clone's own checkout on the branch: moving the branch would leave its index and
     // files on the old tip (a `git commit -a` there would undo the remote's chunks), and a slot
     // on it too would make two worktrees on one branch. Left alone, before anything moves.

@@ -226,7 +226,11 @@ impl<'a> Fleet<'a> {
             Err(e) => {
                 let _ = super::held::let_go(self.ws, &self.me, spec, lease);
                 self.forget(spec);
-                self.skip.insert(spec.to_string(), folder);
+                // A run still ending here is gone soon: asked again at the next look, not
+                // set aside until the remote's folder changes.
+                if crate::error::exit_code_of(&e) != crate::error::exit::BUSY {
+                    self.skip.insert(spec.to_string(), folder);
+                }
                 return Err(e.context(format!(
                     "spec {spec}: making this clone's copy the remote's"
                 )));
