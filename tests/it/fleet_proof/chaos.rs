@@ -161,9 +161,15 @@ fn chaos(test: &str, transport: Transport) {
         serde_json::to_string_pretty(&figures).unwrap()
     );
 
+    let wrong = !audit.all_complete()
+        || audit.lost() + audit.duplicated() + audit.strangers() + audit.rewrites.len() > 0;
+    let kept = match wrong {
+        true => format!("its files are kept in {}\n", remote.keep_files().display()),
+        false => String::new(),
+    };
     let context = || {
         format!(
-            "seed {seed}\n{}\nprocesses left:\n{}workers:\n{}{}",
+            "seed {seed}\n{kept}{}\nprocesses left:\n{}workers:\n{}{}",
             audit.describe(),
             procs::describe(&left),
             loops.iter().map(|l| l.describe()).collect::<String>(),

@@ -82,6 +82,13 @@ impl Remote {
         url
     }
 
+    /// Leave the remote, the hosts and their logs on disk when the test ends (a failed proof
+    /// is read from them: the hook's log, every worker's stderr, each clone's refs); where.
+    pub fn keep_files(&mut self) -> PathBuf {
+        self._tmp.disable_cleanup(true);
+        self.base()
+    }
+
     /// The hook's log: every accepted ref update, in order.
     pub fn updates(&self) -> Vec<Update> {
         std::fs::read_to_string(self.base().join("updates.log"))
