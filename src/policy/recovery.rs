@@ -192,6 +192,21 @@ pub fn decide(f: &ChunkFacts, verified: Option<bool>) -> (Decision, String) {
     )
 }
 
+/// Whether an agent's report of "done" on a chunk's open attempt still speaks for the work
+/// once the worktree is the published branch tip (a worker took the spec from the remote, and
+/// made this clone's branch and folder the remote's): only when runner's own commit of the
+/// chunk (`chunk_commit`, the message it commits the chunk with) is among the commits since the
+/// attempt started (`since_start`, their messages; `None` when its start is not in that
+/// history). Otherwise what the agent reported stayed uncommitted where it ran and was never
+/// published: the report would make recovery complete the chunk with no commit of its work.
+pub fn report_survives_adoption(chunk_commit: &str, since_start: Option<&[String]>) -> bool {
+    since_start.is_some_and(|messages| {
+        messages
+            .iter()
+            .any(|m| m.trim_end() == chunk_commit.trim_end())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,5 +342,36 @@ mod tests {
         ] {
             assert_eq!(Decision::parse(d.as_str()), Some(d));
         }
+    }
+
+    #[test]
+    fn a_report_survives_adoption_only_with_runners_commit_of_its_chunk_since_its_start() {
+        let mine = "auto-claude: core-a - Build part A";
+        let with = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // runner committed the chunk before the publication: the report's work is there.
+        assert!(report_survives_adoption(
+            mine,
+            Some(&with(&[&format!("{mine}\n")]))
+        ));
+        assert!(report_survives_adoption(
+            mine,
+            Some(&with(&["agent: wip", mine]))
+        ));
+        // Nothing since the start, only the agent's own commits, another chunk's commit, or
+        // a start the published history lacks: the reported work was never published.
+        assert!(!report_survives_adoption(mine, Some(&[])));
+        assert!(!report_survives_adoption(
+            mine,
+            Some(&with(&["agent: wip"]))
+        ));
+        assert!(!report_survives_adoption(
+            mine,
+            Some(&with(&["auto-claude: core-b - Build part B"]))
+        ));
+        assert!(!report_survives_adoption(
+            mine,
+            Some(&with(&["auto-claude: core-a - Build part A, and more"]))
+        ));
+        assert!(!report_survives_adoption(mine, None));
     }
 }

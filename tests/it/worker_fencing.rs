@@ -382,3 +382,138 @@ fn a_worker_cut_off_from_the_remote_past_its_lease_stops_the_spec_and_keeps_its_
     );
     assert!(kept.contains("/_lease-lost/1/branch"), "{kept}");
 }
+
+/// The last attempt of `chunk` in the plan published for `spec`.
+fn published_attempt(fleet: &Fleet, spec: &str, chunk: &str) -> Option<serde_json::Value> {
+    let plan = fleet.published_plan(spec)?;
+    plan["phases"]
+        .as_array()?
+        .iter()
+        .flat_map(|p| p["subtasks"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["id"] == chunk)?["attempts"]
+        .as_array()?
+        .last()
+        .cloned()
+}
+
+/// An agent reports its chunk done and the worker publishes that report (a heartbeat), then
+/// worker, run and agent die before the run commits the work. The report is about files that
+/// never left that host: the worker that takes the spec over must build the chunk again, not
+/// take the report for the work and mark the chunk completed with no commit (a chunk lost —
+/// what a CI chaos run found).
+#[test]
+fn a_published_report_whose_work_was_never_committed_is_not_taken_for_the_work() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    // polish (no verification command) is reported done, then its agent never exits.
+    a.script("polish * done-stubborn\n* * done\n");
+    let mut worker_a = a.start_worker(&[]);
+    wait_or(
+        "worker A to publish polish reported done",
+        90,
+        || {
+            published_attempt(&fleet, "001-a", "polish")
+                .is_some_and(|at| at["reported"] == "done" && at["outcome"].is_null())
+        },
+        || a.worker_stderr(),
+    );
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    assert_eq!(
+        chunks_of(&fleet, "001-a").len(),
+        2,
+        "polish not yet committed"
+    );
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&["--json"]);
+    wait_or(
+        "worker B to complete the spec",
+        90,
+        || fleet.published_complete("001-a"),
+        || b.worker_stderr(),
+    );
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let log = chunks_of(&fleet, "001-a");
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit: {log:?}"
+    );
+    assert!(log[2].contains("polish"), "{log:?}");
+    let chunks_b: Vec<String> = b.sessions().into_iter().map(|s| s.2).collect();
+    assert_eq!(chunks_b, ["polish"], "B built polish again, and only it");
+    let report: serde_json::Value = serde_json::from_str(&b.worker_stdout()).unwrap();
+    assert_eq!(
+        report["specs"][0]["reports_withdrawn"],
+        serde_json::json!(["polish"]),
+        "{report}"
+    );
+    assert!(
+        b.worker_stderr().contains(
+            "chunk polish was reported done where it ran, but its work was never published"
+        ),
+        "{}",
+        b.worker_stderr()
+    );
+}
+
+/// The same, with runner's commit of the chunk published beside the report (the worker
+/// published between the run's commit and its plan saying completed): the report stands, and
+/// the worker that takes the spec over completes the chunk from that commit, building nothing
+/// twice.
+#[test]
+fn a_published_report_whose_commit_was_published_too_completes_the_chunk_once() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    // Every run of A stops for 4 s after committing a chunk, before its plan says so: A's
+    // heartbeat publishes polish's commit with the plan still saying it is in progress.
+    let mut worker_a = a
+        .cmd(&["worker"])
+        .env("RUNNER_FAILPOINTS", "after_commit~4000")
+        .stdout(std::fs::File::create(a.dir.join("worker.out")).unwrap())
+        .stderr(std::fs::File::create(a.dir.join("worker.err")).unwrap())
+        .spawn()
+        .unwrap();
+    wait_or(
+        "worker A to publish polish's commit with the plan saying it is in progress",
+        120,
+        || {
+            chunks_of(&fleet, "001-a").len() == 3
+                && published_attempt(&fleet, "001-a", "polish")
+                    .is_some_and(|at| at["reported"] == "done" && at["outcome"].is_null())
+        },
+        || a.worker_stderr(),
+    );
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&["--json"]);
+    wait_or(
+        "worker B to complete the spec",
+        90,
+        || fleet.published_complete("001-a"),
+        || b.worker_stderr(),
+    );
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let log = chunks_of(&fleet, "001-a");
+    assert_eq!(log.len(), 3, "one commit per chunk: {log:?}");
+    assert!(
+        b.sessions().is_empty(),
+        "B built nothing: {:?}",
+        b.sessions()
+    );
+    let report: serde_json::Value = serde_json::from_str(&b.worker_stdout()).unwrap();
+    assert_eq!(
+        report["specs"][0]["reports_withdrawn"],
+        serde_json::json!([]),
+        "{report}"
+    );
+}

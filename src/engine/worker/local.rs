@@ -96,23 +96,34 @@ fn keep(ws: &Workspace, spec: &str, why: Why, local: &Local) -> anyhow::Result<V
     Ok(made)
 }
 
+/// What making the clone's state of a spec the remote's did.
+#[derive(Debug, Default)]
+pub struct Adopted {
+    /// The refs that keep what the clone had that differed.
+    pub kept: Vec<String>,
+    /// The chunks whose report of "done" was withdrawn: its work was never published
+    /// (`super::reports`); they are built again.
+    pub withdrawn: Vec<String>,
+}
+
 /// Make the clone's state of `spec` the remote's: its branch at `branch` (none: no branch),
 /// its folder `folder`'s files. What the clone had that differs is kept first (see the
 /// module); the refs made are returned. The spec's slot, if one has its branch checked out, is
 /// reset to the remote's tip (no job uses it: the spec is not running here); without a branch
 /// on the remote, that slot is removed and the local branch deleted, so the job starts the
-/// spec afresh as `runner run` would.
+/// spec afresh as `runner run` would. A report in the remote's plan whose work was never
+/// published is withdrawn (`super::reports`).
 pub fn adopt(
     ws: &Workspace,
     spec: &str,
     folder: Oid,
     branch: Option<Oid>,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Adopted> {
     let repo = &ws.main.repo;
     // A run of this spec still alive in this clone — the draining run of a worker that was
     // killed (its jobs get SIGTERM, a drain, when it dies) — would go on writing the plan and
-    // the branch under the copy about to be made the remote's: a chunk it marks completed
-    // would then be published without its commit. Left alone until that run has ended.
+    // the branch under the copy about to be made the remote's. The worker's look leaves such
+    // specs out (`busy_here`); asked again here, just before anything moves.
     if crate::engine::jobs::held_by_another(ws, spec) {
         return Err(crate::error::RunnerError::Busy(format!(
             "a run of {spec} from before is still ending in this clone; the worker takes it once that run has ended"
@@ -181,7 +192,8 @@ pub fn adopt(
     }
     let paths = ws.spec(spec)?;
     crate::fleet::snapshot::materialize(repo, folder, &paths.dir)?;
-    Ok(kept)
+    let withdrawn = super::reports::withdraw_unpublished(ws, &paths, branch)?;
+    Ok(Adopted { kept, withdrawn })
 }
 
 /// Check `branch` out in a new slot of its own (the first `auto-claude-<n>` that is free), as

@@ -11,6 +11,7 @@ mod account;
 mod held;
 mod judge;
 mod local;
+mod reports;
 mod source;
 
 use std::ffi::OsString;
@@ -84,6 +85,9 @@ pub struct TakenSpec {
     /// What this clone had of the spec that differed from the remote's, kept when it was
     /// taken (local refs).
     pub kept_when_taken: Vec<String>,
+    /// Chunks reported done where they ran whose work was never published: their reports
+    /// were withdrawn when it was taken, and they are built again.
+    pub reports_withdrawn: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, JsonSchema)]

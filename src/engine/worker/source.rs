@@ -221,8 +221,8 @@ impl<'a> Fleet<'a> {
             self.forget(spec);
             return Ok(None);
         };
-        let kept = match super::local::adopt(self.ws, spec, folder, branch) {
-            Ok(kept) => kept,
+        let adopted = match super::local::adopt(self.ws, spec, folder, branch) {
+            Ok(adopted) => adopted,
             Err(e) => {
                 let _ = super::held::let_go(self.ws, &self.me, spec, lease);
                 self.forget(spec);
@@ -236,16 +236,22 @@ impl<'a> Fleet<'a> {
                 )));
             }
         };
-        if !kept.is_empty() {
+        if !adopted.kept.is_empty() {
             self.notice(&format!(
                 "spec {spec}: what this clone had that differs from {} is kept on {}",
                 self.me.remote,
-                kept.join(", ")
+                adopted.kept.join(", ")
+            ));
+        }
+        for chunk in &adopted.withdrawn {
+            self.notice(&format!(
+                "spec {spec}: chunk {chunk} was reported done where it ran, but its work was never published; it is built again"
             ));
         }
         self.report.specs.push(TakenSpec {
             spec: spec.to_string(),
-            kept_when_taken: kept,
+            kept_when_taken: adopted.kept,
+            reports_withdrawn: adopted.withdrawn,
             ..TakenSpec::default()
         });
         Ok(Some(Held {
