@@ -1,5 +1,7 @@
 //! SIGINT, SIGTERM and SIGHUP, counted. The first asks the run to stop (the agent's group gets SIGTERM
-//! and a grace period); a second one kills at once.
+//! and a grace period); a second one kills at once. SIGUSR1 is the runner that started this run
+//! (`runner run --jobs`, `runner worker`) stopping it at once: a stop like a second Ctrl-C, told
+//! in words that blame nobody's Ctrl-C (the parent says why it stopped the run).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,6 +17,12 @@ static LISTENING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 static ARRIVED: std::sync::LazyLock<Arc<std::sync::atomic::AtomicBool>> =
     std::sync::LazyLock::new(Arc::default);
 
+/// The signals [`Interrupt::install`] handles.
+const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
+
+/// The signal a runner sends a run it started to stop it at once.
+pub const STOP_FROM_PARENT: libc::c_int = libc::SIGUSR1;
+
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     count: Arc<AtomicUsize>,
@@ -25,10 +33,13 @@ pub struct Interrupt {
     /// This is the process's interrupt (`install`): a signal counts from the moment it arrives
     /// (`ARRIVED`), not only once the counting task ran.
     installed: bool,
+    /// The stop came from the runner that started this run (SIGUSR1), not from a person.
+    by_parent: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Interrupt {
-    /// Listen for SIGINT, SIGTERM and SIGHUP for the rest of the process. Needs a tokio runtime.
+    /// Listen for SIGINT, SIGTERM, SIGHUP and SIGUSR1 for the rest of the process. Needs a tokio
+    /// runtime.
     pub fn install() -> anyhow::Result<Interrupt> {
         use tokio::signal::unix::{SignalKind, signal};
         let interrupt = Interrupt {
@@ -40,7 +51,8 @@ impl Interrupt {
         // A closed terminal (SIGHUP) is a stop like SIGTERM: drained and journaled, not a
         // death that leaves the agent's work unjudged.
         let mut hup = signal(SignalKind::hangup())?;
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut parent = signal(SignalKind::user_defined1())?;
+        for sig in SIGNALS {
             signal_hook::flag::register(sig, Arc::clone(&ARRIVED))?;
         }
         let me = interrupt.clone();
@@ -51,6 +63,11 @@ impl Interrupt {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                     _ = hup.recv() => {}
+                    _ = parent.recv() => {
+                        // At once, as a second Ctrl-C: counted twice.
+                        me.by_parent.store(true, Ordering::SeqCst);
+                        me.trigger();
+                    }
                 }
                 me.trigger();
                 // Said at once, before any waiting: the user must know what the signal did.
@@ -63,8 +80,7 @@ impl Interrupt {
 
     /// Whether `install` handles `sig` (async-signal-safe: one atomic load).
     pub fn listening(sig: libc::c_int) -> bool {
-        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig)
-            && LISTENING.load(Ordering::SeqCst)
+        SIGNALS.contains(&sig) && LISTENING.load(Ordering::SeqCst)
     }
 
     /// How long the agent will be given after the first signal (for the message).
@@ -74,6 +90,10 @@ impl Interrupt {
 
     /// What runner says when a signal arrives, given how many arrived so far.
     pub fn message(&self) -> String {
+        if self.by_parent() {
+            return "runner: stopped at once by the runner that started this run; the agent is killed"
+                .to_string();
+        }
         match (self.count(), self.drain_secs.load(Ordering::SeqCst)) {
             (0 | 1, 0) => "runner: stopping; Ctrl-C again to stop now".to_string(),
             (0 | 1, secs) => format!(
@@ -83,9 +103,14 @@ impl Interrupt {
         }
     }
 
-    /// A second signal arrived: the user stopped the run, not a drain timeout.
+    /// A second signal arrived (or the parent's stop): the run was stopped, not drained out.
     pub fn forced(&self) -> bool {
         self.count() >= 2
+    }
+
+    /// The runner that started this run stopped it (SIGUSR1), not a person.
+    pub fn by_parent(&self) -> bool {
+        self.by_parent.load(Ordering::SeqCst)
     }
 
     pub fn trigger(&self) {
@@ -150,5 +175,16 @@ mod tests {
         i.trigger();
         assert!(i.message().contains("stopping now"));
         assert!(i.forced());
+        assert!(!i.by_parent());
+        let stopped = Interrupt::default();
+        stopped.by_parent.store(true, Ordering::SeqCst);
+        stopped.trigger();
+        stopped.trigger();
+        assert!(stopped.forced());
+        assert!(
+            !stopped.message().contains("Ctrl-C"),
+            "{}",
+            stopped.message()
+        );
     }
 }

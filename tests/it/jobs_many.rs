@@ -413,12 +413,17 @@ fn a_job_stopped_at_once_ends_though_its_agent_ignores_signals() {
         .rfind(|e| e["event"] == "run_end")
         .unwrap();
     assert_eq!(end["outcome"], "interrupted", "{end}");
-    // Nobody pressed Ctrl-C: the run's words for one are not shown for a job its source
-    // stopped (the source says why it stopped it).
+    // Nobody pressed Ctrl-C: the run tells its stop as its parent's, in no words of a
+    // person's Ctrl-C.
     let err = stderr(&out);
     assert!(
         !err.lines()
             .any(|l| l.starts_with("[010-a] ") && l.contains("Ctrl-C")),
+        "{err}"
+    );
+    assert!(
+        err.lines().any(|l| l.starts_with("[010-a] ")
+            && l.contains("the runner that started this run stopped it")),
         "{err}"
     );
 }

@@ -220,12 +220,7 @@ impl Jobs<'_> {
                     event,
                     Event::SessionStarted { .. } | Event::SessionEnded | Event::Activity(_)
                 );
-                // A job its source stopped (a worker's lost lease) answers the signals it was
-                // sent with a person's Ctrl-C words; nobody pressed Ctrl-C, and the source says
-                // why it stopped the job, so those lines are not shown.
-                let ctrl_c_words = job.kill_at.is_some()
-                    && matches!(&event, Event::Notice(t) | Event::Line(t) if t.contains("Ctrl-C"));
-                if (self.opts.live || !session) && !ctrl_c_words {
+                if self.opts.live || !session {
                     job.sink.report(wire::as_progress(&event));
                 }
                 let spec = job.spec.clone();
@@ -270,14 +265,14 @@ impl Jobs<'_> {
         self.ends.push((index, spec, end));
     }
 
-    /// Stop the jobs asked for at once (each once): SIGINT then SIGTERM, a second Ctrl-C's
-    /// worth; killed [`STOP_GRACE`] later if still running.
+    /// Stop the jobs asked for at once (each once): the parent's stop signal, a second
+    /// Ctrl-C's worth told in the run's words as its parent's stop (`agent::interrupt`); killed
+    /// [`STOP_GRACE`] later if still running.
     fn stop(&mut self, stops: Vec<StopJob>) {
         for StopJob::Stop(spec) in stops {
             for job in self.running.values_mut() {
                 if job.spec == spec && job.kill_at.is_none() {
-                    child::signal(job.pid, libc::SIGINT);
-                    child::signal(job.pid, libc::SIGTERM);
+                    child::signal(job.pid, crate::agent::interrupt::STOP_FROM_PARENT);
                     job.kill_at = Some(Instant::now() + STOP_GRACE);
                 }
             }

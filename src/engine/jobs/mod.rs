@@ -83,9 +83,9 @@ impl JobStart {
 /// What a [`JobSource`] asks of a running job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopJob {
-    /// Stop that spec's job at once: it gets the two signals a second Ctrl-C sends (a SIGINT,
-    /// then a SIGTERM, which its run counts apart), so its run kills its agent's process group,
-    /// keeps the leftovers as after a second Ctrl-C, and exits. A run that has not ended
+    /// Stop that spec's job at once: it gets its parent's stop signal (SIGUSR1, which its run
+    /// takes as a second Ctrl-C told as its parent's stop), so its run kills its agent's
+    /// process group, keeps the leftovers as after a second Ctrl-C, and exits. A run that has not ended
     /// [`STOP_GRACE`] later is killed (SIGKILL): recovery then deals with it as with any
     /// killed run.
     Stop(String),

@@ -376,6 +376,9 @@ impl Run {
     /// How a session ended, in words; a second Ctrl-C is the user's stop, not a drain timeout.
     pub(super) fn describe_end(&self, ended: &Ended) -> String {
         match ended {
+            Ended::Interrupted { drained: false } if self.interrupt.by_parent() => {
+                "was killed: the runner that started this run stopped it".to_string()
+            }
             Ended::Interrupted { drained: false } if self.interrupt.forced() => {
                 "was killed: you stopped runner with a second Ctrl-C".to_string()
             }

@@ -66,7 +66,9 @@ impl Run {
             ));
             Vec::new()
         } else {
-            let why = if self.interrupt.forced() {
+            let why = if self.interrupt.by_parent() {
+                "when the runner that started this run stopped it".to_string()
+            } else if self.interrupt.forced() {
                 "when you stopped it with a second Ctrl-C".to_string()
             } else {
                 format!(
