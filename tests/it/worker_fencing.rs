@@ -517,3 +517,72 @@ fn a_published_report_whose_commit_was_published_too_completes_the_chunk_once() 
         "{report}"
     );
 }
+
+/// A link planted where a published file belongs (an agent can write anything in its clone):
+/// the worker cannot publish the spec, says so in those words (not "unreachable"), stops its
+/// job, lets the spec go at once and keeps its leftovers; the remote keeps the last whole
+/// publication, and another worker builds the spec from it.
+#[test]
+fn a_spec_folder_that_cannot_be_published_is_let_go_and_built_elsewhere() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 30\n";
+    let a = fleet.host("host-a", lease);
+    a.script("core-b * slow 60\n* * done\n");
+    let mut worker_a = a.start_worker(&["--json"]);
+    wait_long("core-a published by worker A", 60, || {
+        chunks_of(&fleet, "001-a").len() == 1
+    });
+    let folder_before = fleet.remote_ref("refs/runner/specs/001-a");
+    std::os::unix::fs::symlink(
+        "/etc/hostname",
+        a.root.join(".auto-claude/specs/001-a/requirements.json"),
+    )
+    .unwrap();
+    // Let go at once: long before the 30 s lease would expire.
+    wait_or(
+        "worker A to let the spec go",
+        20,
+        || fleet.remote_ref("refs/runner/leases/001-a").is_none(),
+        || a.worker_stderr(),
+    );
+    interrupt(&worker_a);
+    let status = wait_exit(&mut worker_a, 60);
+    assert_eq!(status.code(), Some(130), "{}", a.worker_stderr());
+    let err = a.worker_stderr();
+    assert!(
+        err.contains("spec 001-a lost (this clone's copy of the spec cannot be published"),
+        "{err}"
+    );
+    assert!(err.contains("requirements.json"), "{err}");
+    assert!(!err.contains("unreachable"), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
+    assert_eq!(report["remote_errors"], 0, "{report}");
+    assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
+    assert_eq!(report["specs"][0]["released"], true, "{report}");
+    assert!(
+        report["leases_lost"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be published"),
+        "{report}"
+    );
+    // Nothing of the planted link reached the remote; another worker finishes the spec.
+    let planted = fleet.remote_git(&["show", "refs/runner/specs/001-a:requirements.json"]);
+    assert_eq!(planted, None, "the link was published");
+    assert_eq!(
+        fleet.remote_ref("refs/runner/specs/001-a").is_some(),
+        folder_before.is_some()
+    );
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&[]);
+    wait_or(
+        "worker B to complete the spec",
+        90,
+        || fleet.published_complete("001-a"),
+        || b.worker_stderr(),
+    );
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    assert_eq!(chunks_of(&fleet, "001-a").len(), 3);
+}

@@ -82,6 +82,11 @@ pub enum Lost {
     Refused(Refused),
     /// No renewal reached the remote for as long as the lease lasts.
     Lapsed,
+    /// This clone's copy of the spec cannot be published (its folder holds what the remote
+    /// would refuse, a link planted where a published file belongs; or the clone cannot write
+    /// a commit, its disk full): the spec was let go, and another worker builds it from its
+    /// last publication.
+    Unpublishable(String),
 }
 
 /// What a push of a held spec came to.
@@ -93,6 +98,8 @@ pub enum Pushed {
     /// The remote could not be reached (or the push timed out): nothing is known to have
     /// changed; try again at the next heartbeat.
     Unreachable(anyhow::Error),
+    /// Nothing was pushed: the publication could not be made here (see [`Lost::Unpublishable`]).
+    Unpublishable(anyhow::Error),
 }
 
 /// Take `spec` with a new lease commit, the remote's lease ref expected to be `expect`: the
@@ -137,18 +144,28 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
     let spec = held.spec.clone();
     // The folder before the branch: a chunk's commit is made before the plan records it, so
     // a plan read first never says more than the branch read after it holds.
-    let paths = ws.spec(&spec)?;
-    let message = format!("runner: {spec} published by {}", me.worker);
-    let folder = crate::fleet::snapshot::commit_folder(repo, &paths.dir, held.folder, &message)?;
-    let tree = |oid: Option<Oid>| oid.and_then(|o| crate::git::history::tree_of(repo, o));
-    let folder = (tree(Some(folder)) != tree(held.folder)).then_some(folder);
-    let branch = ws
-        .main
-        .branch_tip(&branch_for(&spec))
-        .filter(|tip| Some(*tip) != held.branch);
-    let lease = match release {
-        true => None,
-        false => Some(me.lease_commit(ws, held.taken_at)?),
+    let prepared = (|| -> anyhow::Result<_> {
+        let paths = ws.spec(&spec)?;
+        let message = format!("runner: {spec} published by {}", me.worker);
+        let folder =
+            crate::fleet::snapshot::commit_folder(repo, &paths.dir, held.folder, &message)?;
+        let tree = |oid: Option<Oid>| oid.and_then(|o| crate::git::history::tree_of(repo, o));
+        let folder = (tree(Some(folder)) != tree(held.folder)).then_some(folder);
+        let branch = ws
+            .main
+            .branch_tip(&branch_for(&spec))
+            .filter(|tip| Some(*tip) != held.branch);
+        let lease = match release {
+            true => None,
+            false => Some(me.lease_commit(ws, held.taken_at)?),
+        };
+        Ok((folder, branch, lease))
+    })();
+    // Made here, before any push: not the remote's fault, and not better at the next
+    // heartbeat.
+    let (folder, branch, lease) = match prepared {
+        Ok(prepared) => prepared,
+        Err(e) => return Ok(Pushed::Unpublishable(e)),
     };
     let mut updates = vec![RefUpdate {
         dst: names::lease_ref(&spec),

@@ -297,6 +297,14 @@ impl<'a> Fleet<'a> {
                 self.notice(&format!("runner worker: spec {spec}: {e:#}"));
                 return self.lapsed(spec);
             }
+            Ok(Pushed::Unpublishable(e)) => {
+                // Let go at once (best effort; a lease left behind expires): another worker
+                // builds the spec from its last publication, which is whole.
+                let lease = held.lease;
+                held.released =
+                    super::held::let_go(self.ws, &self.me, spec, lease).unwrap_or(false);
+                return self.lose(spec, Lost::Unpublishable(format!("{e:#}")));
+            }
         };
         self.lose(spec, Lost::Refused(lost))
     }
@@ -340,6 +348,10 @@ impl<'a> Fleet<'a> {
             Lost::Refused(Refused::Lost { holder: None }) => (
                 None,
                 "it expired or was released before this worker could renew it".to_string(),
+            ),
+            Lost::Unpublishable(e) => (
+                None,
+                format!("this clone's copy of the spec cannot be published, so it was let go: {e}"),
             ),
             Lost::Refused(Refused::Diverged) => (
                 None,
