@@ -24,6 +24,7 @@ mod fast_path_equals_slow_plan;
 mod fast_path_equals_slow_status;
 mod file_safety;
 mod fleet_proof;
+mod fleet_support;
 mod hostile;
 mod house;
 mod import_circles;

@@ -437,29 +437,14 @@ fn a_remote_that_is_not_configured_is_bad_input() {
     );
 }
 
-/// A lease on the remote for the spec, as a worker writes it (a commit with the empty tree
-/// whose message is the JSON), expiring `expires_at`.
-fn plant_lease(s: &Setup, expires_at: &str) {
-    let json = format!(
-        r#"{{"worker":"w1","host":"host-a","pid":42,"taken_at":"2026-01-01T00:00:00Z","renewed_at":"{expires_at}","expires_at":"{expires_at}","lease_secs":60}}"#
-    );
-    let empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-    let commit = git_in(
-        &s.bare,
-        &[
-            "-c",
-            "user.name=w",
-            "-c",
-            "user.email=w@x",
-            "commit-tree",
-            empty_tree,
-            "-m",
-            &json,
-        ],
-    );
+/// A lease on the remote for the spec, as a worker writes it, renewed at `renewed_at` for a
+/// minute.
+fn plant_lease(s: &Setup, renewed_at: chrono::DateTime<chrono::Utc>) {
+    let lease = crate::fleet_support::lease_json("w1", "host-a", 42, renewed_at, 60);
+    let commit = crate::fleet_support::lease_commit(&s.bare, &lease);
     git_in(
         &s.bare,
-        &["update-ref", "refs/runner/leases/001-a", commit.trim()],
+        &["update-ref", "refs/runner/leases/001-a", &commit],
     );
 }
 
@@ -468,9 +453,10 @@ fn a_spec_a_worker_holds_is_not_pushed_until_its_lease_expires() {
     let s = Setup::new(built(), "https://github.com/o/r");
     s.install("gh");
     // A live lease: renewed now, for a minute (one renewed far ahead is not believed).
-    let until = (chrono::Utc::now() + chrono::TimeDelta::seconds(60))
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    plant_lease(&s, &until);
+    let now = chrono::Utc::now();
+    let until =
+        (now + chrono::TimeDelta::seconds(60)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    plant_lease(&s, now);
     let out = s.pr(&["--spec", SPEC], "ok");
     assert_exit(&out, 4);
     let err = stderr(&out);
@@ -481,7 +467,7 @@ fn a_spec_a_worker_holds_is_not_pushed_until_its_lease_expires() {
     assert_eq!(s.remote_tip(), None, "nothing pushed");
     assert!(s.argv().is_empty(), "gh must not run");
     // An expired lease is nobody's: the branch is pushed.
-    plant_lease(&s, "2026-01-01T00:01:00Z");
+    plant_lease(&s, now - chrono::TimeDelta::seconds(120));
     assert_exit(&s.pr(&["--spec", SPEC], "ok"), 0);
     assert_eq!(s.remote_tip().as_deref(), Some(s.local_tip().as_str()));
 }

@@ -151,21 +151,8 @@ fn merge_remote_merges_here_publishes_merged_and_undo_remote_publishes_it_back()
 #[test]
 fn merge_remote_of_a_spec_a_worker_holds_is_refused_and_changes_nothing() {
     let (a, b, bare) = two_machines();
-    let now = chrono::Utc::now();
-    let at =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let lease = serde_json::json!({
-        "worker": "w2", "host": "h2", "pid": 9, "taken_at": at(now), "renewed_at": at(now),
-        "expires_at": at(now + chrono::TimeDelta::seconds(60)), "lease_secs": 60,
-    });
-    let empty = a.git(&["hash-object", "-t", "tree", "/dev/null"]);
-    let id = a.git(&["commit-tree", empty.trim(), "-m", &lease.to_string()]);
-    a.git(&[
-        "push",
-        "-q",
-        "origin",
-        &format!("{}:refs/runner/leases/{SPEC}", id.trim()),
-    ]);
+    let lease = crate::fleet_support::lease_json("w2", "h2", 9, chrono::Utc::now(), 60);
+    crate::fleet_support::push_lease(&a.root, SPEC, &lease);
     let before = git_in(&bare, &["for-each-ref"]);
     let main_before = b.git(&["rev-parse", "main"]);
     let out = b.runner(&["merge", "--spec", SPEC, "--remote", "origin", "--yes"]);

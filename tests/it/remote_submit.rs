@@ -23,18 +23,9 @@ fn json(out: &std::process::Output) -> Value {
 /// A lease commit (empty tree, the lease as JSON) on the remote for `spec`, renewed `ago`
 /// seconds ago, lasting 60 s; pushed with plain git as a worker elsewhere would.
 fn lease_on_remote(repo: &TestRepo, spec: &str, ago: i64) {
-    let now = chrono::Utc::now() - chrono::TimeDelta::seconds(ago);
-    let at =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let lease = serde_json::json!({
-        "worker": "w7", "host": "build-host", "pid": 4242,
-        "taken_at": at(now), "renewed_at": at(now),
-        "expires_at": at(now + chrono::TimeDelta::seconds(60)), "lease_secs": 60,
-    });
-    let empty = repo.git(&["hash-object", "-t", "tree", "/dev/null"]);
-    let id = repo.git(&["commit-tree", empty.trim(), "-m", &lease.to_string()]);
-    let refspec = format!("+{}:refs/runner/leases/{spec}", id.trim());
-    repo.git(&["push", "-q", "origin", &refspec]);
+    let renewed = chrono::Utc::now() - chrono::TimeDelta::seconds(ago);
+    let lease = crate::fleet_support::lease_json("w7", "build-host", 4242, renewed, 60);
+    crate::fleet_support::push_lease(&repo.root, spec, &lease);
 }
 
 #[test]

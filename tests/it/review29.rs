@@ -119,22 +119,9 @@ fn a_renewal_whose_answer_was_lost_does_not_make_the_worker_give_up_its_own_leas
 #[test]
 fn a_lease_renewed_a_year_ahead_is_not_believed() {
     let (_a, b, _bare) = two_machines();
-    let at =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let ahead = chrono::Utc::now() + chrono::TimeDelta::days(365);
-    let lease = serde_json::json!({
-        "worker": "w9", "host": "skewed", "pid": 1,
-        "taken_at": at(ahead), "renewed_at": at(ahead),
-        "expires_at": at(ahead + chrono::TimeDelta::seconds(60)), "lease_secs": 60,
-    });
-    let empty = b.git(&["hash-object", "-t", "tree", "/dev/null"]);
-    let id = b.git(&["commit-tree", empty.trim(), "-m", &lease.to_string()]);
-    b.git(&[
-        "push",
-        "-q",
-        "origin",
-        &format!("{}:refs/runner/leases/{SPEC}", id.trim()),
-    ]);
+    let lease = crate::fleet_support::lease_json("w9", "skewed", 1, ahead, 60);
+    crate::fleet_support::push_lease(&b.root, SPEC, &lease);
     let out = b.runner(&["status", "--remote", "origin", "--json"]);
     assert_exit(&out, 0);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -172,16 +172,16 @@ fn a_worker_frozen_past_its_lease_lands_nothing_once_another_took_the_spec_over(
 /// Another worker's lease on `spec`, pushed over whatever the remote holds (as a worker that
 /// believed the lease expired would take it), until an hour from now.
 fn steal_lease(fleet: &Fleet, spec: &str) {
-    let now = chrono::Utc::now();
-    let lease = serde_json::json!({
-        "worker": "intruder:1:abcd", "host": "elsewhere", "pid": 1,
-        "taken_at": now.to_rfc3339(), "renewed_at": now.to_rfc3339(),
-        "expires_at": (now + chrono::Duration::hours(1)).to_rfc3339(), "lease_secs": 3600,
-    });
+    let lease = crate::fleet_support::lease_json(
+        "intruder:1:abcd",
+        "elsewhere",
+        1,
+        chrono::Utc::now(),
+        3600,
+    );
     let origin = &fleet.origin;
-    let empty = origin.git(&["hash-object", "-t", "tree", "-w", "/dev/null"]);
-    let commit = origin.git(&["commit-tree", empty.trim(), "-m", &lease.to_string()]);
-    let refspec = format!("{}:refs/runner/leases/{spec}", commit.trim());
+    let commit = crate::fleet_support::lease_commit(&origin.root, &lease);
+    let refspec = format!("{commit}:refs/runner/leases/{spec}");
     // The holder may renew at the same instant: the push then fails to lock the ref; again.
     wait_long("the stolen lease on the remote", 30, || {
         git_result(&origin.root, &["push", "-q", "--force", "origin", &refspec]).is_ok()
