@@ -156,11 +156,11 @@ fn an_idle_source_that_keeps_waiting_is_ticked_and_asked_again() {
 }
 
 #[test]
-fn a_job_stopped_at_once_gets_two_signals_it_counts_apart() {
-    // A stand-in for a run: it exits 130 at the second signal, as a run does at a second
-    // Ctrl-C; the two must not merge into one.
+fn a_job_stopped_at_once_gets_its_parents_stop_signal() {
+    // A stand-in for a run: it exits 130 at SIGUSR1, as a run stops at once at its parent's
+    // stop, and says which signal it got; a person's signals alone would not stop it.
     let f = fixture(
-        "n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 130' INT TERM; \
+        "trap 'echo USR1 > stopped-by; exit 130' USR1; trap '' INT TERM HUP; \
          while true; do sleep 0.05; done",
     );
     let mut source = Recorder {
@@ -179,11 +179,13 @@ fn a_job_stopped_at_once_gets_two_signals_it_counts_apart() {
     );
     // Stopped by its source: not an interruption of the jobs.
     assert!(!report.interrupted);
+    let said = std::fs::read_to_string(f.ws.root.join("stopped-by")).unwrap_or_default();
+    assert_eq!(said.trim(), "USR1");
 }
 
 #[test]
 fn a_stopped_job_that_ignores_every_signal_is_killed_after_the_grace() {
-    let f = fixture("trap '' INT TERM HUP; while true; do sleep 0.05; done");
+    let f = fixture("trap '' INT TERM HUP USR1; while true; do sleep 0.05; done");
     let mut source = Recorder {
         specs: vec!["a".into()],
         tick_every: Some(Duration::from_millis(100)),
