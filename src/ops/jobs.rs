@@ -135,7 +135,9 @@ pub struct List<'a> {
     kinds: HashMap<String, Kind>,
     accounts_of: HashMap<String, String>,
     accounts: Accounts,
-    wait: bool,
+    /// `--wait` (or `run.wait_for_limits`): specs held back for a paused account wait for
+    /// its end when it comes by then (the start plus `run.max_wait`); `None`: no waiting.
+    wait_until: Option<DateTime<Utc>>,
     progress: Rc<dyn ProgressSink>,
     /// Jobs that reported a wait (`--wait`): their pause was read once.
     waiting: HashSet<String>,
@@ -170,7 +172,12 @@ impl<'a> List<'a> {
             queue: take.into(),
             accounts_of,
             accounts: Accounts::default(),
-            wait: opts.wait || config.run.wait_for_limits,
+            wait_until: (opts.wait || config.run.wait_for_limits).then(|| {
+                chrono::Duration::from_std(config.run.max_wait())
+                    .ok()
+                    .and_then(|max| Utc::now().checked_add_signed(max))
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC)
+            }),
             progress,
             waiting: HashSet::new(),
             limited: Vec::new(),
@@ -201,7 +208,7 @@ impl<'a> List<'a> {
         };
         let account = self.account(spec);
         if self.accounts.limited(&account, until) {
-            let then = if self.wait {
+            let then = if self.wait_until.is_some_and(|deadline| until <= deadline) {
                 "then one spec first, the others once its first session got through"
             } else {
                 "the others are left for a later run (exit 6)"
@@ -228,7 +235,7 @@ impl JobSource for List<'_> {
                 .count();
             match self
                 .accounts
-                .may_start(&account, &spec, others, self.wait, now)
+                .may_start(&account, &spec, others, self.wait_until, now)
             {
                 MayStart::Later => {
                     i += 1;

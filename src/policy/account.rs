@@ -92,22 +92,22 @@ impl Accounts {
     }
 
     /// Whether a job of `account` for `spec` may start now (`others`: how many jobs of the
-    /// account run; `wait`: the jobs wait out a pause). A start allowed while the account is
-    /// checked makes that job the one that checks.
+    /// account run; `wait_until`: the jobs wait out a pause that ends by then, `None`: they
+    /// wait for none). A start allowed while the account is checked makes that job the one
+    /// that checks.
     pub fn may_start(
         &mut self,
         account: &str,
         spec: &str,
         others: usize,
-        wait: bool,
+        wait_until: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> MayStart {
         self.settle(account, now);
         if let Some(State::Paused(until)) = self.states.get(account) {
-            return if wait {
-                MayStart::Later
-            } else {
-                MayStart::No(*until)
+            return match wait_until {
+                Some(deadline) if *until <= deadline => MayStart::Later,
+                _ => MayStart::No(*until),
             };
         }
         match self.states.get_mut(account) {
@@ -217,28 +217,29 @@ mod tests {
         let t0 = Utc::now();
         let until = t0 + chrono::Duration::minutes(5);
         let after = until + chrono::Duration::seconds(1);
+        let far = Some(t0 + chrono::Duration::days(1));
         let mut a = Accounts::default();
-        assert_eq!(a.may_start("claude", "s1", 0, false, t0), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s1", 0, None, t0), MayStart::Yes);
         assert!(a.limited("claude", until));
         assert!(!a.limited("claude", t0), "said once; the later time stays");
         assert_eq!(a.paused_until("claude", t0), Some(until));
         assert_eq!(
-            a.may_start("claude", "s2", 0, false, t0),
+            a.may_start("claude", "s2", 0, None, t0),
             MayStart::No(until)
         );
-        assert_eq!(a.may_start("claude", "s2", 0, true, t0), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s2", 0, far, t0), MayStart::Later);
         assert_eq!(
-            a.may_start("codex", "s3", 0, false, t0),
+            a.may_start("codex", "s3", 0, None, t0),
             MayStart::Yes,
             "another account"
         );
         // Over: one job checks first; the others wait for its first session to end well.
-        assert_eq!(a.may_start("claude", "s2", 0, true, after), MayStart::Yes);
-        assert_eq!(a.may_start("claude", "s4", 1, true, after), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s2", 0, far, after), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s4", 1, far, after), MayStart::Later);
         a.session_started("claude", "s2", after);
-        assert_eq!(a.may_start("claude", "s4", 1, true, after), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s4", 1, far, after), MayStart::Later);
         a.session_started("claude", "s2", after);
-        assert_eq!(a.may_start("claude", "s4", 1, true, after), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s4", 1, far, after), MayStart::Yes);
     }
 
     #[test]
@@ -246,24 +247,41 @@ mod tests {
         let t0 = Utc::now();
         let until = t0 + chrono::Duration::minutes(5);
         let after = until + chrono::Duration::seconds(1);
+        let far = Some(t0 + chrono::Duration::days(1));
         let mut a = Accounts::default();
         a.limited("claude", until);
         // The job that waited out the pause itself runs on: it checks; no other starts.
-        assert_eq!(a.may_start("claude", "s2", 1, true, after), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s2", 1, far, after), MayStart::Later);
         a.session_started("claude", "s1", after);
-        assert_eq!(a.may_start("claude", "s2", 1, true, after), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s2", 1, far, after), MayStart::Later);
         // It hit the limit again.
         let later = after + chrono::Duration::minutes(5);
         assert!(a.limited("claude", later));
-        assert_eq!(a.may_start("claude", "s2", 1, true, after), MayStart::Later);
+        assert_eq!(a.may_start("claude", "s2", 1, far, after), MayStart::Later);
         let over = later + chrono::Duration::seconds(1);
         // It ended before any session (it was not the limit): another one checks.
-        assert_eq!(a.may_start("claude", "s2", 0, true, over), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s2", 0, far, over), MayStart::Yes);
         a.ended("claude", "s2", over);
-        assert_eq!(a.may_start("claude", "s3", 0, true, over), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s3", 0, far, over), MayStart::Yes);
         a.session_started("claude", "s3", over);
         a.ended("claude", "s3", over);
-        assert_eq!(a.may_start("claude", "s4", 0, true, over), MayStart::Yes);
-        assert_eq!(a.may_start("claude", "s5", 1, true, over), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s4", 0, far, over), MayStart::Yes);
+        assert_eq!(a.may_start("claude", "s5", 1, far, over), MayStart::Yes);
+    }
+
+    #[test]
+    fn a_pause_past_the_wait_leaves_the_accounts_specs_for_a_later_run() {
+        let t0 = Utc::now();
+        let until = t0 + chrono::Duration::hours(30);
+        let mut a = Accounts::default();
+        a.limited("claude", until);
+        // `run.max_wait` from the start reaches 24 h: a 30 h pause is not waited out.
+        let day = Some(t0 + chrono::Duration::hours(24));
+        assert_eq!(a.may_start("claude", "s2", 0, day, t0), MayStart::No(until));
+        let two_days = Some(t0 + chrono::Duration::hours(48));
+        assert_eq!(
+            a.may_start("claude", "s2", 0, two_days, t0),
+            MayStart::Later
+        );
     }
 }

@@ -491,6 +491,30 @@ fn a_usage_limit_holds_back_the_other_specs_of_its_account_and_ends_with_exit_6(
     );
 }
 
+/// `run.max_wait` bounds `--wait` here too: a pause that outlasts it from the start is not
+/// waited out for the specs held back; they are left (exit 6, named) as without `--wait`.
+#[test]
+fn with_wait_a_pause_past_max_wait_leaves_the_held_back_specs_for_a_later_run() {
+    let cli = one_account("[run]\nmax_wait = 5\n");
+    cli.preset_script("lim-a 1 limit +40\n");
+    let pause = cli.repo.path(".auto-claude/pauses/020-a.json");
+    cli.repo
+        .script(&format!("b-1 * await {}\n* * done\n", pause.display()));
+    let started = std::time::Instant::now();
+    let out = account_jobs(&cli, &["--wait"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the 40 s pause was waited out: {}",
+        stderr(&out)
+    );
+    assert_exit(&out, 6);
+    assert!(all_completed(&cli.repo, "021-b"), "{}", stderr(&out));
+    assert_eq!(run_starts(&cli.repo, "022-c"), 0, "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains("022-c"), "{message}");
+}
+
 #[test]
 fn with_wait_the_account_is_checked_by_one_session_after_its_reset_before_the_others_start() {
     let cli = one_account("");
