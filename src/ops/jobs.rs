@@ -146,9 +146,12 @@ pub struct List<'a> {
 }
 
 impl<'a> List<'a> {
+    /// The source of `take`; `paused`: specs a usage limit paused in an earlier run, whose
+    /// accounts are paused as well.
     pub fn new(
         ws: &'a Workspace,
         take: Vec<(String, Kind)>,
+        paused: &[(String, DateTime<Utc>)],
         opts: &RunOptions,
         progress: Rc<dyn ProgressSink>,
     ) -> List<'a> {
@@ -156,7 +159,9 @@ impl<'a> List<'a> {
         let configured = config.fleet.account.clone();
         let accounts_of = take
             .iter()
-            .map(|(spec, _)| {
+            .map(|(spec, _)| spec)
+            .chain(paused.iter().map(|(spec, _)| spec))
+            .map(|spec| {
                 let account = match crate::engine::run::agent_for(ws, spec, opts) {
                     Some(agent) => {
                         crate::policy::account::account_of(configured.as_deref(), &agent)
@@ -166,7 +171,7 @@ impl<'a> List<'a> {
                 (spec.clone(), account)
             })
             .collect();
-        List {
+        let mut list = List {
             ws,
             kinds: take.iter().cloned().collect(),
             queue: take.into(),
@@ -181,7 +186,13 @@ impl<'a> List<'a> {
             progress,
             waiting: HashSet::new(),
             limited: Vec::new(),
+        };
+        // A limit is the account's, whichever run met it: the other specs of an account an
+        // earlier run's limit paused are held back as for a limit met here.
+        for (spec, until) in paused.iter().filter(|(_, until)| *until > Utc::now()) {
+            list.account_paused(spec, *until, true);
         }
+        list
     }
 
     /// The run of `spec` ended, stopped by its usage limit (exit 6) or not.
@@ -206,6 +217,13 @@ impl<'a> List<'a> {
             crate::store::pause::Found::Paused(p) if p.until > now => p.until,
             _ => now + chrono::Duration::minutes(1),
         };
+        self.account_paused(spec, until, false);
+    }
+
+    /// `spec`'s account is paused until `until` by a limit `spec` met in this run, or in an
+    /// `earlier` one; said once.
+    fn account_paused(&mut self, spec: &str, until: DateTime<Utc>, earlier: bool) {
+        let now = Utc::now();
         let account = self.account(spec);
         if self.accounts.limited(&account, until) {
             let then = if self.wait_until.is_some_and(|deadline| until <= deadline) {
@@ -213,8 +231,12 @@ impl<'a> List<'a> {
             } else {
                 "the others are left for a later run (exit 6)"
             };
+            let met = match earlier {
+                false => format!("hit its usage limit (spec {spec})"),
+                true => format!("is paused by the usage limit spec {spec} hit in an earlier run"),
+            };
             self.progress.report(Progress::Line(&format!(
-                "Account {account} hit its usage limit (spec {spec}): no other spec using it starts {} ({}); {then}",
+                "Account {account} {met}: no other spec using it starts {} ({}); {then}",
                 crate::clock::until_words(until, now),
                 until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             )));

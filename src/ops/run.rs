@@ -126,7 +126,13 @@ fn one_by_one(
     let mut summaries = Vec::new();
     let mut first_error = FirstError::paused(&chosen.paused, progress.as_ref());
     say_skipped(&chosen.skipped, progress.as_ref());
-    let mut list = super::jobs::List::new(&ctx.ws, chosen.take, &opts, progress.clone());
+    let mut list = super::jobs::List::new(
+        &ctx.ws,
+        chosen.take,
+        &chosen.paused,
+        &opts,
+        progress.clone(),
+    );
     while let Some(job) = crate::engine::jobs::JobSource::next(&mut list, &[]) {
         let spec = job.spec;
         let line = crate::engine::jobs::JobSource::starting(&list, &spec);
@@ -173,7 +179,8 @@ pub fn run_jobs(
     let mut first_error = FirstError::paused(&chosen.paused, progress.as_ref());
     say_skipped(&chosen.skipped, progress.as_ref());
     let job_progress = |spec: &str| progress.job(spec);
-    let mut source = super::jobs::List::new(&ctx.ws, chosen.take, opts, progress.clone());
+    let mut source =
+        super::jobs::List::new(&ctx.ws, chosen.take, &chosen.paused, opts, progress.clone());
     let report = crate::engine::jobs::drive_jobs(
         &ctx.ws,
         &mut source,

@@ -491,6 +491,39 @@ fn a_usage_limit_holds_back_the_other_specs_of_its_account_and_ends_with_exit_6(
     );
 }
 
+/// A limit is the account's, whichever run met it: a spec an earlier run left paused holds
+/// back the other specs of its account as a limit met in this run would.
+#[test]
+fn a_pause_left_by_an_earlier_run_holds_back_the_other_specs_of_its_account() {
+    let cli = one_account("");
+    let at = chrono::Utc::now().timestamp() + 3600;
+    cli.preset_script(&format!("lim-a 1 limit {at}\n"));
+    let first = cli.cmd(&["run", "--spec", "020-a"]).output().unwrap();
+    assert_exit(&first, 6);
+    let out = cli
+        .cmd(&["run", "--jobs", "2", "--json", "020-a", "021-b", "022-c"])
+        .env("FAKE_AGENT_TIMES", times_file(&cli.repo))
+        .output()
+        .unwrap();
+    assert_exit(&out, 6);
+    for spec in ["021-b", "022-c"] {
+        assert_eq!(run_starts(&cli.repo, spec), 0, "{spec}: {}", stderr(&out));
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "Account claude is paused by the usage limit spec 020-a hit in an earlier run"
+        ),
+        "{err}"
+    );
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("021-b") && message.contains("022-c"),
+        "{message}"
+    );
+}
+
 /// `run.max_wait` bounds `--wait` here too: a pause that outlasts it from the start is not
 /// waited out for the specs held back; they are left (exit 6, named) as without `--wait`.
 #[test]
