@@ -157,20 +157,32 @@ impl<'a> List<'a> {
     ) -> List<'a> {
         let config = ws.config().unwrap_or_default();
         let configured = config.fleet.account.clone();
-        let accounts_of = take
+        let account_of = |spec: &str| match crate::engine::run::agent_for(ws, spec, opts) {
+            Some(agent) => crate::policy::account::account_of(configured.as_deref(), &agent),
+            None => configured.clone().unwrap_or_else(|| "none".into()),
+        };
+        let mut accounts_of: HashMap<String, String> = take
             .iter()
-            .map(|(spec, _)| spec)
-            .chain(paused.iter().map(|(spec, _)| spec))
-            .map(|spec| {
-                let account = match crate::engine::run::agent_for(ws, spec, opts) {
-                    Some(agent) => {
-                        crate::policy::account::account_of(configured.as_deref(), &agent)
-                    }
-                    None => configured.clone().unwrap_or_else(|| "none".into()),
-                };
-                (spec.clone(), account)
-            })
+            .map(|(spec, _)| (spec.clone(), account_of(spec)))
             .collect();
+        // A paused spec's account is the one whose preset met the limit (the spec may run
+        // another agent now: that agent's account is not paused).
+        for (spec, _) in paused {
+            let now = Utc::now();
+            let crate::store::pause::Found::Paused(pause) =
+                crate::store::pause::read(&ws.state_dir, spec, now)
+            else {
+                continue;
+            };
+            let same_agent = crate::engine::run::agent_for(ws, spec, opts)
+                .is_some_and(|agent| agent.preset.name() == pause.preset);
+            let account = match (same_agent, &configured) {
+                (true, _) => account_of(spec),
+                (false, Some(configured)) => configured.clone(),
+                (false, None) => pause.preset.clone(),
+            };
+            accounts_of.insert(spec.clone(), account);
+        }
         let mut list = List {
             ws,
             kinds: take.iter().cloned().collect(),
@@ -189,7 +201,12 @@ impl<'a> List<'a> {
         };
         // A limit is the account's, whichever run met it: the other specs of an account an
         // earlier run's limit paused are held back as for a limit met here.
-        for (spec, until) in paused.iter().filter(|(_, until)| *until > Utc::now()) {
+        let now = Utc::now();
+        let known: Vec<_> = paused
+            .iter()
+            .filter(|(spec, until)| *until > now && list.accounts_of.contains_key(spec))
+            .collect();
+        for (spec, until) in known {
             list.account_paused(spec, *until, true);
         }
         list

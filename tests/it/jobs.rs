@@ -462,8 +462,10 @@ fn a_spec_a_usage_limit_still_pauses_is_skipped_with_exit_6_and_any_other_error_
         "011-b" => plan.replace("core-b", "bad-b"),
         _ => plan.to_string(),
     });
+    // The limit of another account (claude's: these specs run another agent), so the
+    // others are not held back with it (jobs_many.rs has the account's own rule).
     let until = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
-    let pause = serde_json::json!({"until": until, "reason": "limit", "preset": "command",
+    let pause = serde_json::json!({"until": until, "reason": "limit", "preset": "claude",
         "set_at": chrono::Utc::now().to_rfc3339()});
     repo.write(".auto-claude/pauses/012-c.json", &pause.to_string());
     let starts = run_starts(&repo, "012-c");
