@@ -4,27 +4,39 @@ use super::*;
 
 /// Named cases: the worktree before the run (committed), what the agent does in the chunk
 /// after the first commit; each watched commit must be the full pass's.
+///
+/// Each commit must equal the full pass; at least one of three tries must be a watched commit.
+/// (A file this test wrote before the watch began can still give an event after: a process
+/// another test thread is starting holds a copy of its descriptor until it execs, and the
+/// last close is then. The watch rightly says "unknown" and the commit is a full pass.)
 fn watched_equals_full(before: &[(&str, &str)], during: &[(&str, &str)]) {
-    let dir = new_repo();
-    let root = dir.path();
-    for (path, text) in before {
-        clear_for(root, Path::new(path));
-        std::fs::write(root.join(path), text).unwrap();
+    let mut passes = Vec::new();
+    for _ in 0..3 {
+        let dir = new_repo();
+        let root = dir.path();
+        for (path, text) in before {
+            clear_for(root, Path::new(path));
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        let mut stager = Stager::new(root);
+        let repo = Repository::open(root).unwrap();
+        stager.commit(&repo, "first", false).unwrap();
+        for (path, text) in during {
+            clear_for(root, Path::new(path));
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        stager.commit(&repo, "watched", false).unwrap();
+        assert_eq!(
+            head_tree(root),
+            full_tree(root),
+            "{during:?}: the watched commit differs from the full pass"
+        );
+        passes.push(stager.passes());
+        if stager.passes() == (2, 1) {
+            return;
+        }
     }
-    let mut stager = Stager::new(root);
-    let repo = Repository::open(root).unwrap();
-    stager.commit(&repo, "first", false).unwrap();
-    for (path, text) in during {
-        clear_for(root, Path::new(path));
-        std::fs::write(root.join(path), text).unwrap();
-    }
-    stager.commit(&repo, "watched", false).unwrap();
-    assert_eq!(
-        head_tree(root),
-        full_tree(root),
-        "{during:?}: the watched commit differs from the full pass"
-    );
-    assert_eq!(stager.passes(), (2, 1), "{during:?}: not a watched commit");
+    panic!("{during:?}: not a watched commit in three tries: {passes:?}");
 }
 
 /// Names the pathspec parser reads as patterns (a newline ends one, trailing blanks are cut,
