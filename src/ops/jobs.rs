@@ -161,28 +161,10 @@ impl<'a> List<'a> {
             Some(agent) => crate::policy::account::account_of(configured.as_deref(), &agent),
             None => configured.clone().unwrap_or_else(|| "none".into()),
         };
-        let mut accounts_of: HashMap<String, String> = take
+        let accounts_of: HashMap<String, String> = take
             .iter()
             .map(|(spec, _)| (spec.clone(), account_of(spec)))
             .collect();
-        // A paused spec's account is the one whose preset met the limit (the spec may run
-        // another agent now: that agent's account is not paused).
-        for (spec, _) in paused {
-            let now = Utc::now();
-            let crate::store::pause::Found::Paused(pause) =
-                crate::store::pause::read(&ws.state_dir, spec, now)
-            else {
-                continue;
-            };
-            let same_agent = crate::engine::run::agent_for(ws, spec, opts)
-                .is_some_and(|agent| agent.preset.name() == pause.preset);
-            let account = match (same_agent, &configured) {
-                (true, _) => account_of(spec),
-                (false, Some(configured)) => configured.clone(),
-                (false, None) => pause.preset.clone(),
-            };
-            accounts_of.insert(spec.clone(), account);
-        }
         let mut list = List {
             ws,
             kinds: take.iter().cloned().collect(),
@@ -201,13 +183,33 @@ impl<'a> List<'a> {
         };
         // A limit is the account's, whichever run met it: the other specs of an account an
         // earlier run's limit paused are held back as for a limit met here.
-        let now = Utc::now();
-        let known: Vec<_> = paused
-            .iter()
-            .filter(|(spec, until)| *until > now && list.accounts_of.contains_key(spec))
+        let specs = list.kinds.keys().chain(paused.iter().map(|(spec, _)| spec));
+        let records = specs
+            .filter_map(|spec| {
+                let crate::store::pause::Found::Paused(pause) =
+                    crate::store::pause::read(&ws.state_dir, spec, Utc::now())
+                else {
+                    return None;
+                };
+                // The account whose preset met the limit: the spec may run another agent now,
+                // whose account is not paused.
+                let same_agent = crate::engine::run::agent_for(ws, spec, opts)
+                    .is_some_and(|agent| agent.preset.name() == pause.preset);
+                let account = match (same_agent, &configured) {
+                    (true, _) => account_of(spec),
+                    (false, Some(configured)) => configured.clone(),
+                    (false, None) => pause.preset.clone(),
+                };
+                Some(crate::policy::account::PauseRecord {
+                    account,
+                    spec: spec.clone(),
+                    set_at: pause.set_at,
+                    until: pause.until,
+                })
+            })
             .collect();
-        for (spec, until) in known {
-            list.account_paused(spec, *until, true);
+        for on in crate::policy::account::paused_accounts(records, Utc::now()) {
+            list.account_paused(&on.account, &on.spec, on.until, true);
         }
         list
     }
@@ -234,15 +236,15 @@ impl<'a> List<'a> {
             crate::store::pause::Found::Paused(p) if p.until > now => p.until,
             _ => now + chrono::Duration::minutes(1),
         };
-        self.account_paused(spec, until, false);
+        let account = self.account(spec);
+        self.account_paused(&account, spec, until, false);
     }
 
-    /// `spec`'s account is paused until `until` by a limit `spec` met in this run, or in an
+    /// `account` is paused until `until` by a limit `spec` met in this run, or in an
     /// `earlier` one; said once.
-    fn account_paused(&mut self, spec: &str, until: DateTime<Utc>, earlier: bool) {
+    fn account_paused(&mut self, account: &str, spec: &str, until: DateTime<Utc>, earlier: bool) {
         let now = Utc::now();
-        let account = self.account(spec);
-        if self.accounts.limited(&account, until) {
+        if self.accounts.limited(account, until) {
             let then = if self.wait_until.is_some_and(|deadline| until <= deadline) {
                 "then one spec first, the others once its first session got through"
             } else {

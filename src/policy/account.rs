@@ -46,6 +46,32 @@ pub fn account_of(configured: Option<&str>, agent: &AgentChoice) -> String {
     agent.preset.name().to_string()
 }
 
+/// A spec's usage-limit pause, as an earlier run recorded it, and the account it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PauseRecord {
+    pub account: String,
+    pub spec: String,
+    /// When the pause was recorded.
+    pub set_at: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+/// The accounts an earlier run's usage limit pauses at `now`: of each account's records, the
+/// newest one says (a later run that met the limit again, or saw it over, knows better than an
+/// older record of another spec), and it pauses the account while its `until` is ahead.
+pub fn paused_accounts(records: Vec<PauseRecord>, now: DateTime<Utc>) -> Vec<PauseRecord> {
+    let mut newest: std::collections::BTreeMap<String, PauseRecord> = Default::default();
+    for record in records {
+        match newest.get(&record.account) {
+            Some(known) if known.set_at >= record.set_at => {}
+            _ => {
+                newest.insert(record.account.clone(), record);
+            }
+        }
+    }
+    newest.into_values().filter(|r| r.until > now).collect()
+}
+
 /// May a job of an account start now?
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MayStart {
@@ -283,5 +309,31 @@ mod tests {
             a.may_start("claude", "s2", 0, two_days, t0),
             MayStart::Later
         );
+    }
+
+    #[test]
+    fn an_accounts_newest_pause_record_says_whether_it_is_paused() {
+        let t0 = Utc::now();
+        let at = |m: i64| t0 + chrono::Duration::minutes(m);
+        let record = |account: &str, spec: &str, set: i64, until: i64| PauseRecord {
+            account: account.into(),
+            spec: spec.into(),
+            set_at: at(set),
+            until: at(until),
+        };
+        let on = paused_accounts(
+            vec![
+                // claude: the newer record (b) is over: not paused.
+                record("claude", "a", -30, 60),
+                record("claude", "b", -10, -1),
+                // codex: its newest record is ahead.
+                record("codex", "c", -20, -5),
+                record("codex", "d", -5, 30),
+                // gemini: its only record is over.
+                record("gemini", "e", -50, -40),
+            ],
+            t0,
+        );
+        assert_eq!(on, vec![record("codex", "d", -5, 30)]);
     }
 }
