@@ -586,3 +586,87 @@ fn a_spec_folder_that_cannot_be_published_is_let_go_and_built_elsewhere() {
     wait_exit(&mut worker_b, 60);
     assert_eq!(chunks_of(&fleet, "001-a").len(), 3);
 }
+
+/// Wait until worker A's heartbeat has published `what` of the plan, then kill A with its run
+/// and agent (SIGKILL), and let worker B take the spec over; B's chunk commits on the remote
+/// and the chunks B built.
+fn take_over_after(
+    fleet: &Fleet,
+    a_script: &str,
+    what: &str,
+    published: impl Fn(&Fleet) -> bool,
+) -> (Vec<String>, Vec<String>, String) {
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    a.script(a_script);
+    let mut worker_a = a.start_worker(&[]);
+    wait_or(what, 90, || published(fleet), || a.worker_stderr());
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&[]);
+    // A's lease expires after 3 s; B polls at least once a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(45);
+    while std::time::Instant::now() < deadline && chunks_of(fleet, "001-a").len() < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let built: Vec<String> = b.sessions().into_iter().map(|s| s.2).collect();
+    (chunks_of(fleet, "001-a"), built, b.worker_stderr())
+}
+
+/// An agent marks its own chunk completed in the plan file (as Auto-Claude's
+/// `update_subtask_status` does: runner takes that for a report of done, and judges it when
+/// the session ends) and leaves its work uncommitted; the worker's heartbeat publishes the
+/// plan as the agent left it, then worker, run and agent die. The published plan must not
+/// stand for the work: the chunk is built again by whoever takes the spec, never left
+/// completed with no commit (the report withdrawn when taken only looks at chunks in
+/// progress; this one says completed, and the remote's plan even reads complete).
+#[test]
+fn a_chunk_its_agent_marked_completed_in_the_published_plan_is_not_lost_in_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "polish * marked-stubborn\n* * done\n",
+        "worker A to publish polish marked completed by its agent",
+        |fleet| {
+            fleet
+                .published_statuses("001-a")
+                .iter()
+                .any(|(id, s)| id == "polish" && s == "completed")
+        },
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+    assert!(log[2].contains("polish"), "{log:?}");
+}
+
+/// The same with an agent that marks the OTHER chunks completed in the plan file (and keeps
+/// its session going): a heartbeat publishes those marks, and the worker that takes the spec
+/// over must not take them for work done.
+#[test]
+fn chunks_an_agent_marked_completed_in_the_published_plan_are_built_after_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * edit-plan 120\n* * done\n",
+        "worker A to publish core-b marked completed by core-a's agent",
+        |fleet| {
+            fleet
+                .published_statuses("001-a")
+                .iter()
+                .any(|(id, s)| id == "core-b" && s == "completed")
+        },
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
