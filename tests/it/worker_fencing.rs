@@ -670,3 +670,78 @@ fn chunks_an_agent_marked_completed_in_the_published_plan_are_built_after_a_take
         "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
     );
 }
+
+/// `runner review --remote` brings a spec here without withdrawing an unpublished report. Host
+/// C's worker built core-a and core-b and died waiting on polish's agent (nothing written yet),
+/// leaving its slot on the branch at the published tip, clean. Host B took the spec over; its
+/// polish agent reported done with the work uncommitted, B published that and died. Back on C,
+/// a person reviews the spec from the remote (the branch does not move, so C's slot is allowed
+/// to stay) and runs it: recovery must not take B's report for work C's clean slot does not
+/// hold, and complete polish with no commit of it.
+#[test]
+fn a_report_brought_by_review_remote_is_not_taken_for_the_work_by_a_local_run() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let c = fleet.host("host-c", lease);
+    c.script("polish * slow 120\n* * done\n");
+    let mut worker_c = c.start_worker(&[]);
+    wait_or(
+        "worker C to publish core-a and core-b, polish started",
+        90,
+        || {
+            chunks_of(&fleet, "001-a").len() == 2
+                && fleet
+                    .published_statuses("001-a")
+                    .iter()
+                    .any(|(id, s)| id == "polish" && s == "in_progress")
+        },
+        || c.worker_stderr(),
+    );
+    let family_c = family(worker_c.id());
+    signal_all(&family_c, libc::SIGKILL);
+    let _ = worker_c.wait();
+    let b = fleet.host("host-b", lease);
+    b.script("polish * done-stubborn\n* * done\n");
+    let mut worker_b = b.start_worker(&[]);
+    wait_or(
+        "worker B to publish polish reported done",
+        90,
+        || {
+            b.sessions().iter().any(|s| s.2 == "polish")
+                && published_attempt(&fleet, "001-a", "polish")
+                    .is_some_and(|at| at["reported"] == "done" && at["outcome"].is_null())
+        },
+        || b.worker_stderr(),
+    );
+    let family_b = family(worker_b.id());
+    signal_all(&family_b, libc::SIGKILL);
+    let _ = worker_b.wait();
+    assert_eq!(
+        chunks_of(&fleet, "001-a").len(),
+        2,
+        "polish never published"
+    );
+    // Back on C: the spec as the remote has it, then built here.
+    c.script("* * done\n");
+    let out = c.runner(&["review", "--remote", "origin", "--spec", "001-a"]);
+    assert_exit(&out, 0);
+    let out = c.runner(&["run", "--spec", "001-a", "--auto-continue", "--yes"]);
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            c.root
+                .join(".auto-claude/specs/001-a/implementation_plan.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let polish_completed = plan["phases"][1]["subtasks"][0]["status"] == "completed";
+    let log =
+        git_result(&c.root, &["log", "--format=%s", "main..auto-claude/001-a"]).unwrap_or_default();
+    assert!(
+        !polish_completed || log.contains("auto-claude: polish"),
+        "polish completed with no commit of it: branch {log:?}; run said: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
