@@ -745,3 +745,29 @@ fn a_report_brought_by_review_remote_is_not_taken_for_the_work_by_a_local_run() 
         stderr(&out)
     );
 }
+
+/// An agent overwrites the plan file with garbage and its session goes on; the heartbeat
+/// publishes the garbled plan, then worker, run and agent die. A run restores such a plan from
+/// the journal (published beside it); the worker that takes the spec over must get that far,
+/// not give up on the spec for good because the plan cannot be read when it is taken (the
+/// remote's folder never changes again, so the spec would never be built).
+#[test]
+fn a_published_plan_that_does_not_parse_does_not_strand_the_spec() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "polish * garbage-plan 120\n* * done\n",
+        "worker A to publish the plan polish's agent garbled",
+        |fleet| {
+            chunks_of(fleet, "001-a").len() == 2
+                && fleet
+                    .remote_git(&["show", "refs/runner/specs/001-a:implementation_plan.json"])
+                    .is_some_and(|t| t.starts_with("not json"))
+        },
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "the spec is built to the end: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
