@@ -518,3 +518,60 @@ fn settle_interrupted_session(paths: &SpecPaths, found: &Plan) -> Option<(Plan, 
     let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
     (!settled.same_json(found)).then_some((settled, undone))
 }
+
+/// The plan a worker publishes in place of the file while a coder session may be editing it
+/// (`None`: the file as it is). The heartbeat publishes mid-session, and what an agent wrote
+/// in the file (its chunk or others set `completed`, garbage) is not runner's until the
+/// session's end settles it: published as is, a worker that takes the spec over after a crash
+/// took those marks for work done, or could not read the plan at all. So while the latest
+/// session's chunk (the one the copy kept as it started shows in progress) has no judged
+/// attempt of that session, and the run has not ended, the plan published is the file settled
+/// against that copy by the session end's rules (its own report stands), or the copy itself
+/// when the file does not parse or is gone.
+pub fn plan_to_publish(paths: &SpecPaths) -> Option<Plan> {
+    let path = paths.dir.join(PLAN_BEFORE_SESSION);
+    let bytes = crate::store::safe::read(&path).ok()?;
+    let before = crate::plan::parse_plan(&path, &bytes).ok()?;
+    let (own, session) = {
+        let mut in_progress = before.chunks().filter(|c| c.status == Status::InProgress);
+        match (in_progress.next(), in_progress.next()) {
+            (Some(own), None) => (own.id.clone(), own.last_attempt()?.session_id?),
+            _ => return None,
+        }
+    };
+    let events = read_typed(&paths.dir);
+    if !integrity::last_run_unfinished(&events) {
+        return None;
+    }
+    let found = match paths.plan.load() {
+        Ok(Some(found)) => found,
+        _ => return Some(before),
+    };
+    let judged = found.find_chunk(&own).is_some_and(|pos| {
+        found
+            .chunk(pos)
+            .attempts()
+            .iter()
+            .any(|a| a.session_id.as_deref() == Some(session.as_str()) && a.outcome.is_some())
+    });
+    if judged {
+        return None;
+    }
+    let by_person = integrity::changed_by_person(&events, &session);
+    let (mut settled, _) = integrity::settle_plan(&before, &found, &own, &session, &by_person);
+    // The agent's own mark of `completed` is a report of done until the session's end judges
+    // it (`ReportInFile`): published as what it is, in progress and reported, which a worker
+    // taking the spec over weighs against the published branch.
+    if let Some(pos) = settled.find_chunk(&own)
+        && settled.chunk(pos).status == Status::Completed
+    {
+        let chunk = settled.chunk_mut(pos);
+        chunk.set_status(Status::InProgress);
+        chunk.update_last_attempt(|a| {
+            if a.session_id.as_deref() == Some(session.as_str()) && a.reported.is_none() {
+                a.reported = Some("done".into());
+            }
+        });
+    }
+    (!settled.same_json(&found)).then_some(settled)
+}
