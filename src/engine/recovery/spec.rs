@@ -3,6 +3,7 @@
 //! remove stale git locks, guard what an unwatched agent may have broken, then recover the
 //! chunks left in progress (and, if asked, retry the failed ones).
 
+use super::settle::settle_interrupted_session;
 use super::*;
 use crate::policy::transition::{self, ChunkEvent};
 use crate::store::event::{self as ev, Event};
@@ -460,118 +461,4 @@ impl Steps<'_> {
             plan_source: self.plan_source,
         })
     }
-}
-
-/// The plan as runner wrote it when its latest coder session started, beside the plan: one
-/// file written over in place for every session (a copy per session made the spec's folder
-/// grow with the square of its chunks).
-pub const PLAN_BEFORE_SESSION: &str = "implementation_plan.json.before-session";
-/// Where earlier builds kept that copy: in the session's own folder (still read).
-const PLAN_BEFORE_SESSION_IN_SESSION: &str = "plan-before-session.json";
-
-/// The plan as the next run reads it once its recovery has settled a session whose run died
-/// (`found` itself when there is nothing to settle). Writes nothing: `runner resume` judges
-/// its summary against this plan, so that it says what the continued run will do (a person's
-/// edit this recovery undoes is not the run's plan).
-pub fn plan_after_recovery(paths: &SpecPaths, found: Plan) -> Plan {
-    match settle_interrupted_session(paths, &found) {
-        Some((settled, _)) => settled,
-        None => found,
-    }
-}
-
-/// The plan settled against the plan as it was when the session started, when a run died with
-/// exactly one chunk in progress and a session of it started: `None` when there is nothing to
-/// undo, or when that copy does not show the same attempt in progress. Person changes are those
-/// the journal names (the run that could have heard them is gone).
-fn settle_interrupted_session(paths: &SpecPaths, found: &Plan) -> Option<(Plan, Vec<String>)> {
-    // The plan first: most specs have nothing in progress, and the journal is not read for
-    // them (`recover --all` over many specs).
-    let mut in_progress = found.chunks().filter(|c| c.status == Status::InProgress);
-    let own = in_progress.next()?;
-    if in_progress.next().is_some() {
-        return None;
-    }
-    let session = own.last_attempt()?.session_id?;
-    let events = read_typed(&paths.dir);
-    if !integrity::last_run_unfinished(&events) {
-        return None;
-    }
-    // The copy shows this very attempt in progress, or it is another session's.
-    let copy_of_session = |path: std::path::PathBuf| -> Option<Plan> {
-        let bytes = crate::store::safe::read(&path).ok()?;
-        let before = crate::plan::parse_plan(&path, &bytes).ok()?;
-        let was = before.chunk(before.find_chunk(&own.id)?);
-        (was.status == Status::InProgress
-            && was.last_attempt()?.session_id.as_deref() == Some(session.as_str()))
-        .then_some(before)
-    };
-    let before = copy_of_session(paths.dir.join(PLAN_BEFORE_SESSION)).or_else(|| {
-        copy_of_session(
-            paths
-                .sessions_dir
-                .join(&session)
-                .join(PLAN_BEFORE_SESSION_IN_SESSION),
-        )
-    })?;
-    let by_person = integrity::changed_by_person(&events, &session);
-    let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
-    (!settled.same_json(found)).then_some((settled, undone))
-}
-
-/// The plan a worker publishes in place of the file while a coder session may be editing it
-/// (`None`: the file as it is). The heartbeat publishes mid-session, and what an agent wrote
-/// in the file (its chunk or others set `completed`, garbage) is not runner's until the
-/// session's end settles it: published as is, a worker that takes the spec over after a crash
-/// took those marks for work done, or could not read the plan at all. So while the latest
-/// session's chunk (the one the copy kept as it started shows in progress) has no judged
-/// attempt of that session, and the run has not ended, the plan published is the file settled
-/// against that copy by the session end's rules (its own report stands), or the copy itself
-/// when the file does not parse or is gone.
-pub fn plan_to_publish(paths: &SpecPaths) -> Option<Plan> {
-    let path = paths.dir.join(PLAN_BEFORE_SESSION);
-    let bytes = crate::store::safe::read(&path).ok()?;
-    let before = crate::plan::parse_plan(&path, &bytes).ok()?;
-    let (own, session) = {
-        let mut in_progress = before.chunks().filter(|c| c.status == Status::InProgress);
-        match (in_progress.next(), in_progress.next()) {
-            (Some(own), None) => (own.id.clone(), own.last_attempt()?.session_id?),
-            _ => return None,
-        }
-    };
-    let events = read_typed(&paths.dir);
-    if !integrity::last_run_unfinished(&events) {
-        return None;
-    }
-    let found = match paths.plan.load() {
-        Ok(Some(found)) => found,
-        _ => return Some(before),
-    };
-    let judged = found.find_chunk(&own).is_some_and(|pos| {
-        found
-            .chunk(pos)
-            .attempts()
-            .iter()
-            .any(|a| a.session_id.as_deref() == Some(session.as_str()) && a.outcome.is_some())
-    });
-    if judged {
-        return None;
-    }
-    let by_person = integrity::changed_by_person(&events, &session);
-    let (mut settled, _) = integrity::settle_plan(&before, &found, &own, &session, &by_person);
-    // The agent's own mark of `completed` is a report of done until the session's end judges
-    // it (`ReportInFile`): published as what it is, in progress and reported, which a worker
-    // taking the spec over weighs against the published branch.
-    if let Some(pos) = settled.find_chunk(&own)
-        && settled.chunk(pos).status == Status::Completed
-    {
-        let chunk = settled.chunk_mut(pos);
-        chunk.set_status(Status::InProgress);
-        chunk.update_last_attempt(|a| {
-            if a.session_id.as_deref() == Some(session.as_str()) && a.reported.is_none() {
-                a.reported = Some("done".into());
-            }
-        });
-    }
-    (!settled.same_json(&found)).then_some(settled)
 }
