@@ -253,6 +253,12 @@ fn fetched_lines(fetched: &runner::ops::remote::bring::Brought, spec: &str) {
     for kept in &fetched.backups {
         info(&format!("What was here before is kept on {}.", t(kept)));
     }
+    for chunk in &fetched.reports_withdrawn {
+        info(&format!(
+            "Chunk {} was reported done where it ran, but its work was never published; a run here builds it again.",
+            t(chunk)
+        ));
+    }
 }
 
 fn print_json(value: &impl json::JsonOutput) -> anyhow::Result<()> {

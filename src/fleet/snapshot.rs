@@ -32,14 +32,36 @@ pub fn commit_folder(
     parent: Option<Oid>,
     message: &str,
 ) -> anyhow::Result<Oid> {
+    commit_folder_as(repo, spec_dir, parent, message, None)
+}
+
+/// [`commit_folder`], with `plan` (when given) published as the plan's bytes in place of the
+/// file's: the plan as runner judges it while an agent may be editing the file.
+pub fn commit_folder_as(
+    repo: &Repository,
+    spec_dir: &Path,
+    parent: Option<Oid>,
+    message: &str,
+    plan: Option<Vec<u8>>,
+) -> anyhow::Result<Oid> {
     let mut top = repo.treebuilder(None)?;
     let mut total = 0u64;
     let mut count = 0usize;
+    let mut plan = plan;
     for name in published_here(spec_dir, "", is_published_name)? {
-        let bytes = read_published(&spec_dir.join(&name))?;
+        let bytes = match plan.take_if(|_| name == crate::plan::PLAN_FILE) {
+            Some(bytes) => bytes,
+            None => read_published(&spec_dir.join(&name))?,
+        };
         total += bytes.len() as u64;
         count += 1;
         top.insert(&name, repo.blob(&bytes)?, 0o100644)?;
+    }
+    // A plan the file no longer holds (an agent deleted it) is published all the same.
+    if let Some(bytes) = plan {
+        total += bytes.len() as u64;
+        count += 1;
+        top.insert(crate::plan::PLAN_FILE, repo.blob(&bytes)?, 0o100644)?;
     }
     let runs = spec_dir.join(RUNS);
     match std::fs::symlink_metadata(&runs) {

@@ -295,6 +295,30 @@ fn plan_edits_of_a_session_whose_run_died_are_undone_by_recovery() {
     assert_eq!(repo.branch_log(&format!("{BRANCH_OF}{spec}")).len(), 3);
 }
 
+/// The agent marks its OWN chunk completed in the file (as Auto-Claude's
+/// `update_subtask_status` does; runner takes that for its report) and runner dies before the
+/// session's end judges it: recovery must settle it as it settles other chunks' marks, not
+/// leave the chunk completed with its work never committed.
+#[test]
+fn a_chunk_its_agent_marked_completed_before_its_run_died_is_not_left_completed_without_a_commit() {
+    let spec = "021-own-mark-died";
+    let repo = repo_with_spec(spec);
+    repo.script(
+        "core-a * update-subtask core-a completed
+",
+    );
+    run_killed_at(&repo, spec, "after_coder_session@1");
+    assert_eq!(repo.chunk(spec, "core-a")["status"], "completed");
+    repo.script("");
+    assert_exit(&repo.run_spec(spec, &[]), 0);
+    let log = repo.branch_log(&format!("{BRANCH_OF}{spec}"));
+    assert_eq!(
+        log.first().map(String::as_str),
+        Some("auto-claude: core-a - Build part A"),
+        "core-a completed with no commit: {log:?}"
+    );
+}
+
 /// The copy of the plan as the session started is one file beside the plan, written over for
 /// each session. A copy where earlier builds kept it (the session's folder) is still used; a copy
 /// that shows another session's attempt is not.

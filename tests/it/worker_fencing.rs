@@ -586,3 +586,182 @@ fn a_spec_folder_that_cannot_be_published_is_let_go_and_built_elsewhere() {
     wait_exit(&mut worker_b, 60);
     assert_eq!(chunks_of(&fleet, "001-a").len(), 3);
 }
+
+/// Run worker A with `a_script` until its agent has edited the plan (the fake agent's pid
+/// file, written after its edit) and two heartbeats have published since (the lease renewed
+/// twice: each renewal publishes the folder in the same push), then kill A with its run and
+/// agent (SIGKILL) and let worker B take the spec over; the spec's chunk commits on the remote,
+/// the chunks B built, and what B said.
+fn take_over_after(
+    fleet: &Fleet,
+    a_script: &str,
+    what: &str,
+) -> (Vec<String>, Vec<String>, String) {
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    a.script(a_script);
+    let mut worker_a = a.start_worker(&[]);
+    let pid_file = a.root.join(".auto-claude/specs/001-a/fake-agent.pid");
+    wait_or(what, 90, || pid_file.exists(), || a.worker_stderr());
+    let lease_ref = "refs/runner/leases/001-a";
+    for _ in 0..2 {
+        let seen = fleet.remote_ref(lease_ref);
+        wait_or(
+            "worker A to renew its lease",
+            30,
+            || fleet.remote_ref(lease_ref) != seen,
+            || a.worker_stderr(),
+        );
+    }
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    let b = fleet.host("host-b", lease);
+    let mut worker_b = b.start_worker(&[]);
+    // A's lease expires after 3 s; B polls at least once a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(45);
+    while std::time::Instant::now() < deadline && chunks_of(fleet, "001-a").len() < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let built: Vec<String> = b.sessions().into_iter().map(|s| s.2).collect();
+    (chunks_of(fleet, "001-a"), built, b.worker_stderr())
+}
+
+/// An agent marks its own chunk completed in the plan file (as Auto-Claude's
+/// `update_subtask_status` does: runner takes that for a report of done, and judges it when
+/// the session ends) and leaves its work uncommitted; the worker's heartbeat publishes the
+/// plan as the agent left it, then worker, run and agent die. The published plan must not
+/// stand for the work: the chunk is built again by whoever takes the spec, never left
+/// completed with no commit (the report withdrawn when taken only looks at chunks in
+/// progress; this one says completed, and the remote's plan even reads complete).
+#[test]
+fn a_chunk_its_agent_marked_completed_in_the_published_plan_is_not_lost_in_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "polish * marked-stubborn\n* * done\n",
+        "polish's agent to mark it completed in the plan file",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+    assert!(log[2].contains("polish"), "{log:?}");
+}
+
+/// The same with an agent that marks the OTHER chunks completed in the plan file (and keeps
+/// its session going): a heartbeat publishes those marks, and the worker that takes the spec
+/// over must not take them for work done.
+#[test]
+fn chunks_an_agent_marked_completed_in_the_published_plan_are_built_after_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * edit-plan 120\n* * done\n",
+        "core-a's agent to mark the other chunks completed in the plan file",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
+
+/// `runner review --remote` brings a spec here without withdrawing an unpublished report. Host
+/// C's worker built core-a and core-b and died waiting on polish's agent (nothing written yet),
+/// leaving its slot on the branch at the published tip, clean. Host B took the spec over; its
+/// polish agent reported done with the work uncommitted, B published that and died. Back on C,
+/// a person reviews the spec from the remote (the branch does not move, so C's slot is allowed
+/// to stay) and runs it: recovery must not take B's report for work C's clean slot does not
+/// hold, and complete polish with no commit of it.
+#[test]
+fn a_report_brought_by_review_remote_is_not_taken_for_the_work_by_a_local_run() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let c = fleet.host("host-c", lease);
+    c.script("polish * slow 120\n* * done\n");
+    let mut worker_c = c.start_worker(&[]);
+    wait_or(
+        "worker C to publish core-a and core-b, polish started",
+        90,
+        || {
+            chunks_of(&fleet, "001-a").len() == 2
+                && fleet
+                    .published_statuses("001-a")
+                    .iter()
+                    .any(|(id, s)| id == "polish" && s == "in_progress")
+        },
+        || c.worker_stderr(),
+    );
+    let family_c = family(worker_c.id());
+    signal_all(&family_c, libc::SIGKILL);
+    let _ = worker_c.wait();
+    let b = fleet.host("host-b", lease);
+    b.script("polish * done-stubborn\n* * done\n");
+    let mut worker_b = b.start_worker(&[]);
+    wait_or(
+        "worker B to publish polish reported done",
+        90,
+        || {
+            b.sessions().iter().any(|s| s.2 == "polish")
+                && published_attempt(&fleet, "001-a", "polish")
+                    .is_some_and(|at| at["reported"] == "done" && at["outcome"].is_null())
+        },
+        || b.worker_stderr(),
+    );
+    let family_b = family(worker_b.id());
+    signal_all(&family_b, libc::SIGKILL);
+    let _ = worker_b.wait();
+    assert_eq!(
+        chunks_of(&fleet, "001-a").len(),
+        2,
+        "polish never published"
+    );
+    // Back on C: the spec as the remote has it, then built here.
+    c.script("* * done\n");
+    let out = c.runner(&["review", "--remote", "origin", "--spec", "001-a"]);
+    assert_exit(&out, 0);
+    let out = c.runner(&["run", "--spec", "001-a", "--auto-continue", "--yes"]);
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            c.root
+                .join(".auto-claude/specs/001-a/implementation_plan.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let polish_completed = plan["phases"][1]["subtasks"][0]["status"] == "completed";
+    let log =
+        git_result(&c.root, &["log", "--format=%s", "main..auto-claude/001-a"]).unwrap_or_default();
+    assert!(
+        !polish_completed || log.contains("auto-claude: polish"),
+        "polish completed with no commit of it: branch {log:?}; run said: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+/// An agent overwrites the plan file with garbage and its session goes on; the heartbeat
+/// publishes the garbled plan, then worker, run and agent die. A run restores such a plan from
+/// the journal (published beside it); the worker that takes the spec over must get that far,
+/// not give up on the spec for good because the plan cannot be read when it is taken (the
+/// remote's folder never changes again, so the spec would never be built).
+#[test]
+fn a_published_plan_that_does_not_parse_does_not_strand_the_spec() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "polish * garbage-plan 120\n* * done\n",
+        "polish's agent to garble the plan file",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "the spec is built to the end: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}

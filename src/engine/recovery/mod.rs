@@ -12,6 +12,7 @@ pub mod procs;
 pub mod quiet;
 pub mod repair;
 pub mod restore;
+mod settle;
 mod spec;
 
 use std::time::Duration;
@@ -23,7 +24,8 @@ use serde_json::{Value, json};
 pub use crate::policy::recovery as decide;
 pub use chunk::{partial_work_note, predict_chunk, recover_chunk};
 pub use decide::{ChunkFacts, Decision};
-pub use spec::{PLAN_BEFORE_SESSION, plan_after_recovery, recover_spec};
+pub use settle::{PLAN_BEFORE_SESSION, plan_after_recovery, plan_to_publish};
+pub use spec::recover_spec;
 
 use crate::error::RunnerError;
 use crate::git::{branch_for, commit_all, slot_holding};

@@ -3,6 +3,7 @@
 //! remove stale git locks, guard what an unwatched agent may have broken, then recover the
 //! chunks left in progress (and, if asked, retry the failed ones).
 
+use super::settle::settle_interrupted_session;
 use super::*;
 use crate::policy::transition::{self, ChunkEvent};
 use crate::store::event::{self as ev, Event};
@@ -460,61 +461,4 @@ impl Steps<'_> {
             plan_source: self.plan_source,
         })
     }
-}
-
-/// The plan as runner wrote it when its latest coder session started, beside the plan: one
-/// file written over in place for every session (a copy per session made the spec's folder
-/// grow with the square of its chunks).
-pub const PLAN_BEFORE_SESSION: &str = "implementation_plan.json.before-session";
-/// Where earlier builds kept that copy: in the session's own folder (still read).
-const PLAN_BEFORE_SESSION_IN_SESSION: &str = "plan-before-session.json";
-
-/// The plan as the next run reads it once its recovery has settled a session whose run died
-/// (`found` itself when there is nothing to settle). Writes nothing: `runner resume` judges
-/// its summary against this plan, so that it says what the continued run will do (a person's
-/// edit this recovery undoes is not the run's plan).
-pub fn plan_after_recovery(paths: &SpecPaths, found: Plan) -> Plan {
-    match settle_interrupted_session(paths, &found) {
-        Some((settled, _)) => settled,
-        None => found,
-    }
-}
-
-/// The plan settled against the plan as it was when the session started, when a run died with
-/// exactly one chunk in progress and a session of it started: `None` when there is nothing to
-/// undo, or when that copy does not show the same attempt in progress. Person changes are those
-/// the journal names (the run that could have heard them is gone).
-fn settle_interrupted_session(paths: &SpecPaths, found: &Plan) -> Option<(Plan, Vec<String>)> {
-    // The plan first: most specs have nothing in progress, and the journal is not read for
-    // them (`recover --all` over many specs).
-    let mut in_progress = found.chunks().filter(|c| c.status == Status::InProgress);
-    let own = in_progress.next()?;
-    if in_progress.next().is_some() {
-        return None;
-    }
-    let session = own.last_attempt()?.session_id?;
-    let events = read_typed(&paths.dir);
-    if !integrity::last_run_unfinished(&events) {
-        return None;
-    }
-    // The copy shows this very attempt in progress, or it is another session's.
-    let copy_of_session = |path: std::path::PathBuf| -> Option<Plan> {
-        let bytes = crate::store::safe::read(&path).ok()?;
-        let before = crate::plan::parse_plan(&path, &bytes).ok()?;
-        let was = before.chunk(before.find_chunk(&own.id)?);
-        (was.status == Status::InProgress
-            && was.last_attempt()?.session_id.as_deref() == Some(session.as_str()))
-        .then_some(before)
-    };
-    let before = copy_of_session(paths.dir.join(PLAN_BEFORE_SESSION)).or_else(|| {
-        copy_of_session(
-            paths
-                .sessions_dir
-                .join(&session)
-                .join(PLAN_BEFORE_SESSION_IN_SESSION),
-        )
-    })?;
-    let by_person = integrity::changed_by_person(&events, &session);
-    let (settled, undone) = integrity::settle_plan(&before, found, &own.id, &session, &by_person);
-    (!settled.same_json(found)).then_some((settled, undone))
 }

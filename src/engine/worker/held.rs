@@ -147,8 +147,16 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
     let prepared = (|| -> anyhow::Result<_> {
         let paths = ws.spec(&spec)?;
         let message = format!("runner: {spec} published by {}", me.worker);
-        let folder =
-            crate::fleet::snapshot::commit_folder(repo, &paths.dir, held.folder, &message)?;
+        // The plan as runner judges it, not what an agent mid-session left in the file.
+        let plan = crate::engine::recovery::plan_to_publish(&paths)
+            .map(|plan| paths.plan.with_bytes_of(&plan, <[u8]>::to_vec));
+        let folder = crate::fleet::snapshot::commit_folder_as(
+            repo,
+            &paths.dir,
+            held.folder,
+            &message,
+            plan,
+        )?;
         let tree = |oid: Option<Oid>| oid.and_then(|o| crate::git::history::tree_of(repo, o));
         let folder = (tree(Some(folder)) != tree(held.folder)).then_some(folder);
         let branch = ws

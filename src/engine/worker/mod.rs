@@ -14,6 +14,8 @@ mod local;
 mod reports;
 mod source;
 
+pub use reports::withdraw_unpublished;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::rc::Rc;

@@ -23,6 +23,11 @@ pub struct Brought {
     /// Local refs keeping what was here before: `…/local-folder` (the folder as a commit) and
     /// `…/local-branch` (the branch's old tip); empty when nothing here differed.
     pub backups: Vec<String>,
+    /// Chunks the published plan said were reported done whose work the branch here does not
+    /// hold (left uncommitted where they ran): the reports are withdrawn, as a worker taking
+    /// the spec does, so a run here builds them again rather than completing them with no
+    /// commit.
+    pub reports_withdrawn: Vec<String>,
     /// The view's lease check: whether an unexpired lease held the spec.
     #[serde(skip)]
     pub held: bool,
@@ -99,11 +104,22 @@ pub fn bring(
             None => crate::git::refs::create(repo, &full, tip, &message)?,
         }
     }
+    // As a worker that takes the spec: a report whose work never reached the branch is not
+    // the work (docs/fleet.md). A plan that does not parse has none to withdraw; what reads it
+    // next says what is wrong with it.
+    let tip = ctx.ws.main.branch_tip(&branch);
+    let reports_withdrawn = match crate::engine::worker::withdraw_unpublished(&ctx.ws, &paths, tip)
+    {
+        Ok(chunks) => chunks,
+        Err(e) if e.downcast_ref::<crate::plan::PlanError>().is_some() => Vec::new(),
+        Err(e) => return Err(e),
+    };
     Ok(Brought {
         remote: remote.to_string(),
         folder: folder.to_string(),
         branch: published.branch.map(|id| id.to_string()),
         backups,
+        reports_withdrawn,
         held: held.is_some(),
     })
 }
