@@ -366,7 +366,19 @@ pub fn limit_scenario(cli: Cli, secs: i64, slack: i64) {
         json!([{"who": "chunk-1", "step": 1, "do": "limit", "resets_at": resets_at.timestamp(), "times": 1}]),
     );
     let out = case.run();
-    assert_exit(&out, 6);
+    // A run that met no limit is told with what the server saw (which requests, whose, which
+    // step), to tell a CLI that asked differently from runner missing the limit.
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "expected exit 6\n{}\nthe server's events:\n{}",
+        stderr(&out),
+        case.server
+            .events()
+            .iter()
+            .map(|e| format!("{e}\n"))
+            .collect::<String>()
+    );
     assert_eq!(case.server.count("limit"), 1, "{}", stderr(&out));
     let until = case.paused_until().expect("the spec is paused");
     assert!(
