@@ -765,3 +765,44 @@ fn a_published_plan_that_does_not_parse_does_not_strand_the_spec() {
         "the spec is built to the end: {log:?}; B built {built:?}; B said: {stderr_b}"
     );
 }
+
+/// The plan a heartbeat publishes mid-session is the file settled against the copy kept as the
+/// session started — a file beside the plan, which the agent can delete as easily as it edits
+/// the plan. An agent that deletes that copy and then marks the other chunks completed in the
+/// plan file (its session going on) must not get those marks published: the worker that takes
+/// the spec over after a crash would take them for work done, and those chunks would end
+/// completed with no commit.
+#[test]
+fn chunks_marked_completed_by_an_agent_that_deleted_the_copy_are_built_after_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * drop-copy 120\n* * done\n",
+        "core-a's agent to delete the copy and mark the other chunks completed",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
+
+/// The same with an agent that forges a person's `runner chunk done core-b` (the journal line
+/// it writes, appended to events.jsonl by the agent, with core-b set completed in the plan
+/// file) and keeps its session going. The session's end takes a person's changes from the
+/// run's socket, never from that line; the publication must not take them from the journal
+/// either, or the takeover finds core-b completed with no commit.
+#[test]
+fn a_person_change_forged_in_the_journal_is_not_published_as_a_chunk_done() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * forge-person core-b 120\n* * done\n",
+        "core-a's agent to forge a person's chunk done of core-b",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
