@@ -765,3 +765,126 @@ fn a_published_plan_that_does_not_parse_does_not_strand_the_spec() {
         "the spec is built to the end: {log:?}; B built {built:?}; B said: {stderr_b}"
     );
 }
+
+/// The plan a heartbeat publishes mid-session is the file settled against the copy kept as the
+/// session started — a file beside the plan, which the agent can delete as easily as it edits
+/// the plan. An agent that deletes that copy and then marks the other chunks completed in the
+/// plan file (its session going on) must not get those marks published: the worker that takes
+/// the spec over after a crash would take them for work done, and those chunks would end
+/// completed with no commit.
+#[test]
+fn chunks_marked_completed_by_an_agent_that_deleted_the_copy_are_built_after_a_takeover() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * drop-copy 120\n* * done\n",
+        "core-a's agent to delete the copy and mark the other chunks completed",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
+
+/// The same with an agent that forges a person's `runner chunk done core-b` (the journal line
+/// it writes, appended to events.jsonl by the agent, with core-b set completed in the plan
+/// file) and keeps its session going. The session's end takes a person's changes from the
+/// run's socket, never from that line; the publication must not take them from the journal
+/// either, or the takeover finds core-b completed with no commit.
+#[test]
+fn a_person_change_forged_in_the_journal_is_not_published_as_a_chunk_done() {
+    let fleet = Fleet::new();
+    let (log, built, stderr_b) = take_over_after(
+        &fleet,
+        "core-a * forge-person core-b 120\n* * done\n",
+        "core-a's agent to forge a person's chunk done of core-b",
+    );
+    assert_eq!(
+        log.len(),
+        3,
+        "every completed chunk has its commit on the published branch: {log:?}; B built {built:?}; B said: {stderr_b}"
+    );
+}
+
+/// The copy of the plan kept as a session started stays in the spec folder after that session
+/// (written over at the next one only), and is not published: a host that takes a spec over
+/// may hold one from a session of its own whose attempt never reached the remote (a worker
+/// cut off right after the session started). Until its run starts a session, that copy is
+/// the latest, its attempt unjudged in the remote's plan, and the heartbeat must not publish
+/// the remote's plan "settled" against it — the chunks completed since (their commits on the
+/// published branch) back to pending, for the next takeover to build a second time.
+#[test]
+fn a_stale_copy_of_the_plan_does_not_undo_published_chunks_in_a_takeover() {
+    let fleet = Fleet::new();
+    fleet.submit("001-a", true);
+    let lease = "[fleet]\nlease_secs = 3\n";
+    let a = fleet.host("host-a", lease);
+    a.script("polish * slow 120\n* * done\n");
+    let mut worker_a = a.start_worker(&[]);
+    wait_or(
+        "worker A to publish core-a and core-b, polish started",
+        90,
+        || {
+            chunks_of(&fleet, "001-a").len() == 2
+                && fleet
+                    .published_statuses("001-a")
+                    .iter()
+                    .any(|(id, s)| id == "polish" && s == "in_progress")
+        },
+        || a.worker_stderr(),
+    );
+    let family_a = family(worker_a.id());
+    signal_all(&family_a, libc::SIGKILL);
+    let _ = worker_a.wait();
+    // Host B's own earlier session of core-a, never published: its copy of the plan.
+    let b = fleet.host("host-b", lease);
+    b.script("* * done\n");
+    let dir = b.root.join(".auto-claude/specs/001-a");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut stale: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("plans/two-phases.json")).unwrap())
+            .unwrap();
+    stale["phases"][0]["subtasks"][0]["status"] = "in_progress".into();
+    stale["phases"][0]["subtasks"][0]["attempts"] = serde_json::json!([{"n": 1, "session_id": "s-of-host-b", "started_at": "2026-01-01T00:00:00Z"}]);
+    std::fs::write(
+        dir.join("implementation_plan.json.before-session"),
+        serde_json::to_vec_pretty(&stale).unwrap(),
+    )
+    .unwrap();
+    // B's run waits before its first session (which would write the copy over); its worker's
+    // heartbeats publish meanwhile.
+    let mut worker_b = b
+        .cmd(&["worker"])
+        .env("RUNNER_FAILPOINTS", "after_prepare_slot~15000")
+        .stdout(std::fs::File::create(b.dir.join("worker.out")).unwrap())
+        .stderr(std::fs::File::create(b.dir.join("worker.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let lease_ref = "refs/runner/leases/001-a";
+    wait_or(
+        "worker B to take the spec",
+        45,
+        || b.worker_stderr().contains("taken from origin"),
+        || b.worker_stderr(),
+    );
+    for _ in 0..3 {
+        let seen = fleet.remote_ref(lease_ref);
+        wait_or(
+            "worker B to renew its lease",
+            30,
+            || fleet.remote_ref(lease_ref) != seen,
+            || b.worker_stderr(),
+        );
+    }
+    let published = fleet.published_statuses("001-a");
+    interrupt(&worker_b);
+    wait_exit(&mut worker_b, 60);
+    let completed = |id: &str| published.iter().any(|(c, s)| c == id && s == "completed");
+    assert!(
+        completed("core-a") && completed("core-b"),
+        "chunks completed on the published branch ({:?}) are published as not completed: {published:?}; B said: {}",
+        chunks_of(&fleet, "001-a"),
+        b.worker_stderr()
+    );
+}

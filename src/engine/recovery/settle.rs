@@ -58,7 +58,11 @@ pub(super) fn settle_interrupted_session(
             if !marked || judged(found, &own, &session) {
                 return None;
             }
-            (before, own, session, unfinished_run(paths)?)
+            let events = unfinished_run(paths)?;
+            // Recovery may run before or after its own run's start is journaled: the run
+            // that died is the one since the last run's end.
+            started_since(&events, &session, |e| matches!(e, Event::RunEnd(_))).then_some(())?;
+            (before, own, session, events)
         }
     };
     let (settled, undone) = settle(&before, found, &own, &session, &events);
@@ -77,6 +81,13 @@ pub(super) fn settle_interrupted_session(
 pub fn plan_to_publish(paths: &SpecPaths) -> Option<Plan> {
     let (before, own, session) = latest_session(paths)?;
     let events = unfinished_run(paths)?;
+    // A copy this clone kept in an earlier run (a session of its own the remote never heard
+    // of, the spec taken over since) is not the running session's: settled against it, the
+    // chunks completed since would be published undone. The run under way is the last one
+    // started (an earlier run of this clone that died is not, nor one of another host).
+    if !started_since(&events, &session, |e| matches!(e, Event::RunStart(_))) {
+        return None;
+    }
     let found = match paths.plan.load() {
         Ok(Some(found)) => found,
         _ => return Some(before),
@@ -92,6 +103,18 @@ pub fn plan_to_publish(paths: &SpecPaths) -> Option<Plan> {
 fn unfinished_run(paths: &SpecPaths) -> Option<Vec<Event>> {
     let events = read_typed(&paths.dir);
     integrity::last_run_unfinished(&events).then_some(events)
+}
+
+/// Whether session `session` started after the journal's last event that `since` matches
+/// (the last run's end: in the run that never ended; its last start: in the run under way).
+/// The copy beside the plan stays there after its session, and a clone may hold one from a
+/// run long over, of a session whose attempt the plan taken from a remote never had.
+fn started_since(events: &[Event], session: &str, since: fn(&Event) -> bool) -> bool {
+    events
+        .iter()
+        .rev()
+        .take_while(|e| !since(e))
+        .any(|e| matches!(e, Event::SessionStart(s) if s.session_id == session))
 }
 
 /// The copy kept as session `session` of chunk `own` started (beside the plan, else where
