@@ -74,9 +74,12 @@ fn measure(events: usize) -> Result<(), String> {
         samples.sort_by(f64::total_cmp);
         samples[samples.len() / 2]
     };
-    let publish = time(&|| {
-        runner::engine::recovery::plan_to_publish(&paths).map_or(0, |p| p.chunks().count())
-    });
+    let publish = time(
+        &|| match runner::engine::recovery::plan_to_publish(&paths) {
+            runner::engine::recovery::PlanToPublish::Settled(p) => p.chunks().count(),
+            _ => 0,
+        },
+    );
     let read = time(&|| runner::store::read_typed(&paths.dir).len());
     println!(
         "journal of {events} events ({} MB): plan_to_publish median {publish:.0} ms, the journal read alone {read:.0} ms",

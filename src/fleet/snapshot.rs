@@ -32,25 +32,41 @@ pub fn commit_folder(
     parent: Option<Oid>,
     message: &str,
 ) -> anyhow::Result<Oid> {
-    commit_folder_as(repo, spec_dir, parent, message, None)
+    commit_folder_as(repo, spec_dir, parent, message, PlanAs::File)
 }
 
-/// [`commit_folder`], with `plan` (when given) published as the plan's bytes in place of the
-/// file's: the plan as runner judges it while an agent may be editing the file.
+/// What a publication holds as the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanAs {
+    /// The file as it is.
+    File,
+    /// These bytes in place of the file's: the plan as runner judges it while an agent may be
+    /// editing the file.
+    Bytes(Vec<u8>),
+    /// No plan (the last publication had none, and the file cannot be vouched for).
+    Absent,
+}
+
+/// [`commit_folder`], with the plan as `plan` says.
 pub fn commit_folder_as(
     repo: &Repository,
     spec_dir: &Path,
     parent: Option<Oid>,
     message: &str,
-    plan: Option<Vec<u8>>,
+    plan: PlanAs,
 ) -> anyhow::Result<Oid> {
     let mut top = repo.treebuilder(None)?;
     let mut total = 0u64;
     let mut count = 0usize;
-    let mut plan = plan;
+    let mut plan = match plan {
+        PlanAs::File => None,
+        PlanAs::Bytes(bytes) => Some(Some(bytes)),
+        PlanAs::Absent => Some(None),
+    };
     for name in published_here(spec_dir, "", is_published_name)? {
         let bytes = match plan.take_if(|_| name == crate::plan::PLAN_FILE) {
-            Some(bytes) => bytes,
+            Some(Some(bytes)) => bytes,
+            Some(None) => continue,
             None => read_published(&spec_dir.join(&name))?,
         };
         total += bytes.len() as u64;
@@ -58,7 +74,7 @@ pub fn commit_folder_as(
         top.insert(&name, repo.blob(&bytes)?, 0o100644)?;
     }
     // A plan the file no longer holds (an agent deleted it) is published all the same.
-    if let Some(bytes) = plan {
+    if let Some(Some(bytes)) = plan {
         total += bytes.len() as u64;
         count += 1;
         top.insert(crate::plan::PLAN_FILE, repo.blob(&bytes)?, 0o100644)?;

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 pub use crate::policy::recovery as decide;
 pub use chunk::{partial_work_note, predict_chunk, recover_chunk};
 pub use decide::{ChunkFacts, Decision};
-pub use settle::{PLAN_BEFORE_SESSION, plan_after_recovery, plan_to_publish};
+pub use settle::{PLAN_BEFORE_SESSION, PlanToPublish, plan_after_recovery, plan_to_publish};
 pub use spec::recover_spec;
 
 use crate::error::RunnerError;

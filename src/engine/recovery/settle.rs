@@ -65,38 +65,78 @@ pub(super) fn settle_interrupted_session(
             (before, own, session, events)
         }
     };
-    let (settled, undone) = settle(&before, found, &own, &session, &events);
+    // The run that could have heard a person's changes is gone: the journal names them.
+    let by_person = integrity::changed_by_person(&events, &session);
+    let (settled, undone) = settle(&before, found, &own, &session, &by_person);
     (!settled.same_json(found)).then_some((settled, undone))
 }
 
-/// The plan a worker publishes in place of the file while a coder session may be editing it
-/// (`None`: the file as it is). The heartbeat publishes mid-session, and what an agent wrote
-/// in the file (its chunk or others set `completed`, garbage) is not runner's until the
-/// session's end settles it: published as is, a worker that takes the spec over after a crash
-/// took those marks for work done, or could not read the plan at all. So while the latest
-/// session's chunk (the one the copy kept as it started shows in progress) has no judged
+/// What a worker publishes as the plan while a coder session may be editing the file.
+#[derive(Debug)]
+pub enum PlanToPublish {
+    /// The file as it is: no session of the run under way is open, or its end judged it.
+    File,
+    /// This plan in place of the file: the file settled against the copy kept as the session
+    /// started (or that copy, when the file does not parse or is gone).
+    Settled(Plan),
+    /// The plan of the last publication: a session of the run under way is open and its copy
+    /// is gone or not its own, so nothing can say what of the file is runner's.
+    Previous,
+}
+
+/// The plan a worker publishes in place of the file while a coder session may be editing it.
+/// The heartbeat publishes mid-session, and what an agent wrote in the file (its chunk or
+/// others set `completed`, garbage) is not runner's until the session's end settles it:
+/// published as is, a worker that takes the spec over after a crash took those marks for work
+/// done, or could not read the plan at all. So while the latest session's chunk has no judged
 /// attempt of that session, and the run has not ended, the plan published is the file settled
-/// against that copy by the session end's rules (its own report stands), or the copy itself
-/// when the file does not parse or is gone.
-pub fn plan_to_publish(paths: &SpecPaths) -> Option<Plan> {
-    let (before, own, session) = latest_session(paths)?;
-    let events = unfinished_run(paths)?;
+/// against the copy kept as the session started by the session end's rules (its own report
+/// stands). A person's `runner chunk …` during the session is published once the session's
+/// end has heard it from the run's socket: the journal, which an agent can write, does not
+/// vouch for it here.
+pub fn plan_to_publish(paths: &SpecPaths) -> PlanToPublish {
+    let Some(events) = unfinished_run(paths) else {
+        return PlanToPublish::File;
+    };
     // A copy this clone kept in an earlier run (a session of its own the remote never heard
     // of, the spec taken over since) is not the running session's: settled against it, the
     // chunks completed since would be published undone. The run under way is the last one
     // started (an earlier run of this clone that died is not, nor one of another host).
-    if !started_since(&events, &session, |e| matches!(e, Event::RunStart(_))) {
-        return None;
-    }
+    let copy = latest_session(paths).filter(|(_, _, session)| {
+        started_since(&events, session, |e| matches!(e, Event::RunStart(_)))
+    });
+    let Some((before, own, session)) = copy else {
+        return match coder_session_open(&events) {
+            true => PlanToPublish::Previous,
+            false => PlanToPublish::File,
+        };
+    };
     let found = match paths.plan.load() {
         Ok(Some(found)) => found,
-        _ => return Some(before),
+        _ => return PlanToPublish::Settled(before),
     };
     if judged(&found, &own, &session) {
-        return None;
+        return PlanToPublish::File;
     }
-    let (settled, _) = settle(&before, &found, &own, &session, &events);
-    (!settled.same_json(&found)).then_some(settled)
+    let (settled, _) = settle(&before, &found, &own, &session, &[]);
+    match settled.same_json(&found) {
+        true => PlanToPublish::File,
+        false => PlanToPublish::Settled(settled),
+    }
+}
+
+/// Whether a coder session of the run under way started and has not ended.
+fn coder_session_open(events: &[Event]) -> bool {
+    events
+        .iter()
+        .rev()
+        .take_while(|e| !matches!(e, Event::RunStart(_)))
+        .find_map(|e| match e {
+            Event::SessionStart(s) if s.chunk.is_some() => Some(true),
+            Event::SessionEnd(e) if e.start.chunk.is_some() => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 /// The journal's events when its last run never ended (a run died, or is running).
@@ -173,10 +213,9 @@ fn settle(
     found: &Plan,
     own: &str,
     session: &str,
-    events: &[Event],
+    by_person: &[String],
 ) -> (Plan, Vec<String>) {
-    let by_person = integrity::changed_by_person(events, session);
-    let (mut settled, mut undone) = integrity::settle_plan(before, found, own, session, &by_person);
+    let (mut settled, mut undone) = integrity::settle_plan(before, found, own, session, by_person);
     if let (Some(pos), Some(was)) = (settled.find_chunk(own), before.find_chunk(own))
         && settled.chunk(pos).status == Status::Completed
         // A person's `runner chunk done` on it stands, as at a session's end.

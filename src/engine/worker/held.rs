@@ -148,8 +148,7 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
         let paths = ws.spec(&spec)?;
         let message = format!("runner: {spec} published by {}", me.worker);
         // The plan as runner judges it, not what an agent mid-session left in the file.
-        let plan = crate::engine::recovery::plan_to_publish(&paths)
-            .map(|plan| paths.plan.with_bytes_of(&plan, <[u8]>::to_vec));
+        let plan = plan_as(repo, &paths, held.folder);
         let folder = crate::fleet::snapshot::commit_folder_as(
             repo,
             &paths.dir,
@@ -232,6 +231,36 @@ pub fn publish(ws: &Workspace, me: &Me, held: &mut Held, release: bool) -> anyho
             }
             Ok(Pushed::Unreachable(e))
         }
+    }
+}
+
+/// What this publication holds as `paths`' plan (`engine::recovery::plan_to_publish`); the
+/// last publication's plan is read from `last` (the folder's commit this worker published
+/// last, or found there when it took the spec).
+fn plan_as(
+    repo: &crate::git::Repository,
+    paths: &crate::store::workspace::SpecPaths,
+    last: Option<Oid>,
+) -> crate::fleet::snapshot::PlanAs {
+    use crate::engine::recovery::PlanToPublish;
+    use crate::fleet::snapshot::PlanAs;
+    match crate::engine::recovery::plan_to_publish(paths) {
+        PlanToPublish::File => PlanAs::File,
+        PlanToPublish::Settled(plan) => {
+            PlanAs::Bytes(paths.plan.with_bytes_of(&plan, <[u8]>::to_vec))
+        }
+        PlanToPublish::Previous => last
+            .and_then(|folder| {
+                crate::git::history::files_at(
+                    repo,
+                    folder,
+                    "",
+                    crate::fleet::snapshot::MAX_FILE_BYTES as usize,
+                )
+                .into_iter()
+                .find(|(name, _)| name == crate::plan::PLAN_FILE)
+            })
+            .map_or(PlanAs::Absent, |(_, bytes)| PlanAs::Bytes(bytes)),
     }
 }
 
