@@ -557,7 +557,20 @@ fn a_spec_folder_that_cannot_be_published_is_let_go_and_built_elsewhere() {
     assert!(err.contains("requirements.json"), "{err}");
     assert!(!err.contains("unreachable"), "{err}");
     let report: serde_json::Value = serde_json::from_str(&a.worker_stdout()).unwrap();
-    assert_eq!(report["remote_errors"], 0, "{report}");
+    // Not told as the remote's fault (a fetch may still time out under load: that one is),
+    // and its branch kept all the same.
+    assert!(
+        err.contains("refs/auto-claude/recovery/001-a/_lease-lost/1/branch"),
+        "{err}"
+    );
+    // (Taken again at a later look, it is left alone: its copy cannot be made the remote's.)
+    assert!(
+        !err.lines()
+            .any(|l| l.starts_with("runner worker: spec 001-a:")
+                && l.contains("requirements.json")
+                && !l.contains("making this clone's copy the remote's")),
+        "{err}"
+    );
     assert_eq!(report["specs"][0]["end"], "lease_lost", "{report}");
     assert_eq!(report["specs"][0]["released"], true, "{report}");
     assert!(
@@ -619,8 +632,9 @@ fn take_over_after(
     let _ = worker_a.wait();
     let b = fleet.host("host-b", lease);
     let mut worker_b = b.start_worker(&[]);
-    // A's lease expires after 3 s; B polls at least once a second.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(45);
+    // A's lease expires after 3 s; B polls at least once a second (90 s: CI runs these
+    // beside the whole suite on 2 cores).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     while std::time::Instant::now() < deadline && chunks_of(fleet, "001-a").len() < 3 {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }

@@ -38,7 +38,14 @@ struct Local {
     folder: Option<Oid>,
 }
 
-fn local_state(ws: &Workspace, spec: &str, message: &str) -> anyhow::Result<Local> {
+/// (`folder_if_it_can`: a folder that cannot be made a commit, a link planted at a published
+/// name, is left out rather than failing the whole; else it fails.)
+fn local_state(
+    ws: &Workspace,
+    spec: &str,
+    message: &str,
+    folder_if_it_can: bool,
+) -> anyhow::Result<Local> {
     let repo = &ws.main.repo;
     let branch_name = branch_for(spec);
     let mut branch = ws.main.branch_tip(&branch_name);
@@ -57,9 +64,11 @@ fn local_state(ws: &Workspace, spec: &str, message: &str) -> anyhow::Result<Loca
     }
     let paths = ws.spec(spec)?;
     let folder = match paths.dir.is_dir() {
-        true => Some(crate::fleet::snapshot::commit_folder(
-            repo, &paths.dir, None, message,
-        )?),
+        true => match crate::fleet::snapshot::commit_folder(repo, &paths.dir, None, message) {
+            Ok(folder) => Some(folder),
+            Err(_) if folder_if_it_can => None,
+            Err(e) => return Err(e),
+        },
         false => None,
     };
     Ok(Local { branch, folder })
@@ -146,6 +155,7 @@ pub fn adopt(
         ws,
         spec,
         &format!("runner worker: {spec} as this clone had it"),
+        false,
     )?;
     let tree = |oid: Option<Oid>| oid.and_then(|o| crate::git::history::tree_of(repo, o));
     let same_folder = local.folder.is_some() && tree(local.folder) == tree(Some(folder));
@@ -221,12 +231,14 @@ fn check_out(ws: &Workspace, branch: &str) -> anyhow::Result<()> {
 }
 
 /// Keep what the job of `spec` left (its branch tip with its slot's uncommitted work, its
-/// folder) after its lease was lost; the refs made.
+/// folder) after its lease was lost; the refs made. A folder that cannot be made a commit
+/// (what made the spec unpublishable) is left where it is; the branch is kept all the same.
 pub fn keep_leftovers(ws: &Workspace, spec: &str) -> anyhow::Result<Vec<String>> {
     let local = local_state(
         ws,
         spec,
         &format!("runner worker: {spec} as its job left it when the lease was lost"),
+        true,
     )?;
     keep(ws, spec, Why::LeaseLost, &local)
 }
