@@ -41,6 +41,13 @@ fn signal_all(pids: &[i32], sig: i32) {
     }
 }
 
+/// SIGKILL for `worker` and everything under it (its runs, their agents) at once, as a host
+/// that dies; waited for.
+fn kill_family(worker: &mut Child) {
+    signal_all(&family(worker.id()), libc::SIGKILL);
+    let _ = worker.wait();
+}
+
 /// A spec's remote branch after main, as commit subjects.
 fn chunks_of(fleet: &Fleet, spec: &str) -> Vec<String> {
     fleet.branch_log(spec)
@@ -63,9 +70,7 @@ fn a_worker_killed_with_sigkill_is_taken_over_after_its_lease_and_the_spec_compl
             .iter()
             .any(|(_, _, chunk, _)| chunk == "core-b")
     });
-    let family_a = family(worker_a.id());
-    signal_all(&family_a, libc::SIGKILL);
-    let _ = worker_a.wait();
+    kill_family(&mut worker_a);
     let b = fleet.host("host-b", lease);
     let mut worker_b = b.start_worker(&["--json"]);
     wait_or(
@@ -419,9 +424,7 @@ fn a_published_report_whose_work_was_never_committed_is_not_taken_for_the_work()
         },
         || a.worker_stderr(),
     );
-    let family_a = family(worker_a.id());
-    signal_all(&family_a, libc::SIGKILL);
-    let _ = worker_a.wait();
+    kill_family(&mut worker_a);
     assert_eq!(
         chunks_of(&fleet, "001-a").len(),
         2,
@@ -490,9 +493,7 @@ fn a_published_report_whose_commit_was_published_too_completes_the_chunk_once() 
         },
         || a.worker_stderr(),
     );
-    let family_a = family(worker_a.id());
-    signal_all(&family_a, libc::SIGKILL);
-    let _ = worker_a.wait();
+    kill_family(&mut worker_a);
     let b = fleet.host("host-b", lease);
     let mut worker_b = b.start_worker(&["--json"]);
     wait_or(
@@ -627,9 +628,7 @@ fn take_over_after(
             || a.worker_stderr(),
         );
     }
-    let family_a = family(worker_a.id());
-    signal_all(&family_a, libc::SIGKILL);
-    let _ = worker_a.wait();
+    kill_family(&mut worker_a);
     let b = fleet.host("host-b", lease);
     let mut worker_b = b.start_worker(&[]);
     // A's lease expires after 3 s; B polls at least once a second (90 s: CI runs these
@@ -712,9 +711,7 @@ fn a_report_brought_by_review_remote_is_not_taken_for_the_work_by_a_local_run() 
         },
         || c.worker_stderr(),
     );
-    let family_c = family(worker_c.id());
-    signal_all(&family_c, libc::SIGKILL);
-    let _ = worker_c.wait();
+    kill_family(&mut worker_c);
     let b = fleet.host("host-b", lease);
     b.script("polish * done-stubborn\n* * done\n");
     let mut worker_b = b.start_worker(&[]);
@@ -728,9 +725,7 @@ fn a_report_brought_by_review_remote_is_not_taken_for_the_work_by_a_local_run() 
         },
         || b.worker_stderr(),
     );
-    let family_b = family(worker_b.id());
-    signal_all(&family_b, libc::SIGKILL);
-    let _ = worker_b.wait();
+    kill_family(&mut worker_b);
     assert_eq!(
         chunks_of(&fleet, "001-a").len(),
         2,
@@ -848,9 +843,7 @@ fn a_stale_copy_of_the_plan_does_not_undo_published_chunks_in_a_takeover() {
         },
         || a.worker_stderr(),
     );
-    let family_a = family(worker_a.id());
-    signal_all(&family_a, libc::SIGKILL);
-    let _ = worker_a.wait();
+    kill_family(&mut worker_a);
     // Host B's own earlier session of core-a, never published: its copy of the plan.
     let b = fleet.host("host-b", lease);
     b.script("* * done\n");
