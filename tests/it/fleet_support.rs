@@ -1,12 +1,12 @@
-//! Leases planted on a remote by hand, as another worker would have written them (a commit of
-//! the empty tree whose message is the lease's JSON, docs/fleet.md): shared by the fleet's
-//! tests, which each need a holder they did not start.
+//! What the fleet's tests share: two machines on one bare remote, and leases planted on a
+//! remote by hand, as another worker would have written them (a commit of the empty tree whose
+//! message is the lease's JSON, docs/fleet.md), for a holder a test did not start.
 
 use std::path::Path;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::common::git_in;
+use crate::common::{TestRepo, assert_exit, git_in};
 
 /// A lease as a worker writes it: `worker` on `host` (pid `pid`), taken and renewed at
 /// `renewed_at`, lasting `lease_secs`.
@@ -58,4 +58,26 @@ pub fn push_lease(dir: &Path, spec: &str, lease: &serde_json::Value) {
             &format!("+{id}:refs/runner/leases/{spec}"),
         ],
     );
+}
+
+/// Machine A builds `spec` and submits it to a bare remote (with its `main`); machine B is a
+/// repository on the same `main` that has never seen the spec. The bare remote's path.
+pub fn two_machines(spec: &str) -> (TestRepo, TestRepo, std::path::PathBuf) {
+    let a = TestRepo::new();
+    a.add_spec(spec);
+    assert_exit(&a.run_spec(spec, &[]), 0);
+    let bare = a.tmp.path().join("remote.git");
+    git_in(
+        a.tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    let url = format!("file://{}", bare.display());
+    a.git(&["remote", "add", "origin", &url]);
+    a.git(&["push", "-q", "origin", "main"]);
+    assert_exit(&a.runner(&["submit", "--spec", spec]), 0);
+    let b = TestRepo::new();
+    b.git(&["remote", "add", "origin", &url]);
+    b.git(&["fetch", "-q", "origin", "main"]);
+    b.git(&["reset", "-q", "--hard", "FETCH_HEAD"]);
+    (a, b, bare)
 }

@@ -11,26 +11,8 @@ fn json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
 }
 
-/// Machine A, which built the spec and submitted it to a bare remote (with its `main`), and
-/// machine B, a repository on the same `main` that has never seen the spec; the remote's path.
 fn two_machines() -> (TestRepo, TestRepo, std::path::PathBuf) {
-    let a = TestRepo::new();
-    a.add_spec(SPEC);
-    assert_exit(&a.run_spec(SPEC, &[]), 0);
-    let bare = a.tmp.path().join("remote.git");
-    git_in(
-        a.tmp.path(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    let url = format!("file://{}", bare.display());
-    a.git(&["remote", "add", "origin", &url]);
-    a.git(&["push", "-q", "origin", "main"]);
-    assert_exit(&a.runner(&["submit", "--spec", SPEC]), 0);
-    let b = TestRepo::new();
-    b.git(&["remote", "add", "origin", &url]);
-    b.git(&["fetch", "-q", "origin", "main"]);
-    b.git(&["reset", "-q", "--hard", "FETCH_HEAD"]);
-    (a, b, bare)
+    crate::fleet_support::two_machines(SPEC)
 }
 
 fn remote_plan(bare: &std::path::Path) -> Value {

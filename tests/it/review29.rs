@@ -3,29 +3,12 @@
 //! remotes over file://; each FAILS on the code it was written against.
 
 use crate::common::*;
-use crate::worker::{Fleet, url};
+use crate::worker::Fleet;
 
 const SPEC: &str = "001-feature";
 
-/// Machine A builds and submits SPEC; machine B is a clone of the same remote. The bare
-/// remote's path.
 fn two_machines() -> (TestRepo, TestRepo, std::path::PathBuf) {
-    let a = TestRepo::new();
-    a.add_spec(SPEC);
-    assert_exit(&a.run_spec(SPEC, &[]), 0);
-    let bare = a.tmp.path().join("remote.git");
-    git_in(
-        a.tmp.path(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    a.git(&["remote", "add", "origin", &url(&bare)]);
-    a.git(&["push", "-q", "origin", "main"]);
-    assert_exit(&a.runner(&["submit", "--spec", SPEC]), 0);
-    let b = TestRepo::new();
-    b.git(&["remote", "add", "origin", &url(&bare)]);
-    b.git(&["fetch", "-q", "origin", "main"]);
-    b.git(&["reset", "-q", "--hard", "FETCH_HEAD"]);
-    (a, b, bare)
+    crate::fleet_support::two_machines(SPEC)
 }
 
 /// `review --remote` refuses to move a branch checked out in one of runner's slots, but not
