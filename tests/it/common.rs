@@ -311,6 +311,19 @@ pub fn hold_lock_for(path: &Path, seconds: &str) -> std::process::Child {
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The seed in the environment variable `var` (a run to replay), else one from the clock.
+    pub fn seed_from(var: &str) -> u64 {
+        std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            })
+    }
+
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

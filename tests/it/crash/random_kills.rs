@@ -40,15 +40,7 @@ struct Tracked {
 #[test]
 fn two_hundred_random_kills_lose_nothing() {
     let started = Instant::now();
-    let seed = std::env::var("RUNNER_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = Rng::seed_from("RUNNER_CRASH_SEED");
     eprintln!("random kills: seed {seed} (rerun with RUNNER_CRASH_SEED={seed})");
     let mut rng = Rng(seed);
     let plan = random_plan();

@@ -45,15 +45,7 @@ fn a_minute_of_kill_9_over_git_daemon_loses_and_duplicates_no_chunk() {
 }
 
 fn seed() -> u64 {
-    std::env::var("RUNNER_FLEET_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        })
+    Rng::seed_from("RUNNER_FLEET_SEED")
 }
 
 /// A worker that keeps polling, restarted by the host's loop: its output in the host's
