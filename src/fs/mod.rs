@@ -12,6 +12,19 @@ pub mod watch;
 pub use atomic::{is_temp_file, write_atomic};
 pub use lock::{FileLock, Holder, LockState};
 
+/// `program` as `PATH` finds it: the first executable regular file of that name in an
+/// absolute folder of `PATH` (a relative one would depend on where runner was started).
+pub fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// An I/O error that names the file it happened to ("Permission denied" alone does not say
 /// which of runner's files to look at). Its kind is kept, so callers can still match on it.
 pub fn at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> std::io::Error + '_ {

@@ -92,21 +92,9 @@ fn this_desktop() -> Desktop {
     }
     let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     Desktop::Linux {
-        notify_send: on_path("notify-send").map(|p| p.display().to_string()),
+        notify_send: crate::fs::on_path("notify-send").map(|p| p.display().to_string()),
         session: set("DBUS_SESSION_BUS_ADDRESS") || set("DISPLAY") || set("WAYLAND_DISPLAY"),
     }
-}
-
-/// `program` as `PATH` finds it: the first executable file of that name.
-fn on_path(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 struct Child {

@@ -318,7 +318,7 @@ fn open(
     let Some(program) = forge.tool() else {
         return Ok((PullRequest::NoToolKnown, None, None));
     };
-    let Some(exe) = tool::on_path(program) else {
+    let Some(exe) = crate::fs::on_path(program) else {
         return Ok((PullRequest::OpenByHand, None, by_hand));
     };
     let body_file = paths.dir.join(BODY_FILE);

@@ -4,7 +4,7 @@
 //! is `/dev/null`, stdout a pipe, and `GH_PROMPT_DISABLED=1`. What to run and what its output
 //! means are decided in `policy::pr`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use crate::agent::{ChildSpec, Ended, Interrupt, run_child};
@@ -22,19 +22,6 @@ pub struct ToolRun {
     pub stopped: Option<String>,
     /// What it printed on stdout and stderr, in order (as the log kept it).
     pub output: String,
-}
-
-/// `program` as `PATH` finds it: the first executable regular file of that name in an
-/// absolute folder of `PATH`.
-pub fn on_path(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// The environment every tool gets over runner's: never a prompt, no colour, no update
